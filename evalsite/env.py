@@ -1,0 +1,60 @@
+"""Typed readers for settings taken from environment variables.
+
+Each helper rejects a malformed value loudly instead of silently falling back, and
+accepts a ``NAME_FILE`` variable pointing at a file holding the value (Docker secrets).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+class EnvError(ValueError):
+    """Raised when an environment variable holds a value of the wrong shape."""
+
+
+def env_str(name: str, default: str | None = None) -> str | None:
+    """Return ``name`` from the environment, or the content of ``name_FILE``, or ``default``."""
+    file_name = os.environ.get(f"{name}_FILE")
+    if file_name:
+        try:
+            return Path(file_name).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise EnvError(f"{name}_FILE={file_name!r} cannot be read: {exc}") from exc
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = env_str(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise EnvError(f"{name}={raw!r} is not a boolean (use one of 1/0, true/false, yes/no, on/off)")
+
+
+def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+    raw = env_str(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise EnvError(f"{name}={raw!r} is not an integer") from exc
+    if minimum is not None and value < minimum:
+        raise EnvError(f"{name}={value} must be at least {minimum}")
+    return value
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    raw = env_str(name)
+    if raw is None:
+        return default
+    return [item.strip() for item in raw.split(",") if item.strip()]

@@ -1,0 +1,1 @@
+"""The studies app: datasets, aspects, judgments, metric runs and their pages."""

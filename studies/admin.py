@@ -1,0 +1,210 @@
+"""Django admin: admins edit aspects and prompt templates; each edit makes a new
+version, and the history inline shows every version with the runs that used it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+
+from studies import models
+
+
+def _runs_of(version: Any) -> str:
+    runs = list(version.runs.all())
+    if not runs:
+        return "—"
+    return format_html_join(
+        ", ",
+        '<a href="{}">{}</a>',
+        ((reverse("admin:studies_metricrun_change", args=[r.pk]), r.label) for r in runs),
+    )
+
+
+class VersionInline(admin.TabularInline):
+    extra = 0
+    can_delete = False
+    show_change_link = False
+    ordering = ("-version",)
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description="runs that used this version")
+    def used_by_runs(self, version: Any) -> str:
+        return _runs_of(version)
+
+
+class AspectVersionInline(VersionInline):
+    model = models.AspectVersion
+    fields = readonly_fields = (
+        "version",
+        "name",
+        "definition",
+        "scale_min",
+        "scale_max",
+        "created_at",
+        "created_by",
+        "used_by_runs",
+    )
+    verbose_name_plural = "history (every saved version; runs keep the version they used)"
+
+
+class PromptTemplateVersionInline(VersionInline):
+    model = models.PromptTemplateVersion
+    fields = readonly_fields = (
+        "version",
+        "text",
+        "target",
+        "created_at",
+        "created_by",
+        "used_by_runs",
+    )
+    verbose_name_plural = "history (every saved version; runs keep the version they used)"
+
+
+class VersionedAdmin(admin.ModelAdmin):
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        obj._changed_by = request.user
+        super().save_model(request, obj, form, change)
+
+
+@admin.register(models.TaskKind)
+class TaskKindAdmin(admin.ModelAdmin):
+    list_display = ("code", "name", "description")
+
+
+@admin.register(models.Aspect)
+class AspectAdmin(VersionedAdmin):
+    list_display = ("code", "name", "definition", "scale_min", "scale_max", "version", "updated_at")
+    list_filter = ("tasks",)
+    search_fields = ("code", "name", "definition")
+    filter_horizontal = ("tasks",)
+    readonly_fields = ("version", "updated_at")
+    inlines = [AspectVersionInline]
+
+
+@admin.register(models.PromptTemplate)
+class PromptTemplateAdmin(VersionedAdmin):
+    list_display = (
+        "__str__",
+        "task",
+        "aspect",
+        "dimension",
+        "kind",
+        "setting",
+        "variant",
+        "version",
+    )
+    list_filter = ("kind", "task", "setting", "dimension")
+    search_fields = ("text", "aspect__code")
+    readonly_fields = ("version", "updated_at")
+    inlines = [PromptTemplateVersionInline]
+
+
+@admin.register(models.AspectVersion)
+class AspectVersionAdmin(admin.ModelAdmin):
+    list_display = ("aspect", "version", "name", "created_at", "created_by")
+    list_filter = ("aspect",)
+    readonly_fields = [f.name for f in models.AspectVersion._meta.fields] + ["used_by_runs"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description="runs that used this version")
+    def used_by_runs(self, version: Any) -> str:
+        return _runs_of(version)
+
+
+class OutputInline(admin.TabularInline):
+    model = models.Output
+    extra = 0
+    fields = ("system_id", "text")
+
+
+@admin.register(models.Dataset)
+class DatasetAdmin(admin.ModelAdmin):
+    list_display = ("name", "task", "owner", "created_at")
+    list_filter = ("task",)
+    search_fields = ("name",)
+
+
+@admin.register(models.Document)
+class DocumentAdmin(admin.ModelAdmin):
+    list_display = ("doc_key", "dataset")
+    list_filter = ("dataset",)
+    search_fields = ("doc_key", "source")
+    inlines = [OutputInline]
+
+
+@admin.register(models.Output)
+class OutputAdmin(admin.ModelAdmin):
+    list_display = ("__str__", "system_id")
+    list_select_related = ("document",)
+    search_fields = ("system_id", "document__doc_key")
+    raw_id_fields = ("document",)
+
+
+@admin.register(models.Judgment)
+class JudgmentAdmin(admin.ModelAdmin):
+    list_display = ("output", "aspect", "value", "made_by", "updated_at")
+    list_filter = ("aspect",)
+    list_select_related = ("output__document", "aspect", "annotator")
+    raw_id_fields = ("output", "annotator")
+
+
+class StudyMemberInline(admin.TabularInline):
+    model = models.StudyMember
+    extra = 1
+
+
+@admin.register(models.Study)
+class StudyAdmin(admin.ModelAdmin):
+    list_display = ("name", "dataset", "owner", "created_at")
+    filter_horizontal = ("aspects",)
+    inlines = [StudyMemberInline]
+
+
+@admin.register(models.MetricRun)
+class MetricRunAdmin(admin.ModelAdmin):
+    list_display = (
+        "label",
+        "dataset",
+        "metric",
+        "kind",
+        "status",
+        "done",
+        "total",
+        "aspect_version_link",
+    )
+    list_filter = ("kind", "status", "metric", "dataset")
+    readonly_fields = ("created_at", "started_at", "finished_at")
+    raw_id_fields = ("aspect_version", "template_version")
+
+    @admin.display(description="aspect version")
+    def aspect_version_link(self, run: models.MetricRun) -> str:
+        if run.aspect_version_id is None:
+            return "—"
+        version = run.aspect_version
+        url = reverse("admin:studies_aspectversion_change", args=[version.pk])
+        return format_html('<a href="{}">{} v{}</a>', url, version.aspect.code, version.version)
+
+
+@admin.register(models.ImportJob)
+class ImportJobAdmin(admin.ModelAdmin):
+    list_display = ("original_name", "dataset_name", "status", "created_by", "created_at")
+    list_filter = ("status",)
+
+
+@admin.register(models.WorkerHeartbeat)
+class WorkerHeartbeatAdmin(admin.ModelAdmin):
+    list_display = ("hostname", "pid", "note", "created_at")

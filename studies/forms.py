@@ -1,0 +1,53 @@
+"""Forms of the researcher's pages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.conf import settings
+
+from studies.models import Dataset, TaskKind
+from studies.permissions import visible_datasets
+from studies.services.records import detect_format
+
+
+class UploadForm(forms.Form):
+    """Upload a JSONL or CSV file into a new or existing dataset."""
+
+    file = forms.FileField(help_text="JSONL or CSV, UTF-8 (see the format help below).")
+    dataset = forms.SlugField(max_length=100, help_text="Name of a new or existing dataset.")
+    task = forms.ModelChoiceField(
+        queryset=TaskKind.objects.all(), to_field_name="code", empty_label=None
+    )
+    create_aspects = forms.BooleanField(
+        required=False,
+        label="Create unknown aspects",
+        help_text="Create an aspect for each human score name that matches none.",
+    )
+
+    def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.user = user
+
+    def clean_file(self) -> Any:
+        upload = self.cleaned_data["file"]
+        try:
+            self.file_format = detect_format(upload.name)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from exc
+        limit = settings.CONCORDIA["IMPORT_MAX_FILE_BYTES"]
+        if upload.size > limit:
+            raise forms.ValidationError(f"The file is larger than {limit} bytes.")
+        if upload.size == 0:
+            raise forms.ValidationError("The file is empty.")
+        return upload
+
+    def clean_dataset(self) -> str:
+        name: str = self.cleaned_data["dataset"]
+        exists = Dataset.objects.filter(name=name).exists()
+        if exists and not visible_datasets(self.user).filter(name=name).exists():
+            raise forms.ValidationError(
+                f"The dataset {name!r} belongs to someone else; choose another name."
+            )
+        return name

@@ -1,0 +1,134 @@
+"""``python manage.py demo``: set up the demo study and run the web server and a worker.
+
+Everything runs on the embedded defaults unless DATABASE_URL / CELERY_BROKER_URL are
+set: a SQLite file and a filesystem broker under ./data, no server needed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandParser
+from django.db import transaction
+
+from studies.demo_data import write_demo_jsonl
+from studies.models import Aspect, Dataset, Study, StudyMember
+from studies.services.datasets import ImportOptions, import_file
+
+log = logging.getLogger(__name__)
+DEMO_DATASET = "demo-synthetic"
+DEMO_USERS = {  # username: (password, role)
+    "admin": ("admin", "admin"),
+    "researcher": ("researcher", "researcher"),
+    "annotator": ("annotator", "annotator"),
+}
+
+
+class Command(BaseCommand):
+    help = "Load the synthetic demo study, then run the web server and a Celery worker."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--addr", default="127.0.0.1:8000", help="address:port to serve on")
+        parser.add_argument("--setup-only", action="store_true", help="load the demo and exit")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        call_command("migrate", verbosity=0, interactive=False)
+        self.setup_demo()
+        if opts["setup_only"]:
+            return
+        worker = self.start_worker()
+        try:
+            host, _, port = opts["addr"].rpartition(":")
+            self.stdout.write(
+                self.style.SUCCESS(
+                    f"\nConcordia is running at http://{host or '127.0.0.1'}:{port}/\n"
+                    "  log in as researcher / researcher (datasets, uploads), annotator / annotator,\n"
+                    "  or admin / admin (Django admin at /admin/). Ctrl+C stops the server and the worker.\n"
+                )
+            )
+            call_command("runserver", opts["addr"], use_reloader=False)
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            try:
+                worker.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+
+    @transaction.atomic
+    def setup_demo(self) -> None:
+        users = get_user_model().objects
+        for username, (password, role) in DEMO_USERS.items():
+            user, created = users.get_or_create(username=username)
+            if created:
+                user.set_password(password)
+                user.is_staff = user.is_superuser = role == "admin"
+                user.save()
+            if role != "admin":
+                user.groups.add(Group.objects.get(name=role))
+        researcher = users.get(username="researcher")
+        path = settings.DATA_DIR / "demo" / "demo-synthetic.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_demo_jsonl(path)
+        summary = import_file(
+            path,
+            ImportOptions(
+                dataset=DEMO_DATASET,
+                task="summarization",
+                file_format="jsonl",
+                file_name=path.name,
+                owner=researcher,
+                description="SYNTHETIC demo data written by Concordia: 12 invented news texts, six "
+                "systems of controlled quality (shuffled sentences, dropped facts, injected "
+                "errors, broken grammar) and simulated judgments that follow the degradations.",
+            ),
+        )
+        dataset = Dataset.objects.get(name=DEMO_DATASET)
+        study, _ = Study.objects.get_or_create(
+            name="Demo study (synthetic data)", dataset=dataset, defaults={"owner": researcher}
+        )
+        study.aspects.set(Aspect.objects.filter(code__in=["COH", "CON", "FLU", "REL"]))
+        for username, role in (("researcher", "researcher"), ("annotator", "annotator")):
+            StudyMember.objects.get_or_create(
+                study=study, user=users.get(username=username), defaults={"role": role}
+            )
+        self.stdout.write(f"Demo dataset {DEMO_DATASET}: {summary.records} outputs.")
+
+    def start_worker(self) -> subprocess.Popen[bytes]:
+        from studies.tasks import heartbeat
+
+        cmd = [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "evalsite",
+            "worker",
+            "-Q",
+            "cpu,gpu",
+            "--pool=solo",
+            "--loglevel=INFO",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "-n",
+            "demo@%h",
+        ]
+        worker = subprocess.Popen(cmd, cwd=settings.BASE_DIR, env=os.environ.copy())
+        result = heartbeat.delay("demo start")
+        started = time.monotonic()
+        try:
+            result.get(timeout=60)
+            self.stdout.write(f"Worker ready in {time.monotonic() - started:.1f} s.")
+        except Exception as exc:  # the server still starts; the pages say when imports wait
+            log.warning("the worker did not answer yet: %s", exc)
+        return worker

@@ -1,0 +1,33 @@
+"""``python manage.py export_dataset NAME --format jsonl|csv [-o FILE]``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from studies.models import Dataset
+from studies.services.datasets import export_dataset
+from studies.services.records import FORMATS
+
+
+class Command(BaseCommand):
+    help = "Export a dataset with its judgments and metric scores as JSONL or CSV."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("dataset")
+        parser.add_argument("--format", choices=FORMATS, default="jsonl")
+        parser.add_argument("-o", "--output", type=Path, help="file to write (default: stdout)")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        dataset = Dataset.objects.filter(name=opts["dataset"]).first()
+        if dataset is None:
+            raise CommandError(f"no dataset named {opts['dataset']!r}")
+        lines = export_dataset(dataset, opts["format"])
+        if opts["output"]:
+            with opts["output"].open("w", encoding="utf-8", newline="") as fh:
+                fh.writelines(lines)
+        else:
+            sys.stdout.writelines(lines)

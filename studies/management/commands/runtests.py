@@ -1,0 +1,63 @@
+"""``python manage.py runtests [pytest args]``: run the whole test suite.
+
+Without DATABASE_URL / CELERY_BROKER_URL the suite runs on SQLite and the filesystem
+broker in ./data/test; CI sets them to PostgreSQL and Redis. Debian's Chromium is
+installed for the browser tests when it is missing and this user may run apt-get.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandParser
+
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+
+
+class Command(BaseCommand):
+    help = "Run the test suite with pytest (extra arguments go to pytest)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("pytest_args", nargs="*")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        ensure_chromium(self.stdout.write)
+        env = dict(os.environ)
+        env.setdefault("CONCORDIA_DATA_DIR", str(settings.BASE_DIR / "data" / "test"))
+        cmd = [sys.executable, "-m", "pytest", *opts["pytest_args"]]
+        sys.stdout.flush()
+        os.chdir(settings.BASE_DIR)
+        os.execve(sys.executable, cmd, env)
+
+
+def ensure_chromium(say: Any) -> None:
+    if os.path.exists(CHROMIUM):
+        return
+    if shutil.which("apt-get") is None or os.geteuid() != 0:
+        say(
+            f"Chromium is not at {CHROMIUM}; install it (Debian: apt-get install chromium) "
+            "for the browser tests."
+        )
+        return
+    say("Installing Debian's chromium for the browser tests...")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    subprocess.run(["apt-get", "update", "-q"], check=True, env=env, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            "apt-get",
+            "install",
+            "-y",
+            "-q",
+            "--no-install-recommends",
+            "chromium",
+            "fonts-liberation",
+        ],
+        check=True,
+        env=env,
+        stdout=subprocess.DEVNULL,
+    )

@@ -1,0 +1,557 @@
+"""Concordia's domain model: datasets of system outputs, aspects, human judgments,
+prompt templates and metric runs with their scores.
+
+Aspects and prompt templates are versioned: every change to the text a metric or an
+annotator reads creates a new immutable version row, and runs point at the version
+they used, so editing a definition never rewrites history.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models, transaction
+from django.db.models import F, Q
+
+from scoring.prompts import TemplateError, validate_template
+
+
+class TaskKind(models.Model):
+    """A kind of generation task (summarization, dialogue, ...) with its description,
+    the task description *d* of GPTScore's prompts."""
+
+    SUMMARIZATION = "summarization"
+    DIALOGUE = "dialogue"
+    DATA_TO_TEXT = "data_to_text"
+    MACHINE_TRANSLATION = "machine_translation"
+    CUSTOM = "custom"
+
+    code = models.SlugField(max_length=40, unique=True)
+    name = models.CharField(max_length=100)
+    description = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["code"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class VersionedModel(models.Model):
+    """Keeps a history row for each change of the fields in ``versioned_fields``.
+
+    ``save()`` compares those fields with the values loaded from the database and,
+    when one changed (or on creation), bumps ``version`` and writes a snapshot to
+    ``history_model`` in the same transaction. Set ``_changed_by`` to record who.
+    """
+
+    versioned_fields: ClassVar[tuple[str, ...]] = ()
+    history_model: ClassVar[str] = ""
+    history_fk: ClassVar[str] = ""
+
+    version = models.PositiveIntegerField(default=0, editable=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+
+    @classmethod
+    def from_db(cls, db: Any, field_names: Any, values: Any) -> Any:
+        instance = super().from_db(db, field_names, values)
+        instance._loaded = {
+            f: getattr(instance, f) for f in cls.versioned_fields if f in field_names
+        }
+        return instance
+
+    def _snapshot(self) -> dict[str, Any]:
+        return {f: getattr(self, f) for f in self.versioned_fields}
+
+    def has_versioned_changes(self) -> bool:
+        loaded = getattr(self, "_loaded", None)
+        return self._state.adding or loaded is None or loaded != self._snapshot()
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        with transaction.atomic():
+            changed = self.has_versioned_changes()
+            if changed:
+                self.version = (self.version or 0) + 1
+            super().save(*args, **kwargs)
+            if changed:
+                history = self._meta.apps.get_model("studies", self.history_model)
+                history.objects.create(
+                    **{self.history_fk: self},
+                    version=self.version,
+                    created_by=getattr(self, "_changed_by", None),
+                    **self._snapshot(),
+                )
+                self._loaded = self._snapshot()
+
+    def current_version(self) -> Any:
+        """The history row matching the current text (both history models use ``versions``)."""
+        return self.versions.get(version=self.version)  # type: ignore[attr-defined]
+
+
+def aspect_key(name: str) -> str:
+    """The column key of an aspect name: ``"Semantic Coverage"`` → ``"semantic_coverage"``."""
+    return re.sub(r"[^0-9a-z]+", "_", name.strip().lower()).strip("_")
+
+
+class Aspect(VersionedModel):
+    """A quality dimension judged by humans and metrics (e.g. COH, coherence)."""
+
+    versioned_fields = ("name", "definition", "scale_min", "scale_max", "anchors")
+    history_model = "AspectVersion"
+    history_fk = "aspect"
+
+    code = models.CharField(max_length=32, unique=True, help_text="Short code such as COH.")
+    name = models.CharField(max_length=100)
+    definition = models.TextField(help_text="The question annotators and metrics read.")
+    scale_min = models.FloatField(default=1)
+    scale_max = models.FloatField(default=5)
+    anchors = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Labels of scale points, e.g. {"1": "bad", "5": "good"}.',
+    )
+    tasks = models.ManyToManyField(TaskKind, related_name="aspects", blank=True)
+    source = models.TextField(blank=True, help_text="Where the definition is from.")
+
+    class Meta:
+        ordering = ["code"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(scale_min__lt=F("scale_max")), name="aspect_scale_min_below_max"
+            ),
+            models.UniqueConstraint(fields=["name"], name="aspect_unique_name"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.code})"
+
+    @property
+    def key(self) -> str:
+        return aspect_key(self.name)
+
+    def clean(self) -> None:
+        if not isinstance(self.anchors, dict) or not all(
+            isinstance(v, str) for v in self.anchors.values()
+        ):
+            raise ValidationError(
+                {"anchors": 'Anchors must map scale points to labels, e.g. {"1": "bad"}.'}
+            )
+
+
+class AspectVersion(models.Model):
+    """An immutable snapshot of an aspect's text and scale."""
+
+    aspect = models.ForeignKey(Aspect, on_delete=models.CASCADE, related_name="versions")
+    version = models.PositiveIntegerField()
+    name = models.CharField(max_length=100)
+    definition = models.TextField()
+    scale_min = models.FloatField()
+    scale_max = models.FloatField()
+    anchors = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["aspect", "-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["aspect", "version"], name="aspectversion_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.aspect.code} v{self.version}"
+
+
+class PromptTemplate(VersionedModel):
+    """A prompt for one task × aspect × scoring dimension of a metric.
+
+    ``text`` is everything before the scored target; ``target`` is what the model is
+    scored on (``{hypo}``, ``{ref}``, or a literal such as ``Yes.``; empty for G-Eval,
+    which scores the next rating token).
+    """
+
+    versioned_fields = ("text", "target")
+    history_model = "PromptTemplateVersion"
+    history_fk = "template"
+
+    class Kind(models.TextChoices):
+        GPTSCORE = "gptscore", "GPTScore"
+        GEVAL = "geval", "G-Eval"
+
+    class Dimension(models.TextChoices):
+        SRC_HYPO = "src_hypo", "src→hypo"
+        REF_HYPO = "ref_hypo", "ref→hypo"
+        HYPO_REF = "hypo_ref", "hypo→ref"
+
+    class Setting(models.TextChoices):
+        VAL = "VAL", "VAL (no instruction)"
+        IST = "IST", "IST (instruction)"
+
+    class Variant(models.TextChoices):
+        NONE = "", "—"
+        TURN = "turn", "turn-level"
+        DIALOGUE = "dialogue", "dialogue-level"
+
+    task = models.ForeignKey(TaskKind, on_delete=models.PROTECT, related_name="templates")
+    aspect = models.ForeignKey(
+        Aspect,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="templates",
+        help_text="Empty for VAL templates, which carry no aspect instruction.",
+    )
+    dimension = models.CharField(max_length=16, choices=Dimension.choices)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.GPTSCORE)
+    setting = models.CharField(max_length=8, choices=Setting.choices, default=Setting.IST)
+    variant = models.CharField(max_length=16, choices=Variant.choices, default="", blank=True)
+    text = models.TextField()
+    target = models.CharField(max_length=200, blank=True, default="{hypo}")
+    source = models.TextField(blank=True)
+    notes = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["task", "kind", "aspect", "dimension", "variant"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["task", "aspect", "dimension", "kind", "setting", "variant"],
+                condition=Q(aspect__isnull=False),
+                name="template_unique_with_aspect",
+            ),
+            models.UniqueConstraint(
+                fields=["task", "dimension", "kind", "setting", "variant"],
+                condition=Q(aspect__isnull=True),
+                name="template_unique_without_aspect",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        aspect = self.aspect.code if self.aspect_id else "—"
+        return f"{self.kind} {self.task.code} {aspect} {self.dimension} {self.setting}"
+
+    def clean(self) -> None:
+        errors = {}
+        for field in ("text", "target"):
+            try:
+                validate_template(getattr(self, field))
+            except TemplateError as exc:
+                errors[field] = str(exc)
+        if errors:
+            raise ValidationError(errors)
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        # Enforced here too, so code paths that skip full_clean() cannot store an unsafe template.
+        validate_template(self.text)
+        validate_template(self.target)
+        super().save(*args, **kwargs)
+
+
+class PromptTemplateVersion(models.Model):
+    """An immutable snapshot of a prompt template's text."""
+
+    template = models.ForeignKey(PromptTemplate, on_delete=models.CASCADE, related_name="versions")
+    version = models.PositiveIntegerField()
+    text = models.TextField()
+    target = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["template", "-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["template", "version"], name="templateversion_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.template} v{self.version}"
+
+
+class Dataset(models.Model):
+    """A set of documents with the outputs of several systems for each."""
+
+    name = models.SlugField(max_length=100, unique=True)
+    task = models.ForeignKey(TaskKind, on_delete=models.PROTECT, related_name="datasets")
+    description = models.TextField(blank=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="datasets",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Document(models.Model):
+    """A source with its references (the papers' "sample"), keyed by ``doc_key``."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="documents")
+    doc_key = models.CharField(max_length=255)
+    source = models.TextField()
+    references = models.JSONField(default=list, blank=True)
+    context = models.JSONField(null=True, blank=True, help_text="e.g. the dialogue history.")
+
+    class Meta:
+        ordering = ["dataset", "doc_key"]
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "doc_key"], name="document_unique_key")
+        ]
+
+    def __str__(self) -> str:
+        return self.doc_key
+
+
+class Output(models.Model):
+    """One system's text for one document (the papers' "hypothesis")."""
+
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="outputs")
+    system_id = models.CharField(max_length=255)
+    text = models.TextField()
+
+    class Meta:
+        ordering = ["document", "system_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["document", "system_id"], name="output_unique_system")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document.doc_key}/{self.system_id}"
+
+
+class Judgment(models.Model):
+    """A human score of one output on one aspect, made by an annotator account or
+    imported from a file (``import_file`` names it)."""
+
+    output = models.ForeignKey(Output, on_delete=models.CASCADE, related_name="judgments")
+    aspect = models.ForeignKey(Aspect, on_delete=models.PROTECT, related_name="judgments")
+    value = models.FloatField()
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="judgments",
+    )
+    import_file = models.CharField(max_length=255, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=(Q(annotator__isnull=False) & Q(import_file=""))
+                | (Q(annotator__isnull=True) & ~Q(import_file="")),
+                name="judgment_one_source",
+            ),
+            models.UniqueConstraint(
+                fields=["annotator", "output", "aspect"],
+                condition=Q(annotator__isnull=False),
+                name="judgment_unique_per_annotator",
+            ),
+            models.UniqueConstraint(
+                fields=["import_file", "output", "aspect"],
+                condition=Q(annotator__isnull=True),
+                name="judgment_unique_per_import",
+            ),
+        ]
+        indexes = [models.Index(fields=["aspect", "output"], name="judgment_aspect_output")]
+
+    def __str__(self) -> str:
+        return f"{self.output} {self.aspect.code}={self.value}"
+
+    @property
+    def made_by(self) -> str:
+        return self.annotator.get_username() if self.annotator_id else f"import: {self.import_file}"
+
+
+class Study(models.Model):
+    """A study of one dataset on chosen aspects, with its members."""
+
+    name = models.CharField(max_length=200)
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="studies")
+    aspects = models.ManyToManyField(Aspect, related_name="studies", blank=True)
+    description = models.TextField(blank=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="owned_studies"
+    )
+    members = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, through="StudyMember", related_name="studies", blank=True
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "studies"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class StudyMember(models.Model):
+    """A user's role in a study."""
+
+    class Role(models.TextChoices):
+        RESEARCHER = "researcher", "Researcher"
+        ANNOTATOR = "annotator", "Annotator"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="study_memberships"
+    )
+    role = models.CharField(max_length=16, choices=Role.choices)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["study", "user"], name="studymember_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.user} ({self.role}) in {self.study}"
+
+
+class MetricRun(models.Model):
+    """One run of a metric over a dataset, with the exact configuration it used."""
+
+    class Kind(models.TextChoices):
+        COMPUTED = "computed", "Computed"
+        IMPORTED = "imported", "Imported"
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="runs")
+    metric = models.CharField(
+        max_length=64, help_text="Registered metric name, or the imported column."
+    )
+    label = models.CharField(max_length=200, help_text="How tables and exports name this run.")
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.COMPUTED)
+    config = models.JSONField(default=dict, blank=True, help_text="Frozen configuration.")
+    aspect_version = models.ForeignKey(
+        AspectVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="runs"
+    )
+    template_version = models.ForeignKey(
+        PromptTemplateVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="runs"
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    done = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    timings = models.JSONField(default=dict, blank=True)
+    provenance = models.JSONField(default=dict, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["dataset", "label"]
+        constraints = [
+            models.CheckConstraint(condition=Q(done__lte=F("total")), name="run_done_within_total"),
+            models.UniqueConstraint(
+                fields=["dataset", "label"],
+                condition=Q(kind="imported"),
+                name="run_unique_imported_label",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.label} on {self.dataset}"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in {self.Status.SUCCEEDED, self.Status.FAILED, self.Status.CANCELLED}
+
+
+class MetricScore(models.Model):
+    """A metric's score of one output in one run; a failure stores ``error``, never 0."""
+
+    run = models.ForeignKey(MetricRun, on_delete=models.CASCADE, related_name="scores")
+    output = models.ForeignKey(Output, on_delete=models.CASCADE, related_name="metric_scores")
+    value = models.FloatField(null=True, blank=True)
+    details = models.JSONField(
+        default=dict, blank=True, help_text="e.g. sum, token count, truncation."
+    )
+    error = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "output"], name="score_unique_per_run"),
+            models.CheckConstraint(
+                condition=Q(value__isnull=False) | ~Q(error=""), name="score_value_or_error"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run.label} {self.output}={self.value}"
+
+
+class ImportJob(models.Model):
+    """An uploaded file waiting for, or done with, its import in a worker."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+
+    upload = models.FileField(upload_to="uploads/%Y/%m/")
+    original_name = models.CharField(max_length=255)
+    file_format = models.CharField(max_length=8)
+    dataset_name = models.SlugField(max_length=100)
+    task = models.ForeignKey(TaskKind, on_delete=models.PROTECT, related_name="+")
+    create_aspects = models.BooleanField(default=False)
+    dataset = models.ForeignKey(
+        Dataset, null=True, blank=True, on_delete=models.SET_NULL, related_name="import_jobs"
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    summary = models.JSONField(default=dict, blank=True)
+    errors = models.JSONField(default=list, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="import_jobs"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"import of {self.original_name} into {self.dataset_name}"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in {self.Status.SUCCEEDED, self.Status.FAILED}
+
+
+class WorkerHeartbeat(models.Model):
+    """Written by the ``heartbeat`` task: proof that a worker took a task and reached the database."""
+
+    hostname = models.CharField(max_length=255)
+    pid = models.PositiveIntegerField()
+    note = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.hostname}:{self.pid} at {self.created_at:%Y-%m-%d %H:%M:%S}"

@@ -1,0 +1,31 @@
+"""Who may see and change what: admins everything, researchers their own datasets and
+studies, annotators only their assigned work."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Q, QuerySet
+
+from studies.models import Dataset, StudyMember
+
+RESEARCHER = "researcher"
+ANNOTATOR = "annotator"
+
+
+def is_researcher(user: Any) -> bool:
+    return bool(
+        user.is_authenticated
+        and (user.is_superuser or user.groups.filter(name=RESEARCHER).exists())
+    )
+
+
+def visible_datasets(user: Any) -> QuerySet[Dataset]:
+    """Datasets the user owns or researches in a study of; all of them for admins."""
+    if user.is_superuser:
+        return Dataset.objects.all()
+    return Dataset.objects.filter(
+        Q(owner=user)
+        | Q(studies__memberships__user=user, studies__memberships__role=StudyMember.Role.RESEARCHER)
+        | Q(studies__owner=user)
+    ).distinct()

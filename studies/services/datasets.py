@@ -1,0 +1,595 @@
+"""Importing and exporting datasets: the one service behind the upload page, the
+``import_records`` command, the import task and (later) the API.
+
+An import reads the file twice, streaming: the first pass validates every line and
+collects located errors; only when there are none does the second pass write, in one
+transaction, in batches. Re-importing a file updates changed values and creates no
+duplicates. Rows that are not in the file are left alone: an import only adds or updates.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Avg
+
+from studies.models import (
+    Aspect,
+    Dataset,
+    Document,
+    Judgment,
+    MetricRun,
+    MetricScore,
+    Output,
+    TaskKind,
+    aspect_key,
+)
+from studies.services.records import LineError, Record, RecordError, read_records
+
+log = logging.getLogger(__name__)
+MAX_REPORTED_ERRORS = 50
+T = TypeVar("T")
+
+
+class ImportValidationError(Exception):
+    """The file has problems; nothing was written. ``errors`` locates each one."""
+
+    def __init__(self, errors: list[LineError], more: int = 0) -> None:
+        self.errors = errors
+        self.more = more
+        lines = [str(e) for e in errors]
+        if more:
+            lines.append(f"... and {more} more problems")
+        super().__init__("\n".join(lines))
+
+
+@dataclass
+class ImportOptions:
+    dataset: str
+    task: str
+    file_format: str
+    file_name: str
+    create_aspects: bool = False
+    owner: Any = None
+    description: str = ""
+
+
+@dataclass
+class ImportSummary:
+    """What an import did, by kind of row."""
+
+    dataset: str
+    records: int = 0
+    documents: dict[str, int] = field(default_factory=lambda: {"created": 0, "updated": 0})
+    outputs: dict[str, int] = field(default_factory=lambda: {"created": 0, "updated": 0})
+    judgments: dict[str, int] = field(default_factory=lambda: {"created": 0, "updated": 0})
+    metric_scores: dict[str, int] = field(default_factory=lambda: {"created": 0, "updated": 0})
+    aspects_created: list[str] = field(default_factory=list)
+    metric_runs: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class _Plan:
+    """What validation learnt: how the file's names map to rows to be."""
+
+    aspects: dict[str, Aspect | None]  # file key -> existing aspect, or None to create
+    observed_range: dict[str, list[float]]
+    metrics: list[str]
+    records: int
+
+
+# --- import ---------------------------------------------------------------------------
+
+
+def import_file(path: Path | str, options: ImportOptions) -> ImportSummary:
+    """Validate ``path`` completely, then write it in one transaction.
+
+    Raises :class:`ImportValidationError` (nothing written) when any line is bad.
+    """
+    started = time.perf_counter()
+    path = Path(path)
+    cfg = settings.CONCORDIA
+    if path.stat().st_size > cfg["IMPORT_MAX_FILE_BYTES"]:
+        raise ImportValidationError(
+            [LineError(0, "", f"the file is larger than {cfg['IMPORT_MAX_FILE_BYTES']} bytes")]
+        )
+    plan = _validate(path, options)
+    summary = ImportSummary(dataset=options.dataset, records=plan.records)
+    with transaction.atomic():
+        dataset = _dataset(options)
+        aspects = _aspects(plan, options, summary)
+        runs = _imported_runs(dataset, plan.metrics, options.file_name, summary)
+        writer = _ChunkWriter(dataset, aspects, runs, options.file_name, summary)
+        with path.open("rb") as stream:
+            for chunk in _batched(_valid_records(stream, options), cfg["IMPORT_BATCH_SIZE"]):
+                writer.write(chunk)
+        for run in runs.values():
+            run.total = run.done = run.scores.count()
+            run.save(update_fields=["total", "done"])
+    summary.seconds = round(time.perf_counter() - started, 3)
+    log.info("imported %s into %s: %s", options.file_name, options.dataset, summary.as_dict())
+    return summary
+
+
+def _valid_records(stream: Any, options: ImportOptions) -> Iterator[Record]:
+    max_line = settings.CONCORDIA["IMPORT_MAX_LINE_BYTES"]
+    for item in read_records(stream, options.file_format, max_line_bytes=max_line):
+        if isinstance(item, RecordError):  # the file changed between the two passes
+            raise ImportValidationError(item.errors)
+        yield item
+
+
+def _validate(path: Path, options: ImportOptions) -> _Plan:
+    errors: list[LineError] = []
+    more = 0
+
+    def report(error: LineError) -> None:
+        nonlocal more
+        if len(errors) < MAX_REPORTED_ERRORS:
+            errors.append(error)
+        else:
+            more += 1
+
+    task = TaskKind.objects.filter(code=options.task).first()
+    if task is None:
+        known = ", ".join(TaskKind.objects.values_list("code", flat=True))
+        report(LineError(0, "task", f"unknown task {options.task!r} (known: {known})"))
+    existing = Dataset.objects.filter(name=options.dataset).select_related("task").first()
+    if existing and task and existing.task_id != task.id:
+        report(
+            LineError(
+                0,
+                "task",
+                f"dataset {options.dataset!r} exists with task "
+                f"{existing.task.code!r}, not {options.task!r}",
+            )
+        )
+
+    lookup = _aspect_lookup()
+    aspects: dict[str, Aspect | None] = {}
+    observed: dict[str, list[float]] = {}
+    metrics: dict[str, None] = {}
+    documents: dict[str, tuple[int, str, str, str]] = {}
+    outputs: dict[tuple[str, str], tuple[int, str]] = {}
+    count = 0
+    max_line = settings.CONCORDIA["IMPORT_MAX_LINE_BYTES"]
+    with path.open("rb") as stream:
+        for item in read_records(stream, options.file_format, max_line_bytes=max_line):
+            if isinstance(item, RecordError):
+                for error in item.errors:
+                    report(error)
+                continue
+            count += 1
+            _check_document(item, documents, report)
+            key = (item.doc_id, item.system_id)
+            digest = _digest(item.output)
+            previous = outputs.get(key)
+            if previous and previous[1] != digest:
+                report(
+                    LineError(
+                        item.line,
+                        "output",
+                        f"doc_id {item.doc_id!r}, system_id "
+                        f"{item.system_id!r} is already on line {previous[0]} with a different output",
+                    )
+                )
+            elif previous is None:
+                outputs[key] = (item.line, digest)
+            for name, value in item.human.items():
+                if name not in aspects:
+                    aspect = lookup.get(name.lower())
+                    if aspect is None and not options.create_aspects:
+                        report(
+                            LineError(
+                                item.line,
+                                f"human.{name}",
+                                f"unknown aspect {name!r}; "
+                                "create it first, or import with --create-aspects (upload page: tick 'Create unknown aspects')",
+                            )
+                        )
+                    aspects[name] = aspect
+                    observed[name] = [value, value]
+                low_high = observed[name]
+                low_high[0], low_high[1] = min(low_high[0], value), max(low_high[1], value)
+            for name in item.metrics:
+                metrics.setdefault(name)
+    if errors or more:
+        raise ImportValidationError(errors, more)
+    return _Plan(aspects, observed, list(metrics), count)
+
+
+def _check_document(
+    item: Record, documents: dict[str, tuple[int, str, str, str]], report: Any
+) -> None:
+    digests = (
+        _digest(item.source),
+        _digest(json.dumps(item.references)),
+        _digest(json.dumps(item.context, sort_keys=True)),
+    )
+    first = documents.get(item.doc_id)
+    if first is None:
+        documents[item.doc_id] = (item.line, *digests)
+        return
+    for name, before, now in zip(
+        ("source", "references", "context"), first[1:], digests, strict=True
+    ):
+        if before != now:
+            report(
+                LineError(
+                    item.line,
+                    name,
+                    f"doc_id {item.doc_id!r} has a different {name} on line {first[0]}",
+                )
+            )
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def _aspect_lookup() -> dict[str, Aspect]:
+    lookup: dict[str, Aspect] = {}
+    for aspect in Aspect.objects.all():
+        for name in (aspect.code, aspect.name, aspect.key):
+            lookup.setdefault(name.lower(), aspect)
+    return lookup
+
+
+def _dataset(options: ImportOptions) -> Dataset:
+    dataset, _ = Dataset.objects.get_or_create(
+        name=options.dataset,
+        defaults={
+            "task": TaskKind.objects.get(code=options.task),
+            "owner": options.owner,
+            "description": options.description,
+        },
+    )
+    return dataset
+
+
+def _aspects(plan: _Plan, options: ImportOptions, summary: ImportSummary) -> dict[str, Aspect]:
+    resolved: dict[str, Aspect] = {}
+    task = TaskKind.objects.get(code=options.task)
+    for name, aspect in plan.aspects.items():
+        if aspect is None:
+            low, high = plan.observed_range[name]
+            aspect = Aspect(
+                code=aspect_key(name).upper()[:32],
+                name=name.replace("_", " ").strip().capitalize(),
+                definition=f"Imported from {options.file_name}; edit this definition.",
+                scale_min=low,
+                scale_max=high if high > low else low + 1,
+                source=f"created by import of {options.file_name}",
+            )
+            aspect._changed_by = options.owner
+            aspect.save()
+            aspect.tasks.add(task)
+            summary.aspects_created.append(aspect.code)
+        resolved[name] = aspect
+    return resolved
+
+
+def _imported_runs(
+    dataset: Dataset, names: list[str], file_name: str, summary: ImportSummary
+) -> dict[str, MetricRun]:
+    runs: dict[str, MetricRun] = {}
+    for name in names:
+        run, _ = MetricRun.objects.get_or_create(
+            dataset=dataset,
+            label=name,
+            kind=MetricRun.Kind.IMPORTED,
+            defaults={
+                "metric": name,
+                "status": MetricRun.Status.SUCCEEDED,
+                "config": {"imported_from": file_name},
+                "provenance": {"source": "import", "file": file_name},
+            },
+        )
+        runs[name] = run
+        summary.metric_runs.append(name)
+    return runs
+
+
+class _ChunkWriter:
+    """Upserts one batch of records at a time with a handful of queries per batch."""
+
+    def __init__(
+        self,
+        dataset: Dataset,
+        aspects: dict[str, Aspect],
+        runs: dict[str, MetricRun],
+        file_name: str,
+        summary: ImportSummary,
+    ) -> None:
+        self.dataset = dataset
+        self.aspects = aspects
+        self.runs = runs
+        self.file_name = file_name
+        self.summary = summary
+        self.doc_ids: dict[str, int] = {}  # documents already written by this import
+
+    def write(self, chunk: list[Record]) -> None:
+        latest = {(r.doc_id, r.system_id): r for r in chunk}  # a repeated line: the last one wins
+        records = list(latest.values())
+        self._documents(records)
+        output_ids = self._outputs(records)
+        self._judgments(records, output_ids)
+        self._metric_scores(records, output_ids)
+
+    def _documents(self, records: list[Record]) -> None:
+        wanted = {r.doc_id: r for r in records if r.doc_id not in self.doc_ids}
+        if not wanted:
+            return
+        existing = {
+            d.doc_key: d for d in Document.objects.filter(dataset=self.dataset, doc_key__in=wanted)
+        }
+        new, changed = [], []
+        for key, r in wanted.items():
+            doc = existing.get(key)
+            fields = {"source": r.source, "references": list(r.references), "context": r.context}
+            if doc is None:
+                new.append(Document(dataset=self.dataset, doc_key=key, **fields))
+            elif any(getattr(doc, k) != v for k, v in fields.items()):
+                for k, v in fields.items():
+                    setattr(doc, k, v)
+                changed.append(doc)
+            else:
+                self.doc_ids[key] = doc.pk
+        Document.objects.bulk_create(new)
+        Document.objects.bulk_update(changed, ["source", "references", "context"])
+        self.summary.documents["created"] += len(new)
+        self.summary.documents["updated"] += len(changed)
+        for doc in [*new, *changed]:
+            self.doc_ids[doc.doc_key] = doc.pk
+        if any(doc.pk is None for doc in new):  # backends that do not return ids
+            self.doc_ids.update(
+                Document.objects.filter(dataset=self.dataset, doc_key__in=wanted).values_list(
+                    "doc_key", "pk"
+                )
+            )
+
+    def _outputs(self, records: list[Record]) -> dict[tuple[str, str], int]:
+        doc_pks = {self.doc_ids[r.doc_id] for r in records}
+        existing = {
+            (o.document_id, o.system_id): o for o in Output.objects.filter(document_id__in=doc_pks)
+        }
+        new, changed = [], []
+        for r in records:
+            pk = self.doc_ids[r.doc_id]
+            out = existing.get((pk, r.system_id))
+            if out is None:
+                new.append(Output(document_id=pk, system_id=r.system_id, text=r.output))
+            elif out.text != r.output:
+                out.text = r.output
+                changed.append(out)
+        Output.objects.bulk_create(new)
+        Output.objects.bulk_update(changed, ["text"])
+        self.summary.outputs["created"] += len(new)
+        self.summary.outputs["updated"] += len(changed)
+        if any(o.pk is None for o in new):
+            existing = {
+                (o.document_id, o.system_id): o
+                for o in Output.objects.filter(document_id__in=doc_pks)
+            }
+        else:
+            existing.update({(o.document_id, o.system_id): o for o in new})
+        return {
+            (r.doc_id, r.system_id): existing[(self.doc_ids[r.doc_id], r.system_id)].pk
+            for r in records
+        }
+
+    def _judgments(self, records: list[Record], output_ids: dict[tuple[str, str], int]) -> None:
+        wanted = {
+            (output_ids[(r.doc_id, r.system_id)], self.aspects[name].pk): value
+            for r in records
+            for name, value in r.human.items()
+        }
+        if not wanted:
+            return
+        existing = Judgment.objects.filter(
+            annotator__isnull=True,
+            import_file=self.file_name,
+            output_id__in={o for o, _a in wanted},
+        )
+        self._upsert(
+            Judgment,
+            existing,
+            wanted,
+            ("output_id", "aspect_id"),
+            lambda key, value: Judgment(
+                output_id=key[0], aspect_id=key[1], value=value, import_file=self.file_name
+            ),
+            self.summary.judgments,
+        )
+
+    def _metric_scores(self, records: list[Record], output_ids: dict[tuple[str, str], int]) -> None:
+        wanted = {
+            (self.runs[name].pk, output_ids[(r.doc_id, r.system_id)]): value
+            for r in records
+            for name, value in r.metrics.items()
+        }
+        if not wanted:
+            return
+        existing = MetricScore.objects.filter(
+            run_id__in={run for run, _o in wanted}, output_id__in={o for _r, o in wanted}
+        )
+        self._upsert(
+            MetricScore,
+            existing,
+            wanted,
+            ("run_id", "output_id"),
+            lambda key, value: MetricScore(run_id=key[0], output_id=key[1], value=value),
+            self.summary.metric_scores,
+        )
+
+    @staticmethod
+    def _upsert(
+        model: Any,
+        existing: Any,
+        wanted: dict[tuple[int, int], float],
+        key_fields: tuple[str, str],
+        build: Any,
+        counts: dict[str, int],
+    ) -> None:
+        """Create the missing rows of ``wanted`` and update those whose value changed."""
+        changed = []
+        for row in existing.only("pk", *key_fields, "value"):
+            key = (getattr(row, key_fields[0]), getattr(row, key_fields[1]))
+            if key not in wanted:
+                continue
+            value = wanted.pop(key)
+            if row.value != value:
+                row.value = value
+                changed.append(row)
+        model.objects.bulk_create(
+            [build(key, value) for key, value in wanted.items()], batch_size=5000
+        )
+        model.objects.bulk_update(changed, ["value"], batch_size=1000)
+        counts["created"] += len(wanted)
+        counts["updated"] += len(changed)
+
+
+def _batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    batch: list[T] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+# --- export ---------------------------------------------------------------------------
+
+
+def export_dataset(dataset: Dataset, file_format: str, *, chunk_size: int = 2000) -> Iterator[str]:
+    """Yield the dataset as JSONL lines or CSV rows, streaming in chunks of outputs.
+
+    Human scores are the mean of an output's judgments per aspect (one imported
+    judgment exports as itself); metric columns are named by run label.
+    """
+    aspects = {
+        a.pk: a.key
+        for a in Aspect.objects.filter(judgments__output__document__dataset=dataset).distinct()
+    }
+    runs = {r.pk: r.label for r in dataset.runs.order_by("label")}
+    docs = Document.objects.filter(dataset=dataset)
+    outputs = (
+        Output.objects.filter(document__dataset=dataset)
+        .select_related("document")
+        .order_by("document__doc_key", "system_id")
+    )
+    if file_format == "csv":
+        n_refs = max(
+            (len(refs or []) for refs in docs.values_list("references", flat=True)), default=0
+        )
+        has_context = docs.filter(context__isnull=False).exists()
+        yield from _csv_export(outputs, aspects, runs, n_refs, has_context, chunk_size)
+    elif file_format == "jsonl":
+        for output, human, metrics in _rows(outputs, aspects, runs, chunk_size):
+            record: dict[str, Any] = {
+                "doc_id": output.document.doc_key,
+                "system_id": output.system_id,
+                "source": output.document.source,
+                "references": output.document.references,
+                "output": output.text,
+                "human": human,
+            }
+            if metrics:
+                record["metrics"] = metrics
+            if output.document.context is not None:
+                record["context"] = output.document.context
+            yield json.dumps(record, ensure_ascii=False) + "\n"
+    else:
+        raise ValueError(f"Unknown export format {file_format!r}; use jsonl or csv.")
+
+
+def _rows(
+    outputs: Any, aspects: dict[int, str], runs: dict[int, str], chunk_size: int
+) -> Iterator[tuple[Output, dict[str, float], dict[str, float]]]:
+    for chunk in _batched(outputs.iterator(chunk_size=chunk_size), chunk_size):
+        ids = [o.pk for o in chunk]
+        human: dict[int, dict[str, float]] = defaultdict(dict)
+        for row in (
+            Judgment.objects.filter(output_id__in=ids)
+            .values("output_id", "aspect_id")
+            .annotate(mean=Avg("value"))
+            .order_by("output_id", "aspect_id")
+        ):
+            human[row["output_id"]][aspects[row["aspect_id"]]] = row["mean"]
+        metrics: dict[int, dict[str, float]] = defaultdict(dict)
+        for run_id, output_id, value in MetricScore.objects.filter(
+            output_id__in=ids, value__isnull=False
+        ).values_list("run_id", "output_id", "value"):
+            metrics[output_id][runs[run_id]] = value
+        for output in chunk:
+            yield (
+                output,
+                dict(sorted(human[output.pk].items())),
+                dict(sorted(metrics[output.pk].items())),
+            )
+
+
+def _csv_export(
+    outputs: Any,
+    aspects: dict[int, str],
+    runs: dict[int, str],
+    n_refs: int,
+    has_context: bool,
+    chunk_size: int,
+) -> Iterator[str]:
+    human_keys = sorted(set(aspects.values()))
+    metric_keys = sorted(set(runs.values()))
+    header = [
+        "doc_id",
+        "system_id",
+        "source",
+        *[f"reference_{i + 1}" for i in range(n_refs)],
+        "output",
+    ]
+    header += [f"human_{k}" for k in human_keys] + [f"metric_{k}" for k in metric_keys]
+    if has_context:
+        header.append("context")
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+
+    def flush() -> str:
+        text = buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
+        return text
+
+    writer.writerow(header)
+    yield flush()
+    for output, human, metrics in _rows(outputs, aspects, runs, chunk_size):
+        refs = list(output.document.references or [])
+        row = [output.document.doc_key, output.system_id, output.document.source]
+        row += refs + [""] * (n_refs - len(refs)) + [output.text]
+        row += [_csv_number(human.get(k)) for k in human_keys]
+        row += [_csv_number(metrics.get(k)) for k in metric_keys]
+        if has_context:
+            context = output.document.context
+            row.append("" if context is None else json.dumps(context, ensure_ascii=False))
+        writer.writerow(row)
+        yield flush()
+
+
+def _csv_number(value: float | None) -> str:
+    return "" if value is None else repr(value)

@@ -1,0 +1,84 @@
+"""Upload jobs: a file saved by the upload page, imported later by a worker."""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import transaction
+from django.utils import timezone
+
+from studies.models import ImportJob
+from studies.services.datasets import ImportOptions, ImportValidationError, import_file
+
+log = logging.getLogger(__name__)
+
+
+def create_import_job(
+    *,
+    upload,
+    original_name: str,
+    file_format: str,
+    dataset_name: str,
+    task,
+    create_aspects: bool,
+    user,
+) -> ImportJob:  # type: ignore[no-untyped-def]
+    """Save the upload as a PENDING job and enqueue its import once the row is committed."""
+    from studies.tasks import import_upload
+
+    job = ImportJob.objects.create(
+        upload=upload,
+        original_name=original_name,
+        file_format=file_format,
+        dataset_name=dataset_name,
+        task=task,
+        create_aspects=create_aspects,
+        created_by=user,
+    )
+    transaction.on_commit(lambda: import_upload.delay(job.pk))
+    return job
+
+
+def run_import_job(job_id: int) -> str:
+    """Claim the job (PENDING → RUNNING) and import its file; a second call does nothing."""
+    claimed = ImportJob.objects.filter(pk=job_id, status=ImportJob.Status.PENDING).update(
+        status=ImportJob.Status.RUNNING
+    )
+    if not claimed:
+        return "not pending"
+    job = ImportJob.objects.select_related("task", "created_by").get(pk=job_id)
+    options = ImportOptions(
+        dataset=job.dataset_name,
+        task=job.task.code,
+        file_format=job.file_format,
+        file_name=job.original_name,
+        create_aspects=job.create_aspects,
+        owner=job.created_by,
+    )
+    try:
+        summary = import_file(job.upload.path, options)
+    except ImportValidationError as exc:
+        job.status = ImportJob.Status.FAILED
+        job.errors = [str(e) for e in exc.errors] + (
+            [f"... and {exc.more} more problems"] if exc.more else []
+        )
+    except Exception as exc:  # an unexpected failure is reported on the job page, then re-raised
+        log.exception("import job %s failed", job_id)
+        job.status = ImportJob.Status.FAILED
+        job.errors = [f"internal error: {exc}"]
+        job.finished_at = timezone.now()
+        job.save(update_fields=["status", "errors", "finished_at"])
+        raise
+    else:
+        job.status = ImportJob.Status.SUCCEEDED
+        job.summary = summary.as_dict()
+        job.dataset_id = job.dataset_id or _dataset_id(job.dataset_name)
+    job.finished_at = timezone.now()
+    job.save(update_fields=["status", "errors", "summary", "dataset", "finished_at"])
+    return job.status
+
+
+def _dataset_id(name: str) -> int | None:
+    from studies.models import Dataset
+
+    return Dataset.objects.filter(name=name).values_list("pk", flat=True).first()

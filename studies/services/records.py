@@ -1,0 +1,372 @@
+"""Reading dataset files (JSONL and CSV) into validated records, streaming.
+
+A file is read line by line from a binary stream, so memory stays bounded by one line
+(and by the keys the validator remembers). Every problem is reported as a
+:class:`LineError` naming the line and the field; callers collect them and write
+nothing when there is any.
+
+JSONL, one output per line (see shared/data/README.md)::
+
+    {"doc_id": "...", "system_id": "...", "source": "...", "references": ["..."],
+     "output": "...", "human": {"coherence": 4.0}, "metrics": {"rouge1": 0.41},
+     "context": ...}
+
+CSV: ``doc_id, system_id, source, reference`` (or ``reference_1..n``), ``output``,
+``human_<aspect>...``, ``metric_<name>...``, optional ``context`` (JSON text).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+FORMATS = ("jsonl", "csv")
+JSONL_FIELDS = {
+    "doc_id",
+    "system_id",
+    "source",
+    "references",
+    "output",
+    "human",
+    "metrics",
+    "context",
+}
+REQUIRED_FIELDS = ("doc_id", "system_id", "source", "output")
+_REFERENCE_COLUMN = re.compile(r"^reference(?:_(\d+))?$")
+_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]*$")
+
+
+@dataclass(frozen=True)
+class LineError:
+    """A located problem in an input file."""
+
+    line: int
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"line {self.line}" if self.line else "file"
+        return (
+            f"{where}, field '{self.field}': {self.message}"
+            if self.field
+            else f"{where}: {self.message}"
+        )
+
+
+@dataclass(frozen=True)
+class Record:
+    """One output of one system for one document, with its human and metric scores."""
+
+    line: int
+    doc_id: str
+    system_id: str
+    source: str
+    references: tuple[str, ...]
+    output: str
+    human: dict[str, float] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
+    context: Any = None
+
+
+class RecordError(Exception):
+    """A line that cannot be turned into a record."""
+
+    def __init__(self, errors: list[LineError]) -> None:
+        super().__init__("; ".join(str(e) for e in errors))
+        self.errors = errors
+
+
+def detect_format(file_name: str) -> str:
+    """``jsonl`` or ``csv`` from a file name, or ValueError naming the accepted endings."""
+    lower = file_name.lower()
+    if lower.endswith((".jsonl", ".ndjson", ".json")):
+        return "jsonl"
+    if lower.endswith(".csv"):
+        return "csv"
+    raise ValueError(f"Cannot tell the format of {file_name!r}: use a .jsonl or .csv file.")
+
+
+def read_records(
+    stream: IO[bytes], file_format: str, *, max_line_bytes: int
+) -> Iterator[Record | RecordError]:
+    """Yield a record, or a :class:`RecordError`, per data line of ``stream``.
+
+    File-level problems (empty file, bad CSV header) are yielded as a RecordError too.
+    """
+    if file_format == "jsonl":
+        yield from _read_jsonl(stream, max_line_bytes)
+    elif file_format == "csv":
+        yield from _read_csv(stream, max_line_bytes)
+    else:
+        raise ValueError(f"Unknown format {file_format!r}; expected one of {FORMATS}.")
+
+
+# --- lines --------------------------------------------------------------------------------
+
+
+def _lines(stream: IO[bytes], max_line_bytes: int) -> Iterator[tuple[int, str | LineError]]:
+    """Yield (line number, decoded text or error) with a hard limit on a line's length."""
+    number = 0
+    while True:
+        raw = stream.readline(max_line_bytes + 1)
+        if not raw:
+            return
+        number += 1
+        if len(raw) > max_line_bytes and not raw.endswith(b"\n"):
+            while raw and not raw.endswith(b"\n"):  # skip the rest of the oversized line
+                raw = stream.readline(1 << 20)
+            yield number, LineError(number, "", f"line is longer than {max_line_bytes} bytes")
+            continue
+        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        try:
+            yield number, raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            yield (
+                number,
+                LineError(
+                    number,
+                    "",
+                    f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
+                    "save the file as UTF-8",
+                ),
+            )
+
+
+# --- JSONL --------------------------------------------------------------------------------
+
+
+def _read_jsonl(stream: IO[bytes], max_line_bytes: int) -> Iterator[Record | RecordError]:
+    seen_any = False
+    for number, text in _lines(stream, max_line_bytes):
+        if isinstance(text, LineError):
+            seen_any = True
+            yield RecordError([text])
+            continue
+        if not text.strip():
+            continue
+        seen_any = True
+        try:
+            obj = json.loads(text, parse_constant=_reject_constant)
+        except ValueError as exc:
+            yield RecordError([LineError(number, "", f"invalid JSON ({exc})")])
+            continue
+        yield _record_from_mapping(number, obj)
+    if not seen_any:
+        yield RecordError([LineError(0, "", "the file is empty: no records found")])
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not allowed")
+
+
+def _record_from_mapping(number: int, obj: Any) -> Record | RecordError:
+    if not isinstance(obj, dict):
+        return RecordError([LineError(number, "", "expected a JSON object {...}")])
+    errors: list[LineError] = []
+    unknown = sorted(set(obj) - JSONL_FIELDS)
+    if unknown:
+        errors.append(
+            LineError(
+                number, unknown[0], f"unknown field (allowed: {', '.join(sorted(JSONL_FIELDS))})"
+            )
+        )
+    values: dict[str, str] = {}
+    for name in REQUIRED_FIELDS:
+        if name not in obj or obj[name] is None:
+            errors.append(LineError(number, name, "missing required field"))
+            continue
+        value = obj[name]
+        if (
+            name in ("doc_id", "system_id")
+            and isinstance(value, int)
+            and not isinstance(value, bool)
+        ):
+            value = str(value)
+        if not isinstance(value, str):
+            errors.append(LineError(number, name, f"expected a string, got {type(value).__name__}"))
+            continue
+        if name in ("doc_id", "system_id", "output") and not value.strip():
+            errors.append(LineError(number, name, "must not be empty"))
+            continue
+        values[name] = value
+    for name in ("doc_id", "system_id"):
+        if name in values and len(values[name]) > 255:
+            errors.append(LineError(number, name, "longer than 255 characters"))
+    references = obj.get("references", [])
+    if not isinstance(references, list) or not all(isinstance(r, str) for r in references):
+        errors.append(LineError(number, "references", "expected a list of strings"))
+        references = []
+    human = _scores(number, "human", obj.get("human", {}), errors)
+    metrics = _scores(number, "metrics", obj.get("metrics", {}), errors)
+    if errors:
+        return RecordError(errors)
+    return Record(
+        line=number,
+        doc_id=values["doc_id"],
+        system_id=values["system_id"],
+        source=values["source"],
+        references=tuple(references),
+        output=values["output"],
+        human=human,
+        metrics=metrics,
+        context=obj.get("context"),
+    )
+
+
+def _scores(number: int, group: str, raw: Any, errors: list[LineError]) -> dict[str, float]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        errors.append(LineError(number, group, "expected an object of name: number"))
+        return {}
+    scores: dict[str, float] = {}
+    for name, value in raw.items():
+        where = f"{group}.{name}"
+        if not _KEY.match(name) or len(name) > 100:
+            errors.append(
+                LineError(number, where, "name must be letters, digits, _ . : - (at most 100)")
+            )
+            continue
+        if value is None:
+            continue  # a missing score
+        number_value = _number(value)
+        if number_value is None:
+            errors.append(LineError(number, where, f"expected a number, got {value!r}"))
+            continue
+        scores[name] = number_value
+    return scores
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        result = float(value)
+    elif isinstance(value, str):
+        try:
+            result = float(value.strip())
+        except ValueError:
+            return None
+    else:
+        return None
+    return result if math.isfinite(result) else None
+
+
+# --- CSV ----------------------------------------------------------------------------------
+
+
+@dataclass
+class _CsvColumns:
+    index: dict[str, int]
+    references: list[int]
+    human: dict[str, int]
+    metrics: dict[str, int]
+
+
+def _read_csv(stream: IO[bytes], max_line_bytes: int) -> Iterator[Record | RecordError]:
+    problems: list[LineError] = []
+
+    def text_lines() -> Iterator[str]:
+        for _number, text in _lines(stream, max_line_bytes):
+            if isinstance(text, LineError):
+                problems.append(text)
+                return  # a CSV cannot be resynchronised after a broken line
+            yield text
+
+    csv.field_size_limit(max_line_bytes)
+    reader = csv.reader(text_lines())
+    try:
+        header = next(reader, None)
+    except csv.Error as exc:
+        yield RecordError([LineError(1, "", f"malformed CSV header ({exc})")])
+        return
+    if problems:
+        yield RecordError(problems)
+        return
+    if header is None:
+        yield RecordError([LineError(0, "", "the file is empty: no header and no records")])
+        return
+    columns = _csv_columns(header)
+    if isinstance(columns, RecordError):
+        yield columns
+        return
+    seen_any = False
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            yield RecordError([LineError(reader.line_num, "", f"malformed CSV ({exc})")])
+            return
+        if not any(cell.strip() for cell in row):
+            continue
+        seen_any = True
+        yield _record_from_row(reader.line_num, row, header, columns)
+    if problems:
+        yield RecordError(problems)
+    elif not seen_any:
+        yield RecordError([LineError(0, "", "the file is empty: a header but no records")])
+
+
+def _csv_columns(header: list[str]) -> _CsvColumns | RecordError:
+    names = [h.strip() for h in header]
+    errors: list[LineError] = []
+    index: dict[str, int] = {}
+    references: list[tuple[int, int]] = []
+    human: dict[str, int] = {}
+    metrics: dict[str, int] = {}
+    for position, name in enumerate(names):
+        if name in index or name in human or name in metrics:
+            errors.append(LineError(1, name, "column appears twice"))
+        ref = _REFERENCE_COLUMN.match(name)
+        if ref:
+            references.append((int(ref.group(1) or 0), position))
+        elif name.startswith("human_") and len(name) > 6:
+            human[name[6:]] = position
+        elif name.startswith("metric_") and len(name) > 7:
+            metrics[name[7:]] = position
+        elif name in ("doc_id", "system_id", "source", "output", "context"):
+            index[name] = position
+        else:
+            errors.append(
+                LineError(
+                    1,
+                    name,
+                    "unknown column (expected doc_id, system_id, source, "
+                    "reference or reference_N, output, human_<aspect>, metric_<name>, context)",
+                )
+            )
+    for required in REQUIRED_FIELDS:
+        if required not in index:
+            errors.append(LineError(1, required, "missing required column"))
+    if errors:
+        return RecordError(errors)
+    return _CsvColumns(index, [p for _n, p in sorted(references)], human, metrics)
+
+
+def _record_from_row(
+    number: int, row: list[str], header: list[str], cols: _CsvColumns
+) -> Record | RecordError:
+    if len(row) != len(header):
+        return RecordError(
+            [LineError(number, "", f"expected {len(header)} cells, found {len(row)}")]
+        )
+    obj: dict[str, Any] = {name: row[pos] for name, pos in cols.index.items() if name != "context"}
+    obj["references"] = [row[p] for p in cols.references if row[p] != ""]
+    obj["human"] = {name: (row[p] if row[p].strip() else None) for name, p in cols.human.items()}
+    obj["metrics"] = {
+        name: (row[p] if row[p].strip() else None) for name, p in cols.metrics.items()
+    }
+    if "context" in cols.index and row[cols.index["context"]].strip():
+        try:
+            obj["context"] = json.loads(row[cols.index["context"]])
+        except ValueError as exc:
+            return RecordError([LineError(number, "context", f"invalid JSON ({exc})")])
+    return _record_from_mapping(number, obj)

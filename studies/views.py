@@ -1,0 +1,125 @@
+"""The researcher's pages. Each view serves its page and, for htmx requests, the
+partial that the page includes (so the markup exists once)."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.db.models import Count
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.cache import patch_vary_headers
+from django.views.decorators.http import require_GET
+
+from studies.forms import UploadForm
+from studies.models import ImportJob, Judgment, MetricRun
+from studies.permissions import is_researcher, visible_datasets
+from studies.services.datasets import export_dataset
+from studies.services.imports import create_import_job
+from studies.services.records import FORMATS
+
+HTMX_STOP_POLLING = 286  # htmx stops polling on this status
+
+
+def researcher_required(view):  # type: ignore[no-untyped-def]
+    @login_required
+    def wrapped(request: HttpRequest, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if not is_researcher(request.user):
+            raise PermissionDenied("Only researchers can open this page.")
+        return view(request, *args, **kwargs)
+
+    wrapped.__name__ = view.__name__
+    wrapped.__doc__ = view.__doc__
+    return wrapped
+
+
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    if is_researcher(request.user):
+        return redirect("studies:dataset-list")
+    return render(request, "studies/annotator_home.html")
+
+
+@researcher_required
+def dataset_list(request: HttpRequest) -> HttpResponse:
+    datasets = (
+        visible_datasets(request.user)
+        .select_related("task")
+        .annotate(n_documents=Count("documents", distinct=True))
+    )
+    return render(request, "studies/dataset_list.html", {"datasets": datasets})
+
+
+@researcher_required
+def dataset_detail(request: HttpRequest, name: str) -> HttpResponse:
+    dataset = get_object_or_404(visible_datasets(request.user).select_related("task"), name=name)
+    judgments = (
+        Judgment.objects.filter(output__document__dataset=dataset)
+        .values("aspect__code", "aspect__name")
+        .annotate(n=Count("id"), n_outputs=Count("output", distinct=True))
+        .order_by("aspect__code")
+    )
+    context = {
+        "dataset": dataset,
+        "n_documents": dataset.documents.count(),
+        "n_outputs": dataset.documents.aggregate(n=Count("outputs"))["n"],
+        "judgments": judgments,
+        "runs": MetricRun.objects.filter(dataset=dataset).annotate(n_scores=Count("scores")),
+        "jobs": dataset.import_jobs.all()[:10],
+        "formats": FORMATS,
+        "studies": dataset.studies.all(),
+    }
+    return render(request, "studies/dataset_detail.html", context)
+
+
+@require_GET
+@researcher_required
+def dataset_export(request: HttpRequest, name: str, file_format: str) -> StreamingHttpResponse:
+    dataset = get_object_or_404(visible_datasets(request.user), name=name)
+    content_type = "text/csv" if file_format == "csv" else "application/x-ndjson"
+    response = StreamingHttpResponse(
+        export_dataset(dataset, file_format), content_type=f"{content_type}; charset=utf-8"
+    )
+    response["Content-Disposition"] = f'attachment; filename="{dataset.name}.{file_format}"'
+    return response
+
+
+@researcher_required
+def upload(request: HttpRequest) -> HttpResponse:
+    form = UploadForm(
+        request.POST or None,
+        request.FILES or None,
+        user=request.user,
+        initial={"dataset": request.GET.get("dataset", "")},
+    )
+    if request.method == "POST" and form.is_valid():
+        with transaction.atomic():
+            job = create_import_job(
+                upload=form.cleaned_data["file"],
+                original_name=form.cleaned_data["file"].name,
+                file_format=form.file_format,
+                dataset_name=form.cleaned_data["dataset"],
+                task=form.cleaned_data["task"],
+                create_aspects=form.cleaned_data["create_aspects"],
+                user=request.user,
+            )
+        return redirect("studies:import-detail", pk=job.pk)
+    status = 400 if request.method == "POST" else 200
+    return render(request, "studies/upload.html", {"form": form}, status=status)
+
+
+@researcher_required
+def import_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    jobs = ImportJob.objects.select_related("task", "dataset")
+    if not request.user.is_superuser:
+        jobs = jobs.filter(created_by=request.user)
+    job = get_object_or_404(jobs, pk=pk)
+    template = (
+        "studies/partials/import_status.html" if request.htmx else "studies/import_detail.html"
+    )
+    response = render(request, template, {"job": job})
+    if request.htmx and job.is_finished:
+        response.status_code = HTMX_STOP_POLLING
+    patch_vary_headers(response, ["HX-Request"])
+    return response

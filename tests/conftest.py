@@ -1,0 +1,172 @@
+"""Shared fixtures: a fixed cast of users, small dataset files, and a real Celery worker."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_DATA = ROOT.parent / "shared" / "data"
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+# Playwright's sync API runs an event loop in the main thread; the ORM calls in browser
+# tests are still synchronous and safe.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
+@pytest.fixture
+def cast(db):  # type: ignore[no-untyped-def]
+    """owner and outsider (researchers), annotator, admin."""
+    from tests.factories import UserFactory
+
+    return {
+        "owner": UserFactory(username="owner", role="researcher"),
+        "outsider": UserFactory(username="outsider", role="researcher"),
+        "annotator": UserFactory(username="annotator", role="annotator"),
+        "admin": UserFactory(username="boss", is_staff=True, is_superuser=True),
+    }
+
+
+@pytest.fixture
+def write_jsonl(tmp_path: Path) -> Callable[..., Path]:
+    """Write records (dicts, or raw strings written as-is) to a .jsonl file."""
+
+    def write(records: list[object], name: str = "data.jsonl") -> Path:
+        path = tmp_path / name
+        with path.open("w", encoding="utf-8") as fh:
+            for record in records:
+                fh.write(record if isinstance(record, str) else json.dumps(record))
+                fh.write("\n")
+        return path
+
+    return write
+
+
+def record(doc: str = "d1", system: str = "s1", **overrides: object) -> dict[str, object]:
+    base: dict[str, object] = {
+        "doc_id": doc,
+        "system_id": system,
+        "source": f"Source of {doc}.",
+        "references": [f"Reference of {doc}."],
+        "output": f"Output of {system} for {doc}.",
+        "human": {"coherence": 3.0, "fluency": 4.0},
+    }
+    base.update(overrides)
+    return base
+
+
+def row_counts() -> dict[str, int]:
+    from studies import models
+
+    return {
+        m.__name__: m.objects.count()
+        for m in (
+            models.Dataset,
+            models.Document,
+            models.Output,
+            models.Judgment,
+            models.MetricRun,
+            models.MetricScore,
+            models.Aspect,
+            models.AspectVersion,
+        )
+    }
+
+
+def _worker_env() -> dict[str, str]:
+    """The environment of a worker that uses the test database and the tests' broker."""
+    from django.conf import settings
+    from django.db import connection
+
+    db = connection.settings_dict
+    if db["ENGINE"].endswith("sqlite3"):
+        url = f"sqlite:///{db['NAME']}"
+    else:
+        auth = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
+        url = f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    return dict(
+        os.environ,
+        DATABASE_URL=url,
+        CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
+        CONCORDIA_DATA_DIR=str(settings.DATA_DIR),
+    )
+
+
+@pytest.fixture(scope="session")
+def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[subprocess.Popen[bytes]]:  # type: ignore[no-untyped-def]
+    """A real ``celery worker`` process on the test database and the configured broker."""
+    from django.conf import settings
+
+    from studies.tasks import heartbeat
+
+    log_path = settings.DATA_DIR / "test-worker.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "evalsite",
+                "worker",
+                "-Q",
+                "cpu,gpu",
+                "--pool=solo",
+                "--loglevel=INFO",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "-n",
+                f"test-{os.getpid()}@%h",
+            ],
+            cwd=ROOT,
+            env=_worker_env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        with django_db_blocker.unblock():
+            started = time.monotonic()
+            result = heartbeat.delay("worker fixture start")
+            while not result.ready():
+                assert proc.poll() is None, log_path.read_text()[-3000:]
+                assert time.monotonic() - started < 60, (
+                    "worker did not start: " + log_path.read_text()[-3000:]
+                )
+                time.sleep(0.2)
+        yield proc
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):  # type: ignore[no-untyped-def]
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(
+            f"Chromium is not at {CHROMIUM}: run the tests with `python3 manage.py runtests`, "
+            "which installs it, or set CHROMIUM_PATH."
+        )
+    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hasher(settings):  # type: ignore[no-untyped-def]
+    """PBKDF2 costs ~0.3 s a user; the tests do not test hashing strength."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

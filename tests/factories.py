@@ -1,0 +1,61 @@
+"""factory_boy factories for the studies models."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import factory
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+
+from studies import models
+
+
+class UserFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = get_user_model()
+        django_get_or_create = ("username",)
+
+    username = factory.Sequence(lambda n: f"user{n}")
+    password = factory.PostGenerationMethodCall("set_password", "pw")
+
+    @factory.post_generation
+    def role(self, create: bool, extracted: Any, **kwargs: Any) -> None:
+        if create and extracted:
+            self.groups.add(Group.objects.get(name=extracted))
+
+
+class DatasetFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.Dataset
+
+    name = factory.Sequence(lambda n: f"dataset-{n}")
+    task = factory.LazyFunction(lambda: models.TaskKind.objects.get(code="summarization"))
+
+
+class DocumentFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.Document
+
+    dataset = factory.SubFactory(DatasetFactory)
+    doc_key = factory.Sequence(lambda n: f"doc-{n}")
+    source = "A source text."
+    references = factory.LazyFunction(lambda: ["A reference."])
+
+
+class OutputFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.Output
+
+    document = factory.SubFactory(DocumentFactory)
+    system_id = factory.Sequence(lambda n: f"sys-{n}")
+    text = "An output."
+
+
+class MetricRunFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.MetricRun
+
+    dataset = factory.SubFactory(DatasetFactory)
+    metric = "gptscore"
+    label = factory.Sequence(lambda n: f"run-{n}")
