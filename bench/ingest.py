@@ -1,0 +1,623 @@
+"""Benchmark of the dataset import service (``studies.services.datasets.import_file``).
+
+Run from the repository root::
+
+    .venv/bin/python bench/ingest.py            # SummEval + a generated 100,000-output file
+    .venv/bin/python bench/ingest.py --quick    # 1 repetition, 20,000 generated outputs
+
+    # on PostgreSQL: a throwaway database ``concordia_bench`` is created next to the one
+    # named in the URL, used, and dropped at the end (the named database is not touched)
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/test .venv/bin/python bench/ingest.py
+
+Cases (the issue's targets, on a 2-core machine):
+
+* ``summeval``: ``../shared/data/summeval.jsonl`` (1,600 outputs, 11 references each),
+  target under 10 s; skipped, with the reason printed, when the file is absent.
+* ``generated``: a deterministic JSONL of 100,000 outputs (2,000 documents x 50 systems,
+  ~80-word sources, one reference, ~40-word outputs, four human aspects, two metrics),
+  target under 60 s (``--outputs`` changes the size; the target is shown for 100,000 only).
+
+For each case the script times, ``--repeat`` times each, and prints the median (min-max):
+
+* ``baseline``: read the file and ``json.loads`` every line -- the floor of any importer
+  of this file. The importer reads the file twice (validate, then write), so ``x baseline``
+  of 2 would be an importer that does nothing but parse.
+* ``import cold``: import into a fresh dataset (every row is new).
+* ``import warm``: re-import the same file into the same dataset (validates, compares,
+  finds nothing to change).
+* ``export jsonl``: stream the dataset back out with ``export_dataset`` (informative).
+
+Peak memory is measured in a fresh child process per file, so that memory freed by an
+earlier import and kept by the allocator cannot hide growth: a thread samples VmRSS every
+10 ms (and the kernel's VmHWM, reset before the import, catches anything in between);
+the figure is the peak minus the RSS just before the import. The same is done for a file
+with the first half of the lines, to show how memory grows with the file. ``--tracemalloc``
+adds a separate (slow, untimed) child run reporting Python's own allocation peak.
+
+Nothing touches the developer's ``./data``: ``CONCORDIA_DATA_DIR`` points at a temporary
+directory (removed at the end), which also holds the SQLite database when no
+``DATABASE_URL`` is given. ``DEBUG`` is off unless set in the environment (as in
+production; with DEBUG on, Django also keeps the text of every query).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import io
+import json
+import logging
+import os
+import pstats
+import random
+import secrets
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import tracemalloc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+REPO = Path(__file__).resolve().parent.parent
+SUMMEVAL = REPO.parent / "shared" / "data" / "summeval.jsonl"
+BENCH_DB = "concordia_bench"
+CHILD_ENV = "CONCORDIA_BENCH_CHILD"
+ASPECTS = ("coherence", "consistency", "fluency", "relevance")
+METRICS = ("rouge1", "bertscore_f1")
+SYSTEMS_PER_DOCUMENT = 50
+TARGETS = {"summeval": (1_600, 10.0), "generated": (100_000, 60.0)}
+
+
+# --- environment and database ------------------------------------------------------------
+
+
+@dataclass
+class Environment:
+    """Where the bench writes, and how to undo it."""
+
+    tmp: Path
+    database: str
+    cleanups: list[Callable[[], None]] = field(default_factory=list)
+
+    def close(self) -> None:
+        for cleanup in reversed(self.cleanups):
+            try:
+                cleanup()
+            except Exception as exc:  # noqa: BLE001 -- report and carry on cleaning
+                print(f"warning: cleanup failed: {exc}", file=sys.stderr)
+
+
+def prepare_environment() -> Environment:
+    """Point Django at a temporary data dir (and a throwaway PostgreSQL database if asked)."""
+    tmp = Path(tempfile.mkdtemp(prefix="concordia-bench-"))
+    env = Environment(tmp=tmp, database="SQLite (temporary file)")
+    env.cleanups.append(lambda: shutil.rmtree(tmp, ignore_errors=True))
+    os.environ["CONCORDIA_DATA_DIR"] = str(tmp / "data")
+    if "DEBUG" not in os.environ and "DEBUG_FILE" not in os.environ:
+        os.environ["DEBUG"] = "false"
+    if not os.environ.get("SECRET_KEY") and not os.environ.get("SECRET_KEY_FILE"):
+        os.environ["SECRET_KEY"] = secrets.token_urlsafe(32)
+    url = os.environ.get("DATABASE_URL")
+    if url:
+        scheme = urlsplit(url).scheme
+        if not scheme.startswith("postgres"):
+            env.close()
+            raise SystemExit(
+                f"DATABASE_URL with scheme {scheme!r}: only PostgreSQL is supported "
+                "(unset DATABASE_URL to benchmark a temporary SQLite file)."
+            )
+        bench_url = urlsplit(url)._replace(path=f"/{BENCH_DB}").geturl()
+        _create_database(url)
+        env.cleanups.append(lambda: _drop_database(url))
+        os.environ["DATABASE_URL"] = bench_url
+        env.database = f"PostgreSQL ({_redact(bench_url)})"
+    return env
+
+
+def _redact(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password:
+        parts = parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@"))
+    return parts.geturl()
+
+
+def _create_database(admin_url: str) -> None:
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(BENCH_DB)))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(BENCH_DB)))
+
+
+def _drop_database(admin_url: str) -> None:
+    import psycopg
+    from django.db import connections
+    from psycopg import sql
+
+    connections.close_all()
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(BENCH_DB))
+        )
+
+
+def setup_django(migrate: bool) -> None:
+    sys.path.insert(0, str(REPO))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
+    import django
+
+    django.setup()
+    logging.getLogger("studies").setLevel(logging.WARNING)  # one INFO line per import
+    if migrate:
+        from django.core.management import call_command
+
+        call_command("migrate", verbosity=0)
+
+
+# --- input files -------------------------------------------------------------------------
+
+
+def generate_file(path: Path, outputs: int, seed: int = 0) -> None:
+    """Write ``outputs`` lines: documents of 50 systems each, deterministically."""
+    rng = random.Random(seed)
+    vocabulary = [
+        "".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(2, 10)))
+        for _ in range(5_000)
+    ]
+
+    def words(n: int) -> str:
+        return " ".join(rng.choices(vocabulary, k=n)).capitalize() + " ."
+
+    written = 0
+    with path.open("w", encoding="utf-8") as out:
+        doc = 0
+        while written < outputs:
+            doc_id = f"doc-{doc:06d}"
+            source = words(rng.randint(70, 90))
+            reference = words(rng.randint(25, 35))
+            for system in range(min(SYSTEMS_PER_DOCUMENT, outputs - written)):
+                record = {
+                    "doc_id": doc_id,
+                    "system_id": f"sys-{system:02d}",
+                    "source": source,
+                    "references": [reference],
+                    "output": words(rng.randint(35, 45)),
+                    "human": {a: round(rng.uniform(1, 5), 4) for a in ASPECTS},
+                    "metrics": {m: round(rng.random(), 6) for m in METRICS},
+                }
+                out.write(json.dumps(record) + "\n")
+                written += 1
+            doc += 1
+
+
+def first_half(source: Path, target: Path) -> int:
+    """Copy the first half of ``source``'s lines to ``target``; return their number."""
+    with source.open("rb") as f:
+        lines = f.readlines()
+    half = lines[: len(lines) // 2]
+    target.write_bytes(b"".join(half))
+    return len(half)
+
+
+def count_lines(path: Path) -> int:
+    with path.open("rb") as f:
+        return sum(1 for line in f if line.strip())
+
+
+# --- measurements ------------------------------------------------------------------------
+
+
+def read_baseline(path: Path) -> None:
+    """The floor of any importer: read every line and parse it."""
+    with path.open("rb") as f:
+        for line in f:
+            if line.strip():
+                json.loads(line)
+
+
+def timed(action: Callable[[], Any], repeat: int) -> tuple[list[float], list[Any]]:
+    seconds, results = [], []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        results.append(action())
+        seconds.append(time.perf_counter() - started)
+    return seconds, results
+
+
+def _status_kb(field_name: str) -> int:
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith(field_name + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"{field_name} not in /proc/self/status")
+
+
+@contextmanager
+def peak_rss(interval: float = 0.01) -> Iterator[dict[str, float]]:
+    """Yield a dict that, on exit, holds ``before`` and ``peak`` RSS in MiB."""
+    try:  # reset the kernel's high-water mark so that VmHWM is this block's peak
+        Path("/proc/self/clear_refs").write_text("5")
+        hwm_reset = True
+    except OSError:
+        hwm_reset = False
+    result: dict[str, float] = {"before": _status_kb("VmRSS") / 1024}
+    highest = [_status_kb("VmRSS")]
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.wait(interval):
+            highest[0] = max(highest[0], _status_kb("VmRSS"))
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    try:
+        yield result
+    finally:
+        stop.set()
+        thread.join()
+        peak = max(highest[0], _status_kb("VmRSS"))
+        if hwm_reset:
+            peak = max(peak, _status_kb("VmHWM"))
+        result["peak"] = peak / 1024
+
+
+def import_once(path: Path, dataset: str) -> Any:
+    from studies.services.datasets import ImportOptions, import_file
+
+    options = ImportOptions(
+        dataset=dataset, task="summarization", file_format="jsonl", file_name=path.name
+    )
+    return import_file(path, options)
+
+
+def export_once(dataset_name: str) -> int:
+    from studies.models import Dataset
+    from studies.services.datasets import export_dataset
+
+    dataset = Dataset.objects.get(name=dataset_name)
+    return sum(1 for _line in export_dataset(dataset, "jsonl"))
+
+
+def memory_child(path: Path, dataset: str, use_tracemalloc: bool) -> dict[str, float]:
+    """In a fresh process: the RSS growth (or tracemalloc peak) of one cold import."""
+    from studies.models import Dataset
+
+    Dataset.objects.exists()  # open the connection and load the models before measuring
+    gc.collect()
+    if use_tracemalloc:
+        tracemalloc.start()
+        import_once(path, dataset)
+        _current, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        return {"tracemalloc_peak_mb": peak / 2**20}
+    with peak_rss() as rss:
+        import_once(path, dataset)
+    return {"rss_delta_mb": rss["peak"] - rss["before"], "rss_before_mb": rss["before"]}
+
+
+def measure_memory(path: Path, dataset: str, use_tracemalloc: bool = False) -> dict[str, float]:
+    command = [sys.executable, str(Path(__file__).resolve()), "--memory-child", str(path)]
+    command += ["--child-dataset", dataset] + (["--child-tracemalloc"] if use_tracemalloc else [])
+    done = subprocess.run(
+        command,
+        env={**os.environ, CHILD_ENV: "1"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"memory child failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# --- one case ----------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    case: str
+    step: str
+    rows: int
+    seconds: list[float]
+    baseline: float | None = None
+    rss_mb: float | None = None
+    target: float | None = None
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds)
+
+
+@dataclass
+class MemoryRow:
+    case: str
+    rows: int
+    rss_mb: float
+    half_rows: int
+    half_rss_mb: float
+    rss_before_mb: float
+    tracemalloc_mb: float | None = None
+
+    @property
+    def mb_per_10k(self) -> float:
+        grown = self.rows - self.half_rows
+        return (self.rss_mb - self.half_rss_mb) / grown * 10_000 if grown else 0.0
+
+
+@dataclass
+class CaseResult:
+    rows: list[Row]
+    memory: MemoryRow
+    notes: list[str]
+
+
+def run_case(
+    case: str, path: Path, repeat: int, tmp: Path, use_tracemalloc: bool, profile: bool
+) -> CaseResult:
+    rows = count_lines(path)
+    notes: list[str] = []
+    expected_rows, target_s = TARGETS[case]
+    target = target_s if rows == expected_rows else None
+    print(f"\n[{case}] {rows:,} outputs, {path.stat().st_size / 2**20:.1f} MiB: {path}")
+
+    print(f"[{case}] baseline: read + json.loads, {repeat}x", flush=True)
+    base_s, _ = timed(lambda: read_baseline(path), repeat)
+    baseline = statistics.median(base_s)
+
+    print(f"[{case}] cold import into fresh datasets, {repeat}x", flush=True)
+    names = iter(f"bench-{case}-cold-{i}" for i in range(1, repeat + 1))
+    cold_s, cold = timed(lambda: import_once(path, next(names)), repeat)
+    last = f"bench-{case}-cold-{repeat}"
+    first = cold[0]
+    if first.outputs["created"] != rows:
+        notes.append(f"cold import created {first.outputs['created']} outputs, not {rows}")
+    notes.append(
+        "cold import wrote per run: documents {d}, outputs {o}, judgments {j}, "
+        "metric scores {m} ({total:,} rows)".format(
+            d=first.documents["created"],
+            o=first.outputs["created"],
+            j=first.judgments["created"],
+            m=first.metric_scores["created"],
+            total=first.documents["created"]
+            + first.outputs["created"]
+            + first.judgments["created"]
+            + first.metric_scores["created"],
+        )
+    )
+
+    print(f"[{case}] warm re-import into {last}, {repeat}x", flush=True)
+    warm_s, warm = timed(lambda: import_once(path, last), repeat)
+    changed = sum(
+        s.documents[k] + s.outputs[k] + s.judgments[k] + s.metric_scores[k]
+        for s in warm
+        for k in ("created", "updated")
+    )
+    notes.append(
+        "warm re-import changed nothing"
+        if changed == 0
+        else f"warm re-import created or updated {changed} rows (expected 0)"
+    )
+
+    print(f"[{case}] export jsonl of {last}, {repeat}x", flush=True)
+    export_s, exported = timed(lambda: export_once(last), repeat)
+    if exported[0] != rows:
+        notes.append(f"export wrote {exported[0]} lines, not {rows}")
+
+    print(f"[{case}] peak memory in fresh processes (full file, first half)", flush=True)
+    half_path = tmp / f"{case}-half.jsonl"
+    half_rows = first_half(path, half_path)
+    full = measure_memory(path, f"bench-{case}-memory-full")
+    half = measure_memory(half_path, f"bench-{case}-memory-half")
+    traced = None
+    if use_tracemalloc:
+        print(f"[{case}] tracemalloc peak (separate, untimed run)", flush=True)
+        traced = measure_memory(path, f"bench-{case}-tracemalloc", True)["tracemalloc_peak_mb"]
+    memory = MemoryRow(
+        case,
+        rows,
+        full["rss_delta_mb"],
+        half_rows,
+        half["rss_delta_mb"],
+        full["rss_before_mb"],
+        traced,
+    )
+
+    if profile:
+        print(f"[{case}] cProfile of one cold import (untimed)", flush=True)
+        profiler = cProfile.Profile()
+        profiler.runcall(import_once, path, f"bench-{case}-profile")
+        text = io.StringIO()
+        pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(30)
+        notes.append("cProfile, top 30 by cumulative time:\n" + text.getvalue())
+
+    return CaseResult(
+        rows=[
+            Row(case, "baseline read+json", rows, base_s),
+            Row(case, "import cold", rows, cold_s, baseline, memory.rss_mb, target),
+            Row(case, "import warm", rows, warm_s, baseline, None, target),
+            Row(case, "export jsonl", rows, export_s, baseline),
+        ],
+        memory=memory,
+        notes=notes,
+    )
+
+
+# --- report ------------------------------------------------------------------------------
+
+
+def print_table(header: list[str], body: list[list[str]]) -> None:
+    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+    numeric = [i > 1 for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(
+            c.rjust(w) if right else c.ljust(w)
+            for c, w, right in zip(cells, widths, numeric, strict=True)
+        )
+
+    print(line(header))
+    print("  ".join("-" * w for w in widths))
+    for row in body:
+        print(line(row))
+
+
+def report(database: str, repeat: int, results: list[CaseResult]) -> None:
+    from django.conf import settings
+
+    print(f"\n=== Import benchmark: {database}, DEBUG={settings.DEBUG}, ", end="")
+    print(f"batch size {settings.CONCORDIA['IMPORT_BATCH_SIZE']}, ", end="")
+    print(f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}, median of {repeat} ===\n")
+    body = []
+    for result in results:
+        for row in result.rows:
+            if row.target is None:
+                target, verdict = "-", "-"
+            else:
+                target = f"< {row.target:.0f} s"
+                verdict = "PASS" if row.median < row.target else "FAIL <<<"
+            body.append(
+                [
+                    row.case,
+                    row.step,
+                    f"{row.rows:,}",
+                    f"{row.median:.3f}",
+                    f"{min(row.seconds):.3f}-{max(row.seconds):.3f}",
+                    f"{row.rows / row.median:,.0f}",
+                    "1.0" if row.baseline is None else f"{row.median / row.baseline:.1f}",
+                    "-" if row.rss_mb is None else f"{row.rss_mb:.1f}",
+                    target,
+                    verdict,
+                ]
+            )
+    print_table(
+        [
+            "case",
+            "step",
+            "outputs",
+            "median s",
+            "min-max s",
+            "outputs/s",
+            "x baseline",
+            "peak RSS +MB",
+            "target",
+            "result",
+        ],
+        body,
+    )
+
+    print("\nPeak memory of one cold import in a fresh process (RSS growth over the import):\n")
+    memory_body = []
+    for result in results:
+        m = result.memory
+        memory_body.append(
+            [
+                m.case,
+                f"{m.rss_before_mb:.0f}",
+                f"{m.rows:,}",
+                f"{m.rss_mb:.1f}",
+                f"{m.half_rows:,}",
+                f"{m.half_rss_mb:.1f}",
+                f"{m.mb_per_10k:.2f}",
+                "-" if m.tracemalloc_mb is None else f"{m.tracemalloc_mb:.1f}",
+            ]
+        )
+    print_table(
+        [
+            "case",
+            "RSS before MB",
+            "outputs",
+            "peak RSS +MB",
+            "half: outputs",
+            "half: peak RSS +MB",
+            "MB per 10k outputs",
+            "tracemalloc peak MB",
+        ],
+        memory_body,
+    )
+    print(
+        "\nWhat grows with the file: the validator keeps, per (doc_id, system_id), the key "
+        "strings and (line, 32-character hex digest); per document three digests; the writer "
+        "keeps doc_key -> id. Everything else is bounded by the batch size."
+    )
+    for result in results:
+        for note in result.notes:
+            print(f"- {result.rows[0].case}: {note}")
+
+
+# --- main --------------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="1 repetition, 20,000 outputs")
+    parser.add_argument("--outputs", type=int, help="generated outputs (default 100,000)")
+    parser.add_argument("--repeat", type=int, help="repetitions per measurement (default 3)")
+    parser.add_argument("--skip-summeval", action="store_true", help="only the generated file")
+    parser.add_argument(
+        "--tracemalloc", action="store_true", help="add an untimed tracemalloc peak per case"
+    )
+    parser.add_argument(
+        "--profile", action="store_true", help="print a cProfile of one cold import per case"
+    )
+    parser.add_argument("--memory-child", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--child-dataset", help=argparse.SUPPRESS)
+    parser.add_argument("--child-tracemalloc", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    args.repeat = args.repeat or (1 if args.quick else 3)
+    args.outputs = args.outputs or (20_000 if args.quick else 100_000)
+    if args.repeat < 1 or args.outputs < 2:
+        parser.error("--repeat must be at least 1 and --outputs at least 2")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.memory_child:  # a child of a running bench: its environment is set already
+        if os.environ.get(CHILD_ENV) != "1":
+            raise SystemExit("--memory-child is internal to the bench")
+        setup_django(migrate=False)
+        print(
+            json.dumps(memory_child(args.memory_child, args.child_dataset, args.child_tracemalloc))
+        )
+        return 0
+
+    env = prepare_environment()
+    try:
+        print(f"database: {env.database}; temporary directory: {env.tmp}")
+        setup_django(migrate=True)
+        results: list[CaseResult] = []
+        if args.skip_summeval:
+            print("\n[summeval] skipped (--skip-summeval)")
+        elif SUMMEVAL.is_file():
+            results.append(
+                run_case("summeval", SUMMEVAL, args.repeat, env.tmp, args.tracemalloc, args.profile)
+            )
+        else:
+            print(f"\n[summeval] SKIPPED: {SUMMEVAL} does not exist")
+        generated = env.tmp / f"generated-{args.outputs}.jsonl"
+        started = time.perf_counter()
+        generate_file(generated, args.outputs)
+        print(
+            f"\n[generated] wrote {args.outputs:,} outputs in {time.perf_counter() - started:.1f} s"
+        )
+        results.append(
+            run_case("generated", generated, args.repeat, env.tmp, args.tracemalloc, args.profile)
+        )
+        report(env.database, args.repeat, results)
+    finally:
+        env.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
