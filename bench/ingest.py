@@ -515,6 +515,7 @@ def report(database: str, repeat: int, results: list[CaseResult]) -> None:
         body,
     )
 
+    batch = settings.CONCORDIA["IMPORT_BATCH_SIZE"]
     print("\nPeak memory of one cold import in a fresh process (RSS growth over the import):\n")
     memory_body = []
     for result in results:
@@ -527,7 +528,7 @@ def report(database: str, repeat: int, results: list[CaseResult]) -> None:
                 f"{m.rss_mb:.1f}",
                 f"{m.half_rows:,}",
                 f"{m.half_rss_mb:.1f}",
-                f"{m.mb_per_10k:.2f}",
+                f"{m.mb_per_10k:.2f}" if m.half_rows >= 2 * batch else "n/a",
                 "-" if m.tracemalloc_mb is None else f"{m.tracemalloc_mb:.1f}",
             ]
         )
@@ -547,7 +548,9 @@ def report(database: str, repeat: int, results: list[CaseResult]) -> None:
     print(
         "\nWhat grows with the file: the validator keeps, per (doc_id, system_id), the key "
         "strings and (line, 32-character hex digest); per document three digests; the writer "
-        "keeps doc_key -> id. Everything else is bounded by the batch size."
+        "keeps doc_key -> id. Everything else is bounded by the batch size. MB per 10k is "
+        "(full - half) / (outputs - half outputs), shown when the half file holds at least "
+        "two batches (below that, one batch's working set dominates)."
     )
     for result in results:
         for note in result.notes:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -13,8 +14,16 @@ pytestmark = [
 ]
 
 GOOD = "\n".join(
-    '{"doc_id": "d%d", "system_id": "s%d", "source": "Source %d.", "references": ["Ref."], '
-    '"output": "Output %d.", "human": {"coherence": %d}}' % (i // 3, i % 3, i // 3, i, 1 + i % 5)
+    json.dumps(
+        {
+            "doc_id": f"d{i // 3}",
+            "system_id": f"s{i % 3}",
+            "source": f"Source {i // 3}.",
+            "references": ["Ref."],
+            "output": f"Output {i}.",
+            "human": {"coherence": 1 + i % 5},
+        }
+    )
     for i in range(30)
 )
 
