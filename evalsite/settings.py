@@ -120,17 +120,21 @@ if not DEBUG:
 _broker_dir = DATA_DIR / "broker"
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or "filesystem://"
 if CELERY_BROKER_URL.startswith("filesystem://"):
-    for sub in ("queue", "processed"):
+    for sub in ("queue", "processed", "control"):
         (_broker_dir / sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
         "processed_folder": str(_broker_dir / "processed"),
+        "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
     }
     _default_backend = f"file://{DATA_DIR / 'results'}"
     (DATA_DIR / "results").mkdir(exist_ok=True)
 else:
+    # A metric run can take hours; with acks_late a shorter visibility timeout would hand the
+    # same message to a second worker (harmless, runs are claimed once, but wasteful).
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 12 * 3600}
     _default_backend = (
         CELERY_BROKER_URL.rsplit("/", 1)[0] + "/1" if CELERY_BROKER_URL.startswith("redis") else ""
     )
