@@ -23,7 +23,11 @@ class Command(BaseCommand):
     help = "Run the test suite with pytest (extra arguments go to pytest)."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("pytest_args", nargs="*")
+        parser.add_argument("pytest_args", nargs="*", help="passed to pytest as they are")
+
+    def run_from_argv(self, argv: list[str]) -> None:
+        # Every argument belongs to pytest (-q, -k EXPR, -x ...), so skip Django's parser.
+        self.handle(pytest_args=argv[2:])
 
     def handle(self, *args: Any, **opts: Any) -> None:
         ensure_chromium(self.stdout.write)
