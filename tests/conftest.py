@@ -170,3 +170,14 @@ def browser_type_launch_args(browser_type_launch_args):  # type: ignore[no-untyp
 def _fast_password_hasher(settings):  # type: ignore[no-untyped-def]
     """PBKDF2 costs ~0.3 s a user; the tests do not test hashing strength."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def defaults_restored(transactional_db):  # type: ignore[no-untyped-def]
+    """Transactional tests flush the database afterwards, data migrations included:
+    put the default tasks, aspects, templates and role groups back."""
+    from django.apps import apps
+
+    from studies.defaults import load_defaults
+
+    load_defaults(apps)

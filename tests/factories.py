@@ -22,7 +22,7 @@ class UserFactory(factory.django.DjangoModelFactory):
     @factory.post_generation
     def role(self, create: bool, extracted: Any, **kwargs: Any) -> None:
         if create and extracted:
-            self.groups.add(Group.objects.get(name=extracted))
+            self.groups.add(Group.objects.get_or_create(name=extracted)[0])
 
 
 class DatasetFactory(factory.django.DjangoModelFactory):

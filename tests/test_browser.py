@@ -9,7 +9,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 pytestmark = [
-    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("defaults_restored"),
     pytest.mark.browser,
 ]
 

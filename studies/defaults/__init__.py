@@ -38,16 +38,29 @@ def load_defaults(apps: Any) -> None:
             code=row["code"], defaults={"name": row["name"], "description": row["description"]}
         )
 
-    aspects = {}
-    for row in data["aspects"]:
-        fields = {k: row[k] for k in ("name", "definition", "scale_min", "scale_max", "anchors")}
-        aspect, created = aspect_model.objects.get_or_create(
-            code=row["code"], defaults={**fields, "source": row.get("source", ""), "version": 1}
+    # bulk_create, not save(): the same code then runs on historical models (migration)
+    # and on the real ones (tests that restore defaults), whose save() would version twice.
+    aspects = {a.code: a for a in aspect_model.objects.all()}
+    new_aspects = [
+        aspect_model(
+            code=row["code"],
+            source=row.get("source", ""),
+            version=1,
+            **{k: row[k] for k in ("name", "definition", "scale_min", "scale_max", "anchors")},
         )
-        if created:
-            aspect_version_model.objects.create(aspect=aspect, version=1, **fields)
-            aspect.tasks.set([tasks[code] for code in row["tasks"]])
-        aspects[row["code"]] = aspect
+        for row in data["aspects"]
+        if row["code"] not in aspects
+    ]
+    aspect_model.objects.bulk_create(new_aspects)
+    for aspect in aspect_model.objects.filter(code__in=[a.code for a in new_aspects]):
+        row = next(r for r in data["aspects"] if r["code"] == aspect.code)
+        aspect_version_model.objects.create(
+            aspect=aspect,
+            version=1,
+            **{k: row[k] for k in ("name", "definition", "scale_min", "scale_max", "anchors")},
+        )
+        aspect.tasks.set([tasks[code] for code in row["tasks"]])
+        aspects[aspect.code] = aspect
 
     for row in data["templates"]:
         key = {
@@ -58,17 +71,23 @@ def load_defaults(apps: Any) -> None:
             "setting": row["setting"],
             "variant": row["variant"],
         }
-        template, created = template_model.objects.get_or_create(
-            **key,
-            defaults={
-                "text": row["text"],
-                "target": row["target"],
-                "source": row.get("source", ""),
-                "notes": row.get("notes", ""),
-                "version": 1,
-            },
+        if template_model.objects.filter(**key).exists():
+            continue
+        template_model.objects.bulk_create(
+            [
+                template_model(
+                    **key,
+                    text=row["text"],
+                    target=row["target"],
+                    source=row.get("source", ""),
+                    notes=row.get("notes", ""),
+                    version=1,
+                )
+            ]
         )
-        if created:
-            template_version_model.objects.create(
-                template=template, version=1, text=row["text"], target=row["target"]
-            )
+        template_version_model.objects.create(
+            template=template_model.objects.get(**key),
+            version=1,
+            text=row["text"],
+            target=row["target"],
+        )

@@ -111,3 +111,25 @@ def test_template_with_unknown_placeholder_cannot_be_saved():
     template.text = "Rate {hypothesis}"
     with pytest.raises(TemplateError, match="Unknown placeholder"):
         template.save()
+
+
+def test_every_default_template_is_safe_and_matches_the_defaults_file():
+    from scoring.prompts import validate_template
+    from studies.defaults import read_defaults
+
+    data = read_defaults()
+    assert PromptTemplate.objects.count() == len(data["templates"])
+    for template in PromptTemplate.objects.all():
+        validate_template(template.text)
+        validate_template(template.target)
+
+
+def test_restoring_defaults_twice_changes_nothing():
+    from django.apps import apps
+
+    from studies.defaults import load_defaults
+
+    before = (Aspect.objects.count(), PromptTemplate.objects.count())
+    load_defaults(apps)
+    assert (Aspect.objects.count(), PromptTemplate.objects.count()) == before
+    assert all(a.version == 1 and a.versions.count() == 1 for a in Aspect.objects.all())

@@ -11,7 +11,11 @@ from django.urls import reverse
 from studies.models import ImportJob, Output, WorkerHeartbeat
 from studies.tasks import heartbeat
 
-pytestmark = [pytest.mark.django_db(transaction=True, serialized_rollback=True), pytest.mark.worker]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("defaults_restored"),
+    pytest.mark.worker,
+]
 
 
 def test_a_task_round_trips_through_the_worker_and_writes_a_row(celery_worker_process):
