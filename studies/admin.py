@@ -24,11 +24,8 @@ def _runs_of(version: Any) -> str:
     )
 
 
-class VersionInline(admin.TabularInline):
-    extra = 0
-    can_delete = False
-    show_change_link = False
-    ordering = ("-version",)
+class ReadOnlyVersionMixin:
+    """Versions are history: nobody adds or edits one by hand."""
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -39,6 +36,13 @@ class VersionInline(admin.TabularInline):
     @admin.display(description="runs that used this version")
     def used_by_runs(self, version: Any) -> str:
         return _runs_of(version)
+
+
+class VersionInline(ReadOnlyVersionMixin, admin.TabularInline):
+    extra = 0
+    can_delete = False
+    show_change_link = False
+    ordering = ("-version",)
 
 
 class AspectVersionInline(VersionInline):
@@ -109,20 +113,10 @@ class PromptTemplateAdmin(VersionedAdmin):
 
 
 @admin.register(models.AspectVersion)
-class AspectVersionAdmin(admin.ModelAdmin):
+class AspectVersionAdmin(ReadOnlyVersionMixin, admin.ModelAdmin):
     list_display = ("aspect", "version", "name", "created_at", "created_by")
     list_filter = ("aspect",)
     readonly_fields = [f.name for f in models.AspectVersion._meta.fields] + ["used_by_runs"]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    @admin.display(description="runs that used this version")
-    def used_by_runs(self, version: Any) -> str:
-        return _runs_of(version)
 
 
 class OutputInline(admin.TabularInline):

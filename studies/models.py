@@ -144,20 +144,28 @@ class Aspect(VersionedModel):
             )
 
 
-class AspectVersion(models.Model):
+class Snapshot(models.Model):
+    """Common fields of a version row: its number, when and by whom it was saved."""
+
+    version = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        abstract = True
+
+
+class AspectVersion(Snapshot):
     """An immutable snapshot of an aspect's text and scale."""
 
     aspect = models.ForeignKey(Aspect, on_delete=models.CASCADE, related_name="versions")
-    version = models.PositiveIntegerField()
     name = models.CharField(max_length=100)
     definition = models.TextField()
     scale_min = models.FloatField()
     scale_max = models.FloatField()
     anchors = models.JSONField(default=dict)
-    created_at = models.DateTimeField(auto_now_add=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
 
     class Meta:
         ordering = ["aspect", "-version"]
@@ -253,17 +261,12 @@ class PromptTemplate(VersionedModel):
         super().save(*args, **kwargs)
 
 
-class PromptTemplateVersion(models.Model):
+class PromptTemplateVersion(Snapshot):
     """An immutable snapshot of a prompt template's text."""
 
     template = models.ForeignKey(PromptTemplate, on_delete=models.CASCADE, related_name="versions")
-    version = models.PositiveIntegerField()
     text = models.TextField()
     target = models.CharField(max_length=200, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
 
     class Meta:
         ordering = ["template", "-version"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -113,28 +112,13 @@ def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[subpro
     """A real ``celery worker`` process on the test database and the configured broker."""
     from django.conf import settings
 
+    from evalsite.celery import worker_command
     from studies.tasks import heartbeat
 
     log_path = settings.DATA_DIR / "test-worker.log"
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "evalsite",
-                "worker",
-                "-Q",
-                "cpu,gpu",
-                "--pool=solo",
-                "--loglevel=INFO",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-                "-n",
-                f"test-{os.getpid()}@%h",
-            ],
+            worker_command(f"test-{os.getpid()}@%h"),
             cwd=ROOT,
             env=_worker_env(),
             stdout=log,

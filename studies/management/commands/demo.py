@@ -10,7 +10,6 @@ import logging
 import os
 import signal
 import subprocess
-import sys
 import time
 from typing import Any
 
@@ -21,6 +20,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
+from evalsite.celery import worker_command
 from studies.demo_data import write_demo_jsonl
 from studies.models import Aspect, Dataset, Study, StudyMember
 from studies.services.datasets import ImportOptions, import_file
@@ -106,23 +106,7 @@ class Command(BaseCommand):
     def start_worker(self) -> subprocess.Popen[bytes]:
         from studies.tasks import heartbeat
 
-        cmd = [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "evalsite",
-            "worker",
-            "-Q",
-            "cpu,gpu",
-            "--pool=solo",
-            "--loglevel=INFO",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-            "-n",
-            "demo@%h",
-        ]
+        cmd = worker_command("demo@%h")
         worker = subprocess.Popen(cmd, cwd=settings.BASE_DIR, env=os.environ.copy())
         result = heartbeat.delay("demo start")
         started = time.monotonic()
