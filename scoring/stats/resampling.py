@@ -1,0 +1,357 @@
+"""Bootstrap confidence intervals, resampling documents, systems or both.
+
+Deutsch et al. (2021) show that resampling only documents understates the uncertainty
+of a correlation when the systems are a sample too, and recommend resampling both.
+Draws come from a caller's seeded :class:`numpy.random.Generator` and are kept in a
+:class:`Resamples` object, so every metric × aspect cell (and both sides of a paired
+test) sees the same resampled datasets.
+
+Cost. Each resample is computed exactly, but how depends on the case:
+
+* sample level, documents only: the per-document correlations are computed once and
+  each resample is the mean of the drawn ones (one gather of B × documents values);
+* system level, any unit: per (document, system) sums, then B rows of system means;
+* dataset level, Pearson: weighted sufficient statistics per document or cell;
+* otherwise (sample level with systems resampled; dataset-level Spearman or Kendall)
+  each resample is materialised and recomputed: about B times the cost of
+  :func:`~scoring.stats.correlation.correlate` (use fewer resamples on big data).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from functools import cached_property
+
+import numpy as np
+import numpy.typing as npt
+
+from scoring.stats.correlation import (
+    Coefficient,
+    CorrelationResult,
+    DegeneratePolicy,
+    Level,
+    as_groups,
+    as_scores,
+    group_correlations,
+    row_correlations,
+)
+from scoring.stats.ranking import BLOCK_CELLS, BoolArray, FloatArray, Groups, IntArray
+
+
+class Unit(Enum):
+    """What a bootstrap resamples, with replacement."""
+
+    DOCUMENTS = "documents"
+    SYSTEMS = "systems"
+    BOTH = "both"
+
+
+@dataclass(frozen=True, eq=False)
+class Resamples:
+    """Bootstrap draws: row b of ``doc_draws`` lists the document groups drawn for
+    resample b (likewise ``system_draws``); None where that unit is not resampled."""
+
+    unit: Unit
+    docs: Groups
+    systems: Groups | None
+    doc_draws: IntArray | None
+    system_draws: IntArray | None
+
+    @property
+    def size(self) -> int:
+        """Number of resamples."""
+        draws = self.doc_draws if self.doc_draws is not None else self.system_draws
+        assert draws is not None
+        return int(draws.shape[0])
+
+    @cached_property
+    def doc_counts(self) -> FloatArray | None:
+        """Resamples × documents: how often each document was drawn."""
+        return None if self.doc_draws is None else _counts(self.doc_draws, self.docs.n_groups)
+
+    @cached_property
+    def system_counts(self) -> FloatArray | None:
+        """Resamples × systems: how often each system was drawn."""
+        if self.system_draws is None or self.systems is None:
+            return None
+        return _counts(self.system_draws, self.systems.n_groups)
+
+
+def _counts(draws: IntArray, n: int) -> FloatArray:
+    rows = draws.shape[0]
+    flat = (np.arange(rows, dtype=np.intp)[:, None] * n + draws).ravel()
+    return np.bincount(flat, minlength=rows * n).reshape(rows, n).astype(np.float64)
+
+
+@dataclass(frozen=True)
+class ConfidenceInterval:
+    """A percentile bootstrap interval. ``n_undefined`` resamples had no usable group
+    (every drawn document skipped) and were left out of the percentiles."""
+
+    low: float
+    high: float
+    alpha: float
+    unit: Unit
+    resamples: int
+    n_undefined: int
+
+
+def draw_resamples(
+    rng: np.random.Generator,
+    docs: Groups | npt.ArrayLike,
+    systems: Groups | npt.ArrayLike | None = None,
+    *,
+    unit: Unit = Unit.DOCUMENTS,
+    resamples: int = 1000,
+) -> Resamples:
+    """Draw ``resamples`` bootstrap resamples of documents, systems or both.
+
+    ``docs`` and ``systems`` are the keys of each output (or prebuilt
+    :class:`~scoring.stats.ranking.Groups`). ``systems`` is needed to resample systems
+    and for system-level intervals.
+    """
+    if resamples < 1:
+        raise ValueError("resamples must be at least 1")
+    doc_groups = docs if isinstance(docs, Groups) else Groups.from_keys(docs)
+    sys_groups = None if systems is None else as_groups(systems, doc_groups.n_items, "systems")
+    doc_draws = system_draws = None
+    if unit in (Unit.DOCUMENTS, Unit.BOTH):
+        doc_draws = rng.integers(0, doc_groups.n_groups, size=(resamples, doc_groups.n_groups))
+    if unit in (Unit.SYSTEMS, Unit.BOTH):
+        if sys_groups is None:
+            raise ValueError(f"resampling {unit.value} needs system keys")
+        system_draws = rng.integers(0, sys_groups.n_groups, size=(resamples, sys_groups.n_groups))
+    return Resamples(
+        unit=unit,
+        docs=doc_groups,
+        systems=sys_groups,
+        doc_draws=None if doc_draws is None else doc_draws.astype(np.intp),
+        system_draws=None if system_draws is None else system_draws.astype(np.intp),
+    )
+
+
+def bootstrap_distribution(
+    plan: Resamples,
+    metric: npt.ArrayLike,
+    human: npt.ArrayLike,
+    *,
+    level: Level,
+    coefficient: Coefficient,
+    policy: DegeneratePolicy = DegeneratePolicy.SKIP,
+    estimate: CorrelationResult | None = None,
+) -> FloatArray:
+    """The correlation recomputed on each resample in ``plan`` (NaN where undefined).
+
+    ``estimate``, the :func:`~scoring.stats.correlation.correlate` result for the same
+    data and settings, saves recomputing the per-document values at sample level.
+    """
+    x = as_scores(metric, "metric")
+    y = as_scores(human, "human")
+    if x.size != plan.docs.n_items or y.size != x.size:
+        raise ValueError("metric, human and the resampled keys must have one entry per output")
+    valid = np.isfinite(x) & np.isfinite(y)
+    if level is Level.SAMPLE and plan.system_draws is None:
+        per_doc = _per_document(plan, x, y, valid, coefficient, policy, estimate)
+        return _weighted_document_mean(plan, per_doc)
+    if level is Level.SYSTEM:
+        return _system_level(plan, x, y, valid, coefficient, policy)
+    if level is Level.DATASET and coefficient is Coefficient.PEARSON:
+        return _dataset_pearson(plan, x, y, valid, policy)
+    return _recompute_each(plan, x, y, valid, level, coefficient, policy)
+
+
+def bootstrap_ci(
+    plan: Resamples,
+    metric: npt.ArrayLike,
+    human: npt.ArrayLike,
+    *,
+    level: Level,
+    coefficient: Coefficient,
+    policy: DegeneratePolicy = DegeneratePolicy.SKIP,
+    alpha: float = 0.05,
+    estimate: CorrelationResult | None = None,
+) -> ConfidenceInterval:
+    """Percentile bootstrap ``1 - alpha`` interval of the correlation, over ``plan``.
+
+    Draw ``plan`` once with :func:`draw_resamples` and reuse it for every cell.
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ValueError("alpha must lie in (0, 1)")
+    values = bootstrap_distribution(
+        plan, metric, human, level=level, coefficient=coefficient, policy=policy, estimate=estimate
+    )
+    finite = values[np.isfinite(values)]
+    low, high = np.quantile(finite, [alpha / 2, 1 - alpha / 2]) if finite.size else (np.nan, np.nan)
+    return ConfidenceInterval(
+        low=float(low),
+        high=float(high),
+        alpha=alpha,
+        unit=plan.unit,
+        resamples=plan.size,
+        n_undefined=int(values.size - finite.size),
+    )
+
+
+def _per_document(
+    plan: Resamples,
+    x: FloatArray,
+    y: FloatArray,
+    valid: BoolArray,
+    coefficient: Coefficient,
+    policy: DegeneratePolicy,
+    estimate: CorrelationResult | None,
+) -> FloatArray:
+    if estimate is not None:
+        if (
+            (estimate.level, estimate.coefficient, estimate.policy)
+            != (
+                Level.SAMPLE,
+                coefficient,
+                policy,
+            )
+            or estimate.per_group is None
+            or estimate.per_group.size != plan.docs.n_groups
+        ):
+            raise ValueError("estimate was computed with other settings or documents")
+        return estimate.per_group
+    groups = plan.docs if valid.all() else plan.docs.subset(valid)
+    return group_correlations(x[valid], y[valid], groups, coefficient).values(policy)
+
+
+def _weighted_document_mean(plan: Resamples, per_doc: FloatArray) -> FloatArray:
+    # The mean over the drawn documents (a document drawn k times counts k times);
+    # skipped documents count for nothing. Gathering by the draws is as fast as a
+    # product with the count matrix and needs no count matrix.
+    draws = plan.doc_draws
+    assert draws is not None
+    used = np.isfinite(per_doc)
+    values, weights = np.where(used, per_doc, 0.0), used.astype(np.float64)
+    total, count = np.empty(plan.size), np.empty(plan.size)
+    step = max(1, BLOCK_CELLS // max(1, draws.shape[1]))  # keep temporaries in cache
+    for start in range(0, plan.size, step):
+        part = draws[start : start + step]
+        total[start : start + step] = np.take(values, part).sum(axis=1)
+        count[start : start + step] = np.take(weights, part).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.asarray(total / count, dtype=np.float64)
+
+
+def _system_level(
+    plan: Resamples,
+    x: FloatArray,
+    y: FloatArray,
+    valid: BoolArray,
+    coefficient: Coefficient,
+    policy: DegeneratePolicy,
+) -> FloatArray:
+    systems = plan.systems
+    if systems is None:
+        raise ValueError("system level needs system keys in the resamples")
+    n_docs, n_sys = plan.docs.n_groups, systems.n_groups
+    # Sums per (document, system) cell; a resample of documents is then a weighted
+    # sum of rows, and a resample of systems a choice of columns.
+    cell = plan.docs.codes[valid] * n_sys + systems.codes[valid]
+    size = n_docs * n_sys
+    sums_x = np.bincount(cell, weights=x[valid], minlength=size).reshape(n_docs, n_sys)
+    sums_y = np.bincount(cell, weights=y[valid], minlength=size).reshape(n_docs, n_sys)
+    count = np.bincount(cell, minlength=size).reshape(n_docs, n_sys).astype(np.float64)
+    doc_counts = plan.doc_counts
+    if doc_counts is not None:
+        sx, sy, n = doc_counts @ sums_x, doc_counts @ sums_y, doc_counts @ count
+    else:
+        sx, sy, n = sums_x.sum(0)[None, :], sums_y.sum(0)[None, :], count.sum(0)[None, :]
+    if plan.system_draws is not None:
+        shape = (plan.size, n_sys)
+        draws = plan.system_draws
+        sx, sy, n = (
+            np.take_along_axis(np.broadcast_to(a, shape), draws, axis=1) for a in (sx, sy, n)
+        )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means_x = np.where(n > 0, sx / n, np.nan)
+        means_y = np.where(n > 0, sy / n, np.nan)
+    values = row_correlations(means_x, means_y, coefficient).values(policy)
+    return np.broadcast_to(values, (plan.size,)).copy()
+
+
+def _dataset_pearson(
+    plan: Resamples, x: FloatArray, y: FloatArray, valid: BoolArray, policy: DegeneratePolicy
+) -> FloatArray:
+    # Centre on the full data's means so the raw moment sums lose little precision.
+    dx = x[valid] - x[valid].mean() if valid.any() else x[valid]
+    dy = y[valid] - y[valid].mean() if valid.any() else y[valid]
+    moments = np.stack([np.ones_like(dx), dx, dy, dx * dx, dy * dy, dx * dy], axis=1)
+    doc_codes = plan.docs.codes[valid]
+    doc_counts, sys_counts = plan.doc_counts, plan.system_counts
+    if sys_counts is None:
+        assert doc_counts is not None
+        totals = doc_counts @ _sum_by(doc_codes, moments, plan.docs.n_groups)
+    else:
+        assert plan.systems is not None
+        n_sys = plan.systems.n_groups
+        sys_codes = plan.systems.codes[valid]
+        if doc_counts is None:
+            totals = sys_counts @ _sum_by(sys_codes, moments, n_sys)
+        else:
+            cells = _sum_by(doc_codes * n_sys + sys_codes, moments, plan.docs.n_groups * n_sys)
+            cells = cells.reshape(plan.docs.n_groups, n_sys, 6)
+            # Weight of cell (d, s) in resample b is doc_counts[b, d] * sys_counts[b, s].
+            totals = np.einsum("bd,dsk,bs->bk", doc_counts, cells, sys_counts, optimize=True)
+    n, sx, sy, sxx, syy, sxy = totals.T
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var_x = sxx - sx * sx / n
+        var_y = syy - sy * sy / n
+        r = np.clip((sxy - sx * sy / n) / np.sqrt(var_x * var_y), -1.0, 1.0)
+    # What is left of a constant resample's variance is rounding error.
+    constant = (var_x <= 1e-10 * sxx) | (var_y <= 1e-10 * syy)
+    r = np.where(constant | (n < 2), np.nan, r)
+    if policy is DegeneratePolicy.ZERO:
+        r = np.where(constant & (n >= 2), 0.0, r)
+    return np.asarray(r, dtype=np.float64)
+
+
+def _sum_by(codes: IntArray, values: FloatArray, n: int) -> FloatArray:
+    return np.stack(
+        [np.bincount(codes, weights=values[:, k], minlength=n) for k in range(values.shape[1])],
+        axis=1,
+    )
+
+
+def _recompute_each(
+    plan: Resamples,
+    x: FloatArray,
+    y: FloatArray,
+    valid: BoolArray,
+    level: Level,
+    coefficient: Coefficient,
+    policy: DegeneratePolicy,
+) -> FloatArray:
+    docs = plan.docs.subset(valid)
+    xv, yv = x[valid], y[valid]
+    doc_codes = docs.codes
+    sys_codes = None if plan.systems is None else plan.systems.codes[valid]
+    out = np.full(plan.size, np.nan)
+    for b in range(plan.size):
+        # An output's multiplicity is the product of its document's and its
+        # system's draw counts.
+        doc_weight = None if plan.doc_counts is None else plan.doc_counts[b].astype(np.intp)
+        times = np.ones(xv.size, dtype=np.intp)
+        if plan.system_counts is not None and sys_codes is not None:
+            times = plan.system_counts[b].astype(np.intp)[sys_codes]
+        if level is Level.SAMPLE:
+            # A document drawn k times adds k equal per-document values: weight it.
+            if doc_weight is not None:
+                times = times * (doc_weight[doc_codes] > 0)
+            items, groups = docs.repeat(times)
+            values = group_correlations(xv[items], yv[items], groups, coefficient).values(policy)
+            weight = np.ones(docs.n_groups) if doc_weight is None else doc_weight.astype(np.float64)
+            weight = np.where(np.isfinite(values), weight, 0.0)
+            if weight.sum() > 0:
+                out[b] = float(np.sum(weight * np.nan_to_num(values)) / weight.sum())
+        else:
+            if doc_weight is not None:
+                times = times * doc_weight[doc_codes]
+            items = np.repeat(np.arange(xv.size), times)
+            row = row_correlations(xv[items][None, :], yv[items][None, :], coefficient)
+            out[b] = row.values(policy)[0]
+    return out
