@@ -150,6 +150,21 @@ CELERY_TASK_DEFAULT_QUEUE = "cpu"
 CELERY_TASK_ROUTES = {"studies.tasks.run_metric": {"queue": "gpu"}}
 CELERY_TASK_ALWAYS_EAGER = False
 
+# --- cache (correlation results; shared by web and workers) ---------------------------
+_cache_url = env_str("CACHE_URL") or (
+    CELERY_BROKER_URL.rsplit("/", 1)[0] + "/2" if CELERY_BROKER_URL.startswith("redis") else ""
+)
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _cache_url}
+    if _cache_url
+    else {
+        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+        "LOCATION": str(DATA_DIR / "cache"),
+        "OPTIONS": {"MAX_ENTRIES": 5000},
+    }
+}
+CACHES["default"]["TIMEOUT"] = 7 * 24 * 3600  # keys carry the data version; old ones just expire
+
 # --- Concordia ------------------------------------------------------------------------
 CONCORDIA = {
     "IMPORT_MAX_LINE_BYTES": env_int("IMPORT_MAX_LINE_BYTES", 1024 * 1024, minimum=1024),

@@ -291,6 +291,12 @@ class Dataset(models.Model):
         on_delete=models.SET_NULL,
         related_name="datasets",
     )
+    data_version = models.PositiveBigIntegerField(
+        default=0,
+        editable=False,
+        help_text="Bumped whenever its outputs, judgments or metric scores change; "
+        "cached correlations are keyed by it.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -298,6 +304,10 @@ class Dataset(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def bump_data_version(self) -> None:
+        """Invalidate cached results: call in the transaction that changes the data."""
+        Dataset.objects.filter(pk=self.pk).update(data_version=F("data_version") + 1)
 
 
 class Document(models.Model):

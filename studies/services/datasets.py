@@ -122,6 +122,7 @@ def import_file(path: Path | str, options: ImportOptions) -> ImportSummary:
         for run in runs.values():
             run.total = run.done = run.scores.count()
             run.save(update_fields=["total", "done"])
+        dataset.bump_data_version()
     summary.seconds = round(time.perf_counter() - started, 3)
     log.info("imported %s into %s: %s", options.file_name, options.dataset, summary.as_dict())
     return summary

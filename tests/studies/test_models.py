@@ -133,3 +133,23 @@ def test_restoring_defaults_twice_changes_nothing():
     load_defaults(apps)
     assert (Aspect.objects.count(), PromptTemplate.objects.count()) == before
     assert all(a.version == 1 and a.versions.count() == 1 for a in Aspect.objects.all())
+
+
+def test_data_version_changes_when_scores_or_judgments_change(cast):
+    output = OutputFactory()
+    dataset = output.document.dataset
+
+    def version() -> int:
+        dataset.refresh_from_db()
+        return dataset.data_version
+
+    start = version()
+    judgment = Judgment.objects.create(
+        output=output, aspect=Aspect.objects.get(code="COH"), value=3, annotator=cast["annotator"]
+    )
+    after_judgment = version()
+    judgment.value = 4
+    judgment.save()
+    after_edit = version()
+    MetricScore.objects.create(run=MetricRunFactory(dataset=dataset), output=output, value=0.5)
+    assert start < after_judgment < after_edit < version()
