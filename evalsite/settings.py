@@ -170,6 +170,9 @@ CONCORDIA = {
     "IMPORT_MAX_LINE_BYTES": env_int("IMPORT_MAX_LINE_BYTES", 1024 * 1024, minimum=1024),
     "IMPORT_MAX_FILE_BYTES": env_int("IMPORT_MAX_FILE_BYTES", 512 * 1024 * 1024, minimum=1024),
     "IMPORT_BATCH_SIZE": env_int("IMPORT_BATCH_SIZE", 2000, minimum=1),
+    # Below this many outputs × runs a cold correlation matrix is computed in the request;
+    # above it a worker computes it while the page polls.
+    "DASHBOARD_INLINE_LIMIT": env_int("DASHBOARD_INLINE_LIMIT", 200_000, minimum=0),
     "MODEL_DIR": Path(env_str("CONCORDIA_MODEL_DIR") or DATA_DIR / "models"),
 }
 

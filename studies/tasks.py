@@ -22,3 +22,16 @@ def heartbeat(note: str = "") -> int:
     """Write a row from the worker: used by health checks and the end-to-end test."""
     row = WorkerHeartbeat.objects.create(hostname=socket.gethostname(), pid=os.getpid(), note=note)
     return row.pk
+
+
+@shared_task(name="studies.tasks.compute_correlations", queue="cpu")
+def compute_correlations(dataset_id: int, params: dict[str, object]) -> str:
+    """Compute and cache a correlation matrix (see :mod:`studies.services.dashboards`)."""
+    from studies.models import Dataset
+    from studies.services.dashboards import MatrixParams, compute_and_cache
+
+    dataset = Dataset.objects.filter(pk=dataset_id).first()
+    if dataset is None:
+        return "dataset gone"
+    result = compute_and_cache(dataset, MatrixParams(**params))  # type: ignore[arg-type]
+    return f"{len(result['runs'])} runs × {len(result['columns'])} aspects in {result['seconds']} s"

@@ -14,4 +14,20 @@ urlpatterns = [
         name="dataset-export",
     ),
     path("imports/<int:pk>/", views.import_detail, name="import-detail"),
+    path("datasets/<slug:name>/correlations/", views.correlations, name="correlations"),
+    path(
+        "datasets/<slug:name>/correlations/paper/",
+        views.correlation_paper,
+        name="correlations-paper",
+    ),
+    path(
+        "datasets/<slug:name>/correlations/cell/<int:run>/<int:aspect>/",
+        views.correlation_cell,
+        name="correlations-cell",
+    ),
+    re_path(
+        r"^datasets/(?P<name>[-\w]+)/correlations/export\.(?P<file_format>csv|json|tex)$",
+        views.correlation_export,
+        name="correlations-export",
+    ),
 ]

@@ -165,3 +165,12 @@ def defaults_restored(transactional_db):  # type: ignore[no-untyped-def]
     from studies.defaults import load_defaults
 
     load_defaults(apps)
+
+
+@pytest.fixture(autouse=True)
+def _empty_cache():  # type: ignore[no-untyped-def]
+    """Cached correlations must not leak from one test (or test run) into another."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield

@@ -1,0 +1,220 @@
+"""Correlation matrices, drill-downs and paper tables, computed from stored scores and
+cached under a key that includes the dataset's ``data_version`` (any change to its
+outputs, judgments or scores gives a new key; nothing is kept as a running total).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.core.cache import cache
+
+from scoring.stats import (
+    Coefficient,
+    DegeneratePolicy,
+    Groups,
+    Level,
+    Unit,
+    bootstrap_distribution,
+    correlate,
+    draw_resamples,
+)
+from studies.models import Dataset, Output
+from studies.services.frames import ScoreFrame, load_frame
+
+log = logging.getLogger(__name__)
+ALPHA = 0.05
+COEFFICIENT_NAMES = {
+    "pearson": Coefficient.PEARSON,
+    "spearman": Coefficient.SPEARMAN,
+    "kendall": Coefficient.KENDALL_B,
+    "kendall_c": Coefficient.KENDALL_C,
+}
+COEFFICIENT_LABELS = {
+    Coefficient.PEARSON: "Pearson r",
+    Coefficient.SPEARMAN: "Spearman ρ",
+    Coefficient.KENDALL_B: "Kendall τ-b",
+    Coefficient.KENDALL_C: "Kendall τ-c",
+}
+
+
+@dataclass(frozen=True)
+class MatrixParams:
+    """Everything a matrix depends on besides the data."""
+
+    level: str = "sample"
+    coefficient: str = "spearman"
+    ci: bool = True
+    resamples: int = 1000
+    unit: str = "documents"
+    seed: int = 0
+    policy: str = "skip"
+
+    @classmethod
+    def from_query(cls, query: Any) -> MatrixParams:
+        """Parse request/command values; unknown ones fall back to the defaults."""
+        params = cls()
+        level = query.get("level", params.level)
+        coefficient = query.get("coef", params.coefficient)
+        return replace(
+            params,
+            level=level if level in {lv.value for lv in Level} else params.level,
+            coefficient=coefficient if coefficient in COEFFICIENT_NAMES else params.coefficient,
+        )
+
+    @property
+    def level_enum(self) -> Level:
+        return Level(self.level)
+
+    @property
+    def coefficient_enum(self) -> Coefficient:
+        return COEFFICIENT_NAMES[self.coefficient]
+
+    def key(self, dataset: Dataset) -> str:
+        # created_at tells apart datasets that reuse a primary key (a rebuilt database)
+        identity = [dataset.pk, dataset.created_at.isoformat(), dataset.data_version]
+        raw = json.dumps([*identity, asdict(self)], sort_keys=True)
+        return "corr:" + hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+
+def cached_matrix(dataset: Dataset, params: MatrixParams) -> dict[str, Any] | None:
+    result: dict[str, Any] | None = cache.get(params.key(dataset))
+    return result
+
+
+def progress(dataset: Dataset, params: MatrixParams) -> dict[str, int] | None:
+    value: dict[str, int] | None = cache.get(params.key(dataset) + ":progress")
+    return value
+
+
+def is_small(dataset: Dataset) -> bool:
+    n_outputs = Output.objects.filter(document__dataset=dataset).count()
+    limit: int = settings.CONCORDIA["DASHBOARD_INLINE_LIMIT"]
+    return n_outputs * max(dataset.runs.count(), 1) <= limit
+
+
+def matrix_for(dataset: Dataset, params: MatrixParams) -> dict[str, Any]:
+    """The cached matrix, computing and caching it first if needed."""
+    return cached_matrix(dataset, params) or compute_and_cache(dataset, params)
+
+
+def compute_and_cache(dataset: Dataset, params: MatrixParams) -> dict[str, Any]:
+    key = params.key(dataset)
+
+    def report(done: int, total: int) -> None:
+        cache.set(key + ":progress", {"done": done, "total": total}, 600)
+
+    result = compute_matrix(load_frame(dataset), params, report)
+    cache.set(key, result)
+    cache.delete(key + ":progress")
+    return result
+
+
+def request_matrix(dataset: Dataset, params: MatrixParams) -> bool:
+    """Enqueue the computation unless one is already under way; True if enqueued."""
+    from studies.tasks import compute_correlations
+
+    key = params.key(dataset)
+    if not cache.add(key + ":progress", {"done": 0, "total": 0}, 600):
+        return False
+    compute_correlations.delay(dataset.pk, asdict(params))
+    return True
+
+
+# --- the matrix -----------------------------------------------------------------------
+
+
+def compute_matrix(
+    frame: ScoreFrame,
+    params: MatrixParams,
+    report: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Correlate every run with every aspect, with bootstrap CIs and a paired bootstrap
+    test of each cell against the best run of its column (same resamples)."""
+    started = time.perf_counter()
+    level, coefficient = params.level_enum, params.coefficient_enum
+    policy = DegeneratePolicy(params.policy)
+    docs = Groups.from_keys(frame.doc_codes)
+    systems = Groups.from_keys(frame.system_codes)
+    plan = None
+    if params.ci and frame.n_outputs:
+        unit = Unit.SYSTEMS if level is Level.SYSTEM else Unit(params.unit)
+        rng = np.random.default_rng(params.seed)
+        plan = draw_resamples(rng, docs, systems, unit=unit, resamples=params.resamples)
+    columns = []
+    total = len(frame.aspects) * len(frame.runs)
+    for j, aspect in enumerate(frame.aspects):
+        human = frame.human[:, j]
+        cells, draws = [], []
+        for i, run in enumerate(frame.runs):
+            metric = frame.metrics[:, i]
+            result = correlate(metric, human, level=level, coefficient=coefficient, docs=docs,
+                               systems=systems, policy=policy)  # fmt: skip
+            cell: dict[str, Any] = {
+                "run": run.pk,
+                "value": _num(result.value),
+                "n_outputs": result.n_outputs,
+                "n_documents": result.n_documents,
+                "n_systems": result.n_systems,
+                "n_skipped": result.n_skipped,
+                "low": None,
+                "high": None,
+            }
+            dist = None
+            if plan is not None and np.isfinite(result.value):
+                dist = bootstrap_distribution(plan, metric, human, level=level, coefficient=coefficient,
+                                              policy=policy, estimate=result)  # fmt: skip
+                finite = dist[np.isfinite(dist)]
+                if finite.size:
+                    low, high = np.quantile(finite, [ALPHA / 2, 1 - ALPHA / 2])
+                    cell["low"], cell["high"] = float(low), float(high)
+            cells.append(cell)
+            draws.append(dist)
+            if report:
+                report(j * len(frame.runs) + i + 1, total)
+        _mark_best(cells, draws)
+        columns.append({"aspect": asdict(aspect), "cells": cells})
+    return {
+        "params": asdict(params),
+        "coefficient_label": COEFFICIENT_LABELS[coefficient],
+        "runs": [asdict(r) for r in frame.runs],
+        "columns": columns,
+        "n_outputs": frame.n_outputs,
+        "n_documents": len(frame.doc_keys),
+        "n_systems": len(frame.system_names),
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+
+
+def _mark_best(cells: list[dict[str, Any]], draws: list[np.ndarray | None]) -> None:
+    """Flag the best cell of a column and those significantly below it (paired
+    bootstrap on the shared resamples, two-sided p < ALPHA)."""
+    finite = [k for k, c in enumerate(cells) if c["value"] is not None]
+    for cell in cells:
+        cell.update(best=False, p_vs_best=None, below_best=False)
+    if not finite:
+        return
+    best = max(finite, key=lambda k: cells[k]["value"])
+    cells[best]["best"] = True
+    for k in finite:
+        if k == best or draws[k] is None or draws[best] is None:
+            continue
+        delta = cells[best]["value"] - cells[k]["value"]
+        diff = draws[best] - draws[k]  # type: ignore[operator]
+        diff = diff[np.isfinite(diff)] - delta
+        if diff.size:
+            p = (1 + np.count_nonzero(np.abs(diff) >= abs(delta))) / (1 + diff.size)
+            cells[k]["p_vs_best"] = float(p)
+            cells[k]["below_best"] = bool(p < ALPHA)
+
+
+def _num(value: float) -> float | None:
+    return float(value) if np.isfinite(value) else None

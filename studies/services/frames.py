@@ -1,0 +1,173 @@
+"""Load a dataset's scores into aligned numpy arrays for the statistics engine.
+
+One row per output (sorted by id); human judgments aggregated per output and aspect;
+one column per metric run. Reads go through raw cursors: a large dataset holds millions
+of scores and model instances would cost seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from django.db import connection
+
+from scoring.stats import Aggregate, aggregate_judgments
+from studies.models import Aspect, Dataset, Judgment, MetricRun, MetricScore, Output
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What a matrix row says about its run."""
+
+    pk: int
+    label: str
+    metric: str
+    kind: str
+    status: str
+    model: str
+    setting: str
+    dimension: str
+
+    @classmethod
+    def of(cls, run: MetricRun) -> RunInfo:
+        config = run.config or {}
+        return cls(
+            pk=run.pk,
+            label=run.label,
+            metric=run.metric,
+            kind=run.kind,
+            status=run.status,
+            model=str(config.get("model_label") or config.get("model") or ""),
+            setting=str(config.get("setting") or ""),
+            dimension=str(config.get("dimension") or ""),
+        )
+
+
+@dataclass(frozen=True)
+class AspectInfo:
+    pk: int
+    code: str
+    name: str
+
+
+@dataclass(frozen=True, eq=False)
+class ScoreFrame:
+    """Scores of one dataset, aligned by output (row k is ``output_ids[k]``)."""
+
+    output_ids: np.ndarray
+    doc_codes: np.ndarray
+    system_codes: np.ndarray
+    doc_keys: list[str]
+    system_names: list[str]
+    aspects: list[AspectInfo]
+    human: np.ndarray  # outputs × aspects, NaN where nobody judged
+    runs: list[RunInfo]
+    metrics: np.ndarray  # outputs × runs, NaN where unscored
+
+    @property
+    def n_outputs(self) -> int:
+        return int(self.output_ids.size)
+
+    def aspect_index(self, pk: int) -> int:
+        return next(i for i, a in enumerate(self.aspects) if a.pk == pk)
+
+    def run_index(self, pk: int) -> int:
+        return next(i for i, r in enumerate(self.runs) if r.pk == pk)
+
+
+def _rows(queryset: Any) -> list[tuple[Any, ...]]:
+    sql, params = queryset.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def load_frame(
+    dataset: Dataset,
+    *,
+    aggregate: Aggregate = Aggregate.MEAN,
+    exclude_annotators: Collection[int] = (),
+) -> ScoreFrame:
+    """Read the dataset's outputs, judgments and metric scores into a :class:`ScoreFrame`."""
+    outputs = _rows(
+        Output.objects.filter(document__dataset=dataset)
+        .order_by("pk")
+        .values_list("pk", "document__doc_key", "system_id")
+    )
+    output_ids = np.fromiter((o[0] for o in outputs), dtype=np.int64, count=len(outputs))
+    doc_keys, doc_codes = np.unique(
+        np.array([o[1] for o in outputs], dtype=object), return_inverse=True
+    )
+    systems, system_codes = np.unique(
+        np.array([o[2] for o in outputs], dtype=object), return_inverse=True
+    )
+
+    aspect_ids = sorted(
+        set(
+            Judgment.objects.filter(output__document__dataset=dataset).values_list(
+                "aspect_id", flat=True
+            )
+        )
+    )
+    aspects = [
+        AspectInfo(a.pk, a.code, a.name)
+        for a in Aspect.objects.filter(pk__in=aspect_ids).order_by("code")
+    ]
+    human = np.full((output_ids.size, len(aspects)), np.nan)
+    judgments = _rows(
+        Judgment.objects.filter(output__document__dataset=dataset).values_list(
+            "output_id", "aspect_id", "annotator_id", "import_file", "value"
+        )
+    )
+    if judgments:
+        table = np.array(judgments, dtype=object)
+        annotators = np.array(
+            [
+                f"u{a}" if a is not None else f"f:{f}"
+                for a, f in zip(table[:, 2], table[:, 3], strict=True)
+            ],
+            dtype=object,
+        )
+        excluded = {f"u{pk}" for pk in exclude_annotators}
+        for column, aspect in enumerate(aspects):
+            mask = table[:, 1] == aspect.pk
+            result = aggregate_judgments(
+                table[mask, 0].astype(np.int64),
+                annotators[mask],
+                table[mask, 4].astype(np.float64),
+                method=aggregate,
+                exclude_annotators=excluded,
+                outputs=output_ids,
+            )
+            human[:, column] = result.values
+
+    runs = [
+        RunInfo.of(r) for r in MetricRun.objects.filter(dataset=dataset).order_by("label", "pk")
+    ]
+    metrics = np.full((output_ids.size, len(runs)), np.nan)
+    scores = _rows(
+        MetricScore.objects.filter(run__dataset=dataset, value__isnull=False).values_list(
+            "run_id", "output_id", "value"
+        )
+    )
+    if scores:
+        table = np.array(scores, dtype=np.float64)
+        rows = np.searchsorted(output_ids, table[:, 1].astype(np.int64))
+        run_pks = np.array([run.pk for run in runs], dtype=np.int64)
+        order = np.argsort(run_pks)
+        columns = order[np.searchsorted(run_pks[order], table[:, 0].astype(np.int64))]
+        metrics[rows, columns] = table[:, 2]
+    return ScoreFrame(
+        output_ids=output_ids,
+        doc_codes=doc_codes.astype(np.int64),
+        system_codes=system_codes.astype(np.int64),
+        doc_keys=[str(k) for k in doc_keys],
+        system_names=[str(s) for s in systems],
+        aspects=aspects,
+        human=human,
+        runs=runs,
+        metrics=metrics,
+    )

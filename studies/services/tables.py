@@ -1,0 +1,169 @@
+"""Tables built from cached matrices: the overview rows, the GPTScore paper layout, the
+G-Eval ρ/τ table, and their exports (CSV, JSON, LaTeX with booktabs)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from scoring.stats import Alternative, Coefficient, Level, Swap, permutation_test
+from studies.models import Dataset
+from studies.services.dashboards import COEFFICIENT_LABELS, MatrixParams, matrix_for
+from studies.services.frames import load_frame
+
+SETTINGS = ("VAL", "IST", "IDM")
+
+
+def run_label(run: dict[str, Any]) -> str:
+    parts = [run["label"]]
+    extra = [run[k] for k in ("model", "setting", "dimension") if run.get(k)]
+    if extra and not all(e in run["label"] for e in extra):
+        parts.append("(" + ", ".join(extra) + ")")
+    return " ".join(parts)
+
+
+def matrix_rows(result: dict[str, Any], sort_by: str | None = None) -> list[dict[str, Any]]:
+    """One row per run with its cells in column order, optionally sorted by an aspect."""
+    rows = []
+    for i, run in enumerate(result["runs"]):
+        cells = [column["cells"][i] for column in result["columns"]]
+        rows.append({"run": run, "label": run_label(run), "cells": cells})
+    codes = [c["aspect"]["code"] for c in result["columns"]]
+    if sort_by in codes:
+        j = codes.index(sort_by)
+        rows.sort(key=lambda r: -np.inf if r["cells"][j]["value"] is None else r["cells"][j]["value"],
+                  reverse=True)  # fmt: skip
+    return rows
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "" if value is None else f"{value:.{digits}f}"
+
+
+def to_csv(result: dict[str, Any]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    header = ["run", "metric", "model", "setting", "dimension"]
+    for column in result["columns"]:
+        code = column["aspect"]["code"]
+        header += [code, f"{code}_low", f"{code}_high", f"{code}_n", f"{code}_p_vs_best"]
+    writer.writerow(header)
+    for row in matrix_rows(result):
+        run = row["run"]
+        line = [run["label"], run["metric"], run["model"], run["setting"], run["dimension"]]
+        for cell in row["cells"]:
+            line += [_fmt(cell["value"], 6), _fmt(cell["low"], 6), _fmt(cell["high"], 6),
+                     cell["n_outputs"], _fmt(cell["p_vs_best"], 4)]  # fmt: skip
+        writer.writerow(line)
+    return buffer.getvalue()
+
+
+def to_json(result: dict[str, Any]) -> str:
+    return json.dumps(result, indent=2, ensure_ascii=False)
+
+
+def _tex(text: str) -> str:
+    for char, escaped in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"),
+                          ("#", r"\#"), ("_", r"\_"), ("{", r"\{"), ("}", r"\}")):  # fmt: skip
+        text = text.replace(char, escaped)
+    return text
+
+
+def to_latex(result: dict[str, Any]) -> str:
+    """A booktabs table: best value per column in bold, † where significantly below it."""
+    params = result["params"]
+    columns = result["columns"]
+    lines = [
+        "% Concordia: " + f"{result['coefficient_label']}, {params['level']}-level, "
+        f"{params['resamples'] if params['ci'] else 0} bootstrap resamples",
+        r"\begin{tabular}{l" + "c" * len(columns) + "}",
+        r"\toprule",
+        "Metric & " + " & ".join(_tex(c["aspect"]["code"]) for c in columns) + r" \\",
+        r"\midrule",
+    ]
+    for row in matrix_rows(result):
+        cells = []
+        for cell in row["cells"]:
+            text = _fmt(cell["value"])
+            if cell.get("best") and text:
+                text = rf"\textbf{{{text}}}"
+            elif cell.get("below_best"):
+                text += r"$^\dagger$"
+            cells.append(text)
+        lines.append(_tex(row["label"]) + " & " + " & ".join(cells) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}", ""]
+    return "\n".join(lines)
+
+
+# --- paper layouts ----------------------------------------------------------------------
+
+
+def gptscore_table(dataset: Dataset, params: MatrixParams, resamples: int = 1000) -> dict[str, Any]:
+    """GPTScore's layout: aspects × (model × VAL/IST/IDM); † where IST beats VAL and ‡
+    where IDM beats IST significantly (one-sided paired permutation, p < 0.05)."""
+    result = matrix_for(dataset, params)
+    runs = result["runs"]
+    models = sorted({r["model"] for r in runs if r["setting"] in SETTINGS})
+    frame = None
+    rows = []
+    for j, column in enumerate(result["columns"]):
+        code = column["aspect"]["code"]
+        row: dict[str, Any] = {"aspect": column["aspect"], "models": []}
+        for model in models:
+            picks = {s: _pick(runs, column["cells"], model, s, code) for s in SETTINGS}
+            entries = {}
+            for setting, pick in picks.items():
+                entries[setting] = None if pick is None else {"value": pick[1]["value"], "mark": ""}
+            for better, worse, mark in (("IST", "VAL", "†"), ("IDM", "IST", "‡")):
+                if picks[better] and picks[worse] and entries[better]["value"] is not None:
+                    frame = frame or load_frame(dataset)
+                    p = _one_sided_p(frame, params, picks[better][0], picks[worse][0], j, resamples)
+                    if p < 0.05:
+                        entries[better]["mark"] += mark
+            row["models"].append({"model": model, "settings": entries})
+        rows.append(row)
+    return {"models": models, "rows": rows, "coefficient_label": result["coefficient_label"],
+            "params": result["params"]}  # fmt: skip
+
+
+def _pick(runs: list[dict[str, Any]], cells: list[dict[str, Any]], model: str, setting: str,
+          aspect_code: str) -> tuple[int, dict[str, Any]] | None:  # fmt: skip
+    """The run of this model and setting for this aspect (VAL runs have no aspect)."""
+    for k, run in enumerate(runs):
+        if run["model"] == model and run["setting"] == setting:
+            aspect = run.get("aspect") or ""
+            if setting == "VAL" or aspect in ("", aspect_code):
+                return k, cells[k]
+    return None
+
+
+def _one_sided_p(frame: Any, params: MatrixParams, better: int, worse: int, aspect: int,
+                 resamples: int) -> float:  # fmt: skip
+    level = params.level_enum
+    result = permutation_test(
+        frame.metrics[:, better], frame.metrics[:, worse], frame.human[:, aspect],
+        level=level, coefficient=params.coefficient_enum,
+        rng=np.random.default_rng(params.seed), docs=frame.doc_codes, systems=frame.system_codes,
+        resamples=resamples, alternative=Alternative.GREATER,
+        swap=Swap.DOCUMENTS if level is Level.SAMPLE else None,
+    )  # fmt: skip
+    return float(result.p_value)
+
+
+def geval_table(dataset: Dataset, params: MatrixParams) -> dict[str, Any]:
+    """G-Eval's layout: each run × aspect with Spearman ρ and Kendall τ at ``params.level``."""
+    rho = matrix_for(dataset, replace(params, coefficient="spearman"))
+    tau = matrix_for(dataset, replace(params, coefficient="kendall"))
+    rows = []
+    for i, run in enumerate(rho["runs"]):
+        pairs = [(col_r["cells"][i]["value"], col_t["cells"][i]["value"])
+                 for col_r, col_t in zip(rho["columns"], tau["columns"], strict=True)]  # fmt: skip
+        rows.append({"label": run_label(run), "pairs": pairs})
+    return {"aspects": [c["aspect"] for c in rho["columns"]], "rows": rows,
+            "labels": (COEFFICIENT_LABELS[Coefficient.SPEARMAN],
+                       COEFFICIENT_LABELS[Coefficient.KENDALL_B])}  # fmt: skip

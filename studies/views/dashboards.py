@@ -1,0 +1,99 @@
+"""Correlation dashboards: the metric × aspect matrix, a cell's drill-down, the paper
+layouts and exports. Views only read the cache for big data; a cold matrix on a large
+dataset is computed by a worker while the page polls."""
+
+from __future__ import annotations
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.utils.cache import patch_vary_headers
+
+from studies.permissions import visible_datasets
+from studies.services import dashboards, tables
+from studies.services.dashboards import MatrixParams
+from studies.services.drilldown import drilldown
+from studies.views.datasets import HTMX_STOP_POLLING, researcher_required
+
+LEVELS = (("sample", "Sample-level"), ("dataset", "Dataset-level"), ("system", "System-level"))
+COEFFICIENTS = (("spearman", "Spearman ρ"), ("pearson", "Pearson r"), ("kendall", "Kendall τ-b"),
+                ("kendall_c", "Kendall τ-c"))  # fmt: skip
+EXPORTS = {"csv": ("text/csv", tables.to_csv), "json": ("application/json", tables.to_json),
+           "tex": ("application/x-tex", tables.to_latex)}  # fmt: skip
+
+
+def _dataset(request: HttpRequest, name: str):  # type: ignore[no-untyped-def]
+    return get_object_or_404(visible_datasets(request.user).select_related("task"), name=name)
+
+
+@researcher_required
+def correlations(request: HttpRequest, name: str) -> HttpResponse:
+    dataset = _dataset(request, name)
+    params = MatrixParams.from_query(request.GET)
+    result = dashboards.cached_matrix(dataset, params)
+    if result is None and dashboards.is_small(dataset):
+        result = dashboards.compute_and_cache(dataset, params)
+    if result is None:
+        dashboards.request_matrix(dataset, params)
+    context = {
+        "dataset": dataset, "params": params, "result": result,
+        "rows": tables.matrix_rows(result, request.GET.get("sort")) if result else [],
+        "sort": request.GET.get("sort", ""), "levels": LEVELS, "coefficients": COEFFICIENTS,
+        "progress": None if result else dashboards.progress(dataset, params),
+    }  # fmt: skip
+    partial = request.htmx and request.htmx.target == "matrix"
+    response = render(request, "studies/partials/matrix.html" if partial else "studies/correlations.html",
+                      context)  # fmt: skip
+    if partial and result is not None and request.GET.get("poll"):
+        response.status_code = HTMX_STOP_POLLING
+    patch_vary_headers(response, ["HX-Request"])
+    return response
+
+
+@researcher_required
+def correlation_cell(request: HttpRequest, name: str, run: int, aspect: int) -> HttpResponse:
+    dataset = _dataset(request, name)
+    params = MatrixParams.from_query(request.GET)
+    details = drilldown(dataset, run, aspect, params)
+    if details is None:
+        raise Http404("No such run or aspect in this dataset.")
+    template = "studies/partials/cell.html" if request.htmx else "studies/cell.html"
+    response = render(request, template, {"dataset": dataset, "d": details, "params": params})
+    patch_vary_headers(response, ["HX-Request"])
+    return response
+
+
+@researcher_required
+def correlation_paper(request: HttpRequest, name: str) -> HttpResponse:
+    dataset = _dataset(request, name)
+    params = MatrixParams.from_query(request.GET)
+    if dashboards.cached_matrix(dataset, params) is None and not dashboards.is_small(dataset):
+        dashboards.request_matrix(dataset, params)
+        return render(
+            request, "studies/paper.html", {"dataset": dataset, "params": params, "waiting": True}
+        )
+    context = {
+        "dataset": dataset, "params": params, "levels": LEVELS, "coefficients": COEFFICIENTS,
+        "gptscore": tables.gptscore_table(dataset, params), "geval": tables.geval_table(dataset, params),
+    }  # fmt: skip
+    return render(request, "studies/paper.html", context)
+
+
+@researcher_required
+def correlation_export(request: HttpRequest, name: str, file_format: str) -> HttpResponse:
+    dataset = _dataset(request, name)
+    params = MatrixParams.from_query(request.GET)
+    result = dashboards.cached_matrix(dataset, params)
+    if result is None and dashboards.is_small(dataset):
+        result = dashboards.compute_and_cache(dataset, params)
+    if result is None:
+        dashboards.request_matrix(dataset, params)
+        return HttpResponse("The table is being computed; try again in a moment.", status=503,
+                            headers={"Retry-After": "5"})  # fmt: skip
+    content_type, render_table = EXPORTS[file_format]
+    response = HttpResponse(render_table(result), content_type=f"{content_type}; charset=utf-8")
+    filename = f"{dataset.name}-{params.level}-{params.coefficient}.{file_format}"
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+__all__ = ["correlation_cell", "correlation_export", "correlation_paper", "correlations"]
