@@ -105,13 +105,8 @@ def load_frame(
         np.array([o[2] for o in outputs], dtype=object), return_inverse=True
     )
 
-    aspect_ids = sorted(
-        set(
-            Judgment.objects.filter(output__document__dataset=dataset).values_list(
-                "aspect_id", flat=True
-            )
-        )
-    )
+    judged = Judgment.objects.filter(output__document__dataset=dataset)
+    aspect_ids = judged.order_by().values_list("aspect_id", flat=True).distinct()
     aspects = [
         AspectInfo(a.pk, a.code, a.name)
         for a in Aspect.objects.filter(pk__in=aspect_ids).order_by("code")

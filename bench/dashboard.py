@@ -1,0 +1,210 @@
+"""Benchmark of the correlation dashboard on a large generated dataset.
+
+Run from the repository root::
+
+    .venv/bin/python bench/dashboard.py            # 2,000 documents x 50 systems
+    .venv/bin/python bench/dashboard.py --quick    # 400 documents, 1 repetition
+
+The dataset: 100,000 outputs (2,000 documents x 50 systems), 10 metric runs (scores
+correlated with the humans to different degrees) and 4 aspects of judgments, written
+straight into a throwaway SQLite database under a temporary ``CONCORDIA_DATA_DIR``
+(or ``DATABASE_URL`` if set; nothing else is touched).
+
+Figures, median (min-max) of ``--repeat`` runs:
+
+* ``matrix cold``: read every score from the database and compute the full 10 x 4
+  matrix at sample level (Spearman) with 1,000-resample bootstrap CIs and the
+  significance marks -- what a worker does for a cold page. Target: under 5 s.
+* ``page cached``: the dashboard page through Django's test client with the matrix in
+  the cache. Target: under 300 ms.
+* ``baseline``: the textbook computation measured in the same run -- a loop over the
+  documents calling ``scipy.stats.spearmanr`` per document for every cell, point
+  estimates only, no intervals. ``x baseline`` = cold matrix / baseline time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+N_RUNS, ASPECT_CODES = 10, ("COH", "CON", "FLU", "REL")
+
+
+def setup_django(tmp: Path) -> None:
+    sys.path.insert(0, str(REPO))
+    os.environ["CONCORDIA_DATA_DIR"] = str(tmp)
+    os.environ.setdefault("DEBUG", "false")
+    os.environ.setdefault("SECRET_KEY", "bench-only-secret-key-" + "x" * 40)
+    os.environ.setdefault("ALLOWED_HOSTS", "testserver")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+
+    # production settings without a collectstatic run: serve static names unhashed
+    settings.STORAGES["staticfiles"] = {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+    }
+
+    call_command("migrate", verbosity=0)
+
+
+def generate(n_docs: int, n_systems: int, seed: int = 0) -> int:
+    """Write the dataset with bulk inserts; returns the dataset id."""
+    from django.contrib.auth.models import User
+
+    from studies.models import (
+        Aspect,
+        Dataset,
+        Document,
+        Judgment,
+        MetricRun,
+        MetricScore,
+        Output,
+        TaskKind,
+    )
+
+    rng = np.random.default_rng(seed)
+    owner = User.objects.create_superuser("bench", password="bench-password")
+    dataset = Dataset.objects.create(
+        name="bench", task=TaskKind.objects.get(code="summarization"), owner=owner
+    )
+    Document.objects.bulk_create(
+        [
+            Document(dataset=dataset, doc_key=f"doc{d:05d}", source="s", references=["r"])
+            for d in range(n_docs)
+        ],
+        batch_size=5000,
+    )
+    docs = list(dataset.documents.order_by("pk").values_list("pk", flat=True))
+    Output.objects.bulk_create(
+        [
+            Output(document_id=d, system_id=f"sys{s:02d}", text="o")
+            for d in docs
+            for s in range(n_systems)
+        ],
+        batch_size=5000,
+    )
+    outputs = np.array(
+        Output.objects.filter(document__dataset=dataset).order_by("pk").values_list("pk", flat=True)
+    )
+    quality = rng.normal(size=outputs.size)
+    aspects = list(Aspect.objects.filter(code__in=ASPECT_CODES))
+    human = {
+        a.pk: np.clip(np.round(3 + quality + rng.normal(0, 0.7, outputs.size)), 1, 5)
+        for a in aspects
+    }
+    Judgment.objects.bulk_create(
+        [Judgment(output_id=int(o), aspect_id=a, value=float(v[k]), import_file="bench.jsonl")
+         for a, v in human.items() for k, o in enumerate(outputs)],
+        batch_size=10000,
+    )  # fmt: skip
+    for r in range(N_RUNS):
+        run = MetricRun.objects.create(dataset=dataset, metric="bench", label=f"metric-{r}",
+                                       kind="imported", status="succeeded")  # fmt: skip
+        noise = 0.3 + 0.35 * r  # from a strong metric to a weak one
+        values = quality + rng.normal(0, noise, outputs.size)
+        MetricScore.objects.bulk_create(
+            [
+                MetricScore(run=run, output_id=int(o), value=float(v))
+                for o, v in zip(outputs, values, strict=True)
+            ],
+            batch_size=10000,
+        )
+    dataset.bump_data_version()
+    return dataset.pk
+
+
+def timed(fn, repeat: int) -> list[float]:  # type: ignore[no-untyped-def]
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def baseline(frame) -> float:  # type: ignore[no-untyped-def]
+    from scipy.stats import spearmanr
+
+    start = time.perf_counter()
+    order = np.argsort(frame.doc_codes, kind="stable")
+    bounds = np.flatnonzero(np.diff(frame.doc_codes[order])) + 1
+    groups = np.split(order, bounds)
+    for j in range(frame.human.shape[1]):
+        for i in range(frame.metrics.shape[1]):
+            values = [spearmanr(frame.metrics[g, i], frame.human[g, j])[0] for g in groups]
+            float(np.nanmean(values))
+    return time.perf_counter() - start
+
+
+def show(name: str, times: list[float], target: float | None, unit: str = "s") -> None:
+    scale = 1000 if unit == "ms" else 1
+    med = statistics.median(times) * scale
+    verdict = "" if target is None else ("PASS" if med < target else "FAIL")
+    print(f"  {name:<14} {med:9.3f} {unit} (min {min(times) * scale:.3f}, max {max(times) * scale:.3f})"
+          f"{'' if target is None else f'  target < {target} {unit}: {verdict}'}")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=2000)
+    parser.add_argument("--systems", type=int, default=50)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    if args.quick:
+        args.docs, args.repeat = 400, 1
+    tmp = Path(tempfile.mkdtemp(prefix="concordia-dashboard-"))
+    try:
+        setup_django(tmp)
+        from django.core.cache import cache
+        from django.test import Client
+
+        from studies.models import Dataset
+        from studies.services.dashboards import MatrixParams, compute_and_cache
+        from studies.services.frames import load_frame
+
+        started = time.perf_counter()
+        dataset = Dataset.objects.get(pk=generate(args.docs, args.systems))
+        n = args.docs * args.systems
+        print(f"dataset: {n:,} outputs ({args.docs} documents x {args.systems} systems), {N_RUNS} runs, "
+              f"{len(ASPECT_CODES)} aspects; generated in {time.perf_counter() - started:.1f} s")  # fmt: skip
+        params = MatrixParams(level="sample", coefficient="spearman", ci=True, resamples=1000)
+
+        def cold() -> None:
+            cache.clear()
+            compute_and_cache(dataset, params)
+
+        cold_times = timed(cold, args.repeat)
+        frame_times = timed(lambda: load_frame(dataset), args.repeat)
+        client = Client()
+        client.login(username="bench", password="bench-password")
+        url = f"/datasets/{dataset.name}/correlations/"
+        assert client.get(url).status_code == 200  # warm: the matrix is cached
+        page_times = timed(lambda: client.get(url), max(5, args.repeat * 3))
+        base = baseline(load_frame(dataset))
+        print("figures (median of runs):")
+        show("matrix cold", cold_times, 5.0 if n >= 100_000 else None)
+        show("  of which DB", frame_times, None)
+        show("page cached", page_times, 300.0, unit="ms")
+        show("baseline", [base], None)
+        print(f"  x baseline     {statistics.median(cold_times) / base:9.3f}  (cold matrix with 1,000-resample CIs "
+              "/ scipy loop without CIs; below 1 is faster)")  # fmt: skip
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
