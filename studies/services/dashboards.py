@@ -26,6 +26,7 @@ from scoring.stats import (
     bootstrap_distribution,
     correlate,
     draw_resamples,
+    intercorrelation,
 )
 from studies.models import Dataset, Output
 from studies.services.frames import ScoreFrame, load_frame
@@ -182,8 +183,11 @@ def compute_matrix(
                 report(j * len(frame.runs) + i + 1, total)
         _mark_best(cells, draws)
         columns.append({"aspect": asdict(aspect), "cells": cells})
+    inter = intercorrelation(frame.human.T, level=level, coefficient=coefficient, docs=docs,
+                             systems=systems, policy=policy) if frame.aspects else np.zeros((0, 0))  # fmt: skip
     return {
         "params": asdict(params),
+        "intercorrelation": [[_num(v) for v in row] for row in inter],
         "coefficient_label": COEFFICIENT_LABELS[coefficient],
         "runs": [asdict(r) for r in frame.runs],
         "columns": columns,

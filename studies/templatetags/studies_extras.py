@@ -23,3 +23,8 @@ def heat(value: float | None) -> str:
 @register.filter
 def aspect_pk(columns: list[dict[str, Any]], index: int) -> int:
     return int(columns[index]["aspect"]["pk"])
+
+
+@register.filter
+def aspect_code(columns: list[dict[str, Any]], index: int) -> str:
+    return str(columns[index]["aspect"]["code"])

@@ -96,6 +96,25 @@ def test_correlations_command_matches_scipy_on_the_file(scored, capsys, level, c
             assert cell["value"] == pytest.approx(expected, abs=1e-9), (label, aspect)
 
 
+def test_dashboard_cells_show_the_scipy_numbers_and_the_aspect_intercorrelation(
+    client, scored, cast
+):
+    import re
+
+    client.force_login(cast["owner"])
+    body = client.get(
+        reverse("studies:correlations", args=["scored"]) + "?level=sample&coef=kendall"
+    ).content
+    values = [float(v) for v in re.findall(rb'data-value="([-0-9.e]+)"', body)]
+    runs, aspects = ["good", "noise"], ["coherence", "fluency"]  # rows by label, columns by code
+    expected = [scipy_expected(scored, r, a, "sample", "kendall") for r in runs for a in aspects]
+    assert values == pytest.approx(expected, abs=1e-9)
+    result = cached_matrix(Dataset.objects.get(name="scored"), MatrixParams(coefficient="kendall"))
+    assert result["intercorrelation"][0][0] == pytest.approx(1.0)
+    assert result["intercorrelation"][0][1] == result["intercorrelation"][1][0]
+    assert b'id="intercorrelation"' in body
+
+
 def test_matrix_marks_the_best_and_significantly_worse_runs(scored):
     result = compute_and_cache(Dataset.objects.get(name="scored"), MatrixParams(level="dataset"))
     coherence = next(c for c in result["columns"] if c["aspect"]["code"] == "COH")
