@@ -173,6 +173,8 @@ CONCORDIA = {
     # Below this many outputs × runs a cold correlation matrix is computed in the request;
     # above it a worker computes it while the page polls.
     "DASHBOARD_INLINE_LIMIT": env_int("DASHBOARD_INLINE_LIMIT", 200_000, minimum=0),
+    # Outputs scored between two database writes (whole documents are kept together).
+    "RUN_CHUNK_OUTPUTS": env_int("RUN_CHUNK_OUTPUTS", 32, minimum=1),
     "MODEL_DIR": Path(env_str("CONCORDIA_MODEL_DIR") or DATA_DIR / "models"),
 }
 

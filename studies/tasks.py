@@ -35,3 +35,11 @@ def compute_correlations(dataset_id: int, params: dict[str, object]) -> str:
         return "dataset gone"
     result = compute_and_cache(dataset, MatrixParams(**params))  # type: ignore[arg-type]
     return f"{len(result['runs'])} runs × {len(result['columns'])} aspects in {result['seconds']} s"
+
+
+@shared_task(name="studies.tasks.run_metric", queue="gpu", acks_late=True)
+def run_metric(run_id: int) -> str:
+    """Execute a metric run (claims it first; a second delivery does nothing)."""
+    from studies.services.runs import execute_run
+
+    return execute_run(run_id)

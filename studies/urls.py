@@ -14,6 +14,10 @@ urlpatterns = [
         name="dataset-export",
     ),
     path("imports/<int:pk>/", views.import_detail, name="import-detail"),
+    path("datasets/<slug:name>/runs/new/", views.run_new, name="run-new"),
+    path("runs/<int:pk>/", views.run_detail, name="run-detail"),
+    path("runs/<int:pk>/cancel/", views.run_cancel, name="run-cancel"),
+    path("runs/<int:pk>/resume/", views.run_resume, name="run-resume"),
     path("datasets/<slug:name>/correlations/", views.correlations, name="correlations"),
     path(
         "datasets/<slug:name>/correlations/paper/",

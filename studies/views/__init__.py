@@ -14,6 +14,7 @@ from studies.views.datasets import (
     import_detail,
     upload,
 )
+from studies.views.runs import run_cancel, run_detail, run_new, run_resume
 
 __all__ = [
     "correlation_cell",
@@ -25,5 +26,9 @@ __all__ = [
     "dataset_list",
     "home",
     "import_detail",
+    "run_cancel",
+    "run_detail",
+    "run_new",
+    "run_resume",
     "upload",
 ]

@@ -156,3 +156,67 @@ def test_dataset_detail_uses_a_bounded_number_of_queries(
     login(client, cast["owner"])
     with django_assert_max_num_queries(14):
         assert client.get(reverse("studies:dataset-detail", args=[dataset.name])).status_code == 200
+
+
+def test_run_pages_start_follow_cancel_and_resume(
+    client, cast, tmp_path, django_capture_on_commit_callbacks
+):
+    from studies.models import MetricRun
+    from tests.tiny_models import tiny_gpt2
+
+    model = tiny_gpt2(tmp_path / "tiny")
+    login(client, cast["owner"])
+    upload(client)
+    run_import_job(ImportJob.objects.get().pk)
+    from studies.models import Aspect
+
+    coh = Aspect.objects.get(code="COH")
+    url = reverse("studies:run-new", args=["uploaded"])
+    assert client.get(url).status_code == 200
+    bad = client.post(
+        url,
+        {
+            "aspects": [coh.pk],
+            "setting": "IST",
+            "dimension": "src_hypo",
+            "model": "/no/such/model",
+            "k": 0,
+        },
+    )
+    assert bad.status_code == 400 and b"No model at" in bad.content
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        response = client.post(
+            url,
+            {
+                "aspects": [coh.pk],
+                "setting": "IST",
+                "dimension": "src_hypo",
+                "model": model,
+                "k": 0,
+            },
+        )
+    run = MetricRun.objects.get(kind="computed")
+    assert response.status_code == 302 and len(callbacks) == 1
+    progress = client.get(
+        reverse("studies:run-detail", args=[run.pk]), headers={"HX-Request": "true"}
+    )
+    assert (
+        progress.status_code == 200
+        and b'hx-trigger="every 1s"' in progress.content
+        and b"0 / 1" in progress.content
+    )
+    client.post(reverse("studies:run-cancel", args=[run.pk]))
+    run.refresh_from_db()
+    assert run.status == "cancelled"
+    finished = client.get(
+        reverse("studies:run-detail", args=[run.pk]), headers={"HX-Request": "true"}
+    )
+    assert finished.status_code == 286 and b"Resume" in finished.content
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        client.post(reverse("studies:run-resume", args=[run.pk]))
+    run.refresh_from_db()
+    assert run.status == "pending" and len(callbacks) == 1
+    login(client, cast["outsider"])
+    assert client.get(reverse("studies:run-detail", args=[run.pk])).status_code == 404
+    login(client, cast["annotator"])
+    assert client.get(reverse("studies:run-detail", args=[run.pk])).status_code == 403

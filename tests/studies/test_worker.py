@@ -48,3 +48,81 @@ def test_an_upload_is_imported_by_the_worker(client, cast, celery_worker_process
         job.refresh_from_db()
     assert job.status == "succeeded", job.errors
     assert Output.objects.filter(document__dataset__name="e2e").count() == 40
+
+
+def test_a_run_killed_mid_way_is_completed_by_a_new_worker_with_one_score_per_output(
+    cast, write_jsonl, tmp_path
+):
+    import os
+    import signal
+    import subprocess
+
+    from django.conf import settings
+
+    from evalsite.celery import worker_command
+    from studies.models import Dataset, MetricRun, MetricScore
+    from studies.services.datasets import ImportOptions, import_file
+    from studies.services.runs import RunRequest, resume_run, start_run
+    from studies.tasks import run_metric
+    from tests.conftest import _worker_env, record
+    from tests.tiny_models import tiny_gpt2
+
+    model = tiny_gpt2(tmp_path / "tiny")
+    records = [record(f"d{d:02d}", f"s{s}", output=f"The council approved budget number {d} {s} after debate.")
+               for d in range(30) for s in range(5)]  # fmt: skip
+    path = write_jsonl(records)
+    import_file(
+        path,
+        ImportOptions(
+            dataset="kill", task="summarization", file_format="jsonl", file_name=path.name
+        ),
+    )
+    run = start_run(
+        Dataset.objects.get(name="kill"), RunRequest(aspect="COH", model=model), enqueue=False
+    )
+    env = {**_worker_env(), "RUN_CHUNK_OUTPUTS": "5"}  # one document per write
+
+    def worker(name: str) -> subprocess.Popen[bytes]:
+        log = (settings.DATA_DIR / f"{name}.log").open("wb")
+        return subprocess.Popen(worker_command(f"{name}-{os.getpid()}@%h", queues="kill-test"),
+                                env=env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+
+    first = worker("doomed")
+    try:
+        run_metric.apply_async((run.pk,), queue="kill-test")
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            done = MetricScore.objects.filter(run=run).count()
+            if done >= 10:
+                break
+            time.sleep(0.02)
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=30)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    run.refresh_from_db()
+    kept = dict(MetricScore.objects.filter(run=run).values_list("output_id", "value"))
+    assert run.status == "running" and 10 <= len(kept) < 150, (run.status, len(kept))
+
+    second = worker("rescuer")
+    try:
+        assert resume_run(run, force=True, enqueue=False)
+        run_metric.apply_async((run.pk,), queue="kill-test")
+        deadline = time.monotonic() + 120
+        while run.status != "succeeded" and time.monotonic() < deadline:
+            time.sleep(0.2)
+            run.refresh_from_db()
+    finally:
+        second.terminate()
+        second.wait(timeout=30)
+    assert run.status == "succeeded", run.error
+    after = list(MetricScore.objects.filter(run=run).values_list("output_id", "value"))
+    assert (
+        len(after)
+        == len({o for o, _v in after})
+        == 150
+        == run.done
+        == MetricRun.objects.get(pk=run.pk).total
+    )
+    assert all(dict(after)[o] == v for o, v in kept.items())

@@ -1,0 +1,46 @@
+"""Small helpers shared by the Hugging Face scoring paths (no torch at import time)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+# Tokenizers and configs use huge sentinels (int(1e30), int(1e20)) for "no limit".
+SANE_LIMIT = 10_000_000
+
+
+def plan_batches(lengths: Sequence[int], batch_size: int, forward_cost: int) -> list[list[int]]:
+    """Split rows, sorted longest first, into batches of consecutive indices.
+
+    Minimises padded tokens plus ``forward_cost`` per forward (the fixed price of a
+    forward, in token equivalents: every forward streams all the weights), with at most
+    ``batch_size`` rows per batch. So a short row is not padded to the length of much
+    longer ones, nor given a forward of its own for a few tokens of padding saved.
+    """
+    n = len(lengths)
+    best = [0] + [-1] * n  # best[k]: cheapest plan for the first k rows
+    start_of = [0] * (n + 1)
+    for end in range(1, n + 1):
+        for start in range(max(0, end - batch_size), end):
+            cost = best[start] + forward_cost + lengths[start] * (end - start)
+            if best[end] < 0 or cost < best[end]:
+                best[end], start_of[end] = cost, start
+    batches: list[list[int]] = []
+    end = n
+    while end > 0:
+        start = start_of[end]
+        batches.append(list(range(start, end)))
+        end = start
+    return batches[::-1]
+
+
+def describe(exc: BaseException) -> str:
+    """A one-line error message for a result: the exception's type and text."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def sane_limit(value: object) -> int | None:
+    """``value`` as a positive context length, or ``None`` for a missing or sentinel one."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 0 < value < SANE_LIMIT else None

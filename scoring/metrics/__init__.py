@@ -1,0 +1,1 @@
+"""Metrics: each module turns outputs (and their documents) into scores."""

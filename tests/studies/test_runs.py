@@ -1,0 +1,168 @@
+"""GPTScore runs: frozen configuration, claiming, chunked writes, resume, cancel, errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from scoring.lm import FakeLanguageModel
+from studies.models import Aspect, MetricRun, MetricScore
+from studies.services.runs import (
+    RunError,
+    RunRequest,
+    cancel_run,
+    execute_run,
+    resume_run,
+    start_run,
+)
+from tests.conftest import record
+from tests.tiny_models import tiny_gpt2
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):  # type: ignore[no-untyped-def]
+    return tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2"))
+
+
+@pytest.fixture
+def dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
+    from studies.models import Dataset
+    from studies.services.datasets import ImportOptions, import_file
+
+    records = [
+        record(f"d{d}", f"s{s}", output=f"Output {s} about the budget {d}.")
+        for d in range(4)
+        for s in range(3)
+    ]
+    path = write_jsonl(records)
+    import_file(path, ImportOptions(dataset="runs", task="summarization", file_format="jsonl",
+                                    file_name=path.name, owner=cast["owner"]))  # fmt: skip
+    return Dataset.objects.get(name="runs")
+
+
+def test_start_run_freezes_template_aspect_version_model_and_versions(
+    dataset, tiny_model, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        run = start_run(
+            dataset, RunRequest(aspect="coherence", model=tiny_model, dimension="src-hypo")
+        )
+    assert len(callbacks) == 1 and run.status == "pending" and run.total == 12
+    config = run.config
+    assert (
+        config["template"]["text"]
+        == "Generate a coherent summary for the following text: {src}\n\nTl;dr"
+    )
+    assert config["aspect"] == "COH" and config["aspect_version"] == 1
+    assert run.aspect_version == Aspect.objects.get(code="COH").current_version()
+    assert config["model_files"]["sha256"] and config["versions"]["torch"].startswith("2.")
+    assert (
+        run.label == "gptscore:tiny-gpt2" + run.label.split("tiny-gpt2")[1]
+        and ":IST:src_hypo:COH" in run.label
+    )
+
+
+def test_a_run_on_a_tiny_model_scores_every_output_once_and_a_second_call_writes_nothing(
+    dataset, tiny_model
+):
+    run = start_run(
+        dataset, RunRequest(aspect="COH", model=tiny_model, batch_size=2), enqueue=False
+    )
+    assert execute_run(run.pk, chunk_outputs=3) == "succeeded"
+    run.refresh_from_db()
+    assert (run.status, run.done, run.total) == ("succeeded", 12, 12)
+    scores = list(MetricScore.objects.filter(run=run))
+    assert len(scores) == 12 and all(s.value is not None and s.value < 0 for s in scores)
+    assert all(s.details["src_hypo"]["n_tokens"][0] > 0 for s in scores)
+    assert run.timings["tokens_per_s"] > 0
+    assert execute_run(run.pk) == "not pending"
+    assert MetricScore.objects.filter(run=run).count() == 12
+
+
+def test_a_failing_document_marks_its_outputs_and_the_run_goes_on(dataset, tiny_model):
+    run = start_run(dataset, RunRequest(aspect="COH", model=tiny_model), enqueue=False)
+    calls = {"n": 0}
+
+    class Crashing(FakeLanguageModel):
+        def score_targets(self, requests):  # type: ignore[no-untyped-def]
+            calls["n"] += 1
+            if calls["n"] == 3:
+                raise MemoryError("worker ran out of memory")
+            return super().score_targets(requests)
+
+    assert execute_run(run.pk, model_factory=lambda r: Crashing(), chunk_outputs=3) == "succeeded"
+    run.refresh_from_db()
+    errors = MetricScore.objects.filter(run=run, value__isnull=True)
+    assert errors.count() == 3 and "MemoryError" in errors.first().error
+    assert MetricScore.objects.filter(run=run, value__isnull=False).count() == 9
+
+
+def test_run_resumes_after_a_crash_without_losing_or_repeating_scores(dataset, tiny_model):
+    other = start_run(dataset, RunRequest(aspect="FLU", model=tiny_model), enqueue=False)
+
+    def dies_after_two_chunks(r):  # type: ignore[no-untyped-def]
+        model = FakeLanguageModel()
+        original = model.score_targets
+
+        def score(requests):  # type: ignore[no-untyped-def]
+            if model.calls >= 2:
+                raise SystemExit(
+                    "killed"
+                )  # not an Exception: the task dies as a killed worker would
+            return original(requests)
+
+        model.score_targets = score  # type: ignore[method-assign]
+        return model
+
+    with pytest.raises(SystemExit):
+        execute_run(other.pk, model_factory=dies_after_two_chunks, chunk_outputs=3)
+    other.refresh_from_db()
+    assert other.status == "running" and other.done == 6
+    kept = dict(MetricScore.objects.filter(run=other).values_list("output_id", "value"))
+    assert resume_run(other, force=True, enqueue=False)
+    assert (
+        execute_run(other.pk, model_factory=lambda r: FakeLanguageModel(), chunk_outputs=3)
+        == "succeeded"
+    )
+    after = dict(MetricScore.objects.filter(run=other).values_list("output_id", "value"))
+    assert len(after) == 12 and all(after[k] == v for k, v in kept.items())
+
+
+def test_cancel_stops_a_run_between_chunks(dataset, tiny_model):
+    run = start_run(dataset, RunRequest(aspect="COH", model=tiny_model), enqueue=False)
+
+    def cancelling(r):  # type: ignore[no-untyped-def]
+        model = FakeLanguageModel()
+        original = model.score_targets
+
+        def score(requests):  # type: ignore[no-untyped-def]
+            cancel_run(MetricRun.objects.get(pk=r.pk))
+            return original(requests)
+
+        model.score_targets = score  # type: ignore[method-assign]
+        return model
+
+    assert execute_run(run.pk, model_factory=cancelling, chunk_outputs=3) == "cancelled"
+    run.refresh_from_db()
+    assert run.status == "cancelled" and MetricScore.objects.filter(run=run).count() == 3
+
+
+def test_a_setting_without_a_template_is_refused_clearly(dataset, tiny_model):
+    with pytest.raises(RunError, match="No GPTScore IST template for summarization × INT"):
+        start_run(dataset, RunRequest(aspect="INT", model=tiny_model))
+    with pytest.raises(RunError, match="IDM needs"):
+        start_run(dataset, RunRequest(aspect="COH", setting="IDM", k=0, model=tiny_model))
+    assert MetricRun.objects.filter(kind="computed").count() == 0
+
+
+def test_idm_and_avg_f_runs_record_k_seed_and_both_templates(dataset, tiny_model):
+    run = start_run(dataset, RunRequest(aspect="COH", setting="IDM", k=2, seed=5, dimension="avg-f",
+                                        model=tiny_model), enqueue=False)  # fmt: skip
+    assert run.config["k"] == 2 and run.config["seed"] == 5
+    assert (
+        "{ref}" in run.config["template"]["text"]
+        and run.config["reverse_template"]["target"] == "{ref}"
+    )
+    assert execute_run(run.pk, model_factory=lambda r: FakeLanguageModel()) == "succeeded"
+    assert MetricScore.objects.filter(run=run, value__isnull=False).count() == 12
