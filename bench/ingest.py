@@ -271,6 +271,36 @@ def peak_rss(interval: float = 0.01) -> Iterator[dict[str, float]]:
         result["peak"] = peak / 1024
 
 
+class CpuShare:
+    """How much CPU other processes (a database server included) used while the bench ran."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.busy = self._busy_seconds()
+        self.own = self._own_seconds()
+
+    @staticmethod
+    def _busy_seconds() -> float:
+        with open("/proc/stat", encoding="ascii") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+        return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+    @staticmethod
+    def _own_seconds() -> float:
+        t = os.times()
+        return t.user + t.system + t.children_user + t.children_system
+
+    def describe(self) -> str:
+        wall = time.perf_counter() - self.started
+        others = (self._busy_seconds() - self.busy) - (self._own_seconds() - self.own)
+        return (
+            f"other processes (the database server included) used {max(others, 0) / wall:.2f} "
+            f"of {os.cpu_count()} CPUs on average over the {wall:.0f} s run (on SQLite, well above "
+            "0 means a busy machine and pessimistic timings)"
+        )
+
+
 def import_once(path: Path, dataset: str) -> Any:
     from studies.services.datasets import ImportOptions, import_file
 
@@ -471,12 +501,13 @@ def print_table(header: list[str], body: list[list[str]]) -> None:
         print(line(row))
 
 
-def report(database: str, repeat: int, results: list[CaseResult]) -> None:
+def report(database: str, repeat: int, results: list[CaseResult], cpu: CpuShare) -> None:
     from django.conf import settings
 
     print(f"\n=== Import benchmark: {database}, DEBUG={settings.DEBUG}, ", end="")
     print(f"batch size {settings.CONCORDIA['IMPORT_BATCH_SIZE']}, ", end="")
-    print(f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}, median of {repeat} ===\n")
+    print(f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}, median of {repeat} ===")
+    print(f"{cpu.describe()}\n")
     body = []
     for result in results:
         for row in result.rows:
@@ -594,6 +625,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 0
 
+    cpu = CpuShare()
     env = prepare_environment()
     try:
         print(f"database: {env.database}; temporary directory: {env.tmp}")
@@ -616,7 +648,7 @@ def main(argv: list[str] | None = None) -> int:
         results.append(
             run_case("generated", generated, args.repeat, env.tmp, args.tracemalloc, args.profile)
         )
-        report(env.database, args.repeat, results)
+        report(env.database, args.repeat, results, cpu)
     finally:
         env.close()
     return 0

@@ -89,6 +89,12 @@ def convert_gguf(gguf_path: str | os.PathLike[str], out_dir: str | os.PathLike[s
         else AutoModelForCausalLM
     )
     model = auto.from_pretrained(folder, gguf_file=name, config=config)
+    # The weights are plain float tensors now; without this, save_pretrained refuses
+    # ("quantized with gguf and is not serializable").
+    model.hf_quantizer = None
+    model.is_quantized = False
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
     scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:

