@@ -371,13 +371,14 @@ class Judgment(models.Model):
                 | (Q(annotator__isnull=True) & ~Q(import_file="")),
                 name="judgment_one_source",
             ),
+            # output first: lookups go by output ids (imports, annotation pages)
             models.UniqueConstraint(
-                fields=["annotator", "output", "aspect"],
+                fields=["output", "aspect", "annotator"],
                 condition=Q(annotator__isnull=False),
                 name="judgment_unique_per_annotator",
             ),
             models.UniqueConstraint(
-                fields=["import_file", "output", "aspect"],
+                fields=["output", "aspect", "import_file"],
                 condition=Q(annotator__isnull=True),
                 name="judgment_unique_per_import",
             ),

@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Avg
+from django.utils import timezone
 
 from studies.models import (
     Aspect,
@@ -167,7 +168,7 @@ def _validate(path: Path, options: ImportOptions) -> _Plan:
     observed: dict[str, list[float]] = {}
     metrics: dict[str, None] = {}
     documents: dict[str, tuple[int, str, str, str]] = {}
-    outputs: dict[tuple[str, str], tuple[int, str]] = {}
+    outputs: dict[bytes, tuple[int, bytes]] = {}
     count = 0
     max_line = settings.CONCORDIA["IMPORT_MAX_LINE_BYTES"]
     with path.open("rb") as stream:
@@ -178,8 +179,9 @@ def _validate(path: Path, options: ImportOptions) -> _Plan:
                 continue
             count += 1
             _check_document(item, documents, report)
-            key = (item.doc_id, item.system_id)
-            digest = _digest(item.output)
+            # 16-byte digests, not the strings: memory per output stays small
+            key = _digest_bytes(item.doc_id, item.system_id)
+            digest = _digest_bytes(item.output)
             previous = outputs.get(key)
             if previous and previous[1] != digest:
                 report(
@@ -238,6 +240,10 @@ def _check_document(
                     f"doc_id {item.doc_id!r} has a different {name} on line {first[0]}",
                 )
             )
+
+
+def _digest_bytes(*parts: str) -> bytes:
+    return hashlib.blake2b("\x00".join(parts).encode("utf-8"), digest_size=16).digest()
 
 
 def _digest(text: str) -> str:
@@ -324,6 +330,7 @@ class _ChunkWriter:
         self.file_name = file_name
         self.summary = summary
         self.doc_ids: dict[str, int] = {}  # documents already written by this import
+        self.new_outputs: set[int] = set()  # created in the current batch: nothing to look up
 
     def write(self, chunk: list[Record]) -> None:
         latest = {(r.doc_id, r.system_id): r for r in chunk}  # a repeated line: the last one wins
@@ -390,6 +397,7 @@ class _ChunkWriter:
             }
         else:
             existing.update({(o.document_id, o.system_id): o for o in new})
+        self.new_outputs = {existing[(o.document_id, o.system_id)].pk for o in new}
         return {
             (r.doc_id, r.system_id): existing[(self.doc_ids[r.doc_id], r.system_id)].pk
             for r in records
@@ -403,19 +411,22 @@ class _ChunkWriter:
         }
         if not wanted:
             return
-        existing = Judgment.objects.filter(
-            annotator__isnull=True,
-            import_file=self.file_name,
-            output_id__in={o for o, _a in wanted},
+        known = {o for o, _a in wanted} - self.new_outputs
+        existing = (
+            Judgment.objects.filter(
+                output_id__in=known, annotator__isnull=True, import_file=self.file_name
+            )
+            if known
+            else Judgment.objects.none()
         )
+        now = timezone.now()
         self._upsert(
             Judgment,
             existing,
             wanted,
             ("output_id", "aspect_id"),
-            lambda key, value: Judgment(
-                output_id=key[0], aspect_id=key[1], value=value, import_file=self.file_name
-            ),
+            ("output_id", "aspect_id", "value", "import_file", "created_at", "updated_at"),
+            lambda key, value: (key[0], key[1], value, self.file_name, now, now),
             self.summary.judgments,
         )
 
@@ -427,15 +438,19 @@ class _ChunkWriter:
         }
         if not wanted:
             return
-        existing = MetricScore.objects.filter(
-            run_id__in={run for run, _o in wanted}, output_id__in={o for _r, o in wanted}
+        known = {o for _r, o in wanted} - self.new_outputs
+        existing = (
+            MetricScore.objects.filter(output_id__in=known, run_id__in={run for run, _o in wanted})
+            if known
+            else MetricScore.objects.none()
         )
         self._upsert(
             MetricScore,
             existing,
             wanted,
             ("run_id", "output_id"),
-            lambda key, value: MetricScore(run_id=key[0], output_id=key[1], value=value),
+            ("run_id", "output_id", "value", "details", "error"),
+            lambda key, value: (key[0], key[1], value, "{}", ""),
             self.summary.metric_scores,
         )
 
@@ -445,10 +460,15 @@ class _ChunkWriter:
         existing: Any,
         wanted: dict[tuple[int, int], float],
         key_fields: tuple[str, str],
+        columns: tuple[str, ...],
         build: Any,
         counts: dict[str, int],
     ) -> None:
-        """Create the missing rows of ``wanted`` and update those whose value changed."""
+        """Create the missing rows of ``wanted`` and update those whose value changed.
+
+        New rows go in with one ``executemany``: hundreds of thousands of judgments would
+        spend most of the import building model instances and compiling their SQL.
+        """
         changed = []
         for row in existing.only("pk", *key_fields, "value"):
             key = (getattr(row, key_fields[0]), getattr(row, key_fields[1]))
@@ -458,12 +478,24 @@ class _ChunkWriter:
             if row.value != value:
                 row.value = value
                 changed.append(row)
-        model.objects.bulk_create(
-            [build(key, value) for key, value in wanted.items()], batch_size=5000
-        )
+        _insert(model, columns, [build(key, value) for key, value in wanted.items()])
         model.objects.bulk_update(changed, ["value"], batch_size=1000)
         counts["created"] += len(wanted)
         counts["updated"] += len(changed)
+
+
+def _insert(model: Any, columns: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
+    """INSERT plain rows (values in ``columns`` order) with one executemany."""
+    if not rows:
+        return
+    meta = model._meta
+    quote = connection.ops.quote_name
+    names = ", ".join(quote(meta.get_field(c.removesuffix("_id")).column) for c in columns)
+    marks = ", ".join("%s" for _ in columns)
+    sql = f"INSERT INTO {quote(meta.db_table)} ({names}) VALUES ({marks})"
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), 10_000):
+            cursor.executemany(sql, rows[start : start + 10_000])
 
 
 def _batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
