@@ -1,0 +1,99 @@
+"""GPTScore speed: the fast path against a plain path, on the real default model.
+
+Run from the repository root (after ``python3 manage.py install_model``)::
+
+    .venv/bin/python bench/gptscore_speed.py [--docs 2] [--repeat 3] [--threads 2]
+
+Workload: the first ``--docs`` SummEval documents (16 outputs each), coherence, IST,
+src→hypo, with the project's default template (GPTScore Table 11). Both paths score the
+same requests in the same run:
+
+* ``plain``: mirrors the GPTScore reference implementation -- one forward per output
+  over the full prompt+output text, full-vocabulary logits at every position;
+* ``fast``: the document's prompt prefix computed once and reused (past key values),
+  targets batched longest first with padding, vocabulary projection at target
+  positions only.
+
+Printed: outputs/s of each (median of ``--repeat``), the speed ratio, and the largest
+absolute difference between their per-token log-probabilities. Target: ratio ≥ 6 with
+max |Δ| ≤ 1e-4.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SUMMEVAL = REPO.parent / "shared" / "data" / "summeval.jsonl"
+MODEL = (
+    Path(os.environ.get("CONCORDIA_MODEL_DIR") or REPO / "data" / "models")
+    / "smollm2-135m-instruct"
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=8)
+    args = parser.parse_args()
+    if not SUMMEVAL.is_file():
+        sys.exit(f"needs {SUMMEVAL} (the shared data folder beside the repository)")
+    if not (MODEL / "config.json").is_file():
+        sys.exit(f"no model at {MODEL}: run `python3 manage.py install_model` first")
+    sys.path.insert(0, str(REPO))
+    import torch
+
+    from scoring.lm import HFLanguageModel
+    from scoring.metrics.gptscore import GPTScoreConfig, Item, Template, build_requests
+
+    torch.set_num_threads(args.threads)
+    defaults = json.loads((REPO / "studies" / "defaults" / "defaults.json").read_text())
+    row = next(t for t in defaults["templates"] if t["task"] == "summarization" and t["kind"] == "gptscore"
+               and t["aspect"] == "COH" and t["dimension"] == "src_hypo")  # fmt: skip
+    config = GPTScoreConfig(template=Template(row["text"], row["target"]))
+    records = [json.loads(line) for line in SUMMEVAL.read_text().splitlines()]
+    docs = list(dict.fromkeys(r["doc_id"] for r in records))[: args.docs]
+    items = [Item(key=i, doc_key=r["doc_id"], source=r["source"], hypothesis=r["output"])
+             for i, r in enumerate(records) if r["doc_id"] in docs]  # fmt: skip
+    requests = build_requests(items, config)
+
+    started = time.perf_counter()
+    lm = HFLanguageModel(MODEL, batch_size=args.batch_size, device="cpu")
+    print(f"model {MODEL.name} loaded in {time.perf_counter() - started:.1f} s; {len(requests)} outputs "
+          f"from {len(docs)} documents; {args.threads} threads; batch size {args.batch_size}")  # fmt: skip
+
+    def timed(fn):  # type: ignore[no-untyped-def]
+        times, result = [], None
+        for _ in range(args.repeat):
+            start = time.perf_counter()
+            result = fn(requests)
+            times.append(time.perf_counter() - start)
+        return times, result
+
+    fast_times, fast = timed(lm.score_targets)
+    plain_times, plain = timed(lm.score_targets_plain)
+    delta = max(abs(a - b) for f, p in zip(fast, plain, strict=True)
+                for a, b in zip(f.token_logprobs, p.token_logprobs, strict=True))  # fmt: skip
+    tokens = sum(s.n_tokens for s in fast)
+    n = len(requests)
+    for name, times in (("plain", plain_times), ("fast", fast_times)):
+        med = statistics.median(times)
+        print(f"  {name:<6} {med:8.2f} s  {n / med:6.2f} outputs/s  {tokens / med:8.1f} target tokens/s  "
+              f"(runs: {', '.join(f'{t:.2f}' for t in times)})")  # fmt: skip
+    ratio = statistics.median(plain_times) / statistics.median(fast_times)
+    verdict = "PASS" if ratio >= 6 and delta <= 1e-4 else "FAIL"
+    print(
+        f"  speed ratio fast/plain: {ratio:.2f}x   max |Δ| per token: {delta:.2e}   target ≥ 6x, ≤ 1e-4: {verdict}"
+    )
+
+
+if __name__ == "__main__":
+    main()
