@@ -577,8 +577,8 @@ def report(database: str, repeat: int, results: list[CaseResult], cpu: CpuShare)
         memory_body,
     )
     print(
-        "\nWhat grows with the file: the validator keeps, per (doc_id, system_id), the key "
-        "strings and (line, 32-character hex digest); per document three digests; the writer "
+        "\nWhat grows with the file: the validator keeps, per (doc_id, system_id), a 16-byte "
+        "key digest and (line, 16-byte output digest); per document three digests; the writer "
         "keeps doc_key -> id. Everything else is bounded by the batch size. MB per 10k is "
         "(full - half) / (outputs - half outputs), shown when the half file holds at least "
         "two batches (below that, one batch's working set dominates)."
