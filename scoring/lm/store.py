@@ -104,6 +104,8 @@ def convert_gguf(gguf_path: str | os.PathLike[str], out_dir: str | os.PathLike[s
         model.save_pretrained(scratch, **options)
         tokenizer.save_pretrained(scratch)
         (scratch / _DONE_MARKER).write_text(f"{gguf.name} {gguf.stat().st_size}\n")
+        # mkdtemp makes the folder private; a worker running as another user must read it.
+        scratch.chmod(0o755)
         if target.exists():
             shutil.rmtree(target)
         os.replace(scratch, target)

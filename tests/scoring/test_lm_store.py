@@ -55,3 +55,27 @@ def test_a_finished_copy_is_reused_and_an_unfinished_one_is_not(tmp_path, monkey
     second = store.converted_copy(gguf, tmp_path / "cache")
     assert first == second == tmp_path / "cache" / "model-40"
     assert len(calls) == 1
+
+
+def test_a_converted_copy_is_readable_by_other_users(tmp_path, monkeypatch):
+    import stat
+
+    import transformers
+
+    class Saved:
+        config = object()
+
+        def save_pretrained(self, folder):
+            (folder / "model.safetensors").write_bytes(b"")
+
+    monkeypatch.setattr(transformers.AutoConfig, "from_pretrained", lambda *a, **k: object())
+    monkeypatch.setattr(
+        transformers.AutoModelForCausalLM, "from_pretrained", lambda *a, **k: Saved()
+    )
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", lambda *a, **k: Saved())
+    gguf = tmp_path / "model.gguf"
+    gguf.write_bytes(b"GGUF")
+    out = store.convert_gguf(gguf, tmp_path / "copy")
+    assert (out / store._DONE_MARKER).is_file()
+    assert stat.S_IMODE(out.stat().st_mode) == 0o755
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".copy-")]  # no scratch left
