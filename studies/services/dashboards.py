@@ -102,6 +102,17 @@ def is_small(dataset: Dataset) -> bool:
     return n_outputs * max(dataset.runs.count(), 1) <= limit
 
 
+def available_matrix(dataset: Dataset, params: MatrixParams) -> dict[str, Any] | None:
+    """What a page may show now: the cached matrix, or one computed in the request for a
+    small dataset; for a large one, None after asking a worker to compute it."""
+    result = cached_matrix(dataset, params)
+    if result is None and is_small(dataset):
+        result = compute_and_cache(dataset, params)
+    if result is None:
+        request_matrix(dataset, params)
+    return result
+
+
 def matrix_for(dataset: Dataset, params: MatrixParams) -> dict[str, Any]:
     """The cached matrix, computing and caching it first if needed."""
     return cached_matrix(dataset, params) or compute_and_cache(dataset, params)

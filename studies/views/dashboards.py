@@ -29,11 +29,7 @@ def _dataset(request: HttpRequest, name: str):  # type: ignore[no-untyped-def]
 def correlations(request: HttpRequest, name: str) -> HttpResponse:
     dataset = _dataset(request, name)
     params = MatrixParams.from_query(request.GET)
-    result = dashboards.cached_matrix(dataset, params)
-    if result is None and dashboards.is_small(dataset):
-        result = dashboards.compute_and_cache(dataset, params)
-    if result is None:
-        dashboards.request_matrix(dataset, params)
+    result = dashboards.available_matrix(dataset, params)
     context = {
         "dataset": dataset, "params": params, "result": result,
         "rows": tables.matrix_rows(result, request.GET.get("sort")) if result else [],
@@ -66,8 +62,7 @@ def correlation_cell(request: HttpRequest, name: str, run: int, aspect: int) -> 
 def correlation_paper(request: HttpRequest, name: str) -> HttpResponse:
     dataset = _dataset(request, name)
     params = MatrixParams.from_query(request.GET)
-    if dashboards.cached_matrix(dataset, params) is None and not dashboards.is_small(dataset):
-        dashboards.request_matrix(dataset, params)
+    if dashboards.available_matrix(dataset, params) is None:
         return render(
             request, "studies/paper.html", {"dataset": dataset, "params": params, "waiting": True}
         )
@@ -82,11 +77,8 @@ def correlation_paper(request: HttpRequest, name: str) -> HttpResponse:
 def correlation_export(request: HttpRequest, name: str, file_format: str) -> HttpResponse:
     dataset = _dataset(request, name)
     params = MatrixParams.from_query(request.GET)
-    result = dashboards.cached_matrix(dataset, params)
-    if result is None and dashboards.is_small(dataset):
-        result = dashboards.compute_and_cache(dataset, params)
+    result = dashboards.available_matrix(dataset, params)
     if result is None:
-        dashboards.request_matrix(dataset, params)
         return HttpResponse("The table is being computed; try again in a moment.", status=503,
                             headers={"Retry-After": "5"})  # fmt: skip
     content_type, render_table = EXPORTS[file_format]
