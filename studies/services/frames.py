@@ -30,6 +30,7 @@ class RunInfo:
     model: str
     setting: str
     dimension: str
+    aspect: str  # the aspect a GPTScore run was prompted for ("" for imported metrics)
 
     @classmethod
     def of(cls, run: MetricRun) -> RunInfo:
@@ -43,6 +44,7 @@ class RunInfo:
             model=str(config.get("model_label") or config.get("model") or ""),
             setting=str(config.get("setting") or ""),
             dimension=str(config.get("dimension") or ""),
+            aspect=str(config.get("aspect") or ""),
         )
 
 

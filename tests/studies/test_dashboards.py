@@ -220,6 +220,9 @@ def test_paper_view_marks_ist_significantly_better_than_val(client, cast):
     )
     ist = MetricRunFactory(dataset=dataset, label="gptscore-ist",
                            config={"model": "tiny", "setting": "IST", "aspect": "COH"})  # fmt: skip
+    # an IST run prompted for another aspect must not stand in the COH row
+    MetricRunFactory(dataset=dataset, label="gptscore-a-ist-flu",
+                     config={"model": "tiny", "setting": "IST", "aspect": "FLU"})  # fmt: skip
     for d in range(30):
         document = OutputFactory(document__dataset=dataset, document__doc_key=f"d{d}").document
         document.outputs.all().delete()
