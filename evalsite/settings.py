@@ -119,6 +119,15 @@ if not DEBUG:
 # --- Celery ---------------------------------------------------------------------------
 _broker_dir = DATA_DIR / "broker"
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or "filesystem://"
+
+
+def _redis_db(number: int) -> str:
+    """Database ``number`` of the broker's Redis server ("" when the broker is not Redis)."""
+    if not CELERY_BROKER_URL.startswith("redis"):
+        return ""
+    return CELERY_BROKER_URL.rsplit("/", 1)[0] + f"/{number}"
+
+
 if CELERY_BROKER_URL.startswith("filesystem://"):
     for sub in ("queue", "processed", "control"):
         (_broker_dir / sub).mkdir(parents=True, exist_ok=True)
@@ -135,9 +144,7 @@ else:
     # A metric run can take hours; with acks_late a shorter visibility timeout would hand the
     # same message to a second worker (harmless, runs are claimed once, but wasteful).
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 12 * 3600}
-    _default_backend = (
-        CELERY_BROKER_URL.rsplit("/", 1)[0] + "/1" if CELERY_BROKER_URL.startswith("redis") else ""
-    )
+    _default_backend = _redis_db(1)
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or _default_backend or None
 CELERY_RESULT_EXPIRES = 3600
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -151,9 +158,7 @@ CELERY_TASK_ROUTES = {"studies.tasks.run_metric": {"queue": "gpu"}}
 CELERY_TASK_ALWAYS_EAGER = False
 
 # --- cache (correlation results; shared by web and workers) ---------------------------
-_cache_url = env_str("CACHE_URL") or (
-    CELERY_BROKER_URL.rsplit("/", 1)[0] + "/2" if CELERY_BROKER_URL.startswith("redis") else ""
-)
+_cache_url = env_str("CACHE_URL") or _redis_db(2)
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _cache_url}
     if _cache_url

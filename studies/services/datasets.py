@@ -167,7 +167,7 @@ def _validate(path: Path, options: ImportOptions) -> _Plan:
     aspects: dict[str, Aspect | None] = {}
     observed: dict[str, list[float]] = {}
     metrics: dict[str, None] = {}
-    documents: dict[str, tuple[int, str, str, str]] = {}
+    documents: dict[str, tuple[int, bytes, bytes, bytes]] = {}
     outputs: dict[bytes, tuple[int, bytes]] = {}
     count = 0
     max_line = settings.CONCORDIA["IMPORT_MAX_LINE_BYTES"]
@@ -180,8 +180,8 @@ def _validate(path: Path, options: ImportOptions) -> _Plan:
             count += 1
             _check_document(item, documents, report)
             # 16-byte digests, not the strings: memory per output stays small
-            key = _digest_bytes(item.doc_id, item.system_id)
-            digest = _digest_bytes(item.output)
+            key = _digest(item.doc_id, item.system_id)
+            digest = _digest(item.output)
             previous = outputs.get(key)
             if previous and previous[1] != digest:
                 report(
@@ -218,7 +218,7 @@ def _validate(path: Path, options: ImportOptions) -> _Plan:
 
 
 def _check_document(
-    item: Record, documents: dict[str, tuple[int, str, str, str]], report: Any
+    item: Record, documents: dict[str, tuple[int, bytes, bytes, bytes]], report: Any
 ) -> None:
     digests = (
         _digest(item.source),
@@ -242,12 +242,9 @@ def _check_document(
             )
 
 
-def _digest_bytes(*parts: str) -> bytes:
+def _digest(*parts: str) -> bytes:
+    """16 bytes standing for the texts: the validator keeps these, not the texts."""
     return hashlib.blake2b("\x00".join(parts).encode("utf-8"), digest_size=16).digest()
-
-
-def _digest(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
 
 def _aspect_lookup() -> dict[str, Aspect]:

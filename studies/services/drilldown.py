@@ -57,7 +57,8 @@ def _compute(
         pct_m = (rankdata(metric[valid]) - 0.5) / valid.size
         pct_h = (rankdata(human[valid]) - 0.5) / valid.size
         disagreement = pct_m - pct_h
-    top = valid[np.argsort(-np.abs(disagreement))[:TOP_DISAGREEMENTS]] if valid.size else valid
+    order = np.argsort(-np.abs(disagreement))[:TOP_DISAGREEMENTS]  # largest gaps first
+    top = valid[order] if valid.size else valid
     texts = dict(
         Output.objects.filter(pk__in=frame.output_ids[np.union1d(shown, top)]).values_list(
             "pk", "text"
@@ -81,12 +82,7 @@ def _compute(
         "scatter": _scatter([describe(k) for k in shown]),
         "n_shown": int(shown.size),
         "disagreements": [
-            {**describe(k), "gap": float(d)}
-            for k, d in zip(
-                top,
-                disagreement[np.argsort(-np.abs(disagreement))[:TOP_DISAGREEMENTS]],
-                strict=True,
-            )
+            {**describe(k), "gap": float(d)} for k, d in zip(top, disagreement[order], strict=True)
         ],
         "histogram": None,
     }
