@@ -12,10 +12,14 @@ Two forward strategies give the same numbers (to float rounding):
 
 * :func:`score_plain` runs one forward per request over the whole text and takes
   full-vocabulary logits everywhere, as the GPTScore reference code does;
-* :func:`score_fast` runs a prompt's shared token prefix once, keeps its key/value cache,
-  scores that prompt's targets in right-padded batches against a copy of the cache
-  expanded along the batch dimension, and applies the vocabulary projection only at the
-  positions that predict target tokens. Identical targets are scored once.
+* :func:`score_fast` runs a prompt's shared token prefix once and keeps its key/value
+  cache. The continuations after it are merged into token tries (:mod:`._tree`: an
+  opening shared by several outputs is computed once) and each trie runs as one row
+  with a tree attention mask against the cache, without padding; the vocabulary
+  projection is applied only at the nodes that predict target tokens. Models whose
+  attention does not honour a custom mask (checked once per model on a probe) use
+  right-padded batches against a copy of the cache expanded along the batch dimension.
+  Identical targets are scored once.
 
 Every position is computed with exactly the tokens before it, so the two paths differ
 only by float rounding (about 1e-5 in float32 on the default model).
@@ -25,10 +29,12 @@ from __future__ import annotations
 
 import copy
 import logging
+import weakref
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from scoring.lm._tree import Pack, pack
 from scoring.lm._util import describe, plan_batches
 from scoring.lm.base import TargetRequest, TargetScore
 
@@ -37,6 +43,11 @@ logger = logging.getLogger(__name__)
 # The fixed cost of one forward, in padded-token equivalents, for batch planning: about
 # 35-50 measured on CPU for the 135M default model; a GPU's is larger still.
 FORWARD_COST = 64
+# Trie nodes per tree forward: large enough that one forward carries a document's
+# outputs (the weights are streamed once), small enough that the L x (prefix + L) mask
+# and attention stay cheap. Measured on bench/gptscore_speed.py (see the README).
+PACK_TOKENS = 512
+_TREE_OK: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +82,7 @@ class CausalModel:
     context_token: int | None  # put in front of a target that nothing precedes
     project_at_targets: bool  # lm_head(base hidden states) equals the model's logits
     prefix_cache: bool  # the model's cache can be reused for a shared prefix
+    pack_tokens: int = PACK_TOKENS  # trie nodes per tree-attention forward
 
 
 # -- 1. tokenise --------------------------------------------------------------------
@@ -222,7 +234,7 @@ def _plain_one(lm: CausalModel, key: Hashable, enc: CausalEncoding) -> TargetSco
 
 
 def score_fast(
-    lm: CausalModel, requests: Sequence[TargetRequest], batch_size: int
+    lm: CausalModel, requests: Sequence[TargetRequest], batch_size: int, *, tree: bool = True
 ) -> list[TargetScore]:
     """Same numbers as :func:`score_plain`, computing the shared prompt prefix once.
 
@@ -234,7 +246,9 @@ def score_fast(
     to the batch, right-padded, with position ids continuing from the prefix length.
     Requests whose prompt is used once are pooled into one more group (their common
     prefix, such as a shared instruction, is still computed once). Identical requests
-    are scored once.
+    are scored once. After the prefix, continuations run as token trees (see
+    :mod:`._tree`) where the model supports them and ``tree`` is set, else in
+    right-padded batches of ``batch_size``.
     """
     import torch
 
@@ -249,9 +263,9 @@ def score_fast(
     scores: dict[int, TargetScore] = {}
     with torch.inference_mode():
         for rows in shared:
-            _score_group(lm, keys, rows, batch_size, scores)
+            _score_group(lm, keys, rows, batch_size, tree, scores)
         if singles:
-            _score_group(lm, keys, singles, batch_size, scores)
+            _score_group(lm, keys, singles, batch_size, tree, scores)
     return _finish(keys, encoded, scores)
 
 
@@ -260,6 +274,7 @@ def _score_group(
     keys: Sequence[Hashable],
     rows: list[tuple[int, CausalEncoding]],
     batch_size: int,
+    tree: bool,
     scores: dict[int, TargetScore],
 ) -> None:
     # Identical encodings (two systems with the same output) are scored once.
@@ -282,7 +297,14 @@ def _score_group(
             except Exception:
                 logger.exception("prefix forward failed; scoring the group without a cache")
                 prefix_len, cache = 0, None
-    _score_batches(lm, keys, unique, prefix_len, cache, batch_size, scores)
+    if tree and lm.prefix_cache and tree_attention_works(lm):
+        try:
+            _score_packs(lm, keys, unique, prefix_len, cache, scores)
+        except Exception:
+            logger.exception("tree forward failed; scoring the group in padded batches")
+            _score_batches(lm, keys, unique, prefix_len, cache, batch_size, scores)
+    else:
+        _score_batches(lm, keys, unique, prefix_len, cache, batch_size, scores)
     for i, seen in copies:
         scores[i] = replace(scores[seen], key=keys[i])
 
@@ -415,3 +437,149 @@ def _run_batch(
         result.append(flat[start : start + count])
         start += count
     return result
+
+
+# -- tree attention: a document's continuations as tries, one row per pack ------------
+
+
+def _score_packs(
+    lm: CausalModel,
+    keys: Sequence[Hashable],
+    rows: list[tuple[int, CausalEncoding]],
+    prefix_len: int,
+    cache: Any,
+    scores: dict[int, TargetScore],
+) -> None:
+    """Score ``rows`` as token tries after a cache of their first ``prefix_len`` tokens."""
+    fed = [enc.ids[prefix_len:-1] for _, enc in rows]
+    for group in pack(fed, max(1, lm.pack_tokens)):
+        members = [rows[m] for m in group.members]
+        values = _run_pack(lm, group, [enc for _, enc in members], prefix_len, cache)
+        for (i, enc), row_values in zip(members, values, strict=True):
+            scores[i] = TargetScore.from_logprobs(keys[i], row_values, truncated=enc.truncated)
+
+
+def _run_pack(
+    lm: CausalModel,
+    tree: Pack,
+    encodings: Sequence[CausalEncoding],
+    prefix_len: int,
+    cache: Any,
+) -> list[list[float]]:
+    """Target log-probabilities of each of ``tree``'s members (``encodings``, in order).
+
+    A node sees the cached prefix, its ancestors and itself, at position
+    ``prefix_len + depth``. Node ``paths[m][t]`` holds token ``prefix_len + t`` of member
+    ``m`` and predicts the token after it.
+    """
+    import torch
+
+    device = lm.device
+    size = len(tree)
+    ancestors = torch.zeros((size, size), dtype=torch.bool)
+    for node, parent in enumerate(tree.parents):  # parents come before their children
+        if parent >= 0:
+            ancestors[node] = ancestors[parent]
+        ancestors[node, node] = True
+    dtype = next(lm.model.parameters()).dtype
+    mask = torch.zeros((1, 1, size, prefix_len + size), dtype=dtype)
+    mask[0, 0, :, prefix_len:].masked_fill_(~ancestors, torch.finfo(dtype).min)
+    input_ids = torch.tensor([tree.tokens], dtype=torch.long, device=device)
+    position_ids = (torch.tensor([tree.depths], dtype=torch.long) + prefix_len).to(device)
+    needed: dict[int, int] = {}  # predicting node -> its row among the projected ones
+    picks: list[tuple[int, int]] = []
+    counts: list[int] = []
+    for enc, path in zip(encodings, tree.paths, strict=True):
+        first_token = max(enc.target_start, prefix_len + 1)
+        for k in range(first_token, len(enc.ids)):
+            node = path[k - 1 - prefix_len]
+            picks.append((needed.setdefault(node, len(needed)), enc.ids[k]))
+        counts.append(len(enc.ids) - first_token)
+    nodes = torch.tensor(list(needed), device=device)
+    past = copy.deepcopy(cache) if cache is not None else None
+    arguments = dict(input_ids=input_ids, attention_mask=mask.to(device),
+                     position_ids=position_ids, past_key_values=past, use_cache=past is not None)  # fmt: skip
+    if lm.project_at_targets:
+        hidden = lm.model.base_model(**arguments).last_hidden_state[0, nodes]
+        logits = lm.model.get_output_embeddings()(hidden)
+    else:
+        logits = lm.model(**arguments).logits[0, nodes]
+    logprobs = torch.log_softmax(logits.float(), dim=-1)
+    picked = logprobs[
+        torch.tensor([row for row, _ in picks], device=device),
+        torch.tensor([token for _, token in picks], device=device),
+    ]
+    flat: list[float] = picked.tolist()
+    result: list[list[float]] = []
+    start = 0
+    for count in counts:
+        result.append(flat[start : start + count])
+        start += count
+    return result
+
+
+def tree_attention_works(lm: CausalModel) -> bool:
+    """Whether ``lm`` honours a custom tree mask and position ids (checked once per model).
+
+    On a probe, a branch scored in a tree beside a longer sibling must match its plain
+    forward to within rounding, and be clearly closer to it than the same tokens scored
+    with an ordinary causal mask (which would let it see its sibling). Attention
+    implementations that ignore custom masks (flash-attention kernels) fail and get
+    padded batches instead.
+    """
+    known = _TREE_OK.get(lm.model)
+    if known is None:
+        try:
+            known = _probe_tree(lm)
+        except Exception:
+            logger.info("tree attention unavailable for this model", exc_info=True)
+            known = False
+        _TREE_OK[lm.model] = known
+    return known
+
+
+def _probe_tree(lm: CausalModel) -> bool:
+    import torch
+
+    config = lm.model.config
+    text_config = (
+        config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
+    )
+    vocab = int(getattr(text_config, "vocab_size", 0) or 0)
+    if vocab < 16:
+        return False
+    a, b, c, d, e, f, g, h = ((k * 7919 + 11) % vocab for k in range(8))
+    prefix, long, short = (a, b, c), (d, e, f, g, h), (d, g, c)
+    encodings = [
+        CausalEncoding((*prefix, *long), 3, False),
+        CausalEncoding((*prefix, *short), 3, False),
+    ]
+    with torch.inference_mode():
+        cache = _run_prefix(lm, prefix[:2])
+        (tree,) = pack([enc.ids[2:-1] for enc in encodings], 64)
+        by_member = dict(
+            zip(
+                tree.members,
+                _run_pack(lm, tree, [encodings[m] for m in tree.members], 2, cache),
+                strict=True,
+            )
+        )
+        right = _plain_logprobs(lm, encodings[1].ids, 3)
+        wrong = _plain_logprobs(lm, (*prefix, *long[:-1], *short), 3 + len(long) - 1)
+    tree_short = torch.tensor(by_member[1])
+    error = float((tree_short - right).abs().max())
+    confusion = float((wrong - right).abs().max())
+    tolerance = 1e-4 if next(lm.model.parameters()).dtype == torch.float32 else 2e-2
+    ok = error <= tolerance and (confusion > 4 * error or error <= 1e-6)
+    if not ok:
+        logger.info("tree attention probe: error %.2e, ordinary-mask error %.2e", error, confusion)
+    return ok
+
+
+def _plain_logprobs(lm: CausalModel, ids: Sequence[int], target_start: int) -> Any:
+    import torch
+
+    tensor = torch.tensor([list(ids)], dtype=torch.long, device=lm.device)
+    logprobs = torch.log_softmax(lm.model(input_ids=tensor).logits[0].float(), dim=-1)
+    positions = torch.arange(target_start - 1, len(ids) - 1, device=lm.device)
+    return logprobs[positions, tensor[0, target_start:]].cpu()

@@ -1,7 +1,7 @@
 """HF wrapper invariants on tiny random models built here (nothing is downloaded).
 
-The fast path (shared prefix cached, targets batched and padded, vocabulary projection
-only at target positions) must give the plain path's numbers: one forward per request
+The fast path (shared prefix cached, targets as token trees or padded batches,
+vocabulary projection only at target positions) must give the plain path's numbers: one forward per request
 over the full text, as the GPTScore reference code does.
 """
 
@@ -205,13 +205,21 @@ def _assert_same(fast: list[TargetScore], plain: list[TargetScore]) -> float:
     return worst
 
 
-@pytest.mark.parametrize("batch_size", [1, 8])
+def _padded_batches_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Take the fast path's other branch: padded batches instead of token trees."""
+    monkeypatch.setattr(_causal, "tree_attention_works", lambda lm: False)
+
+
+@pytest.mark.parametrize("layout", ["tree", "batches-1", "batches-8"])
 def test_fast_path_gives_the_plain_paths_numbers_for_causal_models(
-    causal_dir: str, batch_size: int, monkeypatch: pytest.MonkeyPatch
+    causal_dir: str, layout: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    lm = HFLanguageModel(causal_dir, batch_size=batch_size)
+    lm = HFLanguageModel(causal_dir, batch_size=8 if layout == "batches-8" else 1)
     assert lm._causal is not None
     assert lm._causal.project_at_targets and lm._causal.prefix_cache  # the fast path is used
+    assert _causal.tree_attention_works(lm._causal)  # probed once, before the spy below
+    if layout != "tree":
+        _padded_batches_only(monkeypatch)
     requests = _requests()
     prefixes: list[int] = []
     run_prefix = _causal._run_prefix
@@ -237,6 +245,7 @@ def test_prompts_used_once_still_share_their_common_instruction(
     causal_dir: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     lm = HFLanguageModel(causal_dir, batch_size=8)
+    assert lm._causal is not None and _causal.tree_attention_works(lm._causal)
     requests = [
         TargetRequest(i, source, TARGETS[i]) for i, source in enumerate(SOURCES)
     ]  # three prompts, once each, all opening with "Summarise: "
@@ -258,6 +267,7 @@ def test_padding_changes_nothing_even_when_every_target_shares_one_batch(
     from scoring.lm import _seq2seq
 
     monkeypatch.setattr(_causal, "FORWARD_COST", 10**6)  # never split a batch
+    _padded_batches_only(monkeypatch)
     monkeypatch.setattr(_seq2seq, "FORWARD_COST", 10**6)
     requests = _requests()
     for folder in (causal_dir, t5_dir):
@@ -412,8 +422,102 @@ def test_a_failing_batched_forward_falls_back_to_one_by_one(
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("out of memory")
 
+    _padded_batches_only(monkeypatch)
     monkeypatch.setattr(_causal, "_run_batch", broken)
     _assert_same(lm.score_targets(requests), expected)
+
+
+def test_a_failing_tree_forward_falls_back_to_padded_batches(
+    causal_dir: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lm = HFLanguageModel(causal_dir, batch_size=4)
+    assert lm._causal is not None and _causal.tree_attention_works(lm._causal)
+    requests = _requests()
+    expected = lm.score_targets_plain(requests)
+    batches: list[int] = []
+    run_batch = _causal._run_batch
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("out of memory")
+
+    def counted(lm_: _causal.CausalModel, batch: Sequence[object], *rest: object) -> object:
+        batches.append(len(batch))
+        return run_batch(lm_, batch, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_causal, "_run_pack", broken)
+    monkeypatch.setattr(_causal, "_run_batch", counted)
+    _assert_same(lm.score_targets(requests), expected)
+    assert batches  # the padded batches did the work
+
+
+@pytest.mark.parametrize("pack_tokens", [1, 7, 40])
+def test_token_trees_split_into_small_packs_give_the_same_numbers(
+    causal_dir: str, pack_tokens: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lm = HFLanguageModel(causal_dir, batch_size=8)
+    assert lm._causal is not None and _causal.tree_attention_works(lm._causal)
+    lm._causal = dataclasses.replace(lm._causal, pack_tokens=pack_tokens)
+    packs: list[tuple[int, int]] = []
+    run_pack = _causal._run_pack
+
+    def counted(lm_: _causal.CausalModel, tree: _causal.Pack, *rest: object) -> object:
+        packs.append((len(tree), len(tree.members)))
+        return run_pack(lm_, tree, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_causal, "_run_pack", counted)
+    requests = _requests()
+    _assert_same(lm.score_targets(requests), lm.score_targets_plain(requests))
+    assert len(packs) >= 4  # the groups, split further
+    # a pack holds several targets only within budget; a longer target is alone
+    assert all(nodes <= pack_tokens for nodes, members in packs if members > 1)
+    if pack_tokens == 1:
+        assert all(members == 1 for _, members in packs)
+
+
+def test_openings_shared_by_several_outputs_are_computed_once(
+    llama_dir: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lm = HFLanguageModel(llama_dir, batch_size=8)
+    assert lm._causal is not None and _causal.tree_attention_works(lm._causal)
+    nodes: list[int] = []
+    run_pack = _causal._run_pack
+
+    def counted(lm_: _causal.CausalModel, tree: _causal.Pack, *rest: object) -> object:
+        nodes.append(len(tree))
+        return run_pack(lm_, tree, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_causal, "_run_pack", counted)
+    opening = "The council approved the new budget on Tuesday after a long debate."
+    requests = [
+        TargetRequest(k, SOURCES[0], opening + tail)
+        for k, tail in enumerate([" Critics said taxes rise.", " Schools get money.", ""])
+    ]
+    fast = lm.score_targets(requests)
+    _assert_same(fast, lm.score_targets_plain(requests))
+    fed = sum(r.n_tokens for r in fast)  # about what padded rows would feed
+    assert len(nodes) == 1 and nodes[0] < fed - 20  # the opening's tokens once, not thrice
+
+
+def test_a_model_that_ignores_the_tree_mask_is_caught_by_the_probe(
+    causal_dir: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lm = HFLanguageModel(causal_dir, batch_size=8)
+    assert lm._causal is not None
+    run_pack = _causal._run_pack
+
+    def ordinary_mask(
+        lm_: _causal.CausalModel, tree: _causal.Pack, *rest: object
+    ) -> list[list[float]]:
+        # What attention that ignores a custom mask computes: each node sees every
+        # earlier node of the row, siblings' branches included (positions still given).
+        chain = dataclasses.replace(tree, parents=list(range(-1, len(tree) - 1)))
+        return run_pack(lm_, chain, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_causal, "_TREE_OK", type(_causal._TREE_OK)())
+    monkeypatch.setattr(_causal, "_run_pack", ordinary_mask)
+    assert not _causal.tree_attention_works(lm._causal)
+    requests = _requests()
+    _assert_same(lm.score_targets(requests), lm.score_targets_plain(requests))
 
 
 def test_a_model_loads_once_per_process(gpt2_dir: str) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from scoring.lm import HFLanguageModel, TargetRequest
+from scoring.lm import HFLanguageModel, TargetRequest, _causal
 
 ROOT = Path(__file__).resolve().parents[2]
 SUMMEVAL = ROOT.parent / "shared" / "data" / "summeval.jsonl"
@@ -37,7 +37,9 @@ def model_dir() -> Path:
     return MODEL
 
 
-def test_the_default_model_gives_the_stored_numbers_on_both_paths(model_dir: Path) -> None:
+def test_the_default_model_gives_the_stored_numbers_on_both_paths(
+    model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rows = [json.loads(line) for line in SUMMEVAL.read_text().splitlines()]
     rows = [row for row in rows if row["doc_id"] == DOC][:4]
     requests = [
@@ -45,10 +47,15 @@ def test_the_default_model_gives_the_stored_numbers_on_both_paths(model_dir: Pat
         for row in rows
     ]
     lm = HFLanguageModel(model_dir, batch_size=8, device="cpu")
+    assert lm._causal is not None and _causal.tree_attention_works(lm._causal)
     plain = lm.score_targets_plain(requests)
+    tree = lm.score_targets(requests)  # one token tree of the four outputs
+    monkeypatch.setattr(_causal, "tree_attention_works", lambda lm: False)
     fast_8 = lm.score_targets(requests)  # one padded batch of targets of different lengths
     lm.batch_size = 1
     fast_1 = lm.score_targets(requests)
+    for a, t in zip(fast_8, tree, strict=True):
+        assert t.token_logprobs == pytest.approx(a.token_logprobs, abs=1e-4)
     assert len({r.n_tokens for r in plain}) > 1  # padding is exercised
     for a, a1, b, want in zip(fast_8, fast_1, plain, REFERENCE_MEANS, strict=True):
         assert a1.token_logprobs == pytest.approx(a.token_logprobs, abs=1e-4)
