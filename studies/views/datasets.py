@@ -38,7 +38,7 @@ def researcher_required(view):  # type: ignore[no-untyped-def]
 def home(request: HttpRequest) -> HttpResponse:
     if is_researcher(request.user):
         return redirect("studies:dataset-list")
-    return render(request, "studies/annotator_home.html")
+    return redirect("annotation:home")
 
 
 @researcher_required

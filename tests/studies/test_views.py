@@ -45,7 +45,9 @@ def test_annotator_cannot_open_researcher_pages(client, cast):
     assert client.get(reverse("studies:dataset-list")).status_code == 403
     assert upload(client).status_code == 403
     assert ImportJob.objects.count() == 0
-    assert client.get(reverse("studies:home")).status_code == 200
+    home = client.get(reverse("studies:home"), follow=True)
+    assert home.redirect_chain[-1][0] == reverse("annotation:home")
+    assert b"Your annotation work" in home.content
 
 
 def test_upload_saves_a_job_enqueues_on_commit_and_the_task_imports(

@@ -1,0 +1,97 @@
+// Keyboard control of the annotation page. Digits set the focused aspect, Tab or the
+// up/down arrows move between aspects, left/right step the score, Enter submits,
+// "s" opens the skip dialog, "?" the shortcuts. The server does every check.
+(function () {
+  "use strict";
+  const $ = (sel, root) => (root || document).querySelector(sel);
+  const groups = () => Array.from(document.querySelectorAll("#annotate fieldset.aspect"));
+  const focused = () => groups().find((g) => g.contains(document.activeElement));
+
+  function focusGroup(index) {
+    const all = groups();
+    if (all.length) all[Math.max(0, Math.min(all.length - 1, index))].focus();
+  }
+
+  function pick(group, input) {
+    if (!input) return;
+    input.checked = true;
+    group.classList.add("answered");
+  }
+
+  function step(group, delta) {
+    const inputs = Array.from(group.querySelectorAll("input[type=radio]"));
+    const at = inputs.findIndex((i) => i.checked);
+    const next = at < 0 ? (delta > 0 ? 0 : inputs.length - 1) : at + delta;
+    pick(group, inputs[Math.max(0, Math.min(inputs.length - 1, next))]);
+  }
+
+  // htmx binds swapped-in content when it settles (~20 ms later); bind it now, so that a
+  // fast Enter still goes through htmx (without it the form posts normally, also fine).
+  function submit(form) {
+    if (window.htmx) window.htmx.process(form);
+    form.requestSubmit();
+  }
+
+  function openSkip() {
+    const dialog = $("#skip-dialog");
+    if (window.htmx) window.htmx.process(dialog);
+    dialog.showModal();
+    $("#skip-reason", dialog).focus();
+  }
+
+  function toggle(dialog) {
+    if (!dialog) return;
+    if (dialog.open) dialog.close(); else dialog.showModal();
+  }
+
+  document.addEventListener("keydown", (event) => {
+    const form = $("#answer-form");
+    if (!form || event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.target.closest("dialog")) return; // the skip reason is typed there
+    const group = focused();
+    const index = groups().indexOf(group);
+    const key = event.key;
+    if (/^[0-9]$/.test(key)) {
+      const target = group || groups()[0];
+      pick(target, target && target.querySelector(`input[data-key="${key}"]`));
+      if (!group && target) target.focus();
+    } else if (key === "ArrowDown" || key === "ArrowUp") {
+      focusGroup(index < 0 ? 0 : index + (key === "ArrowDown" ? 1 : -1));
+    } else if ((key === "ArrowLeft" || key === "ArrowRight") && group) {
+      step(group, key === "ArrowRight" ? 1 : -1);
+    } else if (key === "Enter") {
+      if (event.target.matches("button, a")) return; // let them do their own thing
+      submit(form);
+    } else if (key === "s" || key === "S") {
+      openSkip();
+    } else if (key === "?") {
+      toggle($("#shortcuts"));
+    } else {
+      return;
+    }
+    event.preventDefault();
+  });
+
+  document.addEventListener("click", (event) => {
+    if (event.target.closest("[data-skip]")) {
+      openSkip();
+    } else if (event.target.closest("[data-close]")) {
+      event.target.closest("dialog").close();
+    } else if (event.target.closest("[data-shortcuts]")) {
+      toggle($("#shortcuts"));
+    }
+  });
+
+  // Answers (422) and refusals (409) come back as the item with its message: show them.
+  document.addEventListener("htmx:beforeSwap", (event) => {
+    const status = event.detail.xhr.status;
+    if (status === 422 || status === 409) {
+      event.detail.shouldSwap = true;
+      event.detail.isError = false;
+    }
+  });
+  document.addEventListener("htmx:afterSettle", () => {
+    if ($("#answer-form") && !focused()) focusGroup(0);
+  });
+  document.addEventListener("DOMContentLoaded", () => focusGroup(0));
+})();

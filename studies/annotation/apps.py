@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+
+
+class AnnotationConfig(AppConfig):
+    name = "studies.annotation"
+    label = "annotation"
+    verbose_name = "Annotation"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,88 @@
+"""Forms of the researcher's campaign pages (the annotator's answers are read by
+:func:`studies.annotation.services.answers.parse_answers`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib.auth import get_user_model
+
+from studies.annotation.models import Campaign
+from studies.annotation.services.campaigns import CampaignSpec, researcher_studies
+from studies.models import Aspect
+from studies.permissions import ANNOTATOR
+
+
+class CampaignForm(forms.Form):
+    study = forms.ModelChoiceField(queryset=None)  # type: ignore[arg-type]
+    name = forms.CharField(max_length=200)
+    mode = forms.ChoiceField(choices=Campaign.Mode.choices, initial=Campaign.Mode.LIKERT)
+    aspects = forms.ModelMultipleChoiceField(
+        queryset=Aspect.objects.order_by("code"), widget=forms.CheckboxSelectMultiple
+    )
+    overlap = forms.IntegerField(min_value=1, max_value=50, initial=3)
+    selection = forms.ChoiceField(choices=Campaign.Selection.choices, initial="all")
+    systems = forms.CharField(
+        required=False, help_text="For chosen systems: their ids, separated by commas."
+    )
+    sample_size = forms.IntegerField(
+        min_value=1, required=False, help_text="For a random subset: how many items."
+    )
+    seed = forms.IntegerField(initial=0)
+    show_references = forms.BooleanField(required=False)
+    annotators = forms.ModelMultipleChoiceField(
+        queryset=get_user_model().objects.filter(groups__name=ANNOTATOR).order_by("username"),
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+    )
+    lease_seconds = forms.IntegerField(min_value=30, max_value=3600, initial=300)
+    gold_threshold = forms.FloatField(min_value=0, max_value=1, initial=0.7)
+
+    def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["study"].queryset = researcher_studies(user).select_related("dataset")  # type: ignore[attr-defined]
+
+    def spec(self) -> CampaignSpec:
+        data = self.cleaned_data
+        systems = [s.strip() for s in data["systems"].split(",") if s.strip()]
+        return CampaignSpec(
+            name=data["name"], mode=data["mode"], aspects=list(data["aspects"]),
+            overlap=data["overlap"], selection=data["selection"], systems=systems,
+            sample_size=data["sample_size"], seed=data["seed"],
+            show_references=data["show_references"], annotators=list(data["annotators"]),
+            lease_seconds=data["lease_seconds"], gold_threshold=data["gold_threshold"],
+        )  # fmt: skip
+
+
+class GoldForm(forms.Form):
+    """An item's expected answer per aspect: a score (Likert) or a, b, tie (pairwise)."""
+
+    item = forms.IntegerField(min_value=1, help_text="The item's number (see the item list).")
+    tolerance = forms.FloatField(min_value=0, initial=0, required=False)
+
+    def __init__(self, *args: Any, campaign: Campaign, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.campaign = campaign
+        for aspect in campaign.aspects.order_by("code"):
+            if campaign.is_pairwise:
+                field: forms.Field = forms.ChoiceField(
+                    choices=[("a", "A better"), ("b", "B better"), ("tie", "Tie")]
+                )
+            else:
+                field = forms.FloatField(min_value=aspect.scale_min, max_value=aspect.scale_max)
+            field.label = f"{aspect.name} ({aspect.code})"
+            self.fields[f"aspect-{aspect.pk}"] = field
+
+    def clean_item(self) -> Any:
+        item = self.campaign.items.filter(pk=self.cleaned_data["item"]).first()
+        if item is None:
+            raise forms.ValidationError("No such item in this campaign.")
+        return item
+
+    def expected(self) -> dict[int, Any]:
+        return {
+            int(name.removeprefix("aspect-")): value
+            for name, value in self.cleaned_data.items()
+            if name.startswith("aspect-")
+        }

@@ -1,0 +1,1 @@
+"""Annotation services: views, tasks and commands call these, never the models directly."""

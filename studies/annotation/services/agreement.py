@@ -1,0 +1,131 @@
+"""Agreement of a campaign's annotators per aspect: Krippendorff's α (ordinal for Likert,
+nominal for pairwise) with a bootstrap interval over items, every pair of annotators'
+Spearman ρ, and each annotator against the mean of the others.
+
+Results are cached under the dataset's data version (every stored answer bumps it); a
+small campaign is computed in the request, a large one by a worker while the page polls.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from typing import Any
+
+import numpy as np
+from django.contrib.auth import get_user_model
+from django.core.cache import cache
+
+from scoring.stats.agreement import annotator_correlations, krippendorff_alpha, versus_others
+from studies.annotation.models import Campaign, PairwiseJudgment
+from studies.annotation.services.answers import scale_points
+from studies.models import Dataset, Judgment
+
+RESAMPLES = 1000
+INLINE_LIMIT = 5000  # answers; above this a worker computes the agreement
+CHOICE_CODES = {"a": 1.0, "tie": 0.0, "b": -1.0}  # ordered, so ρ reads "prefers A"
+
+
+def answers(campaign: Campaign) -> list[tuple[int, int, int, float]]:
+    """(aspect, item, annotator, value) of every answer given in the campaign."""
+    if campaign.is_pairwise:
+        rows = PairwiseJudgment.objects.filter(item__campaign=campaign).values_list(
+            "aspect_id", "item_id", "annotator_id", "choice"
+        )
+        return [(a, i, u, CHOICE_CODES[c]) for a, i, u, c in rows]
+    items = dict(campaign.items.values_list("output_a_id", "pk"))
+    rows = Judgment.objects.filter(
+        output_id__in=list(items),
+        aspect__in=campaign.aspects.all(),
+        annotator__in=campaign.annotators.all(),
+    ).values_list("aspect_id", "output_id", "annotator_id", "value")
+    return [(a, items[o], u, v) for a, o, u, v in rows]
+
+
+def n_answers(campaign: Campaign) -> int:
+    if campaign.is_pairwise:
+        return PairwiseJudgment.objects.filter(item__campaign=campaign).count()
+    return Judgment.objects.filter(
+        output_id__in=campaign.items.values("output_a_id"),
+        annotator__in=campaign.annotators.all(),
+    ).count()
+
+
+def matrix(rows: list[tuple[int, int, float]], users: list[int]) -> np.ndarray:
+    """Annotators (``users`` order) × items, NaN where an annotator gave no answer."""
+    items = sorted({item for item, _, _ in rows})
+    col = {item: k for k, item in enumerate(items)}
+    row = {user: k for k, user in enumerate(users)}
+    data = np.full((len(users), len(items)), np.nan)
+    for item, user, value in rows:
+        data[row[user], col[item]] = value
+    return data
+
+
+def compute_agreement(
+    campaign: Campaign, resamples: int = RESAMPLES, seed: int = 0
+) -> dict[str, Any]:
+    started = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    all_rows = answers(campaign)
+    users = sorted({u for _, _, u, _ in all_rows})
+    names = dict(get_user_model().objects.filter(pk__in=users).values_list("pk", "username"))
+    level = "nominal" if campaign.is_pairwise else "ordinal"
+    result = []
+    for aspect in campaign.aspects.order_by("code"):
+        rows = [(i, u, v) for a, i, u, v in all_rows if a == aspect.pk]
+        data = matrix(rows, users)
+        domain = None if campaign.is_pairwise else scale_points(aspect)
+        alpha = krippendorff_alpha(data, level, rng=rng, resamples=resamples, value_domain=domain)
+        result.append({
+            "code": aspect.code, "name": aspect.name, "level": level,
+            "alpha": _num(alpha.value), "low": _num(alpha.low), "high": _num(alpha.high),
+            "n_units": alpha.n_units, "n_answers": len(rows),
+            "pairs": [{"a": names[users[i]], "b": names[users[j]], "rho": _num(rho), "n": n}
+                      for i, j, rho, n in annotator_correlations(data)],
+            "others": [{"user": names[users[i]], "rho": _num(rho), "n": n}
+                       for i, (rho, n) in enumerate(versus_others(data))],
+        })  # fmt: skip
+    return {
+        "aspects": result,
+        "resamples": resamples,
+        "n_answers": len(all_rows),
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+
+
+def _num(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def cache_key(campaign: Campaign) -> str:
+    version = Dataset.objects.filter(pk=campaign.study.dataset_id).values_list(
+        "data_version", flat=True
+    )[0]
+    raw = f"{campaign.pk}:{campaign.created_at.isoformat()}:{version}:{RESAMPLES}"
+    return "agreement:" + hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+
+def compute_and_cache(campaign: Campaign) -> dict[str, Any]:
+    key = cache_key(campaign)
+    result = compute_agreement(campaign)
+    cache.set(key, result)
+    cache.delete(key + ":pending")
+    return result
+
+
+def available_agreement(campaign: Campaign) -> dict[str, Any] | None:
+    """The cached agreement, or one computed now for a small campaign; for a large one,
+    None after asking a worker (once) to compute it."""
+    key = cache_key(campaign)
+    result: dict[str, Any] | None = cache.get(key)
+    if result is not None:
+        return result
+    if n_answers(campaign) <= INLINE_LIMIT:
+        return compute_and_cache(campaign)
+    if cache.add(key + ":pending", True, 600):
+        from studies.annotation.tasks import compute_agreement_task
+
+        compute_agreement_task.delay(campaign.pk)
+    return None

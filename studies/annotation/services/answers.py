@@ -1,0 +1,168 @@
+"""Check and store an annotator's answers to an item.
+
+Likert answers are ``studies.Judgment`` rows (unique per output, aspect and annotator,
+so the dashboards read them like imported ones); pairwise answers are
+:class:`PairwiseJudgment` rows. Submitting the same answers again writes nothing;
+a changed answer updates the row and adds an :class:`AnswerRevision`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from studies.annotation.models import AnswerRevision, Assignment, Campaign, PairwiseJudgment
+from studies.annotation.services.assignment import check_capacity, claim_next, lock_assignment
+from studies.models import Aspect, Dataset, Judgment
+
+SIDES = {"left": "left", "right": "right", "tie": "tie"}
+
+
+class InvalidAnswer(ValueError):
+    """Answers that cannot be stored; nothing was written."""
+
+
+def scale_points(aspect: Aspect) -> list[float]:
+    """The points an annotator can pick: scale_min, scale_min + 1, …, scale_max."""
+    steps = int(aspect.scale_max - aspect.scale_min)
+    return [aspect.scale_min + k for k in range(steps + 1)]
+
+
+def parse_answers(campaign: Campaign, data: Mapping[str, Any]) -> dict[int, Any]:
+    """Read ``aspect-<pk>`` fields: a scale point (Likert) or left/right/tie (pairwise)."""
+    answers: dict[int, Any] = {}
+    problems = []
+    for aspect in campaign.aspect_list():
+        raw = str(data.get(f"aspect-{aspect.pk}", "")).strip()
+        if not raw:
+            problems.append(f"{aspect.name}: choose an answer")
+        elif campaign.is_pairwise:
+            if raw not in SIDES:
+                problems.append(f"{aspect.name}: expected left, right or tie, got {raw!r}")
+            answers[aspect.pk] = raw
+        else:
+            try:
+                value = float(raw)
+            except ValueError:
+                value = float("nan")
+            if value not in scale_points(aspect):
+                low, high = aspect.scale_min, aspect.scale_max
+                problems.append(f"{aspect.name}: expected a point from {low:g} to {high:g}")
+            answers[aspect.pk] = value
+    if problems:
+        raise InvalidAnswer("; ".join(problems))
+    return answers
+
+
+def submit(assignment_id: int, user: Any, answers: dict[int, Any]) -> bool:
+    """Store the answers (see :func:`parse_answers`); True if anything changed."""
+    with transaction.atomic():
+        changed, dataset_id = _store(assignment_id, user, answers)
+        if changed:
+            Dataset(pk=dataset_id).bump_data_version()
+    return changed
+
+
+def submit_and_claim(
+    assignment_id: int, user: Any, answers: dict[int, Any], campaign: Campaign
+) -> tuple[bool, Assignment | None]:
+    """Store the answers and lease the next item in one transaction (one commit).
+
+    Locks come in the order every flow takes them: the assignment, the campaign (a first
+    answer checks its lease under it), the dataset row last."""
+    with transaction.atomic():
+        changed, dataset_id = _store(assignment_id, user, answers)
+        following = claim_next(campaign, user)
+        if changed:
+            Dataset(pk=dataset_id).bump_data_version()
+    return changed, following
+
+
+def _store(assignment_id: int, user: Any, answers: dict[int, Any]) -> tuple[bool, int]:
+    """Write the answers in the caller's transaction: (changed, the dataset to bump)."""
+    assignment = lock_assignment(assignment_id, user)
+    now = timezone.now()
+    if assignment.item.campaign.is_pairwise:
+        changes = _store_pairwise(assignment, answers)
+    else:
+        changes = _store_likert(assignment, answers, now)
+    AnswerRevision.objects.bulk_create(
+        AnswerRevision(assignment=assignment, aspect_id=aspect, **answer)
+        for aspect, answer in changes.items()
+    )
+    # last, so the campaign lock is held briefly; a refusal rolls the writes back
+    check_capacity(assignment)
+    if assignment.status != Assignment.Status.DONE:
+        assignment.status = Assignment.Status.DONE
+        assignment.skip_reason = ""
+        assignment.submitted_at = now
+        assignment.seconds = (now - assignment.leased_at).total_seconds()
+        assignment.save(update_fields=["status", "skip_reason", "submitted_at", "seconds"])
+    return bool(changes), assignment.item.campaign.study.dataset_id
+
+
+def _store_likert(
+    assignment: Assignment, answers: dict[int, float], now: Any
+) -> dict[int, dict[str, Any]]:
+    output_id = assignment.item.output_a_id
+    existing = {
+        j.aspect_id: j
+        for j in Judgment.objects.filter(
+            output_id=output_id, annotator_id=assignment.annotator_id, aspect_id__in=list(answers)
+        )
+    }
+    changes: dict[int, dict[str, Any]] = {}
+    new = []
+    for aspect, value in answers.items():
+        judgment = existing.get(aspect)
+        if judgment is None:
+            new.append(Judgment(output_id=output_id, aspect_id=aspect, value=value,
+                                annotator_id=assignment.annotator_id))  # fmt: skip
+        elif judgment.value != value:
+            Judgment.objects.filter(pk=judgment.pk).update(value=value, updated_at=now)
+        else:
+            continue
+        changes[aspect] = {"value": value}
+    # bulk writes skip the per-row data-version signal; submit() bumps it once
+    Judgment.objects.bulk_create(new)
+    return changes
+
+
+def _store_pairwise(assignment: Assignment, answers: dict[int, str]) -> dict[int, dict[str, Any]]:
+    item = assignment.item
+    a_side = "left" if assignment.left_is_a else "right"
+    existing = {
+        j.aspect_id: j
+        for j in PairwiseJudgment.objects.filter(item=item, annotator_id=assignment.annotator_id)
+    }
+    left_output = item.output_a_id if assignment.left_is_a else item.output_b_id
+    changes: dict[int, dict[str, Any]] = {}
+    for aspect, side in answers.items():
+        choice = "tie" if side == "tie" else ("a" if side == a_side else "b")
+        judgment = existing.get(aspect)
+        if judgment is not None and judgment.choice == choice:
+            continue
+        PairwiseJudgment.objects.update_or_create(
+            item=item, aspect_id=aspect, annotator_id=assignment.annotator_id,
+            defaults={"choice": choice, "left_output_id": left_output},
+        )  # fmt: skip
+        changes[aspect] = {"choice": choice}
+    return changes
+
+
+def current_answers(assignment: Assignment) -> dict[int, Any]:
+    """The user's stored answers to the item, as the form shows them (for a revisit)."""
+    if assignment.status == Assignment.Status.LEASED and assignment.submitted_at is None:
+        return {}  # never answered
+    item = assignment.item
+    if item.campaign.is_pairwise:
+        a_side = "left" if assignment.left_is_a else "right"
+        b_side = "right" if assignment.left_is_a else "left"
+        sides = {"a": a_side, "b": b_side, "tie": "tie"}
+        rows = PairwiseJudgment.objects.filter(item=item, annotator=assignment.annotator)
+        return {j.aspect_id: sides[j.choice] for j in rows}
+    rows = Judgment.objects.filter(output_id=item.output_a_id, annotator=assignment.annotator)
+    return {j.aspect_id: j.value for j in rows}

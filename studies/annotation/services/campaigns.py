@@ -1,0 +1,142 @@
+"""Create a campaign and its items; who may see which campaign."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import Group
+from django.db import transaction
+from django.db.models import Q, QuerySet
+
+from studies.annotation.models import Campaign, CampaignAnnotator, Item
+from studies.models import Aspect, Output, Study, StudyMember
+from studies.permissions import ANNOTATOR
+
+
+class CampaignError(ValueError):
+    """A campaign that cannot be created as asked; nothing was written."""
+
+
+@dataclass(frozen=True)
+class CampaignSpec:
+    """What a researcher asks for (the form's cleaned data)."""
+
+    name: str
+    mode: str = Campaign.Mode.LIKERT
+    aspects: Sequence[Aspect] = ()
+    overlap: int = 3
+    selection: str = Campaign.Selection.ALL
+    systems: Sequence[str] = ()
+    sample_size: int | None = None
+    seed: int = 0
+    show_references: bool = False
+    annotators: Sequence[Any] = ()
+    lease_seconds: int = 300
+    gold_threshold: float = 0.7
+
+
+def study_systems(study: Study) -> list[str]:
+    outputs = Output.objects.filter(document__dataset_id=study.dataset_id)
+    return sorted(outputs.values_list("system_id", flat=True).distinct())
+
+
+def _units(study: Study, spec: CampaignSpec) -> list[tuple[int, int, int | None, str]]:
+    """(document, output A, output B or None, system key) for every candidate item."""
+    outputs = Output.objects.filter(document__dataset_id=study.dataset_id)
+    if spec.selection == Campaign.Selection.SYSTEMS:
+        outputs = outputs.filter(system_id__in=list(spec.systems))
+    rows = list(outputs.order_by("document_id", "pk").values_list("document_id", "pk", "system_id"))
+    if spec.mode == Campaign.Mode.LIKERT:
+        return [(doc, pk, None, system) for doc, pk, system in rows]
+    units = []
+    for doc, group in itertools.groupby(rows, key=lambda row: row[0]):
+        for (_, a, sys_a), (_, b, sys_b) in itertools.combinations(list(group), 2):
+            units.append((doc, a, b, " vs ".join(sorted([sys_a, sys_b]))))
+    return units
+
+
+def _check(study: Study, spec: CampaignSpec) -> None:
+    if spec.mode not in Campaign.Mode.values or spec.selection not in Campaign.Selection.values:
+        raise CampaignError("Unknown judgment mode or selection.")
+    if not spec.aspects:
+        raise CampaignError("Choose at least one aspect.")
+    allowed = set(study.aspects.values_list("pk", flat=True))
+    if allowed and any(a.pk not in allowed for a in spec.aspects):
+        raise CampaignError("Every aspect must be one of the study's aspects.")
+    if spec.overlap < 1:
+        raise CampaignError("Overlap must be at least 1.")
+    if spec.selection == Campaign.Selection.SYSTEMS:
+        unknown = set(spec.systems) - set(study_systems(study))
+        if not spec.systems or unknown:
+            raise CampaignError(f"Choose systems of the dataset (unknown: {sorted(unknown)}).")
+    if spec.selection == Campaign.Selection.RANDOM and not spec.sample_size:
+        raise CampaignError("A random subset needs a size.")
+    group = Group.objects.filter(name=ANNOTATOR).first()
+    for user in spec.annotators:
+        if group is None or not user.groups.filter(pk=group.pk).exists():
+            raise CampaignError(f"{user.get_username()} is not an annotator account.")
+
+
+@transaction.atomic
+def create_campaign(study: Study, spec: CampaignSpec, created_by: Any) -> Campaign:
+    """Validate ``spec``, then write the campaign, its items in seeded random order and
+    its invitations in one transaction (bad input writes nothing)."""
+    _check(study, spec)
+    units = _units(study, spec)
+    rng = random.Random(spec.seed)
+    if spec.selection == Campaign.Selection.RANDOM:
+        units = rng.sample(units, min(spec.sample_size or 0, len(units)))
+    if not units:
+        raise CampaignError("The selection contains no items.")
+    rng.shuffle(units)
+    campaign = Campaign.objects.create(
+        study=study, name=spec.name, mode=spec.mode, overlap=spec.overlap,
+        selection=spec.selection, systems=list(spec.systems), sample_size=spec.sample_size,
+        seed=spec.seed, show_references=spec.show_references, lease_seconds=spec.lease_seconds,
+        gold_threshold=spec.gold_threshold, created_by=created_by,
+    )  # fmt: skip
+    campaign.aspects.set(spec.aspects)
+    Item.objects.bulk_create(
+        Item(campaign=campaign, document_id=doc, output_a_id=a, output_b_id=b,
+             system_key=system, position=k)
+        for k, (doc, a, b, system) in enumerate(units)
+    )  # fmt: skip
+    invite(campaign, spec.annotators)
+    return campaign
+
+
+def invite(campaign: Campaign, users: Iterable[Any]) -> None:
+    """Invite accounts to the campaign (and to its study as annotators)."""
+    for user in users:
+        CampaignAnnotator.objects.get_or_create(campaign=campaign, user=user)
+        StudyMember.objects.get_or_create(
+            study=campaign.study, user=user, defaults={"role": StudyMember.Role.ANNOTATOR}
+        )
+
+
+def researcher_campaigns(user: Any) -> QuerySet[Campaign]:
+    """Campaigns whose study the user owns or researches in; all for admins."""
+    campaigns = Campaign.objects.select_related("study", "study__dataset")
+    if user.is_superuser:
+        return campaigns
+    return campaigns.filter(
+        Q(study__owner=user)
+        | Q(study__memberships__user=user, study__memberships__role=StudyMember.Role.RESEARCHER)
+    ).distinct()
+
+
+def researcher_studies(user: Any) -> QuerySet[Study]:
+    if user.is_superuser:
+        return Study.objects.all()
+    return Study.objects.filter(
+        Q(owner=user) | Q(memberships__user=user, memberships__role=StudyMember.Role.RESEARCHER)
+    ).distinct()
+
+
+def annotator_campaigns(user: Any) -> QuerySet[Campaign]:
+    """Campaigns the user was invited to annotate."""
+    return Campaign.objects.filter(invitations__user=user)

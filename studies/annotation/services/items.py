@@ -1,0 +1,107 @@
+"""What an annotator's item page shows: the source (or the dialogue as turns), the
+references when the campaign shows them, the output(s), one control per aspect. Never
+metric scores, nor other annotators' answers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from studies.annotation.models import Assignment, Campaign
+from studies.annotation.services.answers import current_answers, scale_points
+from studies.models import Aspect
+
+PAIRWISE_POINTS = (("left", "1", "Left is better"), ("tie", "2", "Tie"),
+                   ("right", "3", "Right is better"))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Point:
+    value: str  # what the form posts
+    key: str  # the digit that picks it ("" when none)
+    label: str
+    anchor: str
+
+
+@dataclass(frozen=True)
+class AspectControl:
+    aspect: Aspect
+    points: list[Point]
+    current: str
+
+
+def turns(context: Any) -> list[dict[str, str]] | None:
+    """A dialogue history as turns ``{"speaker", "text"}``; None when it is not one."""
+    if isinstance(context, dict):
+        for key in ("history", "turns", "dialogue", "messages"):
+            if isinstance(context.get(key), list):
+                return turns(context[key])
+        return None
+    if not isinstance(context, list) or not context:
+        return None
+    result = []
+    for turn in context:
+        if isinstance(turn, str):
+            result.append({"speaker": "", "text": turn})
+        elif isinstance(turn, dict):
+            speaker = turn.get("speaker") or turn.get("role") or ""
+            text = turn.get("text") or turn.get("content") or turn.get("utterance") or ""
+            result.append({"speaker": str(speaker), "text": str(text)})
+        else:
+            return None
+    return result
+
+
+def _fmt(value: float) -> str:
+    return f"{value:g}"
+
+
+def _current(raw: Any) -> str:
+    try:
+        return _fmt(float(raw))
+    except (TypeError, ValueError):
+        return ""
+
+
+def controls(campaign: Campaign, answers: dict[int, Any]) -> list[AspectControl]:
+    result = []
+    for aspect in campaign.aspect_list():
+        if campaign.is_pairwise:
+            points = [Point(v, k, label, "") for v, k, label in PAIRWISE_POINTS]
+            current = str(answers.get(aspect.pk, ""))
+        else:
+            anchors = aspect.anchors if isinstance(aspect.anchors, dict) else {}
+            points = [
+                Point(_fmt(p), _fmt(p) if len(_fmt(p)) == 1 else "", _fmt(p),
+                      str(anchors.get(_fmt(p), "")))
+                for p in scale_points(aspect)
+            ]  # fmt: skip
+            current = _current(answers.get(aspect.pk))
+        result.append(AspectControl(aspect, points, current))
+    return result
+
+
+def item_context(assignment: Assignment, draft: dict[int, Any] | None = None) -> dict[str, Any]:
+    """The template context of an item; ``draft`` replaces the stored answers (a
+    rejected submission is shown back as the annotator left it)."""
+    item = assignment.item
+    campaign = item.campaign
+    document = item.document
+    if campaign.is_pairwise:
+        a, b = item.output_a, item.output_b
+        outputs = (
+            [("Left", a), ("Right", b)] if assignment.left_is_a else [("Left", b), ("Right", a)]
+        )
+    else:
+        outputs = [("Output", item.output_a)]
+    answers = current_answers(assignment) if draft is None else draft
+    return {
+        "campaign": campaign,
+        "assignment": assignment,
+        "item": item,
+        "document": document,
+        "turns": turns(document.context),
+        "references": document.references if campaign.show_references else [],
+        "outputs": [{"label": label, "text": output.text} for label, output in outputs],
+        "controls": controls(campaign, answers),
+    }

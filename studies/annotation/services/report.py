@@ -1,0 +1,105 @@
+"""What the researcher sees of a campaign: progress per annotator and per aspect, time
+per item, skipped items with their reasons, gold agreement."""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from studies.annotation.models import Assignment, Campaign, PairwiseJudgment
+from studies.annotation.services.gold import GoldScore, gold_scores
+from studies.models import Judgment
+
+
+@dataclass
+class AnnotatorRow:
+    username: str
+    user_id: int
+    done: int = 0
+    skipped: int = 0
+    leased: int = 0
+    seconds: list[float] = field(default_factory=list)
+    gold: GoldScore | None = None
+
+    @property
+    def median_seconds(self) -> float | None:
+        return statistics.median(self.seconds) if self.seconds else None
+
+
+def annotator_rows(campaign: Campaign) -> list[AnnotatorRow]:
+    """One row per invited annotator: done, skipped, live leases, seconds per item, gold."""
+    rows = {
+        user.pk: AnnotatorRow(user.get_username(), user.pk)
+        for user in campaign.annotators.order_by("username")
+    }
+    assignments = Assignment.objects.filter(item__campaign=campaign).values_list(
+        "annotator_id", "status", "seconds", "expires_at"
+    )
+    now = timezone.now()
+    for user, status, seconds, expires in assignments:
+        row = rows.get(user)
+        if row is None:
+            continue
+        if status == Assignment.Status.DONE:
+            row.done += 1
+            if seconds is not None:
+                row.seconds.append(seconds)
+        elif status == Assignment.Status.SKIPPED:
+            row.skipped += 1
+        elif expires > now:
+            row.leased += 1
+    for user, score in gold_scores(campaign).items():
+        if user in rows:
+            rows[user].gold = score
+    return list(rows.values())
+
+
+def item_summary(campaign: Campaign) -> dict[str, int]:
+    done = Count("assignments", filter=Q(assignments__status=Assignment.Status.DONE))
+    counts = campaign.items.annotate(n=done).values_list("n", flat=True)
+    tally = Counter(min(n, campaign.overlap) for n in counts)
+    return {
+        "items": sum(tally.values()),
+        "complete": tally[campaign.overlap],
+        "started": sum(v for k, v in tally.items() if 0 < k < campaign.overlap),
+        "untouched": tally[0],
+        "needed": sum(tally.values()) * campaign.overlap,
+        "answered": sum(k * v for k, v in tally.items()),
+    }
+
+
+def aspect_rows(campaign: Campaign) -> list[dict[str, Any]]:
+    if campaign.is_pairwise:
+        counts = dict(
+            PairwiseJudgment.objects.filter(item__campaign=campaign)
+            .values_list("aspect_id")
+            .annotate(n=Count("pk"))
+            .values_list("aspect_id", "n")
+        )
+    else:
+        counts = dict(
+            Judgment.objects.filter(
+                output_id__in=campaign.items.values("output_a_id"),
+                annotator__in=campaign.annotators.all(),
+            )
+            .values_list("aspect_id")
+            .annotate(n=Count("pk"))
+            .values_list("aspect_id", "n")
+        )
+    return [
+        {"aspect": aspect, "answers": counts.get(aspect.pk, 0)}
+        for aspect in campaign.aspects.order_by("code")
+    ]
+
+
+def skipped_items(campaign: Campaign, limit: int = 100) -> list[Assignment]:
+    return list(
+        Assignment.objects.filter(item__campaign=campaign, status=Assignment.Status.SKIPPED)
+        .select_related("annotator", "item__document")
+        .order_by("-submitted_at")[:limit]
+    )

@@ -1,0 +1,18 @@
+"""Celery tasks of the annotation app: thin wrappers that take an id."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+
+@shared_task(name="annotation.tasks.compute_agreement", queue="cpu")
+def compute_agreement_task(campaign_id: int) -> str:
+    """Compute and cache a campaign's agreement (see :mod:`.services.agreement`)."""
+    from studies.annotation.models import Campaign
+    from studies.annotation.services.agreement import compute_and_cache
+
+    campaign = Campaign.objects.select_related("study").filter(pk=campaign_id).first()
+    if campaign is None:
+        return "campaign gone"
+    result = compute_and_cache(campaign)
+    return f"{result['n_answers']} answers in {result['seconds']} s"

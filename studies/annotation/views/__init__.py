@@ -1,0 +1,1 @@
+"""Annotation pages: ``annotate`` for annotators, ``campaigns`` for researchers."""

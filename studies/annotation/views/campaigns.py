@@ -1,0 +1,124 @@
+"""The researcher's campaign pages: list, create, progress and agreement, gold items,
+close/reopen, and the preference pairs export."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.cache import patch_vary_headers
+from django.views.decorators.http import require_GET, require_POST
+
+from studies.annotation.forms import CampaignForm, GoldForm
+from studies.annotation.models import Campaign
+from studies.annotation.services import agreement, gold, report
+from studies.annotation.services.answers import InvalidAnswer
+from studies.annotation.services.campaigns import (
+    CampaignError,
+    create_campaign,
+    researcher_campaigns,
+)
+from studies.annotation.services.preferences import preference_pairs
+from studies.views.datasets import HTMX_STOP_POLLING, researcher_required
+
+
+def _campaign(request: HttpRequest, pk: int) -> Campaign:
+    return get_object_or_404(researcher_campaigns(request.user), pk=pk)
+
+
+@require_GET
+@researcher_required
+def campaign_list(request: HttpRequest) -> HttpResponse:
+    campaigns = researcher_campaigns(request.user).order_by("-created_at")
+    return render(request, "annotation/campaign_list.html", {"campaigns": campaigns})
+
+
+@researcher_required
+def campaign_new(request: HttpRequest) -> HttpResponse:
+    form = CampaignForm(request.POST or None, user=request.user)
+    if request.method == "POST" and form.is_valid():
+        try:
+            campaign = create_campaign(form.cleaned_data["study"], form.spec(), request.user)
+        except CampaignError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Campaign created with {campaign.items.count()} items.")
+            return redirect("annotation:campaign-detail", pk=campaign.pk)
+    status = 400 if request.method == "POST" else 200
+    return render(request, "annotation/campaign_new.html", {"form": form}, status=status)
+
+
+@require_GET
+@researcher_required
+def campaign_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    campaign = _campaign(request, pk)
+    result = agreement.available_agreement(campaign)
+    if request.htmx and request.htmx.target == "agreement":
+        response = render(request, "annotation/partials/agreement.html",
+                          {"campaign": campaign, "agreement": result})  # fmt: skip
+        if result is not None and request.GET.get("poll"):
+            response.status_code = HTMX_STOP_POLLING
+    else:
+        response = render(request, "annotation/campaign_detail.html", _detail(campaign, result))
+    patch_vary_headers(response, ["HX-Request"])
+    return response
+
+
+def _detail(campaign: Campaign, result: object, form: GoldForm | None = None) -> dict[str, object]:
+    return {
+        "campaign": campaign, "agreement": result, "annotators": report.annotator_rows(campaign),
+        "items": report.item_summary(campaign), "aspects": report.aspect_rows(campaign),
+        "skipped": report.skipped_items(campaign), "gold_form": form or GoldForm(campaign=campaign),
+        "gold_items": campaign.items.filter(gold_answer__isnull=False).select_related("document"),
+        "item_list": campaign.items.select_related("document")[:200],
+    }  # fmt: skip
+
+
+@require_POST
+@researcher_required
+def campaign_gold(request: HttpRequest, pk: int) -> HttpResponse:
+    campaign = _campaign(request, pk)
+    form = GoldForm(request.POST, campaign=campaign)
+    if form.is_valid():
+        try:
+            gold.set_gold(form.cleaned_data["item"], form.expected(),
+                          form.cleaned_data["tolerance"] or 0.0)  # fmt: skip
+        except InvalidAnswer as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Item {form.cleaned_data['item'].pk} is now a gold item.")
+            return redirect("annotation:campaign-detail", pk=campaign.pk)
+    context = _detail(campaign, agreement.available_agreement(campaign), form)
+    return render(request, "annotation/campaign_detail.html", context, status=400)
+
+
+@require_POST
+@researcher_required
+def campaign_status(request: HttpRequest, pk: int) -> HttpResponse:
+    campaign = _campaign(request, pk)
+    wanted = request.POST.get("status", "")
+    if wanted not in Campaign.Status.values:
+        return HttpResponse("status must be open or closed", status=400)
+    Campaign.objects.filter(pk=campaign.pk).update(status=wanted)
+    messages.success(request, f"Campaign {campaign.name} is now {wanted}.")
+    return redirect("annotation:campaign-detail", pk=campaign.pk)
+
+
+@require_GET
+@researcher_required
+def campaign_preferences(request: HttpRequest, pk: int) -> StreamingHttpResponse:
+    campaign = _campaign(request, pk)
+    flagged = (
+        gold.flagged_annotator_ids(campaign) if request.GET.get("flagged") == "exclude" else ()
+    )
+    lines = (
+        json.dumps(asdict(p)) + "\n" for p in preference_pairs(campaign, exclude_annotators=flagged)
+    )
+    response = StreamingHttpResponse(lines, content_type="application/x-ndjson; charset=utf-8")
+    response["Content-Disposition"] = (
+        f'attachment; filename="campaign-{campaign.pk}-preferences.jsonl"'
+    )
+    return response

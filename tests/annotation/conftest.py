@@ -1,0 +1,60 @@
+"""A small study to annotate: 4 documents × 3 systems, the cast, two more annotators."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from studies.annotation.models import Campaign
+from studies.annotation.services.campaigns import CampaignSpec, create_campaign
+from studies.models import Aspect, Study
+from tests.factories import DatasetFactory, DocumentFactory, OutputFactory, UserFactory
+
+SYSTEMS = ("s1", "s2", "s3")
+
+
+def make_study(owner: Any) -> Study:
+    dataset = DatasetFactory(name="annot", owner=owner)
+    for d in range(4):
+        doc = DocumentFactory(dataset=dataset, doc_key=f"d{d}", source=f"Source text {d}.",
+                              references=[f"Reference text {d}."])  # fmt: skip
+        for system in SYSTEMS:
+            OutputFactory(document=doc, system_id=system, text=f"Output of {system} for d{d}.")
+    return Study.objects.create(name="Annotated study", dataset=dataset, owner=owner)
+
+
+def new_campaign(study: Study, owner: Any, annotators: list[Any], **overrides: Any) -> Campaign:
+    codes = overrides.pop("aspect_codes", ("COH", "FLU"))
+    spec = CampaignSpec(
+        name=overrides.pop("name", "Campaign"),
+        aspects=list(Aspect.objects.filter(code__in=codes)),
+        annotators=annotators,
+        **overrides,
+    )
+    return create_campaign(study, spec, owner)
+
+
+@pytest.fixture
+def study(cast) -> Study:  # type: ignore[no-untyped-def]
+    return make_study(cast["owner"])
+
+
+@pytest.fixture
+def annotators(cast) -> list[Any]:  # type: ignore[no-untyped-def]
+    """Three annotator accounts: the cast's, ann2 and ann3."""
+    return [cast["annotator"]] + [UserFactory(username=f"ann{k}", role="annotator") for k in (2, 3)]
+
+
+@pytest.fixture
+def make_campaign(study, cast, annotators) -> Callable[..., Campaign]:  # type: ignore[no-untyped-def]
+    def make(**overrides: Any) -> Campaign:
+        invited = overrides.pop("annotators", annotators)
+        return new_campaign(study, cast["owner"], invited, **overrides)
+
+    return make
+
+
+def likert_answers(campaign: Campaign, value: float = 4) -> dict[int, float]:
+    return {aspect.pk: value for aspect in campaign.aspects.all()}
