@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "rest_framework",
     "studies",
+    "studies.annotation",
 ]
 
 MIDDLEWARE = [
@@ -154,7 +155,11 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ACKS_LATE = True  # a worker killed mid-task leaves the message for another
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "cpu"
-CELERY_TASK_ROUTES = {"studies.tasks.run_metric": {"queue": "gpu"}}
+CELERY_TASK_ROUTES = {
+    "studies.tasks.run_metric": {"queue": "gpu"},
+    "studies.tasks.generate_steps": {"queue": "gpu"},
+    "studies.tasks.run_metric_cpu": {"queue": "cpu"},
+}
 CELERY_TASK_ALWAYS_EAGER = False
 
 # --- cache (correlation results; shared by web and workers) ---------------------------

@@ -182,7 +182,7 @@ class MetricRunAdmin(admin.ModelAdmin):
     )
     list_filter = ("kind", "status", "metric", "dataset")
     readonly_fields = ("created_at", "started_at", "finished_at")
-    raw_id_fields = ("aspect_version", "template_version")
+    raw_id_fields = ("aspect_version", "template_version", "steps")
 
     @admin.display(description="aspect version")
     def aspect_version_link(self, run: models.MetricRun) -> str:
@@ -191,6 +191,21 @@ class MetricRunAdmin(admin.ModelAdmin):
         version = run.aspect_version
         url = reverse("admin:studies_aspectversion_change", args=[version.pk])
         return format_html('<a href="{}">{} v{}</a>', url, version.aspect.code, version.version)
+
+
+@admin.register(models.EvaluationSteps)
+class EvaluationStepsAdmin(admin.ModelAdmin):
+    """Read-only: steps change through the steps page, where an edit is a new version."""
+
+    list_display = ("task", "aspect_version", "version", "origin", "created_by", "created_at")
+    list_filter = ("task", "origin")
+    readonly_fields = [f.name for f in models.EvaluationSteps._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
 
 @admin.register(models.ImportJob)

@@ -43,3 +43,26 @@ def run_metric(run_id: int) -> str:
     from studies.services.runs import execute_run
 
     return execute_run(run_id)
+
+
+@shared_task(name="studies.tasks.run_metric_cpu", queue="cpu", acks_late=True)
+def run_metric_cpu(run_id: int) -> str:
+    """Execute a run of a metric that needs no language model (ROUGE, BLEU, chrF, BERTScore)."""
+    from studies.services.runs import execute_run
+
+    return execute_run(run_id)
+
+
+@shared_task(name="studies.tasks.generate_steps", queue="gpu")
+def generate_steps(
+    task_id: int,
+    aspect_version_id: int,
+    model: str = "default",
+    seed: int = 0,
+    force: bool = False,
+    user_id: int | None = None,
+) -> int:
+    """Generate G-Eval's evaluation steps for a task and aspect version (returns their id)."""
+    from studies.services.steps import generate_steps_job
+
+    return generate_steps_job(task_id, aspect_version_id, model, seed, force, user_id)

@@ -18,6 +18,9 @@ urlpatterns = [
     path("runs/<int:pk>/", views.run_detail, name="run-detail"),
     path("runs/<int:pk>/cancel/", views.run_cancel, name="run-cancel"),
     path("runs/<int:pk>/resume/", views.run_resume, name="run-resume"),
+    path("runs/<int:pk>/variant/", views.run_variant, name="run-variant"),
+    path("steps/<slug:task>/<str:aspect>/", views.steps_detail, name="steps-detail"),
+    path("steps/<slug:task>/<str:aspect>/generate/", views.steps_generate, name="steps-generate"),
     path("datasets/<slug:name>/correlations/", views.correlations, name="correlations"),
     path(
         "datasets/<slug:name>/correlations/paper/",

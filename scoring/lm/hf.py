@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from scoring.lm import _causal, _seq2seq
+from scoring.lm._hf_rating import RatingMixin
 from scoring.lm._util import sane_limit
 from scoring.lm.base import TargetRequest, TargetScore
 
@@ -282,8 +283,9 @@ def _head_is_plain(model: Any, config: Any) -> bool:
     return same
 
 
-class HFLanguageModel:
-    """Target log-probabilities from a Hugging Face model.
+class HFLanguageModel(RatingMixin):
+    """Target log-probabilities (GPTScore) and rating distributions (G-Eval, from
+    :class:`RatingMixin`) from a Hugging Face model.
 
     ``model`` is a hub id, a local directory or a ``.gguf`` file. ``batch_size`` is the
     number of targets per forward. ``max_length`` caps the context (defaults to the

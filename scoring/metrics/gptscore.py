@@ -20,10 +20,11 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from scoring.lm.base import LanguageModel, Reduction, TargetRequest, TargetScore
+from scoring.metrics.base import Item, ScoreResult
 from scoring.prompts import render
 
 DIMENSIONS = ("src_hypo", "ref_hypo", "hypo_ref", "avg_f")
@@ -38,18 +39,6 @@ class Template:
 
     text: str
     target: str = "{hypo}"
-
-
-@dataclass(frozen=True)
-class Item:
-    """One output to score, with its document."""
-
-    key: Hashable
-    doc_key: str
-    source: str
-    hypothesis: str
-    references: tuple[str, ...] = ()
-    history: tuple[str, ...] = ()  # dialogue turns before the response, oldest first
 
 
 @dataclass(frozen=True)
@@ -87,16 +76,6 @@ class GPTScoreConfig:
             raise ValueError("avg_f needs the hypo→ref template as `reverse`")
         if self.setting == "IDM" and self.k < 1:
             raise ValueError("IDM needs k ≥ 1 demonstrations")
-
-
-@dataclass(frozen=True)
-class ScoreResult:
-    """One output's score, or why there is none (never a silent 0)."""
-
-    key: Hashable
-    value: float | None
-    details: dict[str, Any] = field(default_factory=dict)
-    error: str | None = None
 
 
 def render_history(history: Sequence[str], response: str) -> str:

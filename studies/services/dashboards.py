@@ -58,6 +58,7 @@ class MatrixParams:
     unit: str = "documents"
     seed: int = 0
     policy: str = "skip"
+    exclude_flagged: bool = False  # leave out annotators flagged on gold items
 
     @classmethod
     def from_query(cls, query: Any) -> MatrixParams:
@@ -69,6 +70,7 @@ class MatrixParams:
             params,
             level=level if level in {lv.value for lv in Level} else params.level,
             coefficient=coefficient if coefficient in COEFFICIENT_NAMES else params.coefficient,
+            exclude_flagged=query.get("flagged") == "exclude",
         )
 
     @property
@@ -124,7 +126,12 @@ def compute_and_cache(dataset: Dataset, params: MatrixParams) -> dict[str, Any]:
     def report(done: int, total: int) -> None:
         cache.set(key + ":progress", {"done": done, "total": total}, 600)
 
-    result = compute_matrix(load_frame(dataset), params, report)
+    excluded: set[int] = set()
+    if params.exclude_flagged:
+        from studies.annotation.services.gold import flagged_for_dataset
+
+        excluded = flagged_for_dataset(dataset)
+    result = compute_matrix(load_frame(dataset, exclude_annotators=excluded), params, report)
     cache.set(key, result)
     cache.delete(key + ":progress")
     return result

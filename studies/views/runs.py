@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from django import forms
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
@@ -17,25 +19,51 @@ from studies.services.runs import (
     RunRequest,
     can_resume,
     cancel_run,
+    derive_variant,
     resume_run,
     start_run,
+    start_runs,
 )
 from studies.views.datasets import HTMX_STOP_POLLING, researcher_required
 
 
 class RunForm(forms.Form):
+    metric = forms.ChoiceField(
+        choices=[("gptscore", "GPTScore"), ("geval", "G-Eval"),
+                 ("rouge", "ROUGE-1/2/L (three runs)"), ("bleu", "BLEU"), ("chrf", "chrF"),
+                 ("bertscore", "BERTScore-style similarity")],
+        initial="gptscore",
+        required=False,
+    )  # fmt: skip
     aspects = forms.ModelMultipleChoiceField(
-        queryset=Aspect.objects.none(), widget=forms.CheckboxSelectMultiple
+        queryset=Aspect.objects.none(),
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+        help_text="GPTScore and G-Eval: one run per aspect",
     )
     setting = forms.ChoiceField(choices=[("IST", "IST: instruction"), ("VAL", "VAL: no instruction"),
-                                         ("IDM", "IDM: instruction + demonstrations")])  # fmt: skip
+                                         ("IDM", "IDM: instruction + demonstrations")],
+                                help_text="GPTScore only")  # fmt: skip
     dimension = forms.ChoiceField(choices=[("src_hypo", "src→hypo"), ("ref_hypo", "ref→hypo"),
-                                           ("hypo_ref", "hypo→ref"), ("avg_f", "avg of ref→hypo and hypo→ref")])  # fmt: skip
+                                           ("hypo_ref", "hypo→ref"), ("avg_f", "avg of ref→hypo and hypo→ref")],
+                                  help_text="GPTScore only")  # fmt: skip
     model = forms.CharField(
-        initial="default", help_text="'default' (SmolLM2-135M-Instruct), a local path or a hub id"
+        initial="default",
+        help_text="'default' (SmolLM2-135M-Instruct; all-MiniLM-L6-v2 for BERTScore), "
+        "a local path or a hub id",
     )
     k = forms.IntegerField(
         min_value=0, max_value=8, initial=2, help_text="demonstrations (IDM only)"
+    )
+    steps = forms.ChoiceField(choices=[("auto", "auto chain-of-thought (generated once, editable)"),
+                                       ("none", "no evaluation steps")], help_text="G-Eval only",
+                              required=False)  # fmt: skip
+    weighting = forms.ChoiceField(choices=[("prob", "Σ p(s)·s"), ("argmax", "most probable label")],
+                                  help_text="G-Eval only", required=False)  # fmt: skip
+    references = forms.ChoiceField(
+        choices=[("", "the metric's convention"), ("mean", "mean"), ("max", "max")],
+        required=False,
+        help_text="several references: mean for ROUGE, max for GPTScore and BERTScore by default",
     )
     limit_docs = forms.IntegerField(
         min_value=1, required=False, help_text="only the first N documents"
@@ -46,6 +74,14 @@ class RunForm(forms.Form):
         self.fields["aspects"].queryset = (
             Aspect.objects.filter(tasks=task) if task else Aspect.objects.all()
         )
+
+    def clean(self):  # type: ignore[no-untyped-def]
+        data = super().clean()
+        for name, default in (("metric", "gptscore"), ("steps", "auto"), ("weighting", "prob")):
+            data[name] = data.get(name) or default
+        if data.get("metric") in ("gptscore", "geval") and not data.get("aspects"):
+            self.add_error("aspects", "Choose at least one aspect for GPTScore or G-Eval.")
+        return data
 
 
 def _runs(request: HttpRequest):  # type: ignore[no-untyped-def]
@@ -60,13 +96,20 @@ def run_new(request: HttpRequest, name: str) -> HttpResponse:
     form = RunForm(request.POST or None, task=dataset.task)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
+        base = RunRequest(
+            metric=data["metric"], setting=data["setting"], dimension=data["dimension"],
+            model=data["model"], k=data["k"] or 0, limit_docs=data["limit_docs"],
+            steps=data["steps"], weighting=data["weighting"],
+            reference_aggregation=data["references"] or "",
+        )  # fmt: skip
         started = []
         try:
-            for aspect in data["aspects"]:
-                started.append(start_run(dataset, RunRequest(
-                    aspect=aspect.code, setting=data["setting"], dimension=data["dimension"],
-                    model=data["model"], k=data["k"] or 0, limit_docs=data["limit_docs"],
-                ), user=request.user))  # fmt: skip
+            if data["metric"] in ("gptscore", "geval"):
+                for aspect in data["aspects"]:
+                    started.append(start_run(dataset, replace(base, aspect=aspect.code),
+                                             user=request.user))  # fmt: skip
+            else:
+                started.extend(start_runs(dataset, base, user=request.user))
         except (RunError, ModelNotInstalled) as exc:
             form.add_error(None, str(exc))
         else:
@@ -118,3 +161,16 @@ def run_resume(request: HttpRequest, pk: int) -> HttpResponse:
     else:
         messages.error(request, "This run cannot be resumed.")
     return redirect("studies:run-detail", pk=pk)
+
+
+@require_POST
+@researcher_required
+def run_variant(request: HttpRequest, pk: int) -> HttpResponse:
+    """The other weighting of a finished G-Eval run, from its stored distributions."""
+    run = get_object_or_404(_runs(request), pk=pk)
+    try:
+        derived = derive_variant(run, request.POST.get("weighting", ""), user=request.user)
+    except RunError as exc:
+        messages.error(request, str(exc))
+        return redirect("studies:run-detail", pk=pk)
+    return redirect("studies:run-detail", pk=derived.pk)

@@ -21,6 +21,8 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
 from evalsite.celery import worker_command
+from studies.annotation.models import Campaign
+from studies.annotation.services.campaigns import CampaignSpec, create_campaign
 from studies.demo_data import write_demo_jsonl
 from studies.models import Aspect, Dataset, Study, StudyMember
 from studies.services.datasets import ImportOptions, import_file
@@ -109,6 +111,14 @@ class Command(BaseCommand):
             StudyMember.objects.get_or_create(
                 study=study, user=users.get(username=username), defaults={"role": role}
             )
+        if not Campaign.objects.filter(study=study).exists():
+            spec = CampaignSpec(
+                name="Demo campaign (Likert, coherence and fluency)",
+                aspects=list(Aspect.objects.filter(code__in=["COH", "FLU"])),
+                overlap=1, selection="random", sample_size=12,
+                annotators=[users.get(username="annotator")],
+            )  # fmt: skip
+            create_campaign(study, spec, researcher)
         self.stdout.write(f"Demo dataset {DEMO_DATASET}: {summary.records} outputs.")
 
     def start_worker(self) -> subprocess.Popen[bytes]:

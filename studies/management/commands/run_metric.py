@@ -1,5 +1,8 @@
 """``python manage.py run_metric --dataset summeval --metric gptscore --aspect coherence
---setting IST --dimension src-hypo --model default [--limit-docs N]``."""
+--setting IST --dimension src-hypo --model default [--limit-docs N]``; also
+``--metric geval`` (with ``--steps``, ``--weighting``, ``--estimation``) and the baselines
+``rouge`` (three runs: ROUGE-1, -2, -L), ``rouge1``, ``rouge2``, ``rougeL``, ``bleu``,
+``chrf``, ``bertscore``."""
 
 from __future__ import annotations
 
@@ -9,7 +12,15 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from scoring.lm.store import ModelNotInstalled
 from studies.models import Dataset, MetricRun
-from studies.services.runs import RunError, RunRequest, execute_run, resume_run, start_run
+from studies.services.runs import (
+    METRIC_GROUPS,
+    METRICS,
+    RunError,
+    RunRequest,
+    execute_run,
+    resume_run,
+    start_runs,
+)
 
 
 class Command(BaseCommand):
@@ -17,7 +28,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--dataset")
-        parser.add_argument("--metric", default="gptscore", choices=["gptscore"])
+        parser.add_argument("--metric", default="gptscore", choices=[*METRICS, *METRIC_GROUPS])
         parser.add_argument("--aspect", help="aspect code or name, e.g. coherence or COH")
         parser.add_argument("--setting", default="IST", choices=["VAL", "IST", "IDM"])
         parser.add_argument("--dimension", default="src-hypo",
@@ -28,8 +39,17 @@ class Command(BaseCommand):
         parser.add_argument("--k", type=int, default=2, help="demonstrations for IDM")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--reduction", default="mean", choices=["mean", "sum"])
-        parser.add_argument("--references", default="max", choices=["max", "mean"],
-                            help="how to aggregate several references")  # fmt: skip
+        parser.add_argument("--references", default="", choices=["", "max", "mean"],
+                            help="how to aggregate several references (default: max for "
+                                 "GPTScore and BERTScore, mean for ROUGE)")  # fmt: skip
+        parser.add_argument("--steps", default="auto", choices=["auto", "none"],
+                            help="G-Eval: generated evaluation steps, or none")  # fmt: skip
+        parser.add_argument("--weighting", default="prob", choices=["prob", "argmax"],
+                            help="G-Eval: probability-weighted score or the argmax label")  # fmt: skip
+        parser.add_argument("--estimation", default="probs", choices=["probs", "sampled"],
+                            help="G-Eval: read probabilities, or sample n answers")  # fmt: skip
+        parser.add_argument("--samples", type=int, default=20, help="G-Eval sampled: n")
+        parser.add_argument("--layer", type=int, help="BERTScore: encoder layer (default last)")
         parser.add_argument("--batch-size", type=int, default=8)
         parser.add_argument("--limit-docs", type=int, help="only the first N documents (by key)")
         parser.add_argument("--enqueue", action="store_true", help="hand the run to the workers")
@@ -40,35 +60,46 @@ class Command(BaseCommand):
             run = MetricRun.objects.filter(pk=opts["resume"]).first()
             if run is None or not resume_run(run, force=True, enqueue=opts["enqueue"]):
                 raise CommandError(f"run {opts['resume']} cannot be resumed")
+            runs = [run]
         else:
-            run = self.start(opts)
+            runs = self.start(opts)
         if opts["enqueue"]:
-            self.stdout.write(f"run {run.pk} ({run.label}) queued for the workers")
+            for run in runs:
+                self.stdout.write(f"run {run.pk} ({run.label}) queued for the workers")
             return
-        outcome = execute_run(run.pk)
-        run.refresh_from_db()
-        timings = run.timings or {}
-        self.stdout.write(
-            f"run {run.pk} {run.label}: {outcome}, {run.done}/{run.total} outputs in "
-            f"{timings.get('seconds', 0):.1f} s ({timings.get('outputs_per_s')} outputs/s, "
-            f"{timings.get('tokens_per_s')} tokens/s)"
-        )
-        if run.error:
-            raise CommandError(run.error)
+        errors = []
+        for run in runs:
+            outcome = execute_run(run.pk)
+            run.refresh_from_db()
+            timings = run.timings or {}
+            rate = f"{timings.get('outputs_per_s')} outputs/s"
+            if timings.get("target_tokens"):
+                rate += f", {timings.get('tokens_per_s')} tokens/s"
+            self.stdout.write(
+                f"run {run.pk} {run.label}: {outcome}, {run.done}/{run.total} outputs in "
+                f"{timings.get('seconds', 0):.1f} s ({rate})"
+            )
+            if run.error:
+                errors.append(run.error)
+        if errors:
+            raise CommandError("; ".join(errors))
 
-    def start(self, opts: dict[str, Any]) -> MetricRun:
-        if not opts["dataset"] or not opts["aspect"]:
-            raise CommandError("--dataset and --aspect are required")
+    def start(self, opts: dict[str, Any]) -> list[MetricRun]:
+        needs_aspect = opts["metric"] in ("gptscore", "geval")
+        if not opts["dataset"] or (needs_aspect and not opts["aspect"]):
+            raise CommandError("--dataset is required, and --aspect for gptscore and geval")
         dataset = Dataset.objects.filter(name=opts["dataset"]).first()
         if dataset is None:
             raise CommandError(f"no dataset named {opts['dataset']!r}")
         request = RunRequest(
-            aspect=opts["aspect"], setting=opts["setting"], dimension=opts["dimension"], model=opts["model"],
-            k=opts["k"], seed=opts["seed"], reduction=opts["reduction"],
-            reference_aggregation=opts["references"], batch_size=opts["batch_size"],
-            limit_docs=opts["limit_docs"],
+            aspect=opts["aspect"] or "", metric=opts["metric"], setting=opts["setting"],
+            dimension=opts["dimension"], model=opts["model"], k=opts["k"], seed=opts["seed"],
+            reduction=opts["reduction"], reference_aggregation=opts["references"],
+            batch_size=opts["batch_size"], limit_docs=opts["limit_docs"], steps=opts["steps"],
+            weighting=opts["weighting"], estimation=opts["estimation"],
+            n_samples=opts["samples"], layer=opts["layer"],
         )  # fmt: skip
         try:
-            return start_run(dataset, request, enqueue=opts["enqueue"])
+            return start_runs(dataset, request, enqueue=opts["enqueue"])
         except (RunError, ModelNotInstalled) as exc:
             raise CommandError(str(exc)) from exc

@@ -1,0 +1,243 @@
+"""What every metric run shares: saving a PENDING run with its frozen configuration and
+enqueueing it on commit; executing it (claim, score document by document in chunks,
+bulk-write, skip what an earlier attempt scored); cancel and resume.
+
+The metric-specific parts live beside this module (``gptscore``, ``geval``,
+``baselines``): each builds its frozen configuration and prepares a scorer for a run.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from scoring.metrics.base import Item, ScoreResult
+from studies.models import AspectVersion, Dataset, MetricRun, MetricScore, Output
+
+log = logging.getLogger(__name__)
+STALE_AFTER = timedelta(minutes=5)  # a RUNNING run without progress this long may be resumed
+CPU_METRICS = frozenset({"rouge1", "rouge2", "rougeL", "bleu", "chrf", "bertscore"})
+
+Scorer = Callable[[list[Item]], list[ScoreResult]]
+ModelFactory = Callable[[MetricRun], Any]
+
+
+class RunError(ValueError):
+    """A run that cannot be started as asked; the message says why."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A run about to be saved: what a metric's builder returns."""
+
+    metric: str
+    label: str
+    config: dict[str, Any]
+    aspect_version: AspectVersion | None = None
+    template_version_id: int | None = None
+    steps_id: int | None = None
+
+
+def queue_for(metric: str) -> str:
+    """The Celery queue of a metric: language models on ``gpu``, the rest on ``cpu``."""
+    return "cpu" if metric in CPU_METRICS else "gpu"
+
+
+def enqueue_run(run: MetricRun) -> None:
+    """Send the run to the task of its queue once the transaction commits."""
+    from studies.tasks import run_metric, run_metric_cpu
+
+    task = run_metric_cpu if queue_for(run.metric) == "cpu" else run_metric
+    transaction.on_commit(lambda: task.delay(run.pk))
+
+
+def save_run(
+    dataset: Dataset, plan: Plan, *, user: Any = None, enqueue_it: bool = True
+) -> MetricRun:
+    """Save a PENDING run with its frozen configuration; enqueue it once committed."""
+    with transaction.atomic():
+        run = MetricRun.objects.create(
+            dataset=dataset, metric=plan.metric, label=plan.label, kind=MetricRun.Kind.COMPUTED,
+            config=plan.config, aspect_version=plan.aspect_version,
+            template_version_id=plan.template_version_id, steps_id=plan.steps_id,
+            created_by=user, total=len(outputs_of(dataset, plan.config.get("limit_docs"))),
+        )  # fmt: skip
+        if enqueue_it:
+            enqueue_run(run)
+    return run
+
+
+def outputs_of(dataset: Dataset, limit_docs: int | None) -> list[Output]:
+    """The outputs a run scores, by document key then system (``limit_docs``: the first N)."""
+    outputs = Output.objects.filter(document__dataset=dataset).select_related("document")
+    if limit_docs:
+        keys = list(
+            dataset.documents.order_by("doc_key").values_list("doc_key", flat=True)[:limit_docs]
+        )
+        outputs = outputs.filter(document__doc_key__in=keys)
+    return list(outputs.order_by("document__doc_key", "system_id"))
+
+
+def item_of(output: Output) -> Item:
+    """The scoring engine's view of an output and its document."""
+    context = output.document.context
+    history = tuple(str(t.get("text", t)) if isinstance(t, dict) else str(t) for t in context) \
+        if isinstance(context, list) else ()  # fmt: skip
+    return Item(key=output.pk, doc_key=output.document.doc_key, source=output.document.source,
+                hypothesis=output.text, references=tuple(output.document.references or ()),
+                history=history)  # fmt: skip
+
+
+def execute_run(
+    run_id: int, *, model_factory: ModelFactory | None = None, chunk_outputs: int | None = None
+) -> str:
+    """Claim a PENDING run and score what is not scored yet; safe to call twice.
+
+    ``model_factory`` replaces the metric's own model loader (tests).
+    """
+    now = timezone.now()
+    claimed = MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.PENDING).update(
+        status=MetricRun.Status.RUNNING, error="", started_at=now
+    )
+    if not claimed:
+        return "not pending"
+    run = MetricRun.objects.select_related("dataset").get(pk=run_id)
+    try:
+        return _score_all(
+            run, model_factory, chunk_outputs or settings.CONCORDIA["RUN_CHUNK_OUTPUTS"]
+        )
+    except Exception as exc:  # the run ends FAILED with its error; finished scores stay
+        log.exception("run %s failed", run_id)
+        MetricRun.objects.filter(pk=run_id).update(
+            status=MetricRun.Status.FAILED,
+            error=f"{type(exc).__name__}: {exc}",
+            finished_at=timezone.now(),
+        )
+        return "failed"
+
+
+def _prepare(run: MetricRun, todo: list[Output], model_factory: ModelFactory | None) -> Scorer:
+    from studies.services.runs import baselines, geval, gptscore
+
+    if run.metric == "gptscore":
+        return gptscore.prepare(run, todo, model_factory)
+    if run.metric == "geval":
+        return geval.prepare(run, todo, model_factory)
+    if run.metric in baselines.METRICS:
+        return baselines.prepare(run, todo, model_factory)
+    raise RunError(f"no scorer for the metric {run.metric!r}")
+
+
+def _n_tokens(results: list[ScoreResult]) -> int:
+    return sum(
+        sum(d.get("n_tokens", []))
+        for r in results
+        for d in r.details.values()
+        if isinstance(d, dict) and isinstance(d.get("n_tokens"), list)
+    )
+
+
+def _score_all(run: MetricRun, model_factory: ModelFactory | None, chunk_outputs: int) -> str:
+    outputs = outputs_of(run.dataset, run.config.get("limit_docs"))
+    scored = set(MetricScore.objects.filter(run=run).values_list("output_id", flat=True))
+    todo = [o for o in outputs if o.pk not in scored]
+    timings = dict(run.timings or {})
+    started = time.perf_counter()
+    scorer = _prepare(run, todo, model_factory)
+    timings["prepare_s"] = round(time.perf_counter() - started, 3)  # model load (+ G-Eval steps)
+    tokens = int(timings.get("target_tokens", 0))
+    prior_seconds = float(timings.get("seconds", 0.0))  # from an earlier attempt, when resumed
+    scored_now = 0
+    for chunk in chunks_by_document(todo, chunk_outputs):
+        if MetricRun.objects.filter(pk=run.pk, status=MetricRun.Status.CANCELLED).exists():
+            return "cancelled"
+        items = [item_of(o) for o in chunk]
+        try:
+            results = scorer(items)
+        except Exception as exc:  # a failing document marks its outputs, the others go on
+            log.warning("run %s: document %s failed: %s", run.pk, items[0].doc_key, exc)
+            results = [
+                ScoreResult(i.key, None, error=f"{type(exc).__name__}: {exc}") for i in items
+            ]
+        tokens += _n_tokens(results)
+        scored_now += len(results)
+        elapsed = time.perf_counter() - started
+        timings.update(seconds=round(prior_seconds + elapsed, 3), target_tokens=tokens,
+                       outputs_per_s=round(scored_now / elapsed, 3) if elapsed else None,
+                       tokens_per_s=round(tokens / elapsed, 1) if elapsed else None,
+                       heartbeat=timezone.now().isoformat())  # fmt: skip
+        _write(run, results, timings)
+    MetricRun.objects.filter(pk=run.pk, status=MetricRun.Status.RUNNING).update(
+        status=MetricRun.Status.SUCCEEDED, finished_at=timezone.now(), timings=timings
+    )
+    return "succeeded"
+
+
+def chunks_by_document(outputs: list[Output], size: int) -> list[list[Output]]:
+    """Whole documents per chunk (their outputs share a prompt prefix), about ``size`` outputs."""
+    chunks: list[list[Output]] = []
+    current: list[Output] = []
+    for output in outputs:
+        if current and len(current) >= size and current[-1].document_id != output.document_id:
+            chunks.append(current)
+            current = []
+        current.append(output)
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def _write(run: MetricRun, results: list[ScoreResult], timings: dict[str, Any]) -> None:
+    rows = [
+        MetricScore(run=run, output_id=r.key, value=r.value, details=r.details, error=r.error or "")
+        if r.value is not None else MetricScore(run=run, output_id=r.key, details=r.details,
+                                                error=r.error or "not scored")
+        for r in results
+    ]  # fmt: skip
+    with transaction.atomic():
+        MetricScore.objects.bulk_create(rows, ignore_conflicts=True)  # unique (run, output)
+        done = MetricScore.objects.filter(run=run).count()
+        MetricRun.objects.filter(pk=run.pk).update(done=done, timings=timings)
+        run.dataset.bump_data_version()
+
+
+def cancel_run(run: MetricRun) -> bool:
+    """Ask a pending or running run to stop after its current chunk."""
+    return bool(MetricRun.objects.filter(
+        pk=run.pk, status__in=[MetricRun.Status.PENDING, MetricRun.Status.RUNNING]
+    ).update(status=MetricRun.Status.CANCELLED, finished_at=timezone.now()))  # fmt: skip
+
+
+def can_resume(run: MetricRun) -> bool:
+    if (
+        run.kind != MetricRun.Kind.COMPUTED
+        or run.status == MetricRun.Status.SUCCEEDED
+        and run.done >= run.total
+    ):
+        return False
+    if run.status == MetricRun.Status.RUNNING:
+        beat = (run.timings or {}).get("heartbeat")
+        last = timezone.datetime.fromisoformat(beat) if beat else run.started_at
+        return last is None or timezone.now() - last > STALE_AFTER
+    return run.status in (MetricRun.Status.FAILED, MetricRun.Status.CANCELLED)
+
+
+def resume_run(run: MetricRun, *, force: bool = False, enqueue: bool = True) -> bool:
+    """Put a failed, cancelled or stalled run back to PENDING; its scores are kept."""
+    if not (force or can_resume(run)):
+        return False
+    with transaction.atomic():
+        MetricRun.objects.filter(pk=run.pk).update(
+            status=MetricRun.Status.PENDING, finished_at=None, error=""
+        )
+        if enqueue:
+            enqueue_run(run)
+    return True

@@ -1,0 +1,147 @@
+"""GPTScore runs: the frozen configuration (template, aspect definition, model, setting,
+dimension) and the scorer (IDM demonstrations picked once per document)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from django.db.models import Avg
+
+from scoring.lm.base import LanguageModel, Reduction
+from scoring.metrics import gptscore
+from scoring.metrics.base import Item
+from studies.models import Aspect, Dataset, Judgment, MetricRun, Output, PromptTemplate
+from studies.services.models import fingerprint, library_versions, resolve_model
+from studies.services.runs.core import ModelFactory, Plan, RunError, Scorer
+from studies.services.runs.request import RunRequest, find_aspect
+
+DIMENSION_ALIASES = {"src-hypo": "src_hypo", "ref-hypo": "ref_hypo", "hypo-ref": "hypo_ref",
+                     "avg-f": "avg_f", "avg": "avg_f"}  # fmt: skip
+
+
+def _template(
+    dataset: Dataset, aspect: Aspect, setting: str, dimension: str, variant: str
+) -> PromptTemplate:
+    query = PromptTemplate.objects.filter(task=dataset.task, kind=PromptTemplate.Kind.GPTSCORE,
+                                          dimension=dimension, variant=variant)  # fmt: skip
+    if setting == "VAL":
+        found = query.filter(setting="VAL", aspect__isnull=True).first()
+    else:
+        found = query.filter(setting="IST", aspect=aspect).first()
+    if found is None and not variant and dataset.task.code == "dialogue":
+        return _template(dataset, aspect, setting, dimension, "turn")
+    if found is None:
+        raise RunError(f"No GPTScore {setting} template for {dataset.task.code} × {aspect.code} × "
+                       f"{dimension}{' (' + variant + ')' if variant else ''}; add one in the admin.")  # fmt: skip
+    return found
+
+
+def _frozen_template(template: PromptTemplate) -> dict[str, Any]:
+    version = template.current_version()
+    return {"id": template.pk, "version": version.version, "version_id": version.pk,
+            "text": version.text, "target": version.target}  # fmt: skip
+
+
+def build(dataset: Dataset, request: RunRequest) -> Plan:
+    """Validate the request and freeze the run's configuration."""
+    dimension = DIMENSION_ALIASES.get(request.dimension, request.dimension)
+    if dimension not in gptscore.DIMENSIONS:
+        raise RunError(
+            f"Unknown dimension {request.dimension!r}; use src-hypo, ref-hypo, hypo-ref or avg-f."
+        )
+    if request.setting not in gptscore.SETTINGS:
+        raise RunError(f"Unknown setting {request.setting!r}; use VAL, IST or IDM.")
+    if request.setting == "IDM" and request.k < 1:
+        raise RunError("IDM needs k ≥ 1 demonstrations.")
+    aspect = find_aspect(request.aspect)
+    setting_template = "VAL" if request.setting == "VAL" else "IST"
+    first_dimension = "ref_hypo" if dimension == "avg_f" else dimension
+    template = _template(dataset, aspect, setting_template, first_dimension, request.variant)
+    reverse = (
+        _template(dataset, aspect, setting_template, "hypo_ref", request.variant)
+        if dimension == "avg_f"
+        else None
+    )
+    location, model_label = resolve_model(request.model)
+    aspect_version = aspect.current_version()
+    config = {
+        "metric": "gptscore",
+        "model": request.model,
+        "model_label": model_label,
+        "model_location": location,
+        "model_files": fingerprint(location),
+        "aspect": aspect.code,
+        "aspect_version": aspect_version.version,
+        "aspect_definition": aspect_version.definition,
+        "task": dataset.task.code,
+        "task_description": dataset.task.description,
+        "setting": request.setting,
+        "dimension": dimension,
+        "template": _frozen_template(template),
+        "reverse_template": _frozen_template(reverse) if reverse else None,
+        "k": request.k if request.setting == "IDM" else 0,
+        "seed": request.seed,
+        "reduction": request.reduction,
+        "reference_aggregation": request.reference_aggregation or "max",
+        "batch_size": request.batch_size,
+        "limit_docs": request.limit_docs,
+        "versions": library_versions(),
+    }
+    label = f"gptscore:{model_label}:{request.setting}:{dimension}:{aspect.code}"
+    return Plan("gptscore", label, config, aspect_version, config["template"]["version_id"])
+
+
+def config_of(run: MetricRun) -> gptscore.GPTScoreConfig:
+    c = run.config
+    reverse = c.get("reverse_template")
+    return gptscore.GPTScoreConfig(
+        template=gptscore.Template(c["template"]["text"], c["template"]["target"]),
+        reverse=gptscore.Template(reverse["text"], reverse["target"]) if reverse else None,
+        dimension=c["dimension"], setting=c["setting"], aspect_definition=c["aspect_definition"],
+        task_description=c["task_description"], reduction=Reduction(c["reduction"]),
+        reference_aggregation=c["reference_aggregation"], k=c["k"], seed=c["seed"],
+    )  # fmt: skip
+
+
+def _demonstration_pool(run: MetricRun) -> dict[str, gptscore.Demonstration]:
+    """One demonstration per document: its best-judged output on the run's aspect
+    (the first output where nobody judged), with the document's first reference."""
+    means = dict(
+        Judgment.objects.filter(output__document__dataset=run.dataset, aspect__code=run.config["aspect"])
+        .values("output_id").annotate(mean=Avg("value")).values_list("output_id", "mean")
+    )  # fmt: skip
+    pool: dict[str, gptscore.Demonstration] = {}
+    by_doc: dict[str, list[Output]] = defaultdict(list)
+    for output in Output.objects.filter(document__dataset=run.dataset).select_related("document"):
+        by_doc[output.document.doc_key].append(output)
+    for key, candidates in by_doc.items():
+        best = max(candidates, key=lambda o: (means.get(o.pk, float("-inf")), -o.pk))
+        refs = best.document.references or [""]
+        pool[key] = gptscore.Demonstration(
+            source=best.document.source, hypothesis=best.text, reference=refs[0]
+        )
+    return pool
+
+
+def load_language_model(run: MetricRun) -> LanguageModel:
+    from scoring.lm.hf import HFLanguageModel
+
+    return HFLanguageModel(run.config["model_location"], batch_size=run.config.get("batch_size", 8))
+
+
+def prepare(run: MetricRun, todo: list[Output], model_factory: ModelFactory | None) -> Scorer:
+    model: LanguageModel = (model_factory or load_language_model)(run)
+    config = config_of(run)
+    demos: dict[str, list[gptscore.Demonstration]] = {}
+    if config.setting == "IDM":
+        pool = _demonstration_pool(run)
+        demos = {
+            key: gptscore.pick_demonstrations(pool, key, config.k, config.seed)
+            for key in {o.document.doc_key for o in todo}
+        }
+
+    def score(items: list[Item]) -> list[Any]:
+        return gptscore.score(model, items, config, demos)
+
+    return score

@@ -1,0 +1,78 @@
+"""What a researcher asks for (from the page, the command or the API), and where it goes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from studies.models import Aspect, Dataset, MetricRun
+from studies.services.runs.core import RunError, save_run
+
+METRICS = ("gptscore", "geval", "rouge1", "rouge2", "rougeL", "bleu", "chrf", "bertscore")
+METRIC_GROUPS = {"rouge": ("rouge1", "rouge2", "rougeL")}  # one request, several runs
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """A run to start. Fields a metric does not use are ignored (and not frozen).
+
+    ``reference_aggregation`` empty means the metric's convention: ``max`` for GPTScore
+    and BERTScore, ``mean`` for ROUGE.
+    """
+
+    aspect: str = ""
+    metric: str = "gptscore"
+    setting: str = "IST"
+    dimension: str = "src_hypo"
+    model: str = "default"
+    k: int = 0
+    seed: int = 0
+    reduction: str = "mean"
+    reference_aggregation: str = ""
+    batch_size: int = 8
+    limit_docs: int | None = None
+    variant: str = ""
+    steps: str = "auto"  # G-Eval: "auto" (generated once, editable) or "none"
+    weighting: str = "prob"  # G-Eval: "prob" (Σ p·s) or "argmax"
+    estimation: str = "probs"  # G-Eval: "probs" or "sampled" (n samples at temperature 1)
+    n_samples: int = 20
+    layer: int | None = None  # BERTScore: the encoder layer (default: the last)
+
+
+def find_aspect(name: str) -> Aspect:
+    aspect = (
+        Aspect.objects.filter(code__iexact=name).first()
+        or Aspect.objects.filter(name__iexact=name).first()
+    )
+    if aspect is None:
+        raise RunError(f"Unknown aspect {name!r}.")
+    return aspect
+
+
+def start_run(
+    dataset: Dataset, request: RunRequest, *, user: Any = None, enqueue: bool = True
+) -> MetricRun:
+    """Save a PENDING run with its frozen configuration; enqueue it once committed."""
+    from studies.services.runs import baselines, geval, gptscore
+
+    if request.metric == "gptscore":
+        plan = gptscore.build(dataset, request)
+    elif request.metric == "geval":
+        plan = geval.build(dataset, request)
+    elif request.metric in baselines.METRICS:
+        plan = baselines.build(dataset, request)
+    else:
+        raise RunError(f"Unknown metric {request.metric!r}; use one of {', '.join(METRICS)}.")
+    return save_run(dataset, plan, user=user, enqueue_it=enqueue)
+
+
+def start_runs(
+    dataset: Dataset, request: RunRequest, *, user: Any = None, enqueue: bool = True
+) -> list[MetricRun]:
+    """Like :func:`start_run`; a group name (``rouge``) starts one run per member."""
+    from dataclasses import replace
+
+    metrics = METRIC_GROUPS.get(request.metric, (request.metric,))
+    return [
+        start_run(dataset, replace(request, metric=m), user=user, enqueue=enqueue) for m in metrics
+    ]

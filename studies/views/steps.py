@@ -1,0 +1,61 @@
+"""G-Eval's evaluation steps for a task × aspect: every version, an edit form (an edit is
+a new version) and a button that asks a worker to generate them."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from studies.models import Aspect, EvaluationSteps, TaskKind
+from studies.services import steps as steps_service
+from studies.views.datasets import researcher_required
+
+
+class StepsForm(forms.Form):
+    text = forms.CharField(widget=forms.Textarea(attrs={"rows": 10}), label="Evaluation steps")
+
+
+def _objects(task: str, aspect: str) -> tuple[TaskKind, Aspect]:
+    return get_object_or_404(TaskKind, code=task), get_object_or_404(Aspect, code=aspect)
+
+
+@researcher_required
+def steps_detail(request: HttpRequest, task: str, aspect: str) -> HttpResponse:
+    """The steps of the aspect's current definition; POST saves an edit as a new version."""
+    task_obj, aspect_obj = _objects(task, aspect)
+    version = aspect_obj.current_version()
+    current = steps_service.current_steps(task_obj, version)
+    form = StepsForm(request.POST or None, initial={"text": current.text if current else ""})
+    if request.method == "POST" and form.is_valid():
+        try:
+            saved = steps_service.edit_steps(
+                task_obj, version, form.cleaned_data["text"], user=request.user
+            )
+        except steps_service.StepsError as exc:
+            form.add_error("text", str(exc))
+        else:
+            messages.success(request, f"Saved as version {saved.version}.")
+            return redirect("studies:steps-detail", task=task, aspect=aspect)
+    config = steps_service.base_config(task_obj, version)
+    context = {
+        "task": task_obj, "aspect": aspect_obj, "aspect_version": version, "current": current,
+        "form": form, "prompt": steps_service.geval.steps_prompt(config),
+        "versions": EvaluationSteps.objects.filter(task=task_obj, aspect_version=version)
+        .select_related("created_by").order_by("-version"),
+    }  # fmt: skip
+    return render(request, "studies/steps_detail.html", context, status=400 if form.errors else 200)
+
+
+@require_POST
+@researcher_required
+def steps_generate(request: HttpRequest, task: str, aspect: str) -> HttpResponse:
+    """Ask a worker to generate the steps with the default model (a new version if some exist)."""
+    task_obj, aspect_obj = _objects(task, aspect)
+    version = aspect_obj.current_version()
+    force = steps_service.current_steps(task_obj, version) is not None
+    steps_service.request_generation(task_obj, version, force=force, user=request.user)
+    messages.info(request, "A worker is generating the steps; reload this page in a minute.")
+    return redirect("studies:steps-detail", task=task, aspect=aspect)
