@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from scoring.lm._tree import Pack, pack
-from scoring.lm._util import describe, plan_batches
+from scoring.lm._util import common_prefix_len, describe, plan_batches
 from scoring.lm.base import TargetRequest, TargetScore
 
 logger = logging.getLogger(__name__)
@@ -339,12 +339,8 @@ def _score_batches(
 
 def _common_prefix_len(encodings: Sequence[CausalEncoding]) -> int:
     """Tokens every encoding shares, stopping before the last token ahead of any target."""
-    first = encodings[0].ids
     limit = min(enc.target_start for enc in encodings) - 1
-    n = 0
-    while n < limit and all(enc.ids[n] == first[n] for enc in encodings):
-        n += 1
-    return n
+    return common_prefix_len([enc.ids for enc in encodings], limit)
 
 
 def _run_prefix(lm: CausalModel, prefix: Sequence[int]) -> Any:

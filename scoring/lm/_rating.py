@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scoring.lm import _causal
-from scoring.lm._util import describe, plan_batches
+from scoring.lm._util import common_prefix_len, describe, plan_batches
 from scoring.lm.rating import RatingDistribution, RatingRequest
 
 logger = logging.getLogger(__name__)
@@ -306,12 +306,8 @@ def _rate_group(
 
 
 def _common_prefix_len(rows: Sequence[_Row]) -> int:
-    first = rows[0].ids
     limit = min(row.prompt_len for row in rows) - 1
-    n = 0
-    while n < limit and all(row.ids[n] == first[n] for row in rows):
-        n += 1
-    return n
+    return common_prefix_len([row.ids for row in rows], limit)
 
 
 def _run_rows(

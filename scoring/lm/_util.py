@@ -33,6 +33,15 @@ def plan_batches(lengths: Sequence[int], batch_size: int, forward_cost: int) -> 
     return batches[::-1]
 
 
+def common_prefix_len(sequences: Sequence[Sequence[int]], limit: int) -> int:
+    """How many leading tokens all ``sequences`` share, at most ``limit``."""
+    first = sequences[0]
+    n = 0
+    while n < limit and all(seq[n] == first[n] for seq in sequences):
+        n += 1
+    return n
+
+
 def describe(exc: BaseException) -> str:
     """A one-line error message for a result: the exception's type and text."""
     text = str(exc).strip().splitlines()

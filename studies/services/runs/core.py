@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from scoring.metrics.base import Item, ScoreResult
 from studies.models import AspectVersion, Dataset, MetricRun, MetricScore, Output
+from studies.services.models import fingerprint, resolve_model
 
 log = logging.getLogger(__name__)
 STALE_AFTER = timedelta(minutes=5)  # a RUNNING run without progress this long may be resumed
@@ -44,6 +45,25 @@ class Plan:
     aspect_version: AspectVersion | None = None
     template_version_id: int | None = None
     steps_id: int | None = None
+
+
+def model_config(
+    metric: str, model: str, dataset: Dataset, aspect_version: AspectVersion
+) -> dict[str, Any]:
+    """The frozen fields every model-based run shares: the metric, the model (as asked,
+    its label, location and files' hashes), the aspect version and the task."""
+    location, model_label = resolve_model(model)
+    return {
+        "metric": metric,
+        "model": model,
+        "model_label": model_label,
+        "model_location": location,
+        "model_files": fingerprint(location),
+        "aspect": aspect_version.aspect.code,
+        "aspect_version": aspect_version.version,
+        "aspect_definition": aspect_version.definition,
+        "task": dataset.task.code,
+    }
 
 
 def queue_for(metric: str) -> str:

@@ -12,8 +12,8 @@ from scoring.metrics import geval
 from scoring.metrics.base import Item, ScoreResult
 from studies.models import Dataset, MetricRun, MetricScore, Output
 from studies.services import steps as steps_service
-from studies.services.models import fingerprint, library_versions, resolve_model
-from studies.services.runs.core import ModelFactory, Plan, RunError, Scorer
+from studies.services.models import library_versions
+from studies.services.runs.core import ModelFactory, Plan, RunError, Scorer, model_config
 from studies.services.runs.request import RunRequest, find_aspect
 
 STEPS_MODES = ("auto", "none")
@@ -39,22 +39,13 @@ def build(dataset: Dataset, request: RunRequest) -> Plan:
         base = steps_service.base_config(dataset.task, aspect_version)
     except steps_service.StepsError as exc:
         raise RunError(str(exc)) from exc
-    location, model_label = resolve_model(request.model)
     steps = (
         steps_service.current_steps(dataset.task, aspect_version)
         if request.steps == "auto"
         else None
     )
     config = {
-        "metric": "geval",
-        "model": request.model,
-        "model_label": model_label,
-        "model_location": location,
-        "model_files": fingerprint(location),
-        "aspect": aspect.code,
-        "aspect_version": aspect_version.version,
-        "aspect_definition": aspect_version.definition,
-        "task": dataset.task.code,
+        **model_config("geval", request.model, dataset, aspect_version),
         "introduction": base.introduction,
         "criteria": base.criteria,
         "aspect_name": base.aspect_name,
@@ -74,7 +65,7 @@ def build(dataset: Dataset, request: RunRequest) -> Plan:
         "versions": library_versions(),
     }
     label = ":".join(
-        ["geval", model_label, aspect.code, "cot" if request.steps == "auto" else "no-cot",
+        ["geval", config["model_label"], aspect.code, "cot" if request.steps == "auto" else "no-cot",
          request.weighting] + (["sampled"] if request.estimation == "sampled" else [])
     )  # fmt: skip
     return Plan("geval", label, config, aspect_version, steps_id=steps.pk if steps else None)

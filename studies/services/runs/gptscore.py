@@ -12,8 +12,8 @@ from scoring.lm.base import LanguageModel, Reduction
 from scoring.metrics import gptscore
 from scoring.metrics.base import Item
 from studies.models import Aspect, Dataset, Judgment, MetricRun, Output, PromptTemplate
-from studies.services.models import fingerprint, library_versions, resolve_model
-from studies.services.runs.core import ModelFactory, Plan, RunError, Scorer
+from studies.services.models import library_versions
+from studies.services.runs.core import ModelFactory, Plan, RunError, Scorer, model_config
 from studies.services.runs.request import RunRequest, find_aspect
 
 DIMENSION_ALIASES = {"src-hypo": "src_hypo", "ref-hypo": "ref_hypo", "hypo-ref": "hypo_ref",
@@ -63,18 +63,9 @@ def build(dataset: Dataset, request: RunRequest) -> Plan:
         if dimension == "avg_f"
         else None
     )
-    location, model_label = resolve_model(request.model)
     aspect_version = aspect.current_version()
     config = {
-        "metric": "gptscore",
-        "model": request.model,
-        "model_label": model_label,
-        "model_location": location,
-        "model_files": fingerprint(location),
-        "aspect": aspect.code,
-        "aspect_version": aspect_version.version,
-        "aspect_definition": aspect_version.definition,
-        "task": dataset.task.code,
+        **model_config("gptscore", request.model, dataset, aspect_version),
         "task_description": dataset.task.description,
         "setting": request.setting,
         "dimension": dimension,
@@ -88,7 +79,7 @@ def build(dataset: Dataset, request: RunRequest) -> Plan:
         "limit_docs": request.limit_docs,
         "versions": library_versions(),
     }
-    label = f"gptscore:{model_label}:{request.setting}:{dimension}:{aspect.code}"
+    label = f"gptscore:{config['model_label']}:{request.setting}:{dimension}:{aspect.code}"
     return Plan("gptscore", label, config, aspect_version, config["template"]["version_id"])
 
 
