@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
+from urllib.parse import urlencode
 
 import numpy as np
 from django.conf import settings
@@ -81,11 +82,29 @@ class MatrixParams:
     def coefficient_enum(self) -> Coefficient:
         return COEFFICIENT_NAMES[self.coefficient]
 
+    @property
+    def query(self) -> str:
+        """The page's choices as a query string, for links that keep them."""
+        choices = {"level": self.level, "coef": self.coefficient}
+        if self.exclude_flagged:
+            choices["flagged"] = "exclude"
+        return urlencode(choices)
+
     def key(self, dataset: Dataset) -> str:
         # created_at tells apart datasets that reuse a primary key (a rebuilt database)
         identity = [dataset.pk, dataset.created_at.isoformat(), dataset.data_version]
         raw = json.dumps([*identity, asdict(self)], sort_keys=True)
         return "corr:" + hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+
+def frame_for(dataset: Dataset, params: MatrixParams) -> ScoreFrame:
+    """The dataset's scores and judgments, without flagged annotators when asked."""
+    excluded: set[int] = set()
+    if params.exclude_flagged:
+        from studies.annotation.services.gold import flagged_for_dataset
+
+        excluded = flagged_for_dataset(dataset)
+    return load_frame(dataset, exclude_annotators=excluded)
 
 
 def cached_matrix(dataset: Dataset, params: MatrixParams) -> dict[str, Any] | None:
@@ -126,12 +145,7 @@ def compute_and_cache(dataset: Dataset, params: MatrixParams) -> dict[str, Any]:
     def report(done: int, total: int) -> None:
         cache.set(key + ":progress", {"done": done, "total": total}, 600)
 
-    excluded: set[int] = set()
-    if params.exclude_flagged:
-        from studies.annotation.services.gold import flagged_for_dataset
-
-        excluded = flagged_for_dataset(dataset)
-    result = compute_matrix(load_frame(dataset, exclude_annotators=excluded), params, report)
+    result = compute_matrix(frame_for(dataset, params), params, report)
     cache.set(key, result)
     cache.delete(key + ":progress")
     return result

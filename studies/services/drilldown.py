@@ -12,8 +12,7 @@ from scipy.stats import rankdata
 
 from scoring.stats import Groups, Level, correlate
 from studies.models import Dataset, Output
-from studies.services.dashboards import COEFFICIENT_LABELS, MatrixParams
-from studies.services.frames import load_frame
+from studies.services.dashboards import COEFFICIENT_LABELS, MatrixParams, frame_for
 
 MAX_POINTS = 1500  # a scatter beyond this is a blur; a seeded sample keeps it readable
 WIDTH, HEIGHT, PAD = 640, 420, 48
@@ -37,7 +36,7 @@ def drilldown(
 def _compute(
     dataset: Dataset, run_pk: int, aspect_pk: int, params: MatrixParams
 ) -> dict[str, Any] | None:
-    frame = load_frame(dataset)
+    frame = frame_for(dataset, params)
     try:
         i, j = frame.run_index(run_pk), frame.aspect_index(aspect_pk)
     except StopIteration:

@@ -13,8 +13,7 @@ import numpy as np
 
 from scoring.stats import Alternative, Coefficient, Level, Swap, permutation_test
 from studies.models import Dataset
-from studies.services.dashboards import COEFFICIENT_LABELS, MatrixParams, matrix_for
-from studies.services.frames import load_frame
+from studies.services.dashboards import COEFFICIENT_LABELS, MatrixParams, frame_for, matrix_for
 
 SETTINGS = ("VAL", "IST", "IDM")
 
@@ -121,7 +120,7 @@ def gptscore_table(dataset: Dataset, params: MatrixParams, resamples: int = 1000
                 entries[setting] = None if pick is None else {"value": pick[1]["value"], "mark": ""}
             for better, worse, mark in (("IST", "VAL", "†"), ("IDM", "IST", "‡")):
                 if picks[better] and picks[worse] and entries[better]["value"] is not None:
-                    frame = frame or load_frame(dataset)
+                    frame = frame or frame_for(dataset, params)
                     p = _one_sided_p(frame, params, picks[better][0], picks[worse][0], j, resamples)
                     if p < 0.05:
                         entries[better]["mark"] += mark

@@ -74,7 +74,8 @@ def test_bad_gold_answers_change_nothing(make_campaign):
     assert item.gold_answer is None
 
 
-def test_the_correlation_matrix_can_leave_flagged_annotators_out(make_campaign, annotators):
+def _split_opinions(make_campaign, annotators):  # type: ignore[no-untyped-def]
+    """A trusted annotator, and one flagged on gold who answers the opposite."""
     campaign = make_campaign(overlap=2, aspect_codes=("COH",), annotators=annotators[:2])
     coh = Aspect.objects.get(code="COH")
     good, bad = annotators[:2]
@@ -90,6 +91,11 @@ def test_the_correlation_matrix_can_leave_flagged_annotators_out(make_campaign, 
                 if good_value(i.output_a) != 3)  # fmt: skip
     gold.set_gold(item, {coh.pk: good_value(item.output_a)})
     dataset.refresh_from_db()
+    return dataset, run, coh
+
+
+def test_the_correlation_matrix_can_leave_flagged_annotators_out(make_campaign, annotators):
+    dataset, _, _ = _split_opinions(make_campaign, annotators)
     everyone = compute_and_cache(dataset, MatrixParams(level="dataset", ci=False))
     trusted = compute_and_cache(dataset, MatrixParams(level="dataset", ci=False,
                                                       exclude_flagged=True))  # fmt: skip
@@ -97,3 +103,27 @@ def test_the_correlation_matrix_can_leave_flagged_annotators_out(make_campaign, 
     assert trusted["columns"][0]["cells"][0]["value"] == pytest.approx(1.0)
     params = MatrixParams.from_query({"flagged": "exclude"})
     assert params.exclude_flagged and params.key(dataset) != MatrixParams().key(dataset)
+
+
+def test_drill_down_paper_and_exports_keep_flagged_annotators_out(
+    client, cast, make_campaign, annotators
+):
+    from django.urls import reverse
+
+    dataset, run, coh = _split_opinions(make_campaign, annotators)
+    dataset.owner = cast["owner"]
+    dataset.save()
+    client.force_login(cast["owner"])
+    cell = reverse("studies:correlations-cell", args=[dataset.name, run.pk, coh.pk])
+    everyone = client.get(cell, {"level": "dataset"}).context["d"]
+    trusted = client.get(cell, {"level": "dataset", "flagged": "exclude"}).context["d"]
+    assert everyone["value"] is None  # constant mean judgments
+    assert trusted["value"] == pytest.approx(1.0)
+    page = client.get(reverse("studies:correlations", args=[dataset.name]),
+                      {"level": "dataset", "flagged": "exclude"})  # fmt: skip
+    html = page.content.decode()
+    for name in ("correlations-export", "correlations-paper", "correlations-cell"):
+        prefix = reverse(f"studies:{name}", args=[dataset.name, *(
+            ["csv"] if name == "correlations-export" else [run.pk, coh.pk] if name == "correlations-cell" else []
+        )])  # fmt: skip
+        assert f"{prefix}?level=dataset&amp;coef=spearman&amp;flagged=exclude" in html, name
