@@ -10,6 +10,14 @@ register = template.Library()
 
 
 @register.filter
+def researcher(user: Any) -> bool:
+    """Whether ``user`` sees the researcher pages (the navigation shows only those)."""
+    from studies.permissions import is_researcher
+
+    return is_researcher(user)
+
+
+@register.filter
 def heat(value: float | None) -> str:
     """A diverging colour for a correlation in [-1, 1]: red below 0, blue above."""
     if value is None:

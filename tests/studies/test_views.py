@@ -38,6 +38,8 @@ def test_pages_need_login(client):
 def test_login_page_logs_a_researcher_in(client, cast):
     response = client.post(reverse("login"), {"username": "owner", "password": "pw"}, follow=True)
     assert response.redirect_chain[-1][0] == reverse("studies:dataset-list")
+    nav = response.content.decode().split("<nav>")[1].split("</nav>")[0]
+    assert "Datasets</a>" in nav and "Campaigns</a>" in nav
 
 
 def test_annotator_cannot_open_researcher_pages(client, cast):
@@ -48,6 +50,8 @@ def test_annotator_cannot_open_researcher_pages(client, cast):
     home = client.get(reverse("studies:home"), follow=True)
     assert home.redirect_chain[-1][0] == reverse("annotation:home")
     assert b"Your annotation work" in home.content
+    nav = home.content.decode().split("<nav>")[1].split("</nav>")[0]
+    assert "Annotate</a>" in nav and "Datasets</a>" not in nav and "Upload</a>" not in nav
 
 
 def test_upload_saves_a_job_enqueues_on_commit_and_the_task_imports(
