@@ -45,7 +45,8 @@ logger = logging.getLogger(__name__)
 FORWARD_COST = 64
 # Trie nodes per tree forward: large enough that one forward carries a document's
 # outputs (the weights are streamed once), small enough that the L x (prefix + L) mask
-# and attention stay cheap. Measured on bench/gptscore_speed.py (see the README).
+# and attention stay cheap. On bench/gptscore_speed.py (CPU) 256 to 2048 nodes per
+# pack were within 3% of each other.
 PACK_TOKENS = 512
 _TREE_OK: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 
