@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from scoring.lm._tree import Pack, pack
-from scoring.lm._util import common_prefix_len, describe, plan_batches
+from scoring.lm._util import common_prefix_len, describe, finish, plan_batches
 from scoring.lm.base import TargetRequest, TargetScore
 
 logger = logging.getLogger(__name__)
@@ -185,19 +185,6 @@ def _split(
     return CausalEncoding(tuple(ids), start, truncated)
 
 
-def _finish(
-    keys: Sequence[Hashable], encoded: Sequence[Encoded], scores: dict[int, TargetScore]
-) -> list[TargetScore]:
-    """Results in request order: a score, or the tokenisation error, for every request."""
-    out: list[TargetScore] = []
-    for i, (key, enc) in enumerate(zip(keys, encoded, strict=True)):
-        if isinstance(enc, str):
-            out.append(TargetScore.failed(key, enc))
-        else:
-            out.append(scores[i])
-    return out
-
-
 # -- plain path: one full forward per request (the reference) -----------------------
 
 
@@ -213,7 +200,7 @@ def score_plain(lm: CausalModel, requests: Sequence[TargetRequest]) -> list[Targ
     with torch.inference_mode():
         for i, enc in rows:
             scores[i] = _plain_one(lm, keys[i], enc)
-    return _finish(keys, encoded, scores)
+    return finish(keys, encoded, scores)
 
 
 def _plain_one(lm: CausalModel, key: Hashable, enc: CausalEncoding) -> TargetScore:
@@ -267,7 +254,7 @@ def score_fast(
             _score_group(lm, keys, rows, batch_size, tree, scores)
         if singles:
             _score_group(lm, keys, singles, batch_size, tree, scores)
-    return _finish(keys, encoded, scores)
+    return finish(keys, encoded, scores)
 
 
 def _score_group(
@@ -404,30 +391,33 @@ def _run_batch(
     mask = mask.to(device)
     position_ids = torch.arange(prefix_len, prefix_len + width, device=device).expand(n, -1)
     past = _expanded(cache, n) if cache is not None else None
-    row_index = torch.tensor(rows, device=device)
-    col_index = torch.tensor(cols, device=device)
+    logprobs = logprobs_at(
+        lm, torch.tensor(rows, device=device), torch.tensor(cols, device=device),
+        input_ids=input_ids, attention_mask=mask, position_ids=position_ids,
+        past_key_values=past, use_cache=past is not None,
+    )  # fmt: skip
+    picked = logprobs.gather(1, torch.tensor(targets, device=device).unsqueeze(1)).squeeze(1)
+    return _split_counts(picked.tolist(), counts)
+
+
+def logprobs_at(lm: CausalModel, rows: Any, cols: Any, **inputs: Any) -> Any:
+    """Next-token log-probabilities at the ``(rows[k], cols[k])`` positions of one forward.
+
+    Only those positions are projected onto the vocabulary when the model's logits are
+    plain ``lm_head(hidden state)``; otherwise they are taken from the model's logits.
+    """
+    import torch
+
     if lm.project_at_targets:
-        out = lm.model.base_model(
-            input_ids=input_ids,
-            attention_mask=mask,
-            position_ids=position_ids,
-            past_key_values=past,
-            use_cache=past is not None,
-        )
-        hidden = out.last_hidden_state[row_index, col_index]
+        hidden = lm.model.base_model(**inputs).last_hidden_state[rows, cols]
         logits = lm.model.get_output_embeddings()(hidden)
     else:
-        out = lm.model(
-            input_ids=input_ids,
-            attention_mask=mask,
-            position_ids=position_ids,
-            past_key_values=past,
-            use_cache=past is not None,
-        )
-        logits = out.logits[row_index, col_index]
-    logprobs = torch.log_softmax(logits.float(), dim=-1)
-    picked = logprobs.gather(1, torch.tensor(targets, device=device).unsqueeze(1)).squeeze(1)
-    flat: list[float] = picked.tolist()
+        logits = lm.model(**inputs).logits[rows, cols]
+    return torch.log_softmax(logits.float(), dim=-1)
+
+
+def _split_counts(flat: list[float], counts: Sequence[int]) -> list[list[float]]:
+    """``flat`` cut into consecutive runs of ``counts[k]`` values."""
     result: list[list[float]] = []
     start = 0
     for count in counts:
@@ -494,25 +484,16 @@ def _run_pack(
         counts.append(len(enc.ids) - first_token)
     nodes = torch.tensor(list(needed), device=device)
     past = copy.deepcopy(cache) if cache is not None else None
-    arguments = dict(input_ids=input_ids, attention_mask=mask.to(device),
-                     position_ids=position_ids, past_key_values=past, use_cache=past is not None)  # fmt: skip
-    if lm.project_at_targets:
-        hidden = lm.model.base_model(**arguments).last_hidden_state[0, nodes]
-        logits = lm.model.get_output_embeddings()(hidden)
-    else:
-        logits = lm.model(**arguments).logits[0, nodes]
-    logprobs = torch.log_softmax(logits.float(), dim=-1)
+    logprobs = logprobs_at(
+        lm, 0, nodes,
+        input_ids=input_ids, attention_mask=mask.to(device), position_ids=position_ids,
+        past_key_values=past, use_cache=past is not None,
+    )  # fmt: skip
     picked = logprobs[
         torch.tensor([row for row, _ in picks], device=device),
         torch.tensor([token for _, token in picks], device=device),
     ]
-    flat: list[float] = picked.tolist()
-    result: list[list[float]] = []
-    start = 0
-    for count in counts:
-        result.append(flat[start : start + count])
-        start += count
-    return result
+    return _split_counts(picked.tolist(), counts)
 
 
 def tree_attention_works(lm: CausalModel) -> bool:
@@ -561,8 +542,9 @@ def _probe_tree(lm: CausalModel) -> bool:
                 strict=True,
             )
         )
-        right = _plain_logprobs(lm, encodings[1].ids, 3)
-        wrong = _plain_logprobs(lm, (*prefix, *long[:-1], *short), 3 + len(long) - 1)
+        right = torch.tensor(_plain_one(lm, None, encodings[1]).token_logprobs)
+        seen_sibling = CausalEncoding((*prefix, *long[:-1], *short), 3 + len(long) - 1, False)
+        wrong = torch.tensor(_plain_one(lm, None, seen_sibling).token_logprobs)
     tree_short = torch.tensor(by_member[1])
     error = float((tree_short - right).abs().max())
     confusion = float((wrong - right).abs().max())
@@ -571,12 +553,3 @@ def _probe_tree(lm: CausalModel) -> bool:
     if not ok:
         logger.info("tree attention probe: error %.2e, ordinary-mask error %.2e", error, confusion)
     return ok
-
-
-def _plain_logprobs(lm: CausalModel, ids: Sequence[int], target_start: int) -> Any:
-    import torch
-
-    tensor = torch.tensor([list(ids)], dtype=torch.long, device=lm.device)
-    logprobs = torch.log_softmax(lm.model(input_ids=tensor).logits[0].float(), dim=-1)
-    positions = torch.arange(target_start - 1, len(ids) - 1, device=lm.device)
-    return logprobs[positions, tensor[0, target_start:]].cpu()

@@ -341,14 +341,10 @@ def _run_rows(
     past = _causal._expanded(cache, n) if cache is not None else None
     row_index = torch.tensor([b for b, _, _ in picks], device=device)
     col_index = torch.tensor([c for _, _, c in picks], device=device)
-    options = {"input_ids": input_ids, "attention_mask": mask, "position_ids": position_ids,
-               "past_key_values": past, "use_cache": past is not None}  # fmt: skip
-    if lm.project_at_targets:
-        hidden = lm.model.base_model(**options).last_hidden_state[row_index, col_index]
-        logits = lm.model.get_output_embeddings()(hidden)
-    else:
-        logits = lm.model(**options).logits[row_index, col_index]
-    logprobs = torch.log_softmax(logits.float(), dim=-1)
+    logprobs = _causal.logprobs_at(
+        lm, row_index, col_index, input_ids=input_ids, attention_mask=mask,
+        position_ids=position_ids, past_key_values=past, use_cache=past is not None,
+    )  # fmt: skip
     for k, (b, node, _col) in enumerate(picks):
         row = batch[b]
         enc = encoded[row.index]

@@ -17,7 +17,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scoring.lm._util import describe, plan_batches
+from scoring.lm._util import describe, finish, plan_batches
 from scoring.lm.base import TargetRequest, TargetScore
 
 logger = logging.getLogger(__name__)
@@ -104,15 +104,6 @@ def tokenise(lm: Seq2SeqModel, requests: Sequence[TargetRequest]) -> list[Encode
     return out
 
 
-def _finish(
-    keys: Sequence[Hashable], encoded: Sequence[Encoded], scores: dict[int, TargetScore]
-) -> list[TargetScore]:
-    return [
-        TargetScore.failed(key, enc) if isinstance(enc, str) else scores[i]
-        for i, (key, enc) in enumerate(zip(keys, encoded, strict=True))
-    ]
-
-
 def score_plain(lm: Seq2SeqModel, requests: Sequence[TargetRequest]) -> list[TargetScore]:
     """One encoder+decoder forward per request, full logits (the reference)."""
     import torch
@@ -125,7 +116,7 @@ def score_plain(lm: Seq2SeqModel, requests: Sequence[TargetRequest]) -> list[Tar
     with torch.inference_mode():
         for i, enc in rows:
             scores[i] = _plain_one(lm, keys[i], enc)
-    return _finish(keys, encoded, scores)
+    return finish(keys, encoded, scores)
 
 
 def _plain_one(lm: Seq2SeqModel, key: Hashable, enc: Seq2SeqEncoding) -> TargetScore:
@@ -166,7 +157,7 @@ def score_fast(
     with torch.inference_mode():
         for source, rows in groups.items():
             _score_group(lm, keys, source, rows, batch_size, scores)
-    return _finish(keys, encoded, scores)
+    return finish(keys, encoded, scores)
 
 
 def _score_group(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
+
+from scoring.lm.base import TargetScore
 
 # Tokenizers and configs use huge sentinels (int(1e30), int(1e20)) for "no limit".
 SANE_LIMIT = 10_000_000
@@ -40,6 +42,17 @@ def common_prefix_len(sequences: Sequence[Sequence[int]], limit: int) -> int:
     while n < limit and all(seq[n] == first[n] for seq in sequences):
         n += 1
     return n
+
+
+def finish(
+    keys: Sequence[Hashable], encoded: Sequence[object], scores: dict[int, TargetScore]
+) -> list[TargetScore]:
+    """Results in request order: the score, or the tokenisation error (an encoding that
+    is a string), for every request."""
+    return [
+        TargetScore.failed(key, enc) if isinstance(enc, str) else scores[i]
+        for i, (key, enc) in enumerate(zip(keys, encoded, strict=True))
+    ]
 
 
 def describe(exc: BaseException) -> str:
