@@ -22,20 +22,11 @@ absolute difference between their label probabilities.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-SUMMEVAL = REPO.parent / "shared" / "data" / "summeval.jsonl"
-MODEL = (
-    Path(os.environ.get("CONCORDIA_MODEL_DIR") or REPO / "data" / "models")
-    / "smollm2-135m-instruct"
-)
+from _speed import MODEL, options, prepare, timed
+
 PAPER_STEPS = (
     "1. Read the news article carefully and identify the main topic and key points.\n"
     "2. Read the summary and compare it to the news article. Check if the summary covers the "
@@ -47,25 +38,12 @@ PAPER_STEPS = (
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--docs", type=int, default=2)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--batch-size", type=int, default=8)
-    args = parser.parse_args()
-    if not SUMMEVAL.is_file():
-        sys.exit(f"needs {SUMMEVAL} (the shared data folder beside the repository)")
-    if not (MODEL / "config.json").is_file():
-        sys.exit(f"no model at {MODEL}: run `python3 manage.py install_model` first")
-    sys.path.insert(0, str(REPO))
-    import torch
-
+    args = options(__doc__.splitlines()[0]).parse_args()
+    defaults, docs, records = prepare(args)
     from scoring.lm import HFLanguageModel
     from scoring.metrics import geval
     from scoring.metrics.base import Item
 
-    torch.set_num_threads(args.threads)
-    defaults = json.loads((REPO / "studies" / "defaults" / "defaults.json").read_text())
     template = next(
         t for t in defaults["templates"] if t["kind"] == "geval" and t["aspect"] == "COH"
     )
@@ -77,10 +55,8 @@ def main() -> None:
         criteria=geval.criteria_text(aspect["name"], aspect["definition"], scale, aspect["anchors"]),
         source_label=source_label, output_label=output_label,
     )  # fmt: skip
-    records = [json.loads(line) for line in SUMMEVAL.read_text().splitlines()]
-    docs = list(dict.fromkeys(r["doc_id"] for r in records))[: args.docs]
     items = [Item(key=i, doc_key=r["doc_id"], source=r["source"], hypothesis=r["output"])
-             for i, r in enumerate(records) if r["doc_id"] in docs]  # fmt: skip
+             for i, r in enumerate(records)]  # fmt: skip
 
     started = time.perf_counter()
     lm = HFLanguageModel(MODEL, batch_size=args.batch_size, device="cpu")
@@ -90,16 +66,8 @@ def main() -> None:
           f"from {len(docs)} documents; prompts {min(lengths)}-{max(lengths)} tokens; "
           f"{args.threads} threads; batch size {args.batch_size}")  # fmt: skip
 
-    def timed(fn):  # type: ignore[no-untyped-def]
-        times, result = [], None
-        for _ in range(args.repeat):
-            start = time.perf_counter()
-            result = fn(requests)
-            times.append(time.perf_counter() - start)
-        return times, result
-
-    fast_times, fast = timed(lm.rating_distributions)
-    plain_times, plain = timed(lm.rating_distributions_plain)
+    fast_times, fast = timed(lm.rating_distributions, requests, args.repeat)
+    plain_times, plain = timed(lm.rating_distributions_plain, requests, args.repeat)
     assert all(d.ok for d in fast) and all(d.ok for d in plain)
     delta = max(abs(a - b) for f, p in zip(fast, plain, strict=True)
                 for a, b in zip(f.probs, p.probs, strict=True))  # fmt: skip

@@ -25,52 +25,28 @@ Target: ratio ≥ 6 with max |Δ| ≤ 1e-4.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
-import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-SUMMEVAL = REPO.parent / "shared" / "data" / "summeval.jsonl"
-MODEL = (
-    Path(os.environ.get("CONCORDIA_MODEL_DIR") or REPO / "data" / "models")
-    / "smollm2-135m-instruct"
-)
+from _speed import MODEL, options, prepare, timed
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--docs", type=int, default=2)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--batch-size", type=int, default=8)
+    parser = options(__doc__.splitlines()[0])
     parser.add_argument(
         "--pack-tokens", type=int, help="trie nodes per forward (default: the engine's)"
     )
     args = parser.parse_args()
-    if not SUMMEVAL.is_file():
-        sys.exit(f"needs {SUMMEVAL} (the shared data folder beside the repository)")
-    if not (MODEL / "config.json").is_file():
-        sys.exit(f"no model at {MODEL}: run `python3 manage.py install_model` first")
-    sys.path.insert(0, str(REPO))
-    import torch
-
+    defaults, docs, records = prepare(args)
     from scoring.lm import HFLanguageModel, _causal
     from scoring.metrics.gptscore import GPTScoreConfig, Item, Template, build_requests
 
-    torch.set_num_threads(args.threads)
-    defaults = json.loads((REPO / "studies" / "defaults" / "defaults.json").read_text())
     row = next(t for t in defaults["templates"] if t["task"] == "summarization" and t["kind"] == "gptscore"
                and t["aspect"] == "COH" and t["dimension"] == "src_hypo")  # fmt: skip
     config = GPTScoreConfig(template=Template(row["text"], row["target"]))
-    records = [json.loads(line) for line in SUMMEVAL.read_text().splitlines()]
-    docs = list(dict.fromkeys(r["doc_id"] for r in records))[: args.docs]
     items = [Item(key=i, doc_key=r["doc_id"], source=r["source"], hypothesis=r["output"])
-             for i, r in enumerate(records) if r["doc_id"] in docs]  # fmt: skip
+             for i, r in enumerate(records)]  # fmt: skip
     requests = build_requests(items, config)
 
     started = time.perf_counter()
@@ -87,17 +63,9 @@ def main() -> None:
         assert lm._causal is not None
         return _causal.score_fast(lm._causal, reqs, args.batch_size, tree=False)
 
-    def timed(fn):  # type: ignore[no-untyped-def]
-        times, result = [], None
-        for _ in range(args.repeat):
-            start = time.perf_counter()
-            result = fn(requests)
-            times.append(time.perf_counter() - start)
-        return times, result
-
-    fast_times, fast = timed(lm.score_targets)
-    batch_times, _ = timed(padded_batches)
-    plain_times, plain = timed(lm.score_targets_plain)
+    fast_times, fast = timed(lm.score_targets, requests, args.repeat)
+    batch_times, _ = timed(padded_batches, requests, args.repeat)
+    plain_times, plain = timed(lm.score_targets_plain, requests, args.repeat)
     delta = max(abs(a - b) for f, p in zip(fast, plain, strict=True)
                 for a, b in zip(f.token_logprobs, p.token_logprobs, strict=True))  # fmt: skip
     tokens = sum(s.n_tokens for s in fast)
