@@ -191,7 +191,7 @@ def main() -> None:
         frame_times = timed(lambda: load_frame(dataset), args.repeat)
         client = Client()
         client.login(username="bench", password="bench-password")
-        url = f"/datasets/{dataset.name}/correlations/"
+        url = f"/datasets/{dataset.pk}/correlations/"
         assert client.get(url).status_code == 200  # warm: the matrix is cached
         page_times = timed(lambda: client.get(url), max(5, args.repeat * 3))
         base = baseline(load_frame(dataset))

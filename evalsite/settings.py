@@ -180,6 +180,8 @@ CONCORDIA = {
     "IMPORT_MAX_LINE_BYTES": env_int("IMPORT_MAX_LINE_BYTES", 1024 * 1024, minimum=1024),
     "IMPORT_MAX_FILE_BYTES": env_int("IMPORT_MAX_FILE_BYTES", 512 * 1024 * 1024, minimum=1024),
     "IMPORT_BATCH_SIZE": env_int("IMPORT_BATCH_SIZE", 2000, minimum=1),
+    # aspects one import may create with "create unknown aspects" (a researcher's own)
+    "IMPORT_MAX_NEW_ASPECTS": env_int("IMPORT_MAX_NEW_ASPECTS", 20, minimum=0),
     # Below this many outputs × runs a cold correlation matrix is computed in the request;
     # above it a worker computes it while the page polls.
     "DASHBOARD_INLINE_LIMIT": env_int("DASHBOARD_INLINE_LIMIT", 200_000, minimum=0),

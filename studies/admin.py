@@ -86,11 +86,14 @@ class TaskKindAdmin(admin.ModelAdmin):
 
 @admin.register(models.Aspect)
 class AspectAdmin(VersionedAdmin):
-    list_display = ("code", "name", "definition", "scale_min", "scale_max", "version", "updated_at")
-    list_filter = ("tasks",)
-    search_fields = ("code", "name", "definition")
+    list_display = (
+        "code", "name", "key", "owner", "definition", "scale_min", "scale_max", "version",
+        "updated_at",
+    )  # fmt: skip
+    list_filter = ("tasks", ("owner", admin.EmptyFieldListFilter))
+    search_fields = ("code", "name", "key", "definition")
     filter_horizontal = ("tasks",)
-    readonly_fields = ("version", "updated_at")
+    readonly_fields = ("key", "aliases", "version", "updated_at")
     inlines = [AspectVersionInline]
 
 
@@ -197,7 +200,9 @@ class MetricRunAdmin(admin.ModelAdmin):
 class EvaluationStepsAdmin(admin.ModelAdmin):
     """Read-only: steps change through the steps page, where an edit is a new version."""
 
-    list_display = ("task", "aspect_version", "version", "origin", "created_by", "created_at")
+    list_display = (
+        "task", "aspect_version", "version", "origin", "owner", "created_by", "created_at"
+    )  # fmt: skip
     list_filter = ("task", "origin")
     readonly_fields = [f.name for f in models.EvaluationSteps._meta.fields]
 
@@ -217,3 +222,11 @@ class ImportJobAdmin(admin.ModelAdmin):
 @admin.register(models.WorkerHeartbeat)
 class WorkerHeartbeatAdmin(admin.ModelAdmin):
     list_display = ("hostname", "pid", "note", "created_at")
+
+
+@admin.register(models.AllowedModel)
+class AllowedModelAdmin(admin.ModelAdmin):
+    """Hub ids researchers may name as a run's model (installed models need no entry)."""
+
+    list_display = ("hub_id", "note", "created_at")
+    search_fields = ("hub_id", "note")

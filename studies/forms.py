@@ -7,8 +7,7 @@ from typing import Any
 from django import forms
 from django.conf import settings
 
-from studies.models import Dataset, TaskKind
-from studies.permissions import visible_datasets
+from studies.models import TaskKind
 from studies.services.records import detect_format
 
 
@@ -16,7 +15,9 @@ class UploadForm(forms.Form):
     """Upload a JSONL or CSV file into a new or existing dataset."""
 
     file = forms.FileField(help_text="JSONL or CSV, UTF-8 (see the format help below).")
-    dataset = forms.SlugField(max_length=100, help_text="Name of a new or existing dataset.")
+    dataset = forms.SlugField(
+        max_length=100, help_text="Name of a new dataset, or of one of your own datasets."
+    )
     task = forms.ModelChoiceField(
         queryset=TaskKind.objects.all(), to_field_name="code", empty_label=None
     )
@@ -43,11 +44,3 @@ class UploadForm(forms.Form):
             raise forms.ValidationError("The file is empty.")
         return upload
 
-    def clean_dataset(self) -> str:
-        name: str = self.cleaned_data["dataset"]
-        exists = Dataset.objects.filter(name=name).exists()
-        if exists and not visible_datasets(self.user).filter(name=name).exists():
-            raise forms.ValidationError(
-                f"The dataset {name!r} belongs to someone else; choose another name."
-            )
-        return name

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
 from django.db import models, transaction
 from django.db.models import F, Q
 
@@ -100,14 +101,38 @@ def aspect_key(name: str) -> str:
 
 
 class Aspect(VersionedModel):
-    """A quality dimension judged by humans and metrics (e.g. COH, coherence)."""
+    """A quality dimension judged by humans and metrics (e.g. COH, coherence).
+
+    Shared aspects (``owner`` empty: the defaults, edited by admins) are seen by everyone;
+    an aspect created by a researcher's import belongs to that researcher. Codes, names
+    and keys are unique per owner, and a researcher's may not take a shared one's.
+    ``key`` names the aspect in import and export files and never changes; a rename
+    keeps the old name in ``aliases``, which imports still accept.
+    """
 
     versioned_fields = ("name", "definition", "scale_min", "scale_max", "anchors")
     history_model = "AspectVersion"
     history_fk = "aspect"
 
-    code = models.CharField(max_length=32, unique=True, help_text="Short code such as COH.")
+    code = models.CharField(max_length=32, help_text="Short code such as COH.")
     name = models.CharField(max_length=100)
+    key = models.CharField(
+        max_length=100,
+        default="",
+        editable=False,
+        help_text="The column name in import and export files; set once from the first name.",
+    )
+    aliases = models.JSONField(
+        default=list, blank=True, help_text="Earlier names, still accepted by imports."
+    )
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="aspects",
+        help_text="Empty for shared aspects; else the researcher whose import created it.",
+    )
     definition = models.TextField(help_text="The question annotators and metrics read.")
     scale_min = models.FloatField(default=1)
     scale_max = models.FloatField(default=5)
@@ -125,15 +150,39 @@ class Aspect(VersionedModel):
             models.CheckConstraint(
                 condition=Q(scale_min__lt=F("scale_max")), name="aspect_scale_min_below_max"
             ),
-            models.UniqueConstraint(fields=["name"], name="aspect_unique_name"),
+            *[
+                constraint
+                for field in ("code", "name", "key")
+                for constraint in (
+                    models.UniqueConstraint(
+                        fields=["owner", field],
+                        condition=Q(owner__isnull=False),
+                        name=f"aspect_unique_{field}_per_owner",
+                    ),
+                    models.UniqueConstraint(
+                        fields=[field],
+                        condition=Q(owner__isnull=True),
+                        name=f"aspect_unique_shared_{field}",
+                    ),
+                )
+            ],
         ]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.code})"
 
-    @property
-    def key(self) -> str:
-        return aspect_key(self.name)
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self.key:
+            self.key = aspect_key(self.name)
+        old_name = getattr(self, "_loaded", {}).get("name")
+        if old_name and old_name != self.name and old_name not in self.aliases:
+            self.aliases = [*self.aliases, old_name]
+        super().save(*args, **kwargs)
+
+    def file_names(self) -> set[str]:
+        """Every lower-cased name an import file may use for this aspect."""
+        names = {self.code, self.name, self.key, *self.aliases}
+        return {n.lower() for n in names} | {aspect_key(n) for n in names}
 
     def clean(self) -> None:
         if not isinstance(self.anchors, dict) or not all(
@@ -142,6 +191,15 @@ class Aspect(VersionedModel):
             raise ValidationError(
                 {"anchors": 'Anchors must map scale points to labels, e.g. {"1": "bad"}.'}
             )
+        if self.owner_id is not None:
+            shared = Aspect.objects.filter(owner__isnull=True)
+            for field in ("code", "name"):
+                if shared.filter(**{f"{field}__iexact": getattr(self, field)}).exists():
+                    raise ValidationError({field: f"A shared aspect already uses this {field}."})
+        key = self.key or aspect_key(self.name)
+        same_scope = Aspect.objects.filter(owner_id=self.owner_id).exclude(pk=self.pk)
+        if same_scope.filter(key=key).exists():
+            raise ValidationError({"name": f"Another aspect already has the file key {key!r}."})
 
 
 class Snapshot(models.Model):
@@ -279,9 +337,10 @@ class PromptTemplateVersion(Snapshot):
 
 
 class Dataset(models.Model):
-    """A set of documents with the outputs of several systems for each."""
+    """A set of documents with the outputs of several systems for each. Names are unique
+    per owner: pages address a dataset by id, commands by id, ``owner/name`` or name."""
 
-    name = models.SlugField(max_length=100, unique=True)
+    name = models.SlugField(max_length=100)
     task = models.ForeignKey(TaskKind, on_delete=models.PROTECT, related_name="datasets")
     description = models.TextField(blank=True)
     owner = models.ForeignKey(
@@ -300,7 +359,17 @@ class Dataset(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["name"]
+        ordering = ["name", "pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner", "name"],
+                condition=Q(owner__isnull=False),
+                name="dataset_unique_name_per_owner",
+            ),
+            models.UniqueConstraint(
+                fields=["name"], condition=Q(owner__isnull=True), name="dataset_unique_unowned_name"
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -602,6 +671,15 @@ class EvaluationSteps(models.Model):
         help_text="How generated steps were made: model, its files' sha256, prompt, "
         "greedy decoding, seed, token limit, seconds.",
     )
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+        help_text="Empty for the shared steps; else the researcher whose edit or "
+        "generation this is, used by that researcher's runs only.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -619,3 +697,25 @@ class EvaluationSteps(models.Model):
 
     def __str__(self) -> str:
         return f"steps {self.task.code} {self.aspect_version} v{self.version}"
+
+
+class AllowedModel(models.Model):
+    """A hub model id an admin allows researchers to run (besides the installed ones)."""
+
+    hub_id = models.CharField(
+        max_length=200,
+        unique=True,
+        validators=[
+            RegexValidator(
+                r"^[\w.-]+/[\w.-]+$|^[\w.-]+$", "A hub id such as 'org/model-name'."
+            )
+        ],
+    )
+    note = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["hub_id"]
+
+    def __str__(self) -> str:
+        return self.hub_id

@@ -61,8 +61,9 @@ def generate_steps(
     seed: int = 0,
     force: bool = False,
     user_id: int | None = None,
+    shared: bool = False,
 ) -> int:
     """Generate G-Eval's evaluation steps for a task and aspect version (returns their id)."""
     from studies.services.steps import generate_steps_job
 
-    return generate_steps_job(task_id, aspect_version_id, model, seed, force, user_id)
+    return generate_steps_job(task_id, aspect_version_id, model, seed, force, user_id, shared)

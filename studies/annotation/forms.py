@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from studies.annotation.models import Campaign
 from studies.annotation.services.campaigns import CampaignSpec, researcher_studies
 from studies.models import Aspect
-from studies.permissions import ANNOTATOR
+from studies.permissions import ANNOTATOR, visible_aspects
 
 
 class CampaignForm(forms.Form):
@@ -42,6 +42,8 @@ class CampaignForm(forms.Form):
     def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["study"].queryset = researcher_studies(user).select_related("dataset")  # type: ignore[attr-defined]
+        # another researcher's imported aspects never show (admins see them all)
+        self.fields["aspects"].queryset = visible_aspects(user).order_by("code")  # type: ignore[attr-defined]
 
     def spec(self) -> CampaignSpec:
         data = self.cleaned_data

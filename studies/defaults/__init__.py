@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from studies.models import aspect_key
+
 DEFAULTS_FILE = Path(__file__).with_name("defaults.json")
 ROLE_GROUPS = ("researcher", "annotator")
 
@@ -28,6 +30,8 @@ def load_defaults(apps: Any) -> None:
     template_model = apps.get_model("studies", "PromptTemplate")
     template_version_model = apps.get_model("studies", "PromptTemplateVersion")
     group_model = apps.get_model("auth", "Group")
+    # the historical model of the first data migration has no owner or key yet
+    has_owner = any(f.name == "owner" for f in aspect_model._meta.get_fields())
 
     for role in ROLE_GROUPS:
         group_model.objects.get_or_create(name=role)
@@ -40,19 +44,22 @@ def load_defaults(apps: Any) -> None:
 
     # bulk_create, not save(): the same code then runs on historical models (migration)
     # and on the real ones (tests that restore defaults), whose save() would version twice.
-    aspects = {a.code: a for a in aspect_model.objects.all()}
+    aspects = {a.code: a for a in aspect_model.objects.filter(owner__isnull=True)} if has_owner \
+        else {a.code: a for a in aspect_model.objects.all()}  # fmt: skip
     new_aspects = [
         aspect_model(
             code=row["code"],
             source=row.get("source", ""),
             version=1,
+            **({"key": aspect_key(row["name"])} if has_owner else {}),
             **{k: row[k] for k in ("name", "definition", "scale_min", "scale_max", "anchors")},
         )
         for row in data["aspects"]
         if row["code"] not in aspects
     ]
     aspect_model.objects.bulk_create(new_aspects)
-    for aspect in aspect_model.objects.filter(code__in=[a.code for a in new_aspects]):
+    created = aspect_model.objects.filter(code__in=[a.code for a in new_aspects])
+    for aspect in created.filter(owner__isnull=True) if has_owner else created:
         row = next(r for r in data["aspects"] if r["code"] == aspect.code)
         aspect_version_model.objects.create(
             aspect=aspect,

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Avg
+from django.db.models import Avg, F
 from django.utils import timezone
 
 from studies.models import (
@@ -37,6 +37,7 @@ from studies.models import (
     TaskKind,
     aspect_key,
 )
+from studies.permissions import owned_aspects
 from studies.services.records import LineError, Record, RecordError, read_records
 
 log = logging.getLogger(__name__)
@@ -152,7 +153,7 @@ def _validate(path: Path, options: ImportOptions) -> _Plan:
     if task is None:
         known = ", ".join(TaskKind.objects.values_list("code", flat=True))
         report(LineError(0, "task", f"unknown task {options.task!r} (known: {known})"))
-    existing = Dataset.objects.filter(name=options.dataset).select_related("task").first()
+    existing = owned_dataset(options.dataset, options.owner)
     if existing and task and existing.task_id != task.id:
         report(
             LineError(
@@ -163,7 +164,7 @@ def _validate(path: Path, options: ImportOptions) -> _Plan:
             )
         )
 
-    lookup = _aspect_lookup()
+    lookup = _aspect_lookup(options.owner)
     aspects: dict[str, Aspect | None] = {}
     observed: dict[str, list[float]] = {}
     metrics: dict[str, None] = {}
@@ -196,7 +197,7 @@ def _validate(path: Path, options: ImportOptions) -> _Plan:
                 outputs[key] = (item.line, digest)
             for name, value in item.human.items():
                 if name not in aspects:
-                    aspect = lookup.get(name.lower())
+                    aspect = lookup.get(name.lower()) or lookup.get(aspect_key(name))
                     if aspect is None and not options.create_aspects:
                         report(
                             LineError(
@@ -212,9 +213,46 @@ def _validate(path: Path, options: ImportOptions) -> _Plan:
                 low_high[0], low_high[1] = min(low_high[0], value), max(low_high[1], value)
             for name in item.metrics:
                 metrics.setdefault(name)
+    if not errors and not more:
+        for error in _check_new_aspects([n for n, a in aspects.items() if a is None], options):
+            report(error)
     if errors or more:
         raise ImportValidationError(errors, more)
     return _Plan(aspects, observed, list(metrics), count)
+
+
+def _new_aspect_fields(name: str) -> dict[str, str]:
+    """Code, name and stable key of the aspect an import creates for a file's score name."""
+    key = aspect_key(name)
+    return {"code": key.upper()[:32], "name": name.replace("_", " ").strip().capitalize(),
+            "key": key}  # fmt: skip
+
+
+def _check_new_aspects(names: list[str], options: ImportOptions) -> list[LineError]:
+    """The cap on new aspects, and no clash with a shared aspect, the owner's own or
+    another new one; checked before anything is written."""
+    limit = settings.CONCORDIA["IMPORT_MAX_NEW_ASPECTS"]
+    if len(names) > limit:
+        return [LineError(0, "human", f"the file would create {len(names)} new aspects; at most "
+                          f"{limit} may be created by one import (IMPORT_MAX_NEW_ASPECTS)")]  # fmt: skip
+    errors = []
+    taken = {f: {} for f in ("code", "name", "key")}  # value -> what holds it
+    for aspect in owned_aspects(options.owner):
+        for f in taken:
+            taken[f][getattr(aspect, f).lower()] = f"aspect {aspect.code}"
+    for name in names:
+        fields = _new_aspect_fields(name)
+        if not fields["key"]:
+            errors.append(LineError(0, f"human.{name}", f"{name!r} cannot name an aspect"))
+            continue
+        for f, value in fields.items():
+            holder = taken[f].get(value.lower())
+            if holder:
+                errors.append(LineError(0, f"human.{name}", f"a new aspect for {name!r} would "
+                                        f"have the {f} {value!r} of {holder}; rename the column"))  # fmt: skip
+                break
+            taken[f][value.lower()] = f"the new aspect for {name!r}"
+    return errors
 
 
 def _check_document(
@@ -247,20 +285,31 @@ def _digest(*parts: str) -> bytes:
     return hashlib.blake2b("\x00".join(parts).encode("utf-8"), digest_size=16).digest()
 
 
-def _aspect_lookup() -> dict[str, Aspect]:
+def _aspect_lookup(owner: Any) -> dict[str, Aspect]:
+    """File name (lower-cased) → aspect, among the shared aspects and the owner's own:
+    codes, names, stable keys and earlier names (aliases) all match."""
     lookup: dict[str, Aspect] = {}
-    for aspect in Aspect.objects.all():
-        for name in (aspect.code, aspect.name, aspect.key):
-            lookup.setdefault(name.lower(), aspect)
+    # the owner's own first: a shared aspect's alias never hides them
+    for aspect in owned_aspects(owner).order_by(F("owner").asc(nulls_last=True), "pk"):
+        for name in sorted(aspect.file_names()):
+            lookup.setdefault(name, aspect)
     return lookup
 
 
+def owned_dataset(name: str, owner: Any) -> Dataset | None:
+    """The owner's dataset of that name (``owner`` None: the unowned one)."""
+    owner_id = getattr(owner, "pk", owner)
+    query = Dataset.objects.filter(name=name).select_related("task")
+    return (query.filter(owner_id=owner_id) if owner_id else query.filter(owner__isnull=True)).first()
+
+
 def _dataset(options: ImportOptions) -> Dataset:
+    """The owner's dataset of that name, created if new: never another owner's."""
     dataset, _ = Dataset.objects.get_or_create(
         name=options.dataset,
+        owner=options.owner,
         defaults={
             "task": TaskKind.objects.get(code=options.task),
-            "owner": options.owner,
             "description": options.description,
         },
     )
@@ -274,8 +323,8 @@ def _aspects(plan: _Plan, options: ImportOptions, summary: ImportSummary) -> dic
         if aspect is None:
             low, high = plan.observed_range[name]
             aspect = Aspect(
-                code=aspect_key(name).upper()[:32],
-                name=name.replace("_", " ").strip().capitalize(),
+                **_new_aspect_fields(name),
+                owner=options.owner,
                 definition=f"Imported from {options.file_name}; edit this definition.",
                 scale_min=low,
                 scale_max=high if high > low else low + 1,

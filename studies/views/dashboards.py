@@ -21,13 +21,13 @@ EXPORTS = {"csv": ("text/csv", tables.to_csv), "json": ("application/json", tabl
            "tex": ("application/x-tex", tables.to_latex)}  # fmt: skip
 
 
-def _dataset(request: HttpRequest, name: str):  # type: ignore[no-untyped-def]
-    return get_object_or_404(visible_datasets(request.user).select_related("task"), name=name)
+def _dataset(request: HttpRequest, pk: int):  # type: ignore[no-untyped-def]
+    return get_object_or_404(visible_datasets(request.user).select_related("task"), pk=pk)
 
 
 @researcher_required
-def correlations(request: HttpRequest, name: str) -> HttpResponse:
-    dataset = _dataset(request, name)
+def correlations(request: HttpRequest, pk: int) -> HttpResponse:
+    dataset = _dataset(request, pk)
     params = MatrixParams.from_query(request.GET)
     result = dashboards.available_matrix(dataset, params)
     context = {
@@ -46,8 +46,8 @@ def correlations(request: HttpRequest, name: str) -> HttpResponse:
 
 
 @researcher_required
-def correlation_cell(request: HttpRequest, name: str, run: int, aspect: int) -> HttpResponse:
-    dataset = _dataset(request, name)
+def correlation_cell(request: HttpRequest, pk: int, run: int, aspect: int) -> HttpResponse:
+    dataset = _dataset(request, pk)
     params = MatrixParams.from_query(request.GET)
     details = drilldown(dataset, run, aspect, params)
     if details is None:
@@ -59,8 +59,8 @@ def correlation_cell(request: HttpRequest, name: str, run: int, aspect: int) -> 
 
 
 @researcher_required
-def correlation_paper(request: HttpRequest, name: str) -> HttpResponse:
-    dataset = _dataset(request, name)
+def correlation_paper(request: HttpRequest, pk: int) -> HttpResponse:
+    dataset = _dataset(request, pk)
     params = MatrixParams.from_query(request.GET)
     if dashboards.available_matrix(dataset, params) is None:
         return render(
@@ -74,8 +74,8 @@ def correlation_paper(request: HttpRequest, name: str) -> HttpResponse:
 
 
 @researcher_required
-def correlation_export(request: HttpRequest, name: str, file_format: str) -> HttpResponse:
-    dataset = _dataset(request, name)
+def correlation_export(request: HttpRequest, pk: int, file_format: str) -> HttpResponse:
+    dataset = _dataset(request, pk)
     params = MatrixParams.from_query(request.GET)
     result = dashboards.available_matrix(dataset, params)
     if result is None:

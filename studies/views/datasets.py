@@ -45,15 +45,15 @@ def home(request: HttpRequest) -> HttpResponse:
 def dataset_list(request: HttpRequest) -> HttpResponse:
     datasets = (
         visible_datasets(request.user)
-        .select_related("task")
+        .select_related("task", "owner")
         .annotate(n_documents=Count("documents", distinct=True))
     )
     return render(request, "studies/dataset_list.html", {"datasets": datasets})
 
 
 @researcher_required
-def dataset_detail(request: HttpRequest, name: str) -> HttpResponse:
-    dataset = get_object_or_404(visible_datasets(request.user).select_related("task"), name=name)
+def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    dataset = get_object_or_404(visible_datasets(request.user).select_related("task"), pk=pk)
     judgments = (
         Judgment.objects.filter(output__document__dataset=dataset)
         .values("aspect__code", "aspect__name")
@@ -75,8 +75,8 @@ def dataset_detail(request: HttpRequest, name: str) -> HttpResponse:
 
 @require_GET
 @researcher_required
-def dataset_export(request: HttpRequest, name: str, file_format: str) -> StreamingHttpResponse:
-    dataset = get_object_or_404(visible_datasets(request.user), name=name)
+def dataset_export(request: HttpRequest, pk: int, file_format: str) -> StreamingHttpResponse:
+    dataset = get_object_or_404(visible_datasets(request.user), pk=pk)
     content_type = "text/csv" if file_format == "csv" else "application/x-ndjson"
     response = StreamingHttpResponse(
         export_dataset(dataset, file_format), content_type=f"{content_type}; charset=utf-8"

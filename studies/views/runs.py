@@ -13,7 +13,7 @@ from django.views.decorators.http import require_POST
 
 from scoring.lm.store import ModelNotInstalled
 from studies.models import Aspect, MetricRun
-from studies.permissions import visible_datasets
+from studies.permissions import dataset_aspects, visible_datasets
 from studies.services.runs import (
     RunError,
     RunRequest,
@@ -50,7 +50,7 @@ class RunForm(forms.Form):
     model = forms.CharField(
         initial="default",
         help_text="'default' (SmolLM2-135M-Instruct; all-MiniLM-L6-v2 for BERTScore), "
-        "a local path or a hub id",
+        "an installed model's folder name, or a hub id an admin allowed",
     )
     k = forms.IntegerField(
         min_value=0, max_value=8, initial=2, help_text="demonstrations (IDM only)"
@@ -69,11 +69,10 @@ class RunForm(forms.Form):
         min_value=1, required=False, help_text="only the first N documents"
     )
 
-    def __init__(self, *args, task=None, **kwargs):  # type: ignore[no-untyped-def]
+    def __init__(self, *args, dataset, **kwargs):  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
-        self.fields["aspects"].queryset = (
-            Aspect.objects.filter(tasks=task) if task else Aspect.objects.all()
-        )
+        # the shared aspects and the dataset owner's: another researcher's never show
+        self.fields["aspects"].queryset = dataset_aspects(dataset).filter(tasks=dataset.task)
 
     def clean(self):  # type: ignore[no-untyped-def]
         data = super().clean()
@@ -91,9 +90,9 @@ def _runs(request: HttpRequest):  # type: ignore[no-untyped-def]
 
 
 @researcher_required
-def run_new(request: HttpRequest, name: str) -> HttpResponse:
-    dataset = get_object_or_404(visible_datasets(request.user).select_related("task"), name=name)
-    form = RunForm(request.POST or None, task=dataset.task)
+def run_new(request: HttpRequest, pk: int) -> HttpResponse:
+    dataset = get_object_or_404(visible_datasets(request.user).select_related("task"), pk=pk)
+    form = RunForm(request.POST or None, dataset=dataset)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         base = RunRequest(

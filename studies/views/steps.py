@@ -1,5 +1,6 @@
 """G-Eval's evaluation steps for a task × aspect: every version, an edit form (an edit is
-a new version) and a button that asks a worker to generate them."""
+a new version) and a button that asks a worker to generate them. A researcher's edits and
+generations are their own (their runs use them); an admin's change the shared steps."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from studies.models import Aspect, EvaluationSteps, TaskKind
+from studies.models import Aspect, TaskKind
+from studies.permissions import owned_aspects
 from studies.services import steps as steps_service
 from studies.views.datasets import researcher_required
 
@@ -18,21 +20,25 @@ class StepsForm(forms.Form):
     text = forms.CharField(widget=forms.Textarea(attrs={"rows": 10}), label="Evaluation steps")
 
 
-def _objects(task: str, aspect: str) -> tuple[TaskKind, Aspect]:
-    return get_object_or_404(TaskKind, code=task), get_object_or_404(Aspect, code=aspect)
+def _objects(request: HttpRequest, task: str, aspect: str) -> tuple[TaskKind, Aspect]:
+    # the shared aspects and the user's own: codes are unique among them
+    aspects = owned_aspects(request.user)
+    return get_object_or_404(TaskKind, code=task), get_object_or_404(aspects, code=aspect)
 
 
 @researcher_required
 def steps_detail(request: HttpRequest, task: str, aspect: str) -> HttpResponse:
     """The steps of the aspect's current definition; POST saves an edit as a new version."""
-    task_obj, aspect_obj = _objects(task, aspect)
+    task_obj, aspect_obj = _objects(request, task, aspect)
     version = aspect_obj.current_version()
-    current = steps_service.current_steps(task_obj, version)
+    shared = request.user.is_superuser
+    owner = None if shared else request.user
+    current = steps_service.current_steps(task_obj, version, owner)
     form = StepsForm(request.POST or None, initial={"text": current.text if current else ""})
     if request.method == "POST" and form.is_valid():
         try:
             saved = steps_service.edit_steps(
-                task_obj, version, form.cleaned_data["text"], user=request.user
+                task_obj, version, form.cleaned_data["text"], user=request.user, shared=shared
             )
         except steps_service.StepsError as exc:
             form.add_error("text", str(exc))
@@ -43,8 +49,8 @@ def steps_detail(request: HttpRequest, task: str, aspect: str) -> HttpResponse:
     context = {
         "task": task_obj, "aspect": aspect_obj, "aspect_version": version, "current": current,
         "form": form, "prompt": steps_service.geval.steps_prompt(config),
-        "versions": EvaluationSteps.objects.filter(task=task_obj, aspect_version=version)
-        .select_related("created_by").order_by("-version"),
+        "shared": shared,
+        "versions": steps_service.steps_versions(task_obj, version, owner).select_related("created_by"),
     }  # fmt: skip
     return render(request, "studies/steps_detail.html", context, status=400 if form.errors else 200)
 
@@ -53,9 +59,12 @@ def steps_detail(request: HttpRequest, task: str, aspect: str) -> HttpResponse:
 @researcher_required
 def steps_generate(request: HttpRequest, task: str, aspect: str) -> HttpResponse:
     """Ask a worker to generate the steps with the default model (a new version if some exist)."""
-    task_obj, aspect_obj = _objects(task, aspect)
+    task_obj, aspect_obj = _objects(request, task, aspect)
     version = aspect_obj.current_version()
-    force = steps_service.current_steps(task_obj, version) is not None
-    steps_service.request_generation(task_obj, version, force=force, user=request.user)
+    shared = request.user.is_superuser
+    force = steps_service.current_steps(task_obj, version, None if shared else request.user)
+    steps_service.request_generation(
+        task_obj, version, force=force is not None, user=request.user, shared=shared
+    )
     messages.info(request, "A worker is generating the steps; reload this page in a minute.")
     return redirect("studies:steps-detail", task=task, aspect=aspect)

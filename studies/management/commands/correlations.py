@@ -8,8 +8,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from studies.models import Dataset
 from studies.services import tables
+from studies.services.lookup import DatasetNotFound, find_dataset
 from studies.services.dashboards import COEFFICIENT_NAMES, MatrixParams, matrix_for
 
 
@@ -17,7 +17,9 @@ class Command(BaseCommand):
     help = "Print how well each metric run correlates with the human judgments, per aspect."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--dataset", required=True)
+        parser.add_argument(
+            "--dataset", required=True, help="id, owner/name, or a name only one owner uses"
+        )
         parser.add_argument("--level", choices=("sample", "dataset", "system"), default="sample")
         parser.add_argument("--coef", choices=sorted(COEFFICIENT_NAMES), default="spearman")
         parser.add_argument("--ci", action="store_true", help="add 95%% bootstrap intervals")
@@ -26,9 +28,10 @@ class Command(BaseCommand):
         parser.add_argument("--format", choices=("table", "csv", "json", "latex"), default="table")
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        dataset = Dataset.objects.filter(name=opts["dataset"]).first()
-        if dataset is None:
-            raise CommandError(f"no dataset named {opts['dataset']!r}")
+        try:
+            dataset = find_dataset(opts["dataset"])
+        except DatasetNotFound as exc:
+            raise CommandError(str(exc)) from exc
         params = replace(
             MatrixParams(), level=opts["level"], coefficient=opts["coef"], ci=opts["ci"],
             resamples=opts["resamples"], seed=opts["seed"],

@@ -102,11 +102,11 @@ class Command(BaseCommand):
                 "errors, broken grammar) and simulated judgments that follow the degradations.",
             ),
         )
-        dataset = Dataset.objects.get(name=DEMO_DATASET)
+        dataset = Dataset.objects.get(name=DEMO_DATASET, owner=researcher)
         study, _ = Study.objects.get_or_create(
             name="Demo study (synthetic data)", dataset=dataset, defaults={"owner": researcher}
         )
-        study.aspects.set(Aspect.objects.filter(code__in=["COH", "CON", "FLU", "REL"]))
+        study.aspects.set(Aspect.objects.filter(owner__isnull=True, code__in=["COH", "CON", "FLU", "REL"]))
         for username, role in (("researcher", "researcher"), ("annotator", "annotator")):
             StudyMember.objects.get_or_create(
                 study=study, user=users.get(username=username), defaults={"role": role}
@@ -114,7 +114,7 @@ class Command(BaseCommand):
         if not Campaign.objects.filter(study=study).exists():
             spec = CampaignSpec(
                 name="Demo campaign (Likert, coherence and fluency)",
-                aspects=list(Aspect.objects.filter(code__in=["COH", "FLU"])),
+                aspects=list(Aspect.objects.filter(owner__isnull=True, code__in=["COH", "FLU"])),
                 overlap=1, selection="random", sample_size=12,
                 annotators=[users.get(username="annotator")],
             )  # fmt: skip

@@ -1,4 +1,5 @@
-"""``python manage.py export_dataset NAME --format jsonl|csv [-o FILE]``."""
+"""``python manage.py export_dataset DATASET --format jsonl|csv [-o FILE]``; DATASET is an
+id, ``owner/name`` or a name only one owner uses."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from studies.models import Dataset
 from studies.services.datasets import export_dataset
+from studies.services.lookup import DatasetNotFound, find_dataset
 from studies.services.records import FORMATS
 
 
@@ -17,14 +18,15 @@ class Command(BaseCommand):
     help = "Export a dataset with its judgments and metric scores as JSONL or CSV."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("dataset")
+        parser.add_argument("dataset", help="id, owner/name, or a name only one owner uses")
         parser.add_argument("--format", choices=FORMATS, default="jsonl")
         parser.add_argument("-o", "--output", type=Path, help="file to write (default: stdout)")
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        dataset = Dataset.objects.filter(name=opts["dataset"]).first()
-        if dataset is None:
-            raise CommandError(f"no dataset named {opts['dataset']!r}")
+        try:
+            dataset = find_dataset(opts["dataset"])
+        except DatasetNotFound as exc:
+            raise CommandError(str(exc)) from exc
         lines = export_dataset(dataset, opts["format"])
         if opts["output"]:
             with opts["output"].open("w", encoding="utf-8", newline="") as fh:

@@ -1,4 +1,8 @@
-"""``python manage.py import_records FILE --dataset NAME --task summarization``."""
+"""``python manage.py import_records FILE --dataset NAME --task summarization [--owner USER]``.
+
+Dataset names are unique per owner. ``--dataset`` is a name (with ``--owner``: that
+user's dataset, created if new), ``owner/name``, an existing dataset's id, or a name that
+only one owner uses; a new name without ``--owner`` makes an unowned dataset."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from studies.services.datasets import ImportOptions, ImportValidationError, import_file
+from studies.services.lookup import DatasetNotFound, find_dataset
 from studies.services.records import FORMATS, detect_format
 
 
@@ -17,7 +22,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", type=Path)
-        parser.add_argument("--dataset", required=True, help="dataset name (created if new)")
+        parser.add_argument(
+            "--dataset",
+            required=True,
+            help="name (created if new), owner/name, or an existing dataset's id",
+        )
         parser.add_argument("--task", required=True, help="task kind code, e.g. summarization")
         parser.add_argument("--format", choices=FORMATS, help="default: from the file name")
         parser.add_argument(
@@ -25,7 +34,7 @@ class Command(BaseCommand):
             action="store_true",
             help="create aspects for unknown human score names",
         )
-        parser.add_argument("--owner", help="username owning a new dataset")
+        parser.add_argument("--owner", help="username: import into this user's dataset")
 
     def handle(self, *args: Any, **opts: Any) -> None:
         path: Path = opts["file"]
@@ -35,13 +44,9 @@ class Command(BaseCommand):
             file_format = opts["format"] or detect_format(path.name)
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
-        owner = None
-        if opts["owner"]:
-            owner = get_user_model().objects.filter(username=opts["owner"]).first()
-            if owner is None:
-                raise CommandError(f"no user named {opts['owner']!r}")
+        name, owner = self.target(opts["dataset"], opts["owner"])
         options = ImportOptions(
-            dataset=opts["dataset"],
+            dataset=name,
             task=opts["task"],
             file_format=file_format,
             file_name=path.name,
@@ -60,3 +65,28 @@ class Command(BaseCommand):
                 + (f", new aspects {summary.aspects_created}" if summary.aspects_created else "")
             )
         )
+
+    @staticmethod
+    def target(ref: str, username: str | None) -> tuple[str, Any]:
+        """(dataset name, owner) to import into."""
+        users = get_user_model().objects
+        if username:
+            owner = users.filter(username=username).first()
+            if owner is None:
+                raise CommandError(f"no user named {username!r}")
+            if "/" in ref or ref.isdigit():
+                raise CommandError("with --owner, give --dataset as a plain name")
+            return ref, owner
+        try:
+            dataset = find_dataset(ref)
+        except DatasetNotFound as exc:
+            if "/" in ref and not ref.startswith("-/"):  # owner/name of a new dataset
+                owner_name, name = ref.split("/", 1)
+                owner = users.filter(username=owner_name).first()
+                if owner is None:
+                    raise CommandError(f"no user named {owner_name!r}") from exc
+                return name, owner
+            if ref.isdigit() or exc.ambiguous:
+                raise CommandError(str(exc)) from exc
+            return ref.removeprefix("-/"), None  # a new unowned dataset
+        return dataset.name, dataset.owner

@@ -11,7 +11,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from scoring.lm.store import ModelNotInstalled
-from studies.models import Dataset, MetricRun
+from studies.models import MetricRun
+from studies.services.lookup import DatasetNotFound, find_dataset
 from studies.services.runs import (
     METRIC_GROUPS,
     METRICS,
@@ -27,14 +28,17 @@ class Command(BaseCommand):
     help = "Start a metric run: scored here by default, or by the workers with --enqueue."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--dataset")
+        parser.add_argument("--dataset", help="id, owner/name, or a name only one owner uses")
         parser.add_argument("--metric", default="gptscore", choices=[*METRICS, *METRIC_GROUPS])
         parser.add_argument("--aspect", help="aspect code or name, e.g. coherence or COH")
         parser.add_argument("--setting", default="IST", choices=["VAL", "IST", "IDM"])
         parser.add_argument("--dimension", default="src-hypo",
                             choices=["src-hypo", "ref-hypo", "hypo-ref", "avg-f"])  # fmt: skip
         parser.add_argument(
-            "--model", default="default", help="'default', a local path or a hub id"
+            "--model",
+            default="default",
+            help="'default', an installed model's folder name, an allowed hub id, or (the "
+            "shell only) any local path or hub id",
         )
         parser.add_argument("--k", type=int, default=2, help="demonstrations for IDM")
         parser.add_argument("--seed", type=int, default=0)
@@ -88,9 +92,10 @@ class Command(BaseCommand):
         needs_aspect = opts["metric"] in ("gptscore", "geval")
         if not opts["dataset"] or (needs_aspect and not opts["aspect"]):
             raise CommandError("--dataset is required, and --aspect for gptscore and geval")
-        dataset = Dataset.objects.filter(name=opts["dataset"]).first()
-        if dataset is None:
-            raise CommandError(f"no dataset named {opts['dataset']!r}")
+        try:
+            dataset = find_dataset(opts["dataset"])
+        except DatasetNotFound as exc:
+            raise CommandError(str(exc)) from exc
         request = RunRequest(
             aspect=opts["aspect"] or "", metric=opts["metric"], setting=opts["setting"],
             dimension=opts["dimension"], model=opts["model"], k=opts["k"], seed=opts["seed"],
@@ -100,6 +105,7 @@ class Command(BaseCommand):
             n_samples=opts["samples"], layer=opts["layer"],
         )  # fmt: skip
         try:
-            return start_runs(dataset, request, enqueue=opts["enqueue"])
+            # the operator's shell may name any local path; web requests may not
+            return start_runs(dataset, request, enqueue=opts["enqueue"], local_paths=True)
         except (RunError, ModelNotInstalled) as exc:
             raise CommandError(str(exc)) from exc

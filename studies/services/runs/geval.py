@@ -23,8 +23,10 @@ def _frozen_steps(steps: Any) -> dict[str, Any]:
     return {"id": steps.pk, "version": steps.version, "origin": steps.origin, "text": steps.text}
 
 
-def build(dataset: Dataset, request: RunRequest) -> Plan:
-    """Validate the request and freeze the run's configuration."""
+def build(dataset: Dataset, request: RunRequest, user: Any = None) -> Plan:
+    """Validate the request and freeze the run's configuration. The steps are those of
+    the user starting the run (the dataset's owner from the shell): their own latest
+    edit, else the shared steps."""
     if request.steps not in STEPS_MODES:
         raise RunError(f"Evaluation steps must be 'auto' or 'none', not {request.steps!r}.")
     if request.weighting not in geval.WEIGHTINGS:
@@ -33,14 +35,14 @@ def build(dataset: Dataset, request: RunRequest) -> Plan:
         raise RunError(f"Estimation must be 'probs' or 'sampled', not {request.estimation!r}.")
     if request.estimation == "sampled" and not 1 <= request.n_samples <= 100:
         raise RunError("Sampled estimation needs 1 to 100 samples per output.")
-    aspect = find_aspect(request.aspect)
+    aspect = find_aspect(request.aspect, dataset)
     aspect_version = aspect.current_version()
     try:
         base = steps_service.base_config(dataset.task, aspect_version)
     except steps_service.StepsError as exc:
         raise RunError(str(exc)) from exc
     steps = (
-        steps_service.current_steps(dataset.task, aspect_version)
+        steps_service.current_steps(dataset.task, aspect_version, user or dataset.owner_id)
         if request.steps == "auto"
         else None
     )

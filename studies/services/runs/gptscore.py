@@ -54,7 +54,7 @@ def build(dataset: Dataset, request: RunRequest) -> Plan:
         raise RunError(f"Unknown setting {request.setting!r}; use VAL, IST or IDM.")
     if request.setting == "IDM" and request.k < 1:
         raise RunError("IDM needs k ≥ 1 demonstrations.")
-    aspect = find_aspect(request.aspect)
+    aspect = find_aspect(request.aspect, dataset)
     setting_template = "VAL" if request.setting == "VAL" else "IST"
     first_dimension = "ref_hypo" if dimension == "avg_f" else dimension
     template = _template(dataset, aspect, setting_template, first_dimension, request.variant)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from studies.models import Aspect, Dataset, MetricRun
+from studies.services.models import check_model
 from studies.services.runs.core import RunError, save_run
 
 METRICS = ("gptscore", "geval", "rouge1", "rouge2", "rougeL", "bleu", "chrf", "bertscore")
@@ -39,10 +40,15 @@ class RunRequest:
     layer: int | None = None  # BERTScore: the encoder layer (default: the last)
 
 
-def find_aspect(name: str) -> Aspect:
+def find_aspect(name: str, dataset: Dataset) -> Aspect:
+    """The aspect of that code or name among those a run on ``dataset`` may use: the
+    shared ones and the dataset owner's (another researcher's never match)."""
+    from studies.permissions import dataset_aspects
+
+    usable = dataset_aspects(dataset)
     aspect = (
-        Aspect.objects.filter(code__iexact=name).first()
-        or Aspect.objects.filter(name__iexact=name).first()
+        usable.filter(code__iexact=name).first()
+        or usable.filter(name__iexact=name).first()
     )
     if aspect is None:
         raise RunError(f"Unknown aspect {name!r}.")
@@ -50,15 +56,22 @@ def find_aspect(name: str) -> Aspect:
 
 
 def start_run(
-    dataset: Dataset, request: RunRequest, *, user: Any = None, enqueue: bool = True
-) -> MetricRun:
-    """Save a PENDING run with its frozen configuration; enqueue it once committed."""
+    dataset: Dataset, request: RunRequest, *, user: Any = None, enqueue: bool = True,
+    local_paths: bool = False,
+) -> MetricRun:  # fmt: skip
+    """Save a PENDING run with its frozen configuration; enqueue it once committed.
+
+    The model must be allowed (:func:`check_model`); ``local_paths`` (the operator's
+    shell, never a web request) also accepts any local path or hub id.
+    """
     from studies.services.runs import baselines, geval, gptscore
+
+    check_model(request.model, local_paths=local_paths)
 
     if request.metric == "gptscore":
         plan = gptscore.build(dataset, request)
     elif request.metric == "geval":
-        plan = geval.build(dataset, request)
+        plan = geval.build(dataset, request, user)
     elif request.metric in baselines.METRICS:
         plan = baselines.build(dataset, request)
     else:
@@ -67,12 +80,15 @@ def start_run(
 
 
 def start_runs(
-    dataset: Dataset, request: RunRequest, *, user: Any = None, enqueue: bool = True
-) -> list[MetricRun]:
+    dataset: Dataset, request: RunRequest, *, user: Any = None, enqueue: bool = True,
+    local_paths: bool = False,
+) -> list[MetricRun]:  # fmt: skip
     """Like :func:`start_run`; a group name (``rouge``) starts one run per member."""
     from dataclasses import replace
 
     metrics = METRIC_GROUPS.get(request.metric, (request.metric,))
     return [
-        start_run(dataset, replace(request, metric=m), user=user, enqueue=enqueue) for m in metrics
-    ]
+        start_run(dataset, replace(request, metric=m), user=user, enqueue=enqueue,
+                  local_paths=local_paths)
+        for m in metrics
+    ]  # fmt: skip
