@@ -43,4 +43,3 @@ class UploadForm(forms.Form):
         if upload.size == 0:
             raise forms.ValidationError("The file is empty.")
         return upload
-

@@ -706,9 +706,7 @@ class AllowedModel(models.Model):
         max_length=200,
         unique=True,
         validators=[
-            RegexValidator(
-                r"^[\w.-]+/[\w.-]+$|^[\w.-]+$", "A hub id such as 'org/model-name'."
-            )
+            RegexValidator(r"^[\w.-]+/[\w.-]+$|^[\w.-]+$", "A hub id such as 'org/model-name'.")
         ],
     )
     note = models.CharField(max_length=200, blank=True)

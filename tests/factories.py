@@ -59,3 +59,8 @@ class MetricRunFactory(factory.django.DjangoModelFactory):
     dataset = factory.SubFactory(DatasetFactory)
     metric = "gptscore"
     label = factory.Sequence(lambda n: f"run-{n}")
+
+
+def dataset_pk(name: str) -> int:
+    """The id of the dataset of that name (dataset pages are addressed by id)."""
+    return models.Dataset.objects.get(name=name).pk

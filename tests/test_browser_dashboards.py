@@ -6,6 +6,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from studies.services.datasets import ImportOptions, import_file
+from tests.factories import dataset_pk
 from tests.studies.test_dashboards import synthetic_records
 
 pytestmark = [
@@ -25,7 +26,7 @@ def test_overview_switches_level_and_coefficient_opens_a_cell_and_exports_latex(
     page.fill("input[name=username]", "owner")
     page.fill("input[name=password]", "pw")
     page.click("button[type=submit]")
-    page.goto(live_server.url + "/datasets/scored/")
+    page.goto(live_server.url + f"/datasets/{dataset_pk('scored')}/")
     page.click("#open-correlations")
     expect(page.locator("#matrix")).to_contain_text("Spearman ρ, sample-level")
     assert page.locator("#matrix-table tbody tr").count() == 2

@@ -300,7 +300,9 @@ def owned_dataset(name: str, owner: Any) -> Dataset | None:
     """The owner's dataset of that name (``owner`` None: the unowned one)."""
     owner_id = getattr(owner, "pk", owner)
     query = Dataset.objects.filter(name=name).select_related("task")
-    return (query.filter(owner_id=owner_id) if owner_id else query.filter(owner__isnull=True)).first()
+    return (
+        query.filter(owner_id=owner_id) if owner_id else query.filter(owner__isnull=True)
+    ).first()
 
 
 def _dataset(options: ImportOptions) -> Dataset:

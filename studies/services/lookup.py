@@ -28,8 +28,10 @@ def find_dataset(ref: str) -> Dataset:
         return found
     if "/" in ref:
         owner, name = ref.split("/", 1)
-        by_owner = query.filter(owner__isnull=True) if owner == "-" else query.filter(
-            owner__username=owner
+        by_owner = (
+            query.filter(owner__isnull=True)
+            if owner == "-"
+            else query.filter(owner__username=owner)
         )
         found = by_owner.filter(name=name).first()
         if found is None:

@@ -114,16 +114,16 @@ def test_drill_down_paper_and_exports_keep_flagged_annotators_out(
     dataset.owner = cast["owner"]
     dataset.save()
     client.force_login(cast["owner"])
-    cell = reverse("studies:correlations-cell", args=[dataset.name, run.pk, coh.pk])
+    cell = reverse("studies:correlations-cell", args=[dataset.pk, run.pk, coh.pk])
     everyone = client.get(cell, {"level": "dataset"}).context["d"]
     trusted = client.get(cell, {"level": "dataset", "flagged": "exclude"}).context["d"]
     assert everyone["value"] is None  # constant mean judgments
     assert trusted["value"] == pytest.approx(1.0)
-    page = client.get(reverse("studies:correlations", args=[dataset.name]),
+    page = client.get(reverse("studies:correlations", args=[dataset.pk]),
                       {"level": "dataset", "flagged": "exclude"})  # fmt: skip
     html = page.content.decode()
     for name in ("correlations-export", "correlations-paper", "correlations-cell"):
-        prefix = reverse(f"studies:{name}", args=[dataset.name, *(
+        prefix = reverse(f"studies:{name}", args=[dataset.pk, *(
             ["csv"] if name == "correlations-export" else [run.pk, coh.pk] if name == "correlations-cell" else []
         )])  # fmt: skip
         assert f"{prefix}?level=dataset&amp;coef=spearman&amp;flagged=exclude" in html, name

@@ -198,7 +198,7 @@ def test_status_toggles_and_the_correlations_page_offers_to_exclude_flagged(
     client.force_login(cast["owner"])
     client.post(reverse("annotation:campaign-status", args=[campaign.pk]), {"status": "closed"})
     assert Campaign.objects.get().status == "closed"
-    page = client.get(reverse("studies:correlations", args=[campaign.study.dataset.name]),
+    page = client.get(reverse("studies:correlations", args=[campaign.study.dataset.pk]),
                       {"flagged": "exclude"})  # fmt: skip
     assert b'id="exclude-flagged" checked' in page.content
 

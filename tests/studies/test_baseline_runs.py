@@ -107,7 +107,9 @@ def test_a_bertscore_run_resumes_after_a_crash_without_losing_or_repeating_score
     from scoring.lm.encoder import HFEncoder
 
     model = tiny_bert(tmp_path / "bert")
-    run = start_run(dataset, RunRequest(metric="bertscore", model=model), enqueue=False)
+    run = start_run(
+        dataset, RunRequest(metric="bertscore", model=model), enqueue=False, local_paths=True
+    )
     assert run.label == "bertscore:bert:max" and run.config["model_files"]["sha256"]
 
     class Dying:
@@ -142,7 +144,7 @@ def test_bad_baseline_requests_are_refused_and_change_nothing(dataset):
 
 def test_the_run_form_starts_rouge_and_the_dashboard_lists_the_runs(client, cast, dataset):
     client.force_login(cast["owner"])
-    url = reverse("studies:run-new", args=[dataset.name])
+    url = reverse("studies:run-new", args=[dataset.pk])
     assert b"G-Eval" in client.get(url).content
     response = client.post(url, {"metric": "rouge", "model": "default", "k": 0,
                                  "setting": "IST", "dimension": "src_hypo"})  # fmt: skip
@@ -156,7 +158,7 @@ def test_the_run_form_starts_rouge_and_the_dashboard_lists_the_runs(client, cast
         execute_run(run.pk)
     page = client.get(reverse("studies:run-detail", args=[run.pk]))
     assert b"against the document's references (mean)" in page.content
-    matrix = client.get(reverse("studies:correlations", args=[dataset.name]))
+    matrix = client.get(reverse("studies:correlations", args=[dataset.pk]))
     assert matrix.status_code == 200
     for label in labels:
         assert label.encode() in matrix.content

@@ -20,7 +20,7 @@ from studies.services.dashboards import (
 )
 from studies.services.datasets import ImportOptions, import_file
 from studies.tasks import compute_correlations
-from tests.factories import MetricRunFactory
+from tests.factories import MetricRunFactory, dataset_pk
 
 pytestmark = pytest.mark.django_db
 
@@ -103,7 +103,7 @@ def test_dashboard_cells_show_the_scipy_numbers_and_the_aspect_intercorrelation(
 
     client.force_login(cast["owner"])
     body = client.get(
-        reverse("studies:correlations", args=["scored"]) + "?level=sample&coef=kendall"
+        reverse("studies:correlations", args=[dataset_pk("scored")]) + "?level=sample&coef=kendall"
     ).content
     values = [float(v) for v in re.findall(rb'data-value="([-0-9.e]+)"', body)]
     runs, aspects = ["good", "noise"], ["coherence", "fluency"]  # rows by label, columns by code
@@ -128,7 +128,7 @@ def test_matrix_marks_the_best_and_significantly_worse_runs(scored):
 
 
 def test_correlations_page_works_for_owner_is_forbidden_and_not_found(client, scored, cast):
-    url = reverse("studies:correlations", args=["scored"])
+    url = reverse("studies:correlations", args=[dataset_pk("scored")])
     client.force_login(cast["annotator"])
     assert client.get(url).status_code == 403
     client.force_login(cast["outsider"])
@@ -146,7 +146,7 @@ def test_correlations_page_works_for_owner_is_forbidden_and_not_found(client, sc
 def test_cached_page_is_read_from_the_cache_until_the_data_changes(client, scored, cast,
                                                                    django_assert_max_num_queries):  # fmt: skip
     client.force_login(cast["owner"])
-    url = reverse("studies:correlations", args=["scored"])
+    url = reverse("studies:correlations", args=[dataset_pk("scored")])
     client.get(url)
     dataset = Dataset.objects.get(name="scored")
     assert cached_matrix(dataset, MatrixParams()) is not None
@@ -162,7 +162,7 @@ def test_cached_page_is_read_from_the_cache_until_the_data_changes(client, score
 def test_large_dataset_is_computed_by_the_task_while_the_page_polls(client, scored, cast, settings):
     settings.CONCORDIA = {**settings.CONCORDIA, "DASHBOARD_INLINE_LIMIT": 10}
     client.force_login(cast["owner"])
-    url = reverse("studies:correlations", args=["scored"])
+    url = reverse("studies:correlations", args=[dataset_pk("scored")])
     waiting = client.get(url)
     assert (
         b'hx-trigger="every 1s"' in waiting.content and b"Computing the matrix" in waiting.content
@@ -176,7 +176,9 @@ def test_large_dataset_is_computed_by_the_task_while_the_page_polls(client, scor
 
 def test_exports_in_csv_json_and_latex(client, scored, cast):
     client.force_login(cast["owner"])
-    base = reverse("studies:correlations-export", args=["scored", "csv"]).rsplit(".", 1)[0]
+    base = reverse("studies:correlations-export", args=[dataset_pk("scored"), "csv"]).rsplit(
+        ".", 1
+    )[0]
     csv_text = client.get(base + ".csv?level=sample").content.decode()
     assert csv_text.splitlines()[0].startswith(
         "run,metric,model,setting,dimension,COH,COH_low,COH_high"
@@ -193,7 +195,7 @@ def test_drilldown_shows_scatter_histogram_and_disagreements(client, scored, cas
     dataset = Dataset.objects.get(name="scored")
     run = dataset.runs.get(label="good")
     aspect = Aspect.objects.get(code="COH")
-    url = reverse("studies:correlations-cell", args=["scored", run.pk, aspect.pk])
+    url = reverse("studies:correlations-cell", args=[dataset_pk("scored"), run.pk, aspect.pk])
     page = client.get(url, headers={"HX-Request": "true"})
     body = page.content.decode()
     assert page.status_code == 200 and "<html" not in body
@@ -201,7 +203,7 @@ def test_drilldown_shows_scatter_histogram_and_disagreements(client, scored, cas
     assert "Largest rank disagreements" in body and "doc00" in body
     assert (
         client.get(
-            reverse("studies:correlations-cell", args=["scored", 999999, aspect.pk])
+            reverse("studies:correlations-cell", args=[dataset_pk("scored"), 999999, aspect.pk])
         ).status_code
         == 404
     )
@@ -233,7 +235,9 @@ def test_paper_view_marks_ist_significantly_better_than_val(client, cast):
             MetricScore.objects.create(run=ist, output=output, value=human + rng.normal(0, 0.3))
             MetricScore.objects.create(run=val, output=output, value=rng.normal())
     client.force_login(cast["owner"])
-    body = client.get(reverse("studies:correlations-paper", args=["paper"])).content.decode()
+    body = client.get(
+        reverse("studies:correlations-paper", args=[dataset_pk("paper")])
+    ).content.decode()
     assert (
         'id="gptscore-table"' in body
         and "†" in body.split('id="gptscore-table"')[1].split("</table>")[0]

@@ -47,7 +47,7 @@ def dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
 
 def _geval(dataset, model, **options):  # type: ignore[no-untyped-def]
     request = RunRequest(metric="geval", aspect="coherence", model=model, **options)
-    return start_run(dataset, request, enqueue=False)
+    return start_run(dataset, request, enqueue=False, local_paths=True)
 
 
 def test_a_geval_run_generates_steps_once_then_scores_every_output_with_its_distribution(
@@ -141,7 +141,9 @@ def test_bad_geval_requests_change_nothing(dataset, tiny_model):
     with pytest.raises(RunError, match="Weighting must be"):
         _geval(dataset, tiny_model, weighting="median")
     with pytest.raises(RunError, match="Unknown aspect"):
-        start_run(dataset, RunRequest(metric="geval", aspect="nope", model=tiny_model))
+        start_run(
+            dataset, RunRequest(metric="geval", aspect="nope", model=tiny_model), local_paths=True
+        )
     assert not MetricRun.objects.filter(kind="computed").exists()
 
 

@@ -48,7 +48,9 @@ def test_start_run_freezes_template_aspect_version_model_and_versions(
 ):
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         run = start_run(
-            dataset, RunRequest(aspect="coherence", model=tiny_model, dimension="src-hypo")
+            dataset,
+            RunRequest(aspect="coherence", model=tiny_model, dimension="src-hypo"),
+            local_paths=True,
         )
     assert len(callbacks) == 1 and run.status == "pending" and run.total == 12
     config = run.config
@@ -66,7 +68,10 @@ def test_a_run_on_a_tiny_model_scores_every_output_once_and_a_second_call_writes
     dataset, tiny_model
 ):
     run = start_run(
-        dataset, RunRequest(aspect="COH", model=tiny_model, batch_size=2), enqueue=False
+        dataset,
+        RunRequest(aspect="COH", model=tiny_model, batch_size=2),
+        enqueue=False,
+        local_paths=True,
     )
     assert execute_run(run.pk, chunk_outputs=3) == "succeeded"
     run.refresh_from_db()
@@ -80,7 +85,9 @@ def test_a_run_on_a_tiny_model_scores_every_output_once_and_a_second_call_writes
 
 
 def test_a_failing_document_marks_its_outputs_and_the_run_goes_on(dataset, tiny_model):
-    run = start_run(dataset, RunRequest(aspect="COH", model=tiny_model), enqueue=False)
+    run = start_run(
+        dataset, RunRequest(aspect="COH", model=tiny_model), enqueue=False, local_paths=True
+    )
     calls = {"n": 0}
 
     class Crashing(FakeLanguageModel):
@@ -98,7 +105,9 @@ def test_a_failing_document_marks_its_outputs_and_the_run_goes_on(dataset, tiny_
 
 
 def test_run_resumes_after_a_crash_without_losing_or_repeating_scores(dataset, tiny_model):
-    other = start_run(dataset, RunRequest(aspect="FLU", model=tiny_model), enqueue=False)
+    other = start_run(
+        dataset, RunRequest(aspect="FLU", model=tiny_model), enqueue=False, local_paths=True
+    )
 
     def dies_after_two_chunks(r):  # type: ignore[no-untyped-def]
         model = FakeLanguageModel()
@@ -129,7 +138,9 @@ def test_run_resumes_after_a_crash_without_losing_or_repeating_scores(dataset, t
 
 
 def test_cancel_stops_a_run_between_chunks(dataset, tiny_model):
-    run = start_run(dataset, RunRequest(aspect="COH", model=tiny_model), enqueue=False)
+    run = start_run(
+        dataset, RunRequest(aspect="COH", model=tiny_model), enqueue=False, local_paths=True
+    )
 
     def cancelling(r):  # type: ignore[no-untyped-def]
         model = FakeLanguageModel()
@@ -149,15 +160,19 @@ def test_cancel_stops_a_run_between_chunks(dataset, tiny_model):
 
 def test_a_setting_without_a_template_is_refused_clearly(dataset, tiny_model):
     with pytest.raises(RunError, match="No GPTScore IST template for summarization × INT"):
-        start_run(dataset, RunRequest(aspect="INT", model=tiny_model))
+        start_run(dataset, RunRequest(aspect="INT", model=tiny_model), local_paths=True)
     with pytest.raises(RunError, match="IDM needs"):
-        start_run(dataset, RunRequest(aspect="COH", setting="IDM", k=0, model=tiny_model))
+        start_run(
+            dataset,
+            RunRequest(aspect="COH", setting="IDM", k=0, model=tiny_model),
+            local_paths=True,
+        )
     assert MetricRun.objects.filter(kind="computed").count() == 0
 
 
 def test_idm_and_avg_f_runs_record_k_seed_and_both_templates(dataset, tiny_model):
     run = start_run(dataset, RunRequest(aspect="COH", setting="IDM", k=2, seed=5, dimension="avg-f",
-                                        model=tiny_model), enqueue=False)  # fmt: skip
+                                        model=tiny_model), enqueue=False, local_paths=True)  # fmt: skip
     assert run.config["k"] == 2 and run.config["seed"] == 5
     assert (
         "{ref}" in run.config["template"]["text"]

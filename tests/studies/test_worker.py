@@ -78,7 +78,10 @@ def test_a_run_killed_mid_way_is_completed_by_a_new_worker_with_one_score_per_ou
         ),
     )
     run = start_run(
-        Dataset.objects.get(name="kill"), RunRequest(aspect="COH", model=model), enqueue=False
+        Dataset.objects.get(name="kill"),
+        RunRequest(aspect="COH", model=model),
+        enqueue=False,
+        local_paths=True,
     )
     env = {**_worker_env(), "RUN_CHUNK_OUTPUTS": "5"}  # one document per write
 
@@ -126,3 +129,61 @@ def test_a_run_killed_mid_way_is_completed_by_a_new_worker_with_one_score_per_ou
         == MetricRun.objects.get(pk=run.pk).total
     )
     assert all(dict(after)[o] == v for o, v in kept.items())
+
+
+def test_two_researchers_uploads_naming_one_new_dataset_each_land_in_their_own(
+    client, cast, monkeypatch
+):
+    """Both uploads are queued before any worker runs: the worker's import must create a
+    dataset per owner, never write one researcher's rows into the other's."""
+    import os
+    import subprocess
+
+    from django.conf import settings
+
+    from evalsite.celery import worker_command
+    from studies.models import Dataset
+    from studies.tasks import import_upload
+    from tests.conftest import _worker_env
+
+    # the uploads enqueue on a queue no worker reads yet (a session worker may be running)
+    monkeypatch.setattr(
+        import_upload, "delay", lambda pk: import_upload.apply_async((pk,), queue="race-test")
+    )
+    for who in ("owner", "outsider"):
+        client.force_login(cast[who])
+        content = b"".join(
+            b'{"doc_id": "%s-d%d", "system_id": "s1", "source": "src", "output": "by %s", '
+            b'"human": {"coherence": 3}}\n' % (who.encode(), i, who.encode())
+            for i in range(5)
+        )
+        response = client.post(
+            reverse("studies:upload"),
+            {"file": SimpleUploadedFile(f"{who}.jsonl", content), "dataset": "summeval",
+             "task": "summarization"},
+        )  # fmt: skip
+        assert response.status_code == 302
+    assert not Dataset.objects.exists() and ImportJob.objects.filter(status="pending").count() == 2
+
+    log = (settings.DATA_DIR / "race-worker.log").open("wb")
+    worker = subprocess.Popen(worker_command(f"race-{os.getpid()}@%h", queues="race-test"),
+                              env=_worker_env(), stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 90
+        while (
+            time.monotonic() < deadline and ImportJob.objects.exclude(status="succeeded").exists()
+        ):
+            assert not ImportJob.objects.filter(status="failed").exists(), list(
+                ImportJob.objects.values_list("errors", flat=True)
+            )
+            time.sleep(0.2)
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+    assert list(ImportJob.objects.values_list("status", flat=True)) == ["succeeded"] * 2
+    datasets = Dataset.objects.filter(name="summeval")
+    assert sorted(d.owner.username for d in datasets) == ["outsider", "owner"]
+    for dataset in datasets:
+        texts = set(Output.objects.filter(document__dataset=dataset).values_list("text", flat=True))
+        assert texts == {f"by {dataset.owner.username}"}
+        assert dataset.import_jobs.get().created_by == dataset.owner

@@ -9,8 +9,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from studies.services import tables
-from studies.services.lookup import DatasetNotFound, find_dataset
 from studies.services.dashboards import COEFFICIENT_NAMES, MatrixParams, matrix_for
+from studies.services.lookup import DatasetNotFound, find_dataset
 
 
 class Command(BaseCommand):

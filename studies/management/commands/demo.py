@@ -106,7 +106,9 @@ class Command(BaseCommand):
         study, _ = Study.objects.get_or_create(
             name="Demo study (synthetic data)", dataset=dataset, defaults={"owner": researcher}
         )
-        study.aspects.set(Aspect.objects.filter(owner__isnull=True, code__in=["COH", "CON", "FLU", "REL"]))
+        study.aspects.set(
+            Aspect.objects.filter(owner__isnull=True, code__in=["COH", "CON", "FLU", "REL"])
+        )
         for username, role in (("researcher", "researcher"), ("annotator", "annotator")):
             StudyMember.objects.get_or_create(
                 study=study, user=users.get(username=username), defaults={"role": role}

@@ -46,10 +46,7 @@ def find_aspect(name: str, dataset: Dataset) -> Aspect:
     from studies.permissions import dataset_aspects
 
     usable = dataset_aspects(dataset)
-    aspect = (
-        usable.filter(code__iexact=name).first()
-        or usable.filter(name__iexact=name).first()
-    )
+    aspect = usable.filter(code__iexact=name).first() or usable.filter(name__iexact=name).first()
     if aspect is None:
         raise RunError(f"Unknown aspect {name!r}.")
     return aspect
