@@ -62,9 +62,9 @@ def steps_generate(request: HttpRequest, task: str, aspect: str) -> HttpResponse
     task_obj, aspect_obj = _objects(request, task, aspect)
     version = aspect_obj.current_version()
     shared = request.user.is_superuser
-    force = steps_service.current_steps(task_obj, version, None if shared else request.user)
+    current = steps_service.current_steps(task_obj, version, None if shared else request.user)
     steps_service.request_generation(
-        task_obj, version, force=force is not None, user=request.user, shared=shared
+        task_obj, version, force=current is not None, user=request.user, shared=shared
     )
     messages.info(request, "A worker is generating the steps; reload this page in a minute.")
     return redirect("studies:steps-detail", task=task, aspect=aspect)
