@@ -16,7 +16,7 @@ import json
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -37,7 +37,14 @@ from studies.models import (
     TaskKind,
     aspect_key,
 )
-from studies.services.records import LineError, Record, RecordError, read_records
+from studies.services import scales
+from studies.services.records import (
+    LineError,
+    Record,
+    RecordError,
+    neutralise_cell,
+    read_records,
+)
 
 log = logging.getLogger(__name__)
 MAX_REPORTED_ERRORS = 50
@@ -58,6 +65,11 @@ class ImportValidationError(Exception):
 
 @dataclass
 class ImportOptions:
+    """What to import where. Scores outside an existing aspect's scale are an error
+    unless ``rescale`` states their source range (``{"informativeness": (1, 6)}``: mapped
+    linearly onto the aspect's scale) or ``widen_aspects`` imports them into a wider copy
+    of the aspect (``Informativeness 1–6``)."""
+
     dataset: str
     task: str
     file_format: str
@@ -65,6 +77,8 @@ class ImportOptions:
     create_aspects: bool = False
     owner: Any = None
     description: str = ""
+    rescale: scales.SourceRanges = field(default_factory=dict)
+    widen_aspects: bool = False
 
 
 @dataclass
@@ -79,6 +93,7 @@ class ImportSummary:
     metric_scores: dict[str, int] = field(default_factory=lambda: {"created": 0, "updated": 0})
     aspects_created: list[str] = field(default_factory=list)
     metric_runs: list[str] = field(default_factory=list)
+    scales: list[str] = field(default_factory=list)  # created, rescaled, widened: in words
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
@@ -90,7 +105,7 @@ class _Plan:
     """What validation learnt: how the file's names map to rows to be."""
 
     aspects: dict[str, Aspect | None]  # file key -> existing aspect, or None to create
-    observed_range: dict[str, list[float]]
+    observed_range: dict[str, list[float]]  # file key -> [min, max] of its scores
     metrics: list[str]
     records: int
 
@@ -117,6 +132,7 @@ def import_file(path: Path | str, options: ImportOptions) -> ImportSummary:
         aspects = _aspects(plan, options, summary)
         runs = _imported_runs(dataset, plan.metrics, options.file_name, summary)
         writer = _ChunkWriter(dataset, aspects, runs, options.file_name, summary)
+        writer.scale = _rescalers(plan, options, summary)
         with path.open("rb") as stream:
             for chunk in _batched(_valid_records(stream, options), cfg["IMPORT_BATCH_SIZE"]):
                 writer.write(chunk)
@@ -165,6 +181,7 @@ def _validate(path: Path, options: ImportOptions) -> _Plan:
 
     lookup = _aspect_lookup()
     aspects: dict[str, Aspect | None] = {}
+    targets: dict[Any, str] = {}  # aspect (or the name it will be created with) -> file key
     observed: dict[str, list[float]] = {}
     metrics: dict[str, None] = {}
     documents: dict[str, tuple[int, bytes, bytes, bytes]] = {}
@@ -208,10 +225,38 @@ def _validate(path: Path, options: ImportOptions) -> _Plan:
                         )
                     aspects[name] = aspect
                     observed[name] = [value, value]
+                    target = aspect.pk if aspect else _created_name(name).lower()
+                    if target in targets:  # one value would silently replace the other
+                        report(
+                            LineError(
+                                item.line,
+                                f"human.{name}",
+                                f"names the same aspect as {targets[target]!r}; use one name",
+                            )
+                        )
+                    targets.setdefault(target, name)
                 low_high = observed[name]
                 low_high[0], low_high[1] = min(low_high[0], value), max(low_high[1], value)
+                problem = scales.out_of_scale(
+                    name, value, aspects[name], options.rescale, options.widen_aspects
+                )
+                if problem:
+                    report(LineError(item.line, f"human.{name}", problem))
             for name in item.metrics:
                 metrics.setdefault(name)
+    for name in options.rescale:
+        matched = [n for n in aspects if n.lower() == name]
+        if not matched:
+            report(LineError(0, "rescale", f"no human score in the file is named {name!r}"))
+        elif aspects[matched[0]] is None:
+            report(
+                LineError(
+                    0,
+                    "rescale",
+                    f"{name!r} is not an existing aspect; an aspect the import creates "
+                    "takes its scale from the file's values",
+                )
+            )
     if errors or more:
         raise ImportValidationError(errors, more)
     return _Plan(aspects, observed, list(metrics), count)
@@ -267,26 +312,117 @@ def _dataset(options: ImportOptions) -> Dataset:
     return dataset
 
 
+def _created_name(file_key: str) -> str:
+    return file_key.replace("_", " ").strip().capitalize()
+
+
 def _aspects(plan: _Plan, options: ImportOptions, summary: ImportSummary) -> dict[str, Aspect]:
     resolved: dict[str, Aspect] = {}
     task = TaskKind.objects.get(code=options.task)
     for name, aspect in plan.aspects.items():
+        low, high = plan.observed_range[name]
         if aspect is None:
-            low, high = plan.observed_range[name]
+            scale_min, scale_max = scales.rounded_range(low, high)
             aspect = Aspect(
-                code=aspect_key(name).upper()[:32],
-                name=name.replace("_", " ").strip().capitalize(),
+                code=_free_code(aspect_key(name).upper()),
+                name=_created_name(name),
                 definition=f"Imported from {options.file_name}; edit this definition.",
-                scale_min=low,
-                scale_max=high if high > low else low + 1,
+                scale_min=scale_min,
+                scale_max=scale_max,
                 source=f"created by import of {options.file_name}",
             )
             aspect._changed_by = options.owner
             aspect.save()
             aspect.tasks.add(task)
             summary.aspects_created.append(aspect.code)
+            summary.scales.append(
+                f"created {aspect.code} with the scale {scales.fmt_range(scale_min, scale_max)} "
+                f"from the file's {name} values ({scales.fmt_range(low, high)})"
+            )
+        elif (
+            options.widen_aspects
+            and name.lower() not in options.rescale
+            and not aspect.scale_min <= low <= high <= aspect.scale_max
+        ):
+            aspect = _wider_aspect(aspect, low, high, options, summary, name)
         resolved[name] = aspect
     return resolved
+
+
+def _free_code(code: str) -> str:
+    """``code`` cut to the field's 32 characters, numbered if that code is taken."""
+    code = code[:32] or "ASPECT"
+    candidate, n = code, 1
+    while Aspect.objects.filter(code=candidate).exists():
+        n += 1
+        candidate = f"{code[: 31 - len(str(n))]}_{n}"
+    return candidate
+
+
+def _wider_aspect(
+    aspect: Aspect,
+    low: float,
+    high: float,
+    options: ImportOptions,
+    summary: ImportSummary,
+    file_key: str,
+) -> Aspect:
+    """The copy of ``aspect`` whose scale also covers ``low..high`` (made once, then
+    found again by its name on a re-import)."""
+    scale_min, scale_max = scales.rounded_range(
+        min(low, aspect.scale_min), max(high, aspect.scale_max)
+    )
+    name, code = scales.wider_name(aspect.name, aspect.code, scale_min, scale_max)
+    wider = Aspect.objects.filter(name=name).first()
+    if wider is None:
+        wider = Aspect(
+            code=_free_code(code),
+            name=name,
+            definition=aspect.definition,
+            anchors=aspect.anchors,
+            scale_min=scale_min,
+            scale_max=scale_max,
+            source=f"{aspect.code} widened by import of {options.file_name}",
+        )
+        wider._changed_by = options.owner
+        wider.save()
+        wider.tasks.set(aspect.tasks.all())
+        summary.aspects_created.append(wider.code)
+    elif not wider.scale_min <= low <= high <= wider.scale_max:  # edited since it was made
+        raise ImportValidationError(
+            [
+                LineError(
+                    0,
+                    f"human.{file_key}",
+                    f"the wider aspect {wider.code} exists with the scale "
+                    f"{scales.fmt_range(wider.scale_min, wider.scale_max)}, which does not "
+                    f"cover the file's values {scales.fmt_range(low, high)}",
+                )
+            ]
+        )
+    summary.scales.append(
+        f"{file_key} ({scales.fmt_range(low, high)}) imported into {wider.code} "
+        f"({scales.fmt_range(wider.scale_min, wider.scale_max)}), a wider copy of {aspect.code}"
+    )
+    return wider
+
+
+def _rescalers(
+    plan: _Plan, options: ImportOptions, summary: ImportSummary
+) -> dict[str, Callable[[float], float]]:
+    """File key -> the linear map of its stated source range onto its aspect's scale."""
+    maps = {}
+    for name, aspect in plan.aspects.items():
+        source = options.rescale.get(name.lower())
+        if source is None or aspect is None:
+            continue
+        target = (aspect.scale_min, aspect.scale_max)
+        maps[name] = scales.linear(source, target)
+        summary.scales.append(
+            f"{name} rescaled linearly from {scales.fmt_range(*source)} "
+            f"onto {aspect.code}'s scale {scales.fmt_range(*target)}"
+        )
+    return maps
 
 
 def _imported_runs(
@@ -326,6 +462,7 @@ class _ChunkWriter:
         self.runs = runs
         self.file_name = file_name
         self.summary = summary
+        self.scale: dict[str, Callable[[float], float]] = {}  # file key -> rescaling
         self.doc_ids: dict[str, int] = {}  # documents already written by this import
         self.new_outputs: set[int] = set()  # created in the current batch: nothing to look up
 
@@ -402,7 +539,9 @@ class _ChunkWriter:
 
     def _judgments(self, records: list[Record], output_ids: dict[tuple[str, str], int]) -> None:
         wanted = {
-            (output_ids[(r.doc_id, r.system_id)], self.aspects[name].pk): value
+            (output_ids[(r.doc_id, r.system_id)], self.aspects[name].pk): (
+                self.scale[name](value) if name in self.scale else value
+            )
             for r in records
             for name, value in r.human.items()
         }
@@ -509,17 +648,21 @@ def _batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
 # --- export ---------------------------------------------------------------------------
 
 
-def export_dataset(dataset: Dataset, file_format: str, *, chunk_size: int = 2000) -> Iterator[str]:
+def export_dataset(
+    dataset: Dataset, file_format: str, *, chunk_size: int = 2000, raw: bool = False
+) -> Iterator[str]:
     """Yield the dataset as JSONL lines or CSV rows, streaming in chunks of outputs.
 
     Human scores are the mean of an output's judgments per aspect (one imported
-    judgment exports as itself); metric columns are named by run label.
+    judgment exports as itself); metric columns are named by run label, or by
+    ``label:run<id>`` where runs share a label. CSV text cells that a spreadsheet would
+    run as a formula get a leading ``'`` (the import takes it off again) unless ``raw``.
     """
     aspects = {
         a.pk: a.key
         for a in Aspect.objects.filter(judgments__output__document__dataset=dataset).distinct()
     }
-    runs = {r.pk: r.label for r in dataset.runs.order_by("label")}
+    runs = run_columns(dataset.runs.order_by("label", "pk").values_list("pk", "label"))
     docs = Document.objects.filter(dataset=dataset)
     outputs = (
         Output.objects.filter(document__dataset=dataset)
@@ -531,7 +674,8 @@ def export_dataset(dataset: Dataset, file_format: str, *, chunk_size: int = 2000
             (len(refs or []) for refs in docs.values_list("references", flat=True)), default=0
         )
         has_context = docs.filter(context__isnull=False).exists()
-        yield from _csv_export(outputs, aspects, runs, n_refs, has_context, chunk_size)
+        cell = (lambda text: text) if raw else neutralise_cell
+        yield from _csv_export(outputs, aspects, runs, n_refs, has_context, chunk_size, cell)
     elif file_format == "jsonl":
         for output, human, metrics in _rows(outputs, aspects, runs, chunk_size):
             record: dict[str, Any] = {
@@ -549,6 +693,14 @@ def export_dataset(dataset: Dataset, file_format: str, *, chunk_size: int = 2000
             yield json.dumps(record, ensure_ascii=False) + "\n"
     else:
         raise ValueError(f"Unknown export format {file_format!r}; use jsonl or csv.")
+
+
+def run_columns(runs: Iterable[tuple[int, str]]) -> dict[int, str]:
+    """Run id -> its export column: the label, or ``label:run<id>`` for every run whose
+    label another run of the dataset shares (one column per run, never merged)."""
+    pairs = list(runs)
+    labels = [label for _pk, label in pairs]
+    return {pk: label if labels.count(label) == 1 else f"{label}:run{pk}" for pk, label in pairs}
 
 
 def _rows(
@@ -584,6 +736,7 @@ def _csv_export(
     n_refs: int,
     has_context: bool,
     chunk_size: int,
+    cell: Callable[[str], str],
 ) -> Iterator[str]:
     human_keys = sorted(set(aspects.values()))
     metric_keys = sorted(set(runs.values()))
@@ -606,17 +759,20 @@ def _csv_export(
         buffer.truncate()
         return text
 
-    writer.writerow(header)
+    writer.writerow(header)  # every column name starts with a letter
     yield flush()
     for output, human, metrics in _rows(outputs, aspects, runs, chunk_size):
         refs = list(output.document.references or [])
-        row = [output.document.doc_key, output.system_id, output.document.source]
-        row += refs + [""] * (n_refs - len(refs)) + [output.text]
+        text = [output.document.doc_key, output.system_id, output.document.source]
+        text += refs + [""] * (n_refs - len(refs)) + [output.text]
+        row = [cell(t) for t in text]  # text cells only: a score such as -0.5 stays a number
         row += [_csv_number(human.get(k)) for k in human_keys]
         row += [_csv_number(metrics.get(k)) for k in metric_keys]
         if has_context:
             context = output.document.context
-            row.append("" if context is None else json.dumps(context, ensure_ascii=False))
+            row.append(
+                "" if context is None else cell(json.dumps(context, ensure_ascii=False))
+            )
         writer.writerow(row)
         yield flush()
 

@@ -37,8 +37,16 @@ JSONL_FIELDS = {
     "context",
 }
 REQUIRED_FIELDS = ("doc_id", "system_id", "source", "output")
+MAX_DEPTH = 64  # JSON nesting kept; deeper values would overflow recursive code later on
+MAX_METRIC_NAME = 64  # MetricRun.metric
+# Spreadsheet formula triggers (OWASP "CSV injection"): an exported text cell starting with
+# one of these, after any leading quotes, gets one more leading ' (see neutralise_cell).
+FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 _REFERENCE_COLUMN = re.compile(r"^reference(?:_(\d+))?$")
 _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]*$")
+# NUL: PostgreSQL text cannot hold it; lone surrogates: not encodable as UTF-8.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -51,11 +59,14 @@ class LineError:
 
     def __str__(self) -> str:
         where = f"line {self.line}" if self.line else "file"
-        return (
+        text = (
             f"{where}, field '{self.field}': {self.message}"
             if self.field
             else f"{where}: {self.message}"
         )
+        # a message quotes the file's own text, which may hold what no database column
+        # (the job's error list) can store
+        return _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 @dataclass(frozen=True)
@@ -151,12 +162,8 @@ def _read_jsonl(stream: IO[bytes], max_line_bytes: int) -> Iterator[Record | Rec
         if not text.strip():
             continue
         seen_any = True
-        try:
-            obj = json.loads(text, parse_constant=_reject_constant)
-        except ValueError as exc:
-            yield RecordError([LineError(number, "", f"invalid JSON ({exc})")])
-            continue
-        yield _record_from_mapping(number, obj)
+        obj = _parse_json(number, "", text)
+        yield obj if isinstance(obj, RecordError) else _record_from_mapping(number, obj)
     if not seen_any:
         yield RecordError([LineError(0, "", "the file is empty: no records found")])
 
@@ -165,10 +172,83 @@ def _reject_constant(name: str) -> float:
     raise ValueError(f"{name} is not allowed")
 
 
+class _JsonObject(dict[str, Any]):
+    """A decoded JSON object that remembers the keys it held more than once."""
+
+    duplicates: tuple[str, ...] = ()
+
+
+def _json_object(pairs: list[tuple[str, Any]]) -> _JsonObject:
+    obj = _JsonObject(pairs)
+    if len(obj) != len(pairs):  # json.loads alone would keep the last value silently
+        seen: set[str] = set()
+        obj.duplicates = tuple(k for k, _v in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+    return obj
+
+
+def _parse_json(number: int, where: str, text: str) -> Any:
+    """The decoded value, or a RecordError locating why it is not one."""
+    try:
+        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_json_object)
+    except ValueError as exc:
+        message = f"invalid JSON ({exc})"
+    except RecursionError:
+        message = f"invalid JSON: nested deeper than {MAX_DEPTH} levels"
+    return RecordError([LineError(number, where, message)])
+
+
+def _check_structure(number: int, obj: Any) -> list[LineError]:
+    """Problems anywhere inside a decoded line: repeated keys, nesting deeper than
+    MAX_DEPTH, and text no database can store (NUL, lone surrogates). Iterative, so a
+    deep value cannot overflow the stack here."""
+    errors: list[LineError] = []
+    stack: list[tuple[Any, str, int]] = [(obj, "", 0)]
+    while stack and len(errors) < 10:
+        value, path, depth = stack.pop()
+        if isinstance(value, str):
+            bad = _UNSTORABLE.search(value)
+            if bad:
+                char = bad.group()
+                what = "a NUL character" if char == "\x00" else "a lone surrogate"
+                errors.append(
+                    LineError(
+                        number,
+                        path,
+                        f"contains {what} (\\u{ord(char):04x} at position {bad.start() + 1}), "
+                        "which cannot be stored as text",
+                    )
+                )
+            continue
+        if depth > MAX_DEPTH and isinstance(value, dict | list):
+            errors.append(LineError(number, path, f"nested deeper than {MAX_DEPTH} levels"))
+            continue
+        if isinstance(value, dict):
+            for key in getattr(value, "duplicates", ()):
+                errors.append(
+                    LineError(
+                        number,
+                        _join(path, key),
+                        "duplicate key: it appears more than once in the same object",
+                    )
+                )
+            for key, item in value.items():
+                stack.append((key, _join(path, key) + " (the name)", depth + 1))
+                stack.append((item, _join(path, key), depth + 1))
+        elif isinstance(value, list):
+            stack.extend((item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value))
+    return sorted(errors, key=lambda e: e.field)
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
 def _record_from_mapping(number: int, obj: Any) -> Record | RecordError:
     if not isinstance(obj, dict):
         return RecordError([LineError(number, "", "expected a JSON object {...}")])
-    errors: list[LineError] = []
+    errors = _check_structure(number, obj)
+    if errors:
+        return RecordError(errors)
     unknown = sorted(set(obj) - JSONL_FIELDS)
     if unknown:
         errors.append(
@@ -184,10 +264,19 @@ def _record_from_mapping(number: int, obj: Any) -> Record | RecordError:
         value = obj[name]
         if (
             name in ("doc_id", "system_id")
-            and isinstance(value, int)
+            and isinstance(value, int | float)
             and not isinstance(value, bool)
         ):
-            value = str(value)
+            # ids are text, as in CSV: 1, 1.0 and 1e0 would otherwise be one id or three
+            errors.append(
+                LineError(
+                    number,
+                    name,
+                    f"expected text, got the number {json.dumps(value)}; "
+                    f'write ids in quotes ("{json.dumps(value)}")',
+                )
+            )
+            continue
         if not isinstance(value, str):
             errors.append(LineError(number, name, f"expected a string, got {type(value).__name__}"))
             continue
@@ -228,9 +317,12 @@ def _scores(number: int, group: str, raw: Any, errors: list[LineError]) -> dict[
     scores: dict[str, float] = {}
     for name, value in raw.items():
         where = f"{group}.{name}"
-        if not _KEY.match(name) or len(name) > 100:
+        longest = MAX_METRIC_NAME if group == "metrics" else 100
+        if not _KEY.match(name) or len(name) > longest:
             errors.append(
-                LineError(number, where, "name must be letters, digits, _ . : - (at most 100)")
+                LineError(
+                    number, where, f"name must be letters, digits, _ . : - (at most {longest})"
+                )
             )
             continue
         if value is None:
@@ -246,14 +338,14 @@ def _scores(number: int, group: str, raw: Any, errors: list[LineError]) -> dict[
 def _number(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
-    if isinstance(value, int | float):
-        result = float(value)
-    elif isinstance(value, str):
-        try:
+    try:
+        if isinstance(value, int | float):
+            result = float(value)
+        elif isinstance(value, str):
             result = float(value.strip())
-        except ValueError:
+        else:
             return None
-    else:
+    except (ValueError, OverflowError):  # OverflowError: an integer beyond a float's range
         return None
     return result if math.isfinite(result) else None
 
@@ -358,6 +450,7 @@ def _record_from_row(
         return RecordError(
             [LineError(number, "", f"expected {len(header)} cells, found {len(row)}")]
         )
+    row = [restore_cell(cell) for cell in row]
     obj: dict[str, Any] = {name: row[pos] for name, pos in cols.index.items() if name != "context"}
     obj["references"] = [row[p] for p in cols.references if row[p] != ""]
     obj["human"] = {name: (row[p] if row[p].strip() else None) for name, p in cols.human.items()}
@@ -365,8 +458,27 @@ def _record_from_row(
         name: (row[p] if row[p].strip() else None) for name, p in cols.metrics.items()
     }
     if "context" in cols.index and row[cols.index["context"]].strip():
-        try:
-            obj["context"] = json.loads(row[cols.index["context"]])
-        except ValueError as exc:
-            return RecordError([LineError(number, "context", f"invalid JSON ({exc})")])
+        context = _parse_json(number, "context", row[cols.index["context"]])
+        if isinstance(context, RecordError):
+            return context
+        obj["context"] = context
     return _record_from_mapping(number, obj)
+
+
+# --- spreadsheet formulas -----------------------------------------------------------------
+
+
+def _looks_like_formula(text: str) -> bool:
+    return text.lstrip("'").startswith(FORMULA_TRIGGERS)
+
+
+def neutralise_cell(text: str) -> str:
+    """A text cell a spreadsheet will not run: one ``'`` before a cell that starts, after
+    any quotes it already has, with ``= + - @``, tab or CR. :func:`restore_cell` undoes it
+    exactly, so an exported CSV imports back to the same text."""
+    return "'" + text if _looks_like_formula(text) else text
+
+
+def restore_cell(text: str) -> str:
+    """The inverse of :func:`neutralise_cell` (a cell it would not have written is kept)."""
+    return text[1:] if text.startswith("'") and _looks_like_formula(text[1:]) else text

@@ -14,6 +14,7 @@ import numpy as np
 from scoring.stats import Alternative, Coefficient, Level, Swap, permutation_test
 from studies.models import Dataset
 from studies.services.dashboards import COEFFICIENT_LABELS, MatrixParams, frame_for, matrix_for
+from studies.services.records import neutralise_cell
 
 SETTINGS = ("VAL", "IST", "IDM")
 
@@ -44,17 +45,20 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     return "" if value is None else f"{value:.{digits}f}"
 
 
-def to_csv(result: dict[str, Any]) -> str:
+def to_csv(result: dict[str, Any], *, raw: bool = False) -> str:
+    """The matrix as CSV; text cells (labels, models, aspect codes) that a spreadsheet
+    would run as formulas get a leading ``'`` unless ``raw``. Numbers are left alone."""
+    cell = (lambda text: text) if raw else neutralise_cell
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     header = ["run", "metric", "model", "setting", "dimension"]
     for column in result["columns"]:
-        code = column["aspect"]["code"]
+        code = cell(column["aspect"]["code"])
         header += [code, f"{code}_low", f"{code}_high", f"{code}_n", f"{code}_p_vs_best"]
     writer.writerow(header)
     for row in matrix_rows(result):
         run = row["run"]
-        line = [run["label"], run["metric"], run["model"], run["setting"], run["dimension"]]
+        line = [cell(str(run[k] or "")) for k in ("label", "metric", "model", "setting", "dimension")]
         for cell in row["cells"]:
             line += [_fmt(cell["value"], 6), _fmt(cell["low"], 6), _fmt(cell["high"], 6),
                      cell["n_outputs"], _fmt(cell["p_vs_best"], 4)]  # fmt: skip

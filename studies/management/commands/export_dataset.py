@@ -20,12 +20,18 @@ class Command(BaseCommand):
         parser.add_argument("dataset")
         parser.add_argument("--format", choices=FORMATS, default="jsonl")
         parser.add_argument("-o", "--output", type=Path, help="file to write (default: stdout)")
+        parser.add_argument(
+            "--raw-csv",
+            action="store_true",
+            help="write CSV text cells as stored, without the ' that keeps spreadsheets "
+            "from running cells starting with = + - @ tab or CR as formulas",
+        )
 
     def handle(self, *args: Any, **opts: Any) -> None:
         dataset = Dataset.objects.filter(name=opts["dataset"]).first()
         if dataset is None:
             raise CommandError(f"no dataset named {opts['dataset']!r}")
-        lines = export_dataset(dataset, opts["format"])
+        lines = export_dataset(dataset, opts["format"], raw=opts["raw_csv"])
         if opts["output"]:
             with opts["output"].open("w", encoding="utf-8", newline="") as fh:
                 fh.writelines(lines)
