@@ -752,6 +752,9 @@ def _csv_export(
         header.append("context")
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
+    # the csv module quotes a field holding \n (the line terminator) but not a lone \r,
+    # which a reader then takes for a line break: such rows are written fully quoted
+    quoting_writer = csv.writer(buffer, lineterminator="\n", quoting=csv.QUOTE_ALL)
 
     def flush() -> str:
         text = buffer.getvalue()
@@ -773,7 +776,7 @@ def _csv_export(
             row.append(
                 "" if context is None else cell(json.dumps(context, ensure_ascii=False))
             )
-        writer.writerow(row)
+        (quoting_writer if any("\r" in c for c in row) else writer).writerow(row)
         yield flush()
 
 

@@ -23,7 +23,7 @@ def fmt(value: float) -> str:
 
 
 def fmt_range(low: float, high: float) -> str:
-    return f"{fmt(low)}–{fmt(high)}"
+    return f"{fmt(low)}–{fmt(high)}" if low != high else fmt(low)
 
 
 def parse_ranges(items: list[str] | str) -> SourceRanges:
