@@ -773,9 +773,7 @@ def _csv_export(
         row += [_csv_number(metrics.get(k)) for k in metric_keys]
         if has_context:
             context = output.document.context
-            row.append(
-                "" if context is None else cell(json.dumps(context, ensure_ascii=False))
-            )
+            row.append("" if context is None else cell(json.dumps(context, ensure_ascii=False)))
         (quoting_writer if any("\r" in c for c in row) else writer).writerow(row)
         yield flush()
 

@@ -78,7 +78,10 @@ def rounded_range(low: float, high: float) -> tuple[float, float]:
         step = 1.0 if span >= 1 else 10.0 ** math.floor(math.log10(span))
         digits = max(0, -math.floor(math.log10(step))) if step > 0 else 0
         rounded = (
-            (round(math.floor(low / step) * step, digits), round(math.ceil(high / step) * step, digits))
+            (
+                round(math.floor(low / step) * step, digits),
+                round(math.ceil(high / step) * step, digits),
+            )
             if step > 0
             else (low, high)
         )
@@ -87,7 +90,9 @@ def rounded_range(low: float, high: float) -> tuple[float, float]:
     # floats too large or too close for the rounding above to keep min < max
     if low < high:
         return low, high
-    return (low, math.nextafter(low, math.inf)) if low < 0 else (math.nextafter(low, -math.inf), low)
+    return (
+        (low, math.nextafter(low, math.inf)) if low < 0 else (math.nextafter(low, -math.inf), low)
+    )
 
 
 def linear(source: tuple[float, float], target: tuple[float, float]) -> Callable[[float], float]:

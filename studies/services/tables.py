@@ -58,7 +58,9 @@ def to_csv(result: dict[str, Any], *, raw: bool = False) -> str:
     writer.writerow(header)
     for row in matrix_rows(result):
         run = row["run"]
-        line = [cell(str(run[k] or "")) for k in ("label", "metric", "model", "setting", "dimension")]
+        line = [
+            cell(str(run[k] or "")) for k in ("label", "metric", "model", "setting", "dimension")
+        ]
         for cell in row["cells"]:
             line += [_fmt(cell["value"], 6), _fmt(cell["low"], 6), _fmt(cell["high"], 6),
                      cell["n_outputs"], _fmt(cell["p_vs_best"], 4)]  # fmt: skip

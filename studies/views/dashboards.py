@@ -87,7 +87,9 @@ def correlation_export(request: HttpRequest, name: str, file_format: str) -> Htt
         return HttpResponse("The table is being computed; try again in a moment.", status=503,
                             headers={"Retry-After": "5"})  # fmt: skip
     content_type, render_table = EXPORTS[file_format]
-    body = tables.to_csv(result, raw=_raw(request)) if file_format == "csv" else render_table(result)
+    body = (
+        tables.to_csv(result, raw=_raw(request)) if file_format == "csv" else render_table(result)
+    )
     response = HttpResponse(body, content_type=f"{content_type}; charset=utf-8")
     filename = f"{dataset.name}-{params.level}-{params.coefficient}.{file_format}"
     response["Content-Disposition"] = f'attachment; filename="{filename}"'

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from studies.models import Dataset, MetricRun, MetricScore, Output
-from studies.services.datasets import export_dataset, import_file, ImportOptions
+from studies.services.datasets import ImportOptions, export_dataset, import_file
 from studies.services.records import neutralise_cell, restore_cell
 from studies.services.tables import to_csv
 from tests.conftest import record
@@ -21,7 +21,7 @@ from tests.conftest import record
 pytestmark = pytest.mark.django_db
 
 HOSTILE = {
-    "doc_id": "=HYPERLINK(\"http://x\")",
+    "doc_id": '=HYPERLINK("http://x")',
     "system_id": "+sys",
     "source": "-2+3",
     "references": ["@SUM(A1)", "\tcmd", "\rcr", "'=quoted already", "plain"],
@@ -55,7 +55,7 @@ def hostile(write_jsonl) -> Dataset:
 def test_csv_export_neutralises_formula_text_but_not_numbers(hostile):
     rows = csv_rows("".join(export_dataset(hostile, "csv")))
     row = next(r for r in rows if r["system_id"] != "s1")
-    assert row["doc_id"] == "'=HYPERLINK(\"http://x\")"
+    assert row["doc_id"] == '\'=HYPERLINK("http://x")'
     assert (row["system_id"], row["source"], row["output"]) == ("'+sys", "'-2+3", "'=1+1")
     assert [row[f"reference_{i}"] for i in range(1, 6)] == [
         "'@SUM(A1)",
@@ -67,7 +67,9 @@ def test_csv_export_neutralises_formula_text_but_not_numbers(hostile):
     assert row["metric_delta"] == "-0.5" and row["human_coherence"] == "2.0"
     plain = next(r for r in rows if r["system_id"] == "s1")
     assert plain["context"] == '{"k": -1}' and plain["doc_id"] == "plain"
-    for cell in (value for r in rows for key, value in r.items() if not key.startswith(("metric_", "human_"))):
+    for cell in (
+        value for r in rows for key, value in r.items() if not key.startswith(("metric_", "human_"))
+    ):
         assert not cell.startswith(("=", "+", "-", "@", "\t", "\r")), cell
 
 
@@ -139,7 +141,12 @@ def test_correlation_csv_neutralises_labels_but_not_values():
 
 def test_runs_sharing_a_label_export_as_separate_columns_and_round_trip(write_jsonl, tmp_path):
     run_import(
-        write_jsonl([record("d1", "s1", metrics={"rouge1": 0.5}), record("d1", "s2", metrics={"rouge1": 0.25})]),
+        write_jsonl(
+            [
+                record("d1", "s1", metrics={"rouge1": 0.5}),
+                record("d1", "s2", metrics={"rouge1": 0.25}),
+            ]
+        ),
         "shared",
     )
     dataset = Dataset.objects.get(name="shared")
@@ -148,7 +155,9 @@ def test_runs_sharing_a_label_export_as_separate_columns_and_round_trip(write_js
         dataset=dataset, metric="rouge1", label="rouge1", status=MetricRun.Status.SUCCEEDED
     )
     for output in Output.objects.filter(document__dataset=dataset):
-        MetricScore.objects.create(run=computed, output=output, value=1.0 if output.system_id == "s1" else 0.0)
+        MetricScore.objects.create(
+            run=computed, output=output, value=1.0 if output.system_id == "s1" else 0.0
+        )
     for file_format in ("jsonl", "csv"):
         text = "".join(export_dataset(dataset, file_format))
         if file_format == "jsonl":

@@ -272,9 +272,7 @@ def test_nul_in_a_jsonl_string_is_located(write_jsonl):
 def test_nul_byte_in_a_csv_cell_is_located(tmp_path):
     path = tmp_path / "nul.csv"
     path.write_bytes(
-        b"doc_id,system_id,source,reference,output\n"
-        b"d1,s1,src,ref,fine\n"
-        b"d2,s1,src,ref,bro\x00ken\n"
+        b"doc_id,system_id,source,reference,output\nd1,s1,src,ref,fine\nd2,s1,src,ref,bro\x00ken\n"
     )
     assert_rejected(path, "line 3, field 'output': contains a NUL character", file_format="csv")
 

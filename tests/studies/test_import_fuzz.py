@@ -55,11 +55,13 @@ json_values = st.recursive(
     | st.integers(min_value=-(10**400), max_value=10**400)
     | st.floats(allow_nan=False)
     | st.text(max_size=6),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 hostile_strings = st.sampled_from(
-    ["", " ", "\x00", "a\x00b", "\ud800", "x\udfffy", "=1+1", "'", "\r", "\n", "\"", "1e308"]
+    ["", " ", "\x00", "a\x00b", "\ud800", "x\udfffy", "=1+1", "'", "\r", "\n", '"', "1e308"]
 )
 
 
@@ -67,11 +69,17 @@ hostile_strings = st.sampled_from(
 def datasets(draw: Any) -> list[dict[str, Any]]:
     """Consistent records: one source, references and context per document, one text
     per (document, system); scores inside 1–5 (the default aspects' scale)."""
-    docs = draw(st.dictionaries(ids, st.tuples(texts, st.lists(texts, max_size=2)), min_size=1, max_size=3))
-    context = draw(st.none() | st.dictionaries(st.sampled_from("kv"), st.integers() | texts, max_size=2))
+    docs = draw(
+        st.dictionaries(ids, st.tuples(texts, st.lists(texts, max_size=2)), min_size=1, max_size=3)
+    )
+    context = draw(
+        st.none() | st.dictionaries(st.sampled_from("kv"), st.integers() | texts, max_size=2)
+    )
     records = []
     for (doc, system), output in draw(
-        st.dictionaries(st.tuples(st.sampled_from(sorted(docs)), ids), texts, min_size=1, max_size=6)
+        st.dictionaries(
+            st.tuples(st.sampled_from(sorted(docs)), ids), texts, min_size=1, max_size=6
+        )
     ).items():
         source, references = docs[doc]
         human = draw(st.dictionaries(st.sampled_from(ASPECTS), st.floats(1, 5) | st.none()))
@@ -90,7 +98,12 @@ def to_jsonl(records: list[dict[str, Any]]) -> bytes:
 def csv_rows(records: list[dict[str, Any]]) -> list[list[str]]:
     n_refs = max(len(r["references"]) for r in records)
     header = ["doc_id", "system_id", "source", *[f"reference_{i + 1}" for i in range(n_refs)]]
-    header += ["output", *[f"human_{a}" for a in ASPECTS], *[f"metric_{m}" for m in METRICS], "context"]
+    header += [
+        "output",
+        *[f"human_{a}" for a in ASPECTS],
+        *[f"metric_{m}" for m in METRICS],
+        "context",
+    ]
     rows = [header]
     for r in records:
         refs = r["references"] + [""] * (n_refs - len(r["references"]))
@@ -119,7 +132,10 @@ def to_csv(rows: list[list[str]]) -> bytes:
 def byte_mutation(draw: Any, data: bytes) -> bytes:
     start = draw(st.integers(0, len(data)))
     end = draw(st.integers(start, min(len(data), start + 8)))
-    insert = draw(st.binary(max_size=6) | st.sampled_from([b"\x00", b"\xff", b"\n", b'"', b",", b"{", b"\\ud800"]))
+    insert = draw(
+        st.binary(max_size=6)
+        | st.sampled_from([b"\x00", b"\xff", b"\n", b'"', b",", b"{", b"\\ud800"])
+    )
     return data[:start] + insert + data[end:]
 
 
@@ -128,7 +144,9 @@ def jsonl_mutation(draw: Any, records: list[dict[str, Any]]) -> bytes:
     records = json.loads(json.dumps(records))
     index = draw(st.integers(0, len(records) - 1))
     target = records[index]
-    kind = draw(st.sampled_from(["value", "score", "id", "duplicate", "deep", "unknown", "hostile"]))
+    kind = draw(
+        st.sampled_from(["value", "score", "id", "duplicate", "deep", "unknown", "hostile"])
+    )
     field = draw(st.sampled_from(sorted(target)))
     if kind == "value":
         target[field] = draw(json_values)
@@ -145,7 +163,9 @@ def jsonl_mutation(draw: Any, records: list[dict[str, Any]]) -> bytes:
     # ASCII escapes: a lone surrogate travels as \ud800, as a real file would carry it
     lines = [json.dumps(r) for r in records]
     if kind == "duplicate":
-        lines[index] = lines[index][:-1] + f", {json.dumps(field)}: {json.dumps(draw(json_values))}}}"
+        lines[index] = (
+            lines[index][:-1] + f", {json.dumps(field)}: {json.dumps(draw(json_values))}}}"
+        )
     elif kind == "deep":
         depth = draw(st.sampled_from([70, 1000, 10_000]))
         lines[index] = lines[index][:-1] + ', "context": ' + "[" * depth + "]" * depth + "}"
@@ -171,12 +191,16 @@ def csv_mutation(draw: Any, rows: list[list[str]]) -> bytes:
     return to_csv(rows)
 
 
-def check(path: Path, content: bytes, file_format: str, valid: bool, records: list[dict[str, Any]]) -> None:
+def check(
+    path: Path, content: bytes, file_format: str, valid: bool, records: list[dict[str, Any]]
+) -> None:
     """Import ``content``; assert the properties; count the case."""
     path.write_bytes(content)
     name = f"fuzz-{next(_names)}"
     before = row_counts()
-    options = ImportOptions(dataset=name, task="summarization", file_format=file_format, file_name=path.name)
+    options = ImportOptions(
+        dataset=name, task="summarization", file_format=file_format, file_name=path.name
+    )
     try:
         import_file(path, options)
     except ImportValidationError as exc:

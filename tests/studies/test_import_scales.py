@@ -44,7 +44,9 @@ def test_score_outside_the_aspects_scale_is_rejected_with_the_scale(write_jsonl,
 
 
 def test_scale_edges_are_inside(write_jsonl):
-    run_import(write_jsonl([record("d1", human={"coherence": 1}), record("d2", human={"coherence": 5})]))
+    run_import(
+        write_jsonl([record("d1", human={"coherence": 1}), record("d2", human={"coherence": 5})])
+    )
     assert sorted(Judgment.objects.filter(aspect__code="COH").values_list("value", flat=True)) == [
         1.0,
         5.0,
@@ -70,12 +72,16 @@ def test_rescale_rejects_values_outside_the_stated_range(write_jsonl):
 
 
 def test_rescale_of_a_name_not_in_the_file_is_an_error(write_jsonl):
-    with pytest.raises(ImportValidationError, match="no human score in the file is named 'relevance'"):
+    with pytest.raises(
+        ImportValidationError, match="no human score in the file is named 'relevance'"
+    ):
         run_import(write_jsonl([record("d1")]), rescale={"relevance": (0.0, 10.0)})
 
 
 def test_widen_aspects_imports_into_a_wider_copy_once(write_jsonl):
-    path = write_jsonl([record("d1", human={"coherence": 6.0}), record("d2", human={"coherence": 1.5})])
+    path = write_jsonl(
+        [record("d1", human={"coherence": 6.0}), record("d2", human={"coherence": 1.5})]
+    )
     summary = run_import(path, widen_aspects=True)
     wider = Aspect.objects.get(code="COH_1_6")
     coherence = Aspect.objects.get(code="COH")
@@ -91,9 +97,7 @@ def test_widen_aspects_imports_into_a_wider_copy_once(write_jsonl):
 
 
 def test_created_aspect_takes_a_rounded_scale_from_the_file_and_states_it(write_jsonl):
-    path = write_jsonl(
-        [record("d1", human={"recall": 0.03}), record("d2", human={"recall": 0.97})]
-    )
+    path = write_jsonl([record("d1", human={"recall": 0.03}), record("d2", human={"recall": 0.97})])
     summary = run_import(path, create_aspects=True)
     aspect = Aspect.objects.get(code="RECALL")
     assert (aspect.scale_min, aspect.scale_max) == (0.0, 1.0)
@@ -171,13 +175,15 @@ def test_upload_form_refuses_a_bad_rescale(client, cast):
 
 
 def test_a_score_without_the_option_fails_the_upload_job_with_its_line(write_jsonl, cast):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
     from studies.models import ImportJob, TaskKind
     from studies.services.imports import create_import_job, run_import_job
 
-    from django.core.files.uploadedfile import SimpleUploadedFile
-
     job = create_import_job(
-        upload=SimpleUploadedFile("six.jsonl", json.dumps(record("d1", human={"fluency": 6})).encode()),
+        upload=SimpleUploadedFile(
+            "six.jsonl", json.dumps(record("d1", human={"fluency": 6})).encode()
+        ),
         original_name="six.jsonl",
         file_format="jsonl",
         dataset_name="uploaded",
@@ -187,7 +193,9 @@ def test_a_score_without_the_option_fails_the_upload_job_with_its_line(write_jso
     )
     assert run_import_job(job.pk) == ImportJob.Status.FAILED
     job.refresh_from_db()
-    assert job.errors[0].startswith("line 1, field 'human.fluency': 6 is outside the aspect's scale 1–5")
+    assert job.errors[0].startswith(
+        "line 1, field 'human.fluency': 6 is outside the aspect's scale 1–5"
+    )
 
 
 # --- the real datasets ------------------------------------------------------------------
@@ -200,7 +208,13 @@ SHARED_FILES = {
     "realsumm": ["--create-aspects"],
     "bagel": ["--create-aspects", "--widen-aspects"],
     "sfhot": ["--create-aspects", "--widen-aspects"],
-    "sfres": ["--create-aspects", "--rescale", "informativeness=1:6", "--rescale", "naturalness=1:6"],
+    "sfres": [
+        "--create-aspects",
+        "--rescale",
+        "informativeness=1:6",
+        "--rescale",
+        "naturalness=1:6",
+    ],
 }
 
 
@@ -210,7 +224,9 @@ def test_every_shared_dataset_imports(name, capsys):
     path = SHARED_DATA / f"{name}.jsonl"
     task = "data_to_text" if name in ("bagel", "sfhot", "sfres") else "summarization"
     lines = sum(1 for line in path.open(encoding="utf-8") if line.strip())
-    call_command("import_records", str(path), "--dataset", name, "--task", task, *SHARED_FILES[name])
+    call_command(
+        "import_records", str(path), "--dataset", name, "--task", task, *SHARED_FILES[name]
+    )
     out = capsys.readouterr().out
     assert f"{lines} records into {name}" in out
     for line in path.open(encoding="utf-8"):
