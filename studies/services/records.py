@@ -46,6 +46,7 @@ _REFERENCE_COLUMN = re.compile(r"^reference(?:_(\d+))?$")
 _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]*$")
 # NUL: PostgreSQL text cannot hold it; lone surrogates: not encodable as UTF-8.
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+_SUSPECT_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")  # \u0000, \ud800-\udfff
 _UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]")
 
 
@@ -162,8 +163,11 @@ def _read_jsonl(stream: IO[bytes], max_line_bytes: int) -> Iterator[Record | Rec
         if not text.strip():
             continue
         seen_any = True
-        obj = _parse_json(number, "", text)
-        yield obj if isinstance(obj, RecordError) else _record_from_mapping(number, obj)
+        parsed = _parse_json(number, "", text)
+        if isinstance(parsed, RecordError):
+            yield parsed
+        else:
+            yield _record_from_mapping(number, parsed[0], suspect=parsed[1])
     if not seen_any:
         yield RecordError([LineError(0, "", "the file is empty: no records found")])
 
@@ -178,18 +182,33 @@ class _JsonObject(dict[str, Any]):
     duplicates: tuple[str, ...] = ()
 
 
-def _json_object(pairs: list[tuple[str, Any]]) -> _JsonObject:
-    obj = _JsonObject(pairs)
-    if len(obj) != len(pairs):  # json.loads alone would keep the last value silently
+def _suspect(text: str) -> bool:
+    """Whether JSON ``text`` may decode to a NUL or a lone surrogate (from valid UTF-8,
+    both can only arrive as ``\\u`` escapes) or to nesting deeper than MAX_DEPTH."""
+    return _SUSPECT_ESCAPE.search(text) is not None or (
+        text.count("[") + text.count("{") > MAX_DEPTH
+    )
+
+
+def _parse_json(number: int, where: str, text: str) -> tuple[Any, bool] | RecordError:
+    """The decoded value and whether it needs :func:`_check_structure` (a repeated key,
+    or :func:`_suspect` text), or a RecordError locating why ``text`` is no JSON."""
+    repeated = False
+
+    def json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal repeated
+        obj = dict(pairs)
+        if len(obj) == len(pairs):
+            return obj
+        repeated = True  # json.loads alone would keep the last value silently
+        marked = _JsonObject(obj)
         seen: set[str] = set()
-        obj.duplicates = tuple(k for k, _v in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
-    return obj
+        marked.duplicates = tuple(k for k, _v in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        return marked
 
-
-def _parse_json(number: int, where: str, text: str) -> Any:
-    """The decoded value, or a RecordError locating why it is not one."""
     try:
-        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_json_object)
+        value = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=json_object)
+        return value, repeated or _suspect(text)
     except ValueError as exc:
         message = f"invalid JSON ({exc})"
     except RecursionError:
@@ -243,10 +262,10 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def _record_from_mapping(number: int, obj: Any) -> Record | RecordError:
+def _record_from_mapping(number: int, obj: Any, *, suspect: bool) -> Record | RecordError:
     if not isinstance(obj, dict):
         return RecordError([LineError(number, "", "expected a JSON object {...}")])
-    errors = _check_structure(number, obj)
+    errors = _check_structure(number, obj) if suspect else []
     if errors:
         return RecordError(errors)
     unknown = sorted(set(obj) - JSONL_FIELDS)
@@ -457,12 +476,14 @@ def _record_from_row(
     obj["metrics"] = {
         name: (row[p] if row[p].strip() else None) for name, p in cols.metrics.items()
     }
+    # a CSV cell may hold a raw NUL; the context cell, anything a JSONL line may hold
+    suspect = any("\x00" in cell for cell in row)
     if "context" in cols.index and row[cols.index["context"]].strip():
         context = _parse_json(number, "context", row[cols.index["context"]])
         if isinstance(context, RecordError):
             return context
-        obj["context"] = context
-    return _record_from_mapping(number, obj)
+        obj["context"], suspect = context[0], suspect or context[1]
+    return _record_from_mapping(number, obj, suspect=suspect)
 
 
 # --- spreadsheet formulas -----------------------------------------------------------------
