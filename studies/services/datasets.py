@@ -9,7 +9,6 @@ duplicates. Rows that are not in the file are left alone: an import only adds or
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import io
 import json
@@ -39,10 +38,10 @@ from studies.models import (
 )
 from studies.services import scales
 from studies.services.records import (
+    ExportWriter,
     LineError,
     Record,
     RecordError,
-    neutralise_cell,
     read_records,
 )
 
@@ -674,8 +673,7 @@ def export_dataset(
             (len(refs or []) for refs in docs.values_list("references", flat=True)), default=0
         )
         has_context = docs.filter(context__isnull=False).exists()
-        cell = (lambda text: text) if raw else neutralise_cell
-        yield from _csv_export(outputs, aspects, runs, n_refs, has_context, chunk_size, cell)
+        yield from _csv_export(outputs, aspects, runs, n_refs, has_context, chunk_size, raw)
     elif file_format == "jsonl":
         for output, human, metrics in _rows(outputs, aspects, runs, chunk_size):
             record: dict[str, Any] = {
@@ -736,7 +734,7 @@ def _csv_export(
     n_refs: int,
     has_context: bool,
     chunk_size: int,
-    cell: Callable[[str], str],
+    raw: bool,
 ) -> Iterator[str]:
     human_keys = sorted(set(aspects.values()))
     metric_keys = sorted(set(runs.values()))
@@ -751,10 +749,7 @@ def _csv_export(
     if has_context:
         header.append("context")
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    # the csv module quotes a field holding \n (the line terminator) but not a lone \r,
-    # which a reader then takes for a line break: such rows are written fully quoted
-    quoting_writer = csv.writer(buffer, lineterminator="\n", quoting=csv.QUOTE_ALL)
+    writer = ExportWriter(buffer, raw=raw)
 
     def flush() -> str:
         text = buffer.getvalue()
@@ -768,13 +763,15 @@ def _csv_export(
         refs = list(output.document.references or [])
         text = [output.document.doc_key, output.system_id, output.document.source]
         text += refs + [""] * (n_refs - len(refs)) + [output.text]
-        row = [cell(t) for t in text]  # text cells only: a score such as -0.5 stays a number
+        row = [writer.text(t) for t in text]  # a score such as -0.5 stays a number
         row += [_csv_number(human.get(k)) for k in human_keys]
         row += [_csv_number(metrics.get(k)) for k in metric_keys]
         if has_context:
             context = output.document.context
-            row.append("" if context is None else cell(json.dumps(context, ensure_ascii=False)))
-        (quoting_writer if any("\r" in c for c in row) else writer).writerow(row)
+            row.append(
+                "" if context is None else writer.text(json.dumps(context, ensure_ascii=False))
+            )
+        writer.writerow(row)
         yield flush()
 
 

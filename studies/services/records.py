@@ -503,3 +503,22 @@ def neutralise_cell(text: str) -> str:
 def restore_cell(text: str) -> str:
     """The inverse of :func:`neutralise_cell` (a cell it would not have written is kept)."""
     return text[1:] if text.startswith("'") and _looks_like_formula(text[1:]) else text
+
+
+class ExportWriter:
+    """The CSV writer of every export: :meth:`text` neutralises a text cell (unless
+    ``raw``); numbers go in as they are. A row holding a lone CR is written fully quoted:
+    the csv module quotes a field holding the line terminator (\\n) but not a bare \\r,
+    which readers then take for a line break."""
+
+    def __init__(self, buffer: IO[str], *, raw: bool = False) -> None:
+        self.raw = raw
+        self._plain = csv.writer(buffer, lineterminator="\n")
+        self._quoting = csv.writer(buffer, lineterminator="\n", quoting=csv.QUOTE_ALL)
+
+    def text(self, value: str) -> str:
+        return value if self.raw else neutralise_cell(value)
+
+    def writerow(self, row: list[Any]) -> None:
+        has_cr = any(isinstance(c, str) and "\r" in c for c in row)
+        (self._quoting if has_cr else self._plain).writerow(row)

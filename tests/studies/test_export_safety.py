@@ -129,14 +129,18 @@ def test_restore_undoes_neutralise_exactly(text):
 def test_correlation_csv_neutralises_labels_but_not_values():
     cell = {"value": -0.25, "low": -0.5, "high": 0.1, "n_outputs": 4, "p_vs_best": None}
     result = {
-        "columns": [{"aspect": {"code": "=COH"}, "cells": [cell]}],
-        "runs": [{"label": "@evil", "metric": "m", "model": "-m", "setting": "", "dimension": ""}],
+        "columns": [{"aspect": {"code": "=COH"}, "cells": [cell, cell]}],
+        "runs": [
+            {"label": "@evil", "metric": "m", "model": "-m", "setting": "", "dimension": ""},
+            {"label": "a\rb", "metric": "+m", "model": None, "setting": "", "dimension": ""},
+        ],
     }
-    safe = list(csv.reader(io.StringIO(to_csv(result))))
+    safe = list(csv.reader(io.StringIO(to_csv(result), newline="")))
     assert safe[0][5] == "'=COH" and safe[1][:3] == ["'@evil", "m", "'-m"]
     assert safe[1][5:8] == ["-0.250000", "-0.500000", "0.100000"]
-    raw = list(csv.reader(io.StringIO(to_csv(result, raw=True))))
-    assert raw[0][5] == "=COH" and raw[1][0] == "@evil"
+    assert safe[2][:3] == ["a\rb", "'+m", ""] and len(safe) == 3
+    raw = list(csv.reader(io.StringIO(to_csv(result, raw=True), newline="")))
+    assert raw[0][5] == "=COH" and raw[1][0] == "@evil" and raw[2][1] == "+m"
 
 
 def test_runs_sharing_a_label_export_as_separate_columns_and_round_trip(write_jsonl, tmp_path):
