@@ -610,6 +610,11 @@ class ImportJob(models.Model):
     dataset_name = models.SlugField(max_length=100)
     task = models.ForeignKey(TaskKind, on_delete=models.PROTECT, related_name="+")
     create_aspects = models.BooleanField(default=False)
+    scale_options = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Out-of-scale scores: {"rescale": {"name": [low, high]}, "widen_aspects": bool}.',
+    )
     dataset = models.ForeignKey(
         Dataset, null=True, blank=True, on_delete=models.SET_NULL, related_name="import_jobs"
     )

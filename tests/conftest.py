@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -174,3 +175,14 @@ def _empty_cache():  # type: ignore[no-untyped-def]
 
     cache.clear()
     yield
+
+
+# Cases run by the import fuzz tests (tests/studies/test_import_fuzz.py), by outcome.
+FUZZ_CASES: Counter[str] = Counter()
+
+
+def pytest_terminal_summary(terminalreporter):  # type: ignore[no-untyped-def]
+    """Say how many fuzzed files went through the import (the README cites this line)."""
+    if FUZZ_CASES:
+        parts = ", ".join(f"{n} {what}" for what, n in sorted(FUZZ_CASES.items()))
+        terminalreporter.write_line(f"import fuzzing: {sum(FUZZ_CASES.values())} cases ({parts})")

@@ -9,14 +9,13 @@ duplicates. Rows that are not in the file are left alone: an import only adds or
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import io
 import json
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -38,7 +37,14 @@ from studies.models import (
     aspect_key,
 )
 from studies.permissions import owned_aspects
-from studies.services.records import LineError, Record, RecordError, read_records
+from studies.services import scales
+from studies.services.records import (
+    ExportWriter,
+    LineError,
+    Record,
+    RecordError,
+    read_records,
+)
 
 log = logging.getLogger(__name__)
 MAX_REPORTED_ERRORS = 50
@@ -59,6 +65,11 @@ class ImportValidationError(Exception):
 
 @dataclass
 class ImportOptions:
+    """What to import where. Scores outside an existing aspect's scale are an error
+    unless ``rescale`` states their source range (``{"informativeness": (1, 6)}``: mapped
+    linearly onto the aspect's scale) or ``widen_aspects`` imports them into a wider copy
+    of the aspect (``Informativeness 1–6``)."""
+
     dataset: str
     task: str
     file_format: str
@@ -66,6 +77,8 @@ class ImportOptions:
     create_aspects: bool = False
     owner: Any = None
     description: str = ""
+    rescale: scales.SourceRanges = field(default_factory=dict)
+    widen_aspects: bool = False
 
 
 @dataclass
@@ -80,6 +93,7 @@ class ImportSummary:
     metric_scores: dict[str, int] = field(default_factory=lambda: {"created": 0, "updated": 0})
     aspects_created: list[str] = field(default_factory=list)
     metric_runs: list[str] = field(default_factory=list)
+    scales: list[str] = field(default_factory=list)  # created, rescaled, widened: in words
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
@@ -91,7 +105,7 @@ class _Plan:
     """What validation learnt: how the file's names map to rows to be."""
 
     aspects: dict[str, Aspect | None]  # file key -> existing aspect, or None to create
-    observed_range: dict[str, list[float]]
+    observed_range: dict[str, list[float]]  # file key -> [min, max] of its scores
     metrics: list[str]
     records: int
 
@@ -118,6 +132,7 @@ def import_file(path: Path | str, options: ImportOptions) -> ImportSummary:
         aspects = _aspects(plan, options, summary)
         runs = _imported_runs(dataset, plan.metrics, options.file_name, summary)
         writer = _ChunkWriter(dataset, aspects, runs, options.file_name, summary)
+        writer.scale = _rescalers(plan, options, summary)
         with path.open("rb") as stream:
             for chunk in _batched(_valid_records(stream, options), cfg["IMPORT_BATCH_SIZE"]):
                 writer.write(chunk)
@@ -166,6 +181,7 @@ def _validate(path: Path, options: ImportOptions) -> _Plan:
 
     lookup = _aspect_lookup(options.owner)
     aspects: dict[str, Aspect | None] = {}
+    targets: dict[Any, str] = {}  # aspect (or the name it will be created with) -> file key
     observed: dict[str, list[float]] = {}
     metrics: dict[str, None] = {}
     documents: dict[str, tuple[int, bytes, bytes, bytes]] = {}
@@ -209,10 +225,38 @@ def _validate(path: Path, options: ImportOptions) -> _Plan:
                         )
                     aspects[name] = aspect
                     observed[name] = [value, value]
+                    target = aspect.pk if aspect else _created_name(name).lower()
+                    if target in targets:  # one value would silently replace the other
+                        report(
+                            LineError(
+                                item.line,
+                                f"human.{name}",
+                                f"names the same aspect as {targets[target]!r}; use one name",
+                            )
+                        )
+                    targets.setdefault(target, name)
                 low_high = observed[name]
                 low_high[0], low_high[1] = min(low_high[0], value), max(low_high[1], value)
+                problem = scales.out_of_scale(
+                    name, value, aspects[name], options.rescale, options.widen_aspects
+                )
+                if problem:
+                    report(LineError(item.line, f"human.{name}", problem))
             for name in item.metrics:
                 metrics.setdefault(name)
+    for name in options.rescale:
+        matched = [n for n in aspects if n.lower() == name]
+        if not matched:
+            report(LineError(0, "rescale", f"no human score in the file is named {name!r}"))
+        elif aspects[matched[0]] is None:
+            report(
+                LineError(
+                    0,
+                    "rescale",
+                    f"{name!r} is not an existing aspect; an aspect the import creates "
+                    "takes its scale from the file's values",
+                )
+            )
     if not errors and not more:
         for error in _check_new_aspects([n for n, a in aspects.items() if a is None], options):
             report(error)
@@ -224,8 +268,7 @@ def _validate(path: Path, options: ImportOptions) -> _Plan:
 def _new_aspect_fields(name: str) -> dict[str, str]:
     """Code, name and stable key of the aspect an import creates for a file's score name."""
     key = aspect_key(name)
-    return {"code": key.upper()[:32], "name": name.replace("_", " ").strip().capitalize(),
-            "key": key}  # fmt: skip
+    return {"code": key.upper()[:32], "name": _created_name(name), "key": key}
 
 
 def _check_new_aspects(names: list[str], options: ImportOptions) -> list[LineError]:
@@ -236,7 +279,9 @@ def _check_new_aspects(names: list[str], options: ImportOptions) -> list[LineErr
         return [LineError(0, "human", f"the file would create {len(names)} new aspects; at most "
                           f"{limit} may be created by one import (IMPORT_MAX_NEW_ASPECTS)")]  # fmt: skip
     errors = []
-    taken = {f: {} for f in ("code", "name", "key")}  # value -> what holds it
+    # keys and names must be free; a code taken (e.g. two long names cut to the same 32
+    # characters) is numbered when the aspect is created (_free_code)
+    taken = {f: {} for f in ("key", "name")}  # value -> what holds it
     for aspect in owned_aspects(options.owner):
         for f in taken:
             taken[f][getattr(aspect, f).lower()] = f"aspect {aspect.code}"
@@ -245,7 +290,8 @@ def _check_new_aspects(names: list[str], options: ImportOptions) -> list[LineErr
         if not fields["key"]:
             errors.append(LineError(0, f"human.{name}", f"{name!r} cannot name an aspect"))
             continue
-        for f, value in fields.items():
+        for f in taken:
+            value = fields[f]
             holder = taken[f].get(value.lower())
             if holder:
                 errors.append(LineError(0, f"human.{name}", f"a new aspect for {name!r} would "
@@ -318,26 +364,120 @@ def _dataset(options: ImportOptions) -> Dataset:
     return dataset
 
 
+def _created_name(file_key: str) -> str:
+    return file_key.replace("_", " ").strip().capitalize()
+
+
 def _aspects(plan: _Plan, options: ImportOptions, summary: ImportSummary) -> dict[str, Aspect]:
     resolved: dict[str, Aspect] = {}
     task = TaskKind.objects.get(code=options.task)
     for name, aspect in plan.aspects.items():
+        low, high = plan.observed_range[name]
         if aspect is None:
-            low, high = plan.observed_range[name]
+            scale_min, scale_max = scales.rounded_range(low, high)
+            fields = _new_aspect_fields(name)
             aspect = Aspect(
-                **_new_aspect_fields(name),
+                **{**fields, "code": _free_code(fields["code"], options.owner)},
                 owner=options.owner,
                 definition=f"Imported from {options.file_name}; edit this definition.",
-                scale_min=low,
-                scale_max=high if high > low else low + 1,
+                scale_min=scale_min,
+                scale_max=scale_max,
                 source=f"created by import of {options.file_name}",
             )
             aspect._changed_by = options.owner
             aspect.save()
             aspect.tasks.add(task)
             summary.aspects_created.append(aspect.code)
+            summary.scales.append(
+                f"created {aspect.code} with the scale {scales.fmt_range(scale_min, scale_max)} "
+                f"from the file's {name} values ({scales.fmt_range(low, high)})"
+            )
+        elif (
+            options.widen_aspects
+            and name.lower() not in options.rescale
+            and not aspect.scale_min <= low <= high <= aspect.scale_max
+        ):
+            aspect = _wider_aspect(aspect, low, high, options, summary, name)
         resolved[name] = aspect
     return resolved
+
+
+def _free_code(code: str, owner: Any) -> str:
+    """``code`` cut to the field's 32 characters, numbered if the owner's or a shared
+    aspect holds it."""
+    code = code[:32] or "ASPECT"
+    candidate, n = code, 1
+    while owned_aspects(owner).filter(code=candidate).exists():
+        n += 1
+        candidate = f"{code[: 31 - len(str(n))]}_{n}"
+    return candidate
+
+
+def _wider_aspect(
+    aspect: Aspect,
+    low: float,
+    high: float,
+    options: ImportOptions,
+    summary: ImportSummary,
+    file_key: str,
+) -> Aspect:
+    """The copy of ``aspect`` whose scale also covers ``low..high`` (made once, then
+    found again by its name on a re-import)."""
+    scale_min, scale_max = scales.rounded_range(
+        min(low, aspect.scale_min), max(high, aspect.scale_max)
+    )
+    name, code = scales.wider_name(aspect.name, aspect.code, scale_min, scale_max)
+    wider = owned_aspects(options.owner).filter(name=name).first()
+    if wider is None:
+        wider = Aspect(
+            code=_free_code(code, options.owner),
+            name=name,
+            owner=options.owner,
+            definition=aspect.definition,
+            anchors=aspect.anchors,
+            scale_min=scale_min,
+            scale_max=scale_max,
+            source=f"{aspect.code} widened by import of {options.file_name}",
+        )
+        wider._changed_by = options.owner
+        wider.save()
+        wider.tasks.set(aspect.tasks.all())
+        summary.aspects_created.append(wider.code)
+    elif not wider.scale_min <= low <= high <= wider.scale_max:  # edited since it was made
+        raise ImportValidationError(
+            [
+                LineError(
+                    0,
+                    f"human.{file_key}",
+                    f"the wider aspect {wider.code} exists with the scale "
+                    f"{scales.fmt_range(wider.scale_min, wider.scale_max)}, which does not "
+                    f"cover the file's values {scales.fmt_range(low, high)}",
+                )
+            ]
+        )
+    summary.scales.append(
+        f"{file_key} ({scales.fmt_range(low, high)}) imported into {wider.code} "
+        f"({scales.fmt_range(wider.scale_min, wider.scale_max)}), a wider copy of {aspect.code}"
+    )
+    return wider
+
+
+def _rescalers(
+    plan: _Plan, options: ImportOptions, summary: ImportSummary
+) -> dict[str, Callable[[float], float]]:
+    """File key -> the linear map of its stated source range onto its aspect's scale."""
+    maps = {}
+    for name, aspect in plan.aspects.items():
+        source = options.rescale.get(name.lower())
+        if source is None or aspect is None:
+            continue
+        target = (aspect.scale_min, aspect.scale_max)
+        maps[name] = scales.linear(source, target)
+        summary.scales.append(
+            f"{name} rescaled linearly from {scales.fmt_range(*source)} "
+            f"onto {aspect.code}'s scale {scales.fmt_range(*target)}"
+        )
+    return maps
 
 
 def _imported_runs(
@@ -377,6 +517,7 @@ class _ChunkWriter:
         self.runs = runs
         self.file_name = file_name
         self.summary = summary
+        self.scale: dict[str, Callable[[float], float]] = {}  # file key -> rescaling
         self.doc_ids: dict[str, int] = {}  # documents already written by this import
         self.new_outputs: set[int] = set()  # created in the current batch: nothing to look up
 
@@ -453,7 +594,9 @@ class _ChunkWriter:
 
     def _judgments(self, records: list[Record], output_ids: dict[tuple[str, str], int]) -> None:
         wanted = {
-            (output_ids[(r.doc_id, r.system_id)], self.aspects[name].pk): value
+            (output_ids[(r.doc_id, r.system_id)], self.aspects[name].pk): (
+                self.scale[name](value) if name in self.scale else value
+            )
             for r in records
             for name, value in r.human.items()
         }
@@ -560,17 +703,21 @@ def _batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
 # --- export ---------------------------------------------------------------------------
 
 
-def export_dataset(dataset: Dataset, file_format: str, *, chunk_size: int = 2000) -> Iterator[str]:
+def export_dataset(
+    dataset: Dataset, file_format: str, *, chunk_size: int = 2000, raw: bool = False
+) -> Iterator[str]:
     """Yield the dataset as JSONL lines or CSV rows, streaming in chunks of outputs.
 
     Human scores are the mean of an output's judgments per aspect (one imported
-    judgment exports as itself); metric columns are named by run label.
+    judgment exports as itself); metric columns are named by run label, or by
+    ``label:run<id>`` where runs share a label. CSV text cells that a spreadsheet would
+    run as a formula get a leading ``'`` (the import takes it off again) unless ``raw``.
     """
     aspects = {
         a.pk: a.key
         for a in Aspect.objects.filter(judgments__output__document__dataset=dataset).distinct()
     }
-    runs = {r.pk: r.label for r in dataset.runs.order_by("label")}
+    runs = run_columns(dataset.runs.order_by("label", "pk").values_list("pk", "label"))
     docs = Document.objects.filter(dataset=dataset)
     outputs = (
         Output.objects.filter(document__dataset=dataset)
@@ -582,7 +729,7 @@ def export_dataset(dataset: Dataset, file_format: str, *, chunk_size: int = 2000
             (len(refs or []) for refs in docs.values_list("references", flat=True)), default=0
         )
         has_context = docs.filter(context__isnull=False).exists()
-        yield from _csv_export(outputs, aspects, runs, n_refs, has_context, chunk_size)
+        yield from _csv_export(outputs, aspects, runs, n_refs, has_context, chunk_size, raw)
     elif file_format == "jsonl":
         for output, human, metrics in _rows(outputs, aspects, runs, chunk_size):
             record: dict[str, Any] = {
@@ -600,6 +747,14 @@ def export_dataset(dataset: Dataset, file_format: str, *, chunk_size: int = 2000
             yield json.dumps(record, ensure_ascii=False) + "\n"
     else:
         raise ValueError(f"Unknown export format {file_format!r}; use jsonl or csv.")
+
+
+def run_columns(runs: Iterable[tuple[int, str]]) -> dict[int, str]:
+    """Run id -> its export column: the label, or ``label:run<id>`` for every run whose
+    label another run of the dataset shares (one column per run, never merged)."""
+    pairs = list(runs)
+    labels = [label for _pk, label in pairs]
+    return {pk: label if labels.count(label) == 1 else f"{label}:run{pk}" for pk, label in pairs}
 
 
 def _rows(
@@ -635,6 +790,7 @@ def _csv_export(
     n_refs: int,
     has_context: bool,
     chunk_size: int,
+    raw: bool,
 ) -> Iterator[str]:
     human_keys = sorted(set(aspects.values()))
     metric_keys = sorted(set(runs.values()))
@@ -649,7 +805,7 @@ def _csv_export(
     if has_context:
         header.append("context")
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = ExportWriter(buffer, raw=raw)
 
     def flush() -> str:
         text = buffer.getvalue()
@@ -657,17 +813,20 @@ def _csv_export(
         buffer.truncate()
         return text
 
-    writer.writerow(header)
+    writer.writerow(header)  # every column name starts with a letter
     yield flush()
     for output, human, metrics in _rows(outputs, aspects, runs, chunk_size):
         refs = list(output.document.references or [])
-        row = [output.document.doc_key, output.system_id, output.document.source]
-        row += refs + [""] * (n_refs - len(refs)) + [output.text]
+        text = [output.document.doc_key, output.system_id, output.document.source]
+        text += refs + [""] * (n_refs - len(refs)) + [output.text]
+        row = [writer.text(t) for t in text]  # a score such as -0.5 stays a number
         row += [_csv_number(human.get(k)) for k in human_keys]
         row += [_csv_number(metrics.get(k)) for k in metric_keys]
         if has_context:
             context = output.document.context
-            row.append("" if context is None else json.dumps(context, ensure_ascii=False))
+            row.append(
+                "" if context is None else writer.text(json.dumps(context, ensure_ascii=False))
+            )
         writer.writerow(row)
         yield flush()
 

@@ -27,6 +27,8 @@ def create_import_job(
     task,
     create_aspects: bool,
     user,
+    rescale: dict[str, list[float]] | None = None,
+    widen_aspects: bool = False,
 ) -> ImportJob:  # type: ignore[no-untyped-def]
     """Save the upload as a PENDING job and enqueue its import once the row is committed."""
     from studies.tasks import import_upload
@@ -38,6 +40,7 @@ def create_import_job(
         dataset_name=dataset_name,
         task=task,
         create_aspects=create_aspects,
+        scale_options={"rescale": rescale or {}, "widen_aspects": widen_aspects},
         created_by=user,
     )
     transaction.on_commit(lambda: import_upload.delay(job.pk))
@@ -67,6 +70,8 @@ def run_import_job(job_id: int) -> str:
         file_name=job.original_name,
         create_aspects=job.create_aspects,
         owner=job.created_by,
+        rescale={k: (low, high) for k, (low, high) in job.scale_options.get("rescale", {}).items()},
+        widen_aspects=bool(job.scale_options.get("widen_aspects")),
     )
     try:
         summary = import_file(job.upload.path, options)

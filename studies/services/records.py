@@ -37,8 +37,17 @@ JSONL_FIELDS = {
     "context",
 }
 REQUIRED_FIELDS = ("doc_id", "system_id", "source", "output")
+MAX_DEPTH = 64  # JSON nesting kept; deeper values would overflow recursive code later on
+MAX_METRIC_NAME = 64  # MetricRun.metric
+# Spreadsheet formula triggers (OWASP "CSV injection"): an exported text cell starting with
+# one of these, after any leading quotes, gets one more leading ' (see neutralise_cell).
+FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 _REFERENCE_COLUMN = re.compile(r"^reference(?:_(\d+))?$")
 _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]*$")
+# NUL: PostgreSQL text cannot hold it; lone surrogates: not encodable as UTF-8.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+_SUSPECT_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")  # \u0000, \ud800-\udfff
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -51,11 +60,14 @@ class LineError:
 
     def __str__(self) -> str:
         where = f"line {self.line}" if self.line else "file"
-        return (
+        text = (
             f"{where}, field '{self.field}': {self.message}"
             if self.field
             else f"{where}: {self.message}"
         )
+        # a message quotes the file's own text, which may hold what no database column
+        # (the job's error list) can store
+        return _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 @dataclass(frozen=True)
@@ -151,12 +163,11 @@ def _read_jsonl(stream: IO[bytes], max_line_bytes: int) -> Iterator[Record | Rec
         if not text.strip():
             continue
         seen_any = True
-        try:
-            obj = json.loads(text, parse_constant=_reject_constant)
-        except ValueError as exc:
-            yield RecordError([LineError(number, "", f"invalid JSON ({exc})")])
-            continue
-        yield _record_from_mapping(number, obj)
+        parsed = _parse_json(number, "", text)
+        if isinstance(parsed, RecordError):
+            yield parsed
+        else:
+            yield _record_from_mapping(number, parsed[0], suspect=parsed[1])
     if not seen_any:
         yield RecordError([LineError(0, "", "the file is empty: no records found")])
 
@@ -165,10 +176,98 @@ def _reject_constant(name: str) -> float:
     raise ValueError(f"{name} is not allowed")
 
 
-def _record_from_mapping(number: int, obj: Any) -> Record | RecordError:
+class _JsonObject(dict[str, Any]):
+    """A decoded JSON object that remembers the keys it held more than once."""
+
+    duplicates: tuple[str, ...] = ()
+
+
+def _suspect(text: str) -> bool:
+    """Whether JSON ``text`` may decode to a NUL or a lone surrogate (from valid UTF-8,
+    both can only arrive as ``\\u`` escapes) or to nesting deeper than MAX_DEPTH."""
+    return _SUSPECT_ESCAPE.search(text) is not None or (
+        text.count("[") + text.count("{") > MAX_DEPTH
+    )
+
+
+def _parse_json(number: int, where: str, text: str) -> tuple[Any, bool] | RecordError:
+    """The decoded value and whether it needs :func:`_check_structure` (a repeated key,
+    or :func:`_suspect` text), or a RecordError locating why ``text`` is no JSON."""
+    repeated = False
+
+    def json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal repeated
+        obj = dict(pairs)
+        if len(obj) == len(pairs):
+            return obj
+        repeated = True  # json.loads alone would keep the last value silently
+        marked = _JsonObject(obj)
+        seen: set[str] = set()
+        marked.duplicates = tuple(k for k, _v in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        return marked
+
+    try:
+        value = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=json_object)
+        return value, repeated or _suspect(text)
+    except ValueError as exc:
+        message = f"invalid JSON ({exc})"
+    except RecursionError:
+        message = f"invalid JSON: nested deeper than {MAX_DEPTH} levels"
+    return RecordError([LineError(number, where, message)])
+
+
+def _check_structure(number: int, obj: Any) -> list[LineError]:
+    """Problems anywhere inside a decoded line: repeated keys, nesting deeper than
+    MAX_DEPTH, and text no database can store (NUL, lone surrogates). Iterative, so a
+    deep value cannot overflow the stack here."""
+    errors: list[LineError] = []
+    stack: list[tuple[Any, str, int]] = [(obj, "", 0)]
+    while stack and len(errors) < 10:
+        value, path, depth = stack.pop()
+        if isinstance(value, str):
+            bad = _UNSTORABLE.search(value)
+            if bad:
+                char = bad.group()
+                what = "a NUL character" if char == "\x00" else "a lone surrogate"
+                errors.append(
+                    LineError(
+                        number,
+                        path,
+                        f"contains {what} (\\u{ord(char):04x} at position {bad.start() + 1}), "
+                        "which cannot be stored as text",
+                    )
+                )
+            continue
+        if depth > MAX_DEPTH and isinstance(value, dict | list):
+            errors.append(LineError(number, path, f"nested deeper than {MAX_DEPTH} levels"))
+            continue
+        if isinstance(value, dict):
+            for key in getattr(value, "duplicates", ()):
+                errors.append(
+                    LineError(
+                        number,
+                        _join(path, key),
+                        "duplicate key: it appears more than once in the same object",
+                    )
+                )
+            for key, item in value.items():
+                stack.append((key, _join(path, key) + " (the name)", depth + 1))
+                stack.append((item, _join(path, key), depth + 1))
+        elif isinstance(value, list):
+            stack.extend((item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value))
+    return sorted(errors, key=lambda e: e.field)
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _record_from_mapping(number: int, obj: Any, *, suspect: bool) -> Record | RecordError:
     if not isinstance(obj, dict):
         return RecordError([LineError(number, "", "expected a JSON object {...}")])
-    errors: list[LineError] = []
+    errors = _check_structure(number, obj) if suspect else []
+    if errors:
+        return RecordError(errors)
     unknown = sorted(set(obj) - JSONL_FIELDS)
     if unknown:
         errors.append(
@@ -184,10 +283,19 @@ def _record_from_mapping(number: int, obj: Any) -> Record | RecordError:
         value = obj[name]
         if (
             name in ("doc_id", "system_id")
-            and isinstance(value, int)
+            and isinstance(value, int | float)
             and not isinstance(value, bool)
         ):
-            value = str(value)
+            # ids are text, as in CSV: 1, 1.0 and 1e0 would otherwise be one id or three
+            errors.append(
+                LineError(
+                    number,
+                    name,
+                    f"expected text, got the number {json.dumps(value)}; "
+                    f'write ids in quotes ("{json.dumps(value)}")',
+                )
+            )
+            continue
         if not isinstance(value, str):
             errors.append(LineError(number, name, f"expected a string, got {type(value).__name__}"))
             continue
@@ -228,9 +336,12 @@ def _scores(number: int, group: str, raw: Any, errors: list[LineError]) -> dict[
     scores: dict[str, float] = {}
     for name, value in raw.items():
         where = f"{group}.{name}"
-        if not _KEY.match(name) or len(name) > 100:
+        longest = MAX_METRIC_NAME if group == "metrics" else 100
+        if not _KEY.match(name) or len(name) > longest:
             errors.append(
-                LineError(number, where, "name must be letters, digits, _ . : - (at most 100)")
+                LineError(
+                    number, where, f"name must be letters, digits, _ . : - (at most {longest})"
+                )
             )
             continue
         if value is None:
@@ -246,14 +357,14 @@ def _scores(number: int, group: str, raw: Any, errors: list[LineError]) -> dict[
 def _number(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
-    if isinstance(value, int | float):
-        result = float(value)
-    elif isinstance(value, str):
-        try:
+    try:
+        if isinstance(value, int | float):
+            result = float(value)
+        elif isinstance(value, str):
             result = float(value.strip())
-        except ValueError:
+        else:
             return None
-    else:
+    except (ValueError, OverflowError):  # OverflowError: an integer beyond a float's range
         return None
     return result if math.isfinite(result) else None
 
@@ -358,15 +469,56 @@ def _record_from_row(
         return RecordError(
             [LineError(number, "", f"expected {len(header)} cells, found {len(row)}")]
         )
+    row = [restore_cell(cell) for cell in row]
     obj: dict[str, Any] = {name: row[pos] for name, pos in cols.index.items() if name != "context"}
     obj["references"] = [row[p] for p in cols.references if row[p] != ""]
     obj["human"] = {name: (row[p] if row[p].strip() else None) for name, p in cols.human.items()}
     obj["metrics"] = {
         name: (row[p] if row[p].strip() else None) for name, p in cols.metrics.items()
     }
+    # a CSV cell may hold a raw NUL; the context cell, anything a JSONL line may hold
+    suspect = any("\x00" in cell for cell in row)
     if "context" in cols.index and row[cols.index["context"]].strip():
-        try:
-            obj["context"] = json.loads(row[cols.index["context"]])
-        except ValueError as exc:
-            return RecordError([LineError(number, "context", f"invalid JSON ({exc})")])
-    return _record_from_mapping(number, obj)
+        context = _parse_json(number, "context", row[cols.index["context"]])
+        if isinstance(context, RecordError):
+            return context
+        obj["context"], suspect = context[0], suspect or context[1]
+    return _record_from_mapping(number, obj, suspect=suspect)
+
+
+# --- spreadsheet formulas -----------------------------------------------------------------
+
+
+def _looks_like_formula(text: str) -> bool:
+    return text.lstrip("'").startswith(FORMULA_TRIGGERS)
+
+
+def neutralise_cell(text: str) -> str:
+    """A text cell a spreadsheet will not run: one ``'`` before a cell that starts, after
+    any quotes it already has, with ``= + - @``, tab or CR. :func:`restore_cell` undoes it
+    exactly, so an exported CSV imports back to the same text."""
+    return "'" + text if _looks_like_formula(text) else text
+
+
+def restore_cell(text: str) -> str:
+    """The inverse of :func:`neutralise_cell` (a cell it would not have written is kept)."""
+    return text[1:] if text.startswith("'") and _looks_like_formula(text[1:]) else text
+
+
+class ExportWriter:
+    """The CSV writer of every export: :meth:`text` neutralises a text cell (unless
+    ``raw``); numbers go in as they are. A row holding a lone CR is written fully quoted:
+    the csv module quotes a field holding the line terminator (\\n) but not a bare \\r,
+    which readers then take for a line break."""
+
+    def __init__(self, buffer: IO[str], *, raw: bool = False) -> None:
+        self.raw = raw
+        self._plain = csv.writer(buffer, lineterminator="\n")
+        self._quoting = csv.writer(buffer, lineterminator="\n", quoting=csv.QUOTE_ALL)
+
+    def text(self, value: str) -> str:
+        return value if self.raw else neutralise_cell(value)
+
+    def writerow(self, row: list[Any]) -> None:
+        has_cr = any(isinstance(c, str) and "\r" in c for c in row)
+        (self._quoting if has_cr else self._plain).writerow(row)

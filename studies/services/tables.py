@@ -3,7 +3,6 @@ G-Eval ρ/τ table, and their exports (CSV, JSON, LaTeX with booktabs)."""
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from dataclasses import replace
@@ -14,6 +13,7 @@ import numpy as np
 from scoring.stats import Alternative, Coefficient, Level, Swap, permutation_test
 from studies.models import Dataset
 from studies.services.dashboards import COEFFICIENT_LABELS, MatrixParams, frame_for, matrix_for
+from studies.services.records import ExportWriter
 
 SETTINGS = ("VAL", "IST", "IDM")
 
@@ -44,17 +44,22 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     return "" if value is None else f"{value:.{digits}f}"
 
 
-def to_csv(result: dict[str, Any]) -> str:
+def to_csv(result: dict[str, Any], *, raw: bool = False) -> str:
+    """The matrix as CSV; text cells (labels, models, aspect codes) that a spreadsheet
+    would run as formulas get a leading ``'`` unless ``raw``. Numbers are left alone."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = ExportWriter(buffer, raw=raw)
     header = ["run", "metric", "model", "setting", "dimension"]
     for column in result["columns"]:
-        code = column["aspect"]["code"]
+        code = writer.text(column["aspect"]["code"])
         header += [code, f"{code}_low", f"{code}_high", f"{code}_n", f"{code}_p_vs_best"]
     writer.writerow(header)
     for row in matrix_rows(result):
         run = row["run"]
-        line = [run["label"], run["metric"], run["model"], run["setting"], run["dimension"]]
+        line = [
+            writer.text(str(run[k] or ""))
+            for k in ("label", "metric", "model", "setting", "dimension")
+        ]
         for cell in row["cells"]:
             line += [_fmt(cell["value"], 6), _fmt(cell["low"], 6), _fmt(cell["high"], 6),
                      cell["n_outputs"], _fmt(cell["p_vs_best"], 4)]  # fmt: skip

@@ -21,6 +21,11 @@ EXPORTS = {"csv": ("text/csv", tables.to_csv), "json": ("application/json", tabl
            "tex": ("application/x-tex", tables.to_latex)}  # fmt: skip
 
 
+def _raw(request: HttpRequest) -> bool:
+    """``?raw=1``: CSV text cells as stored, without the formula-neutralising quote."""
+    return request.GET.get("raw") == "1"
+
+
 def _dataset(request: HttpRequest, pk: int):  # type: ignore[no-untyped-def]
     return get_object_or_404(visible_datasets(request.user).select_related("task"), pk=pk)
 
@@ -82,7 +87,10 @@ def correlation_export(request: HttpRequest, pk: int, file_format: str) -> HttpR
         return HttpResponse("The table is being computed; try again in a moment.", status=503,
                             headers={"Retry-After": "5"})  # fmt: skip
     content_type, render_table = EXPORTS[file_format]
-    response = HttpResponse(render_table(result), content_type=f"{content_type}; charset=utf-8")
+    body = (
+        tables.to_csv(result, raw=_raw(request)) if file_format == "csv" else render_table(result)
+    )
+    response = HttpResponse(body, content_type=f"{content_type}; charset=utf-8")
     filename = f"{dataset.name}-{params.level}-{params.coefficient}.{file_format}"
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response

@@ -78,8 +78,9 @@ def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def dataset_export(request: HttpRequest, pk: int, file_format: str) -> StreamingHttpResponse:
     dataset = get_object_or_404(visible_datasets(request.user), pk=pk)
     content_type = "text/csv" if file_format == "csv" else "application/x-ndjson"
+    raw = request.GET.get("raw") == "1"  # CSV text cells as stored (no formula quote)
     response = StreamingHttpResponse(
-        export_dataset(dataset, file_format), content_type=f"{content_type}; charset=utf-8"
+        export_dataset(dataset, file_format, raw=raw), content_type=f"{content_type}; charset=utf-8"
     )
     response["Content-Disposition"] = f'attachment; filename="{dataset.name}.{file_format}"'
     return response
@@ -103,6 +104,8 @@ def upload(request: HttpRequest) -> HttpResponse:
                 task=form.cleaned_data["task"],
                 create_aspects=form.cleaned_data["create_aspects"],
                 user=request.user,
+                rescale=form.cleaned_data["rescale"],
+                widen_aspects=form.cleaned_data["widen_aspects"],
             )
         return redirect("studies:import-detail", pk=job.pk)
     status = 400 if request.method == "POST" else 200

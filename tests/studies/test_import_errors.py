@@ -190,3 +190,128 @@ def test_all_errors_are_reported_at_once(write_jsonl):
 def test_error_report_is_capped(write_jsonl):
     error = assert_rejected(write_jsonl(["{"] * 60), "and 10 more problems")
     assert len(error.errors) == 50
+
+
+# --- structure of a line: duplicate keys, ids as text, what no database can store --------
+
+
+def test_duplicate_top_level_key_names_the_line_and_key(write_jsonl):
+    line = json.dumps(record("d2"))[:-1] + ', "output": "Second output."}'
+    assert_rejected(
+        write_jsonl([record("d1"), line]),
+        "line 2, field 'output': duplicate key: it appears more than once in the same object",
+    )
+
+
+@pytest.mark.parametrize("group", ["human", "metrics"])
+def test_duplicate_key_inside_scores_names_the_nested_key(write_jsonl, group):
+    line = (
+        '{"doc_id": "d1", "system_id": "s1", "source": "x", "output": "y", '
+        f'"{group}": {{"coherence": 1, "coherence": 5}}}}'
+    )
+    assert_rejected(write_jsonl([line]), f"line 1, field '{group}.coherence': duplicate key")
+
+
+def test_duplicate_key_deep_in_the_context_is_located(write_jsonl):
+    line = json.dumps(record("d1"))[:-1] + ', "context": {"turns": [{"a": 1, "a": 2}]}}'
+    assert_rejected(write_jsonl([line]), "line 1, field 'context.turns[0].a': duplicate key")
+
+
+@pytest.mark.parametrize("value", [1, 1.0, 10**30])
+@pytest.mark.parametrize("name", ["doc_id", "system_id"])
+def test_numeric_id_is_rejected_with_a_hint_to_quote_it(write_jsonl, name, value):
+    assert_rejected(
+        write_jsonl([record("d0"), record(**{"doc": "d1", name: value})]),  # type: ignore[arg-type]
+        f"line 2, field '{name}': expected text, got the number {json.dumps(value)}; "
+        f'write ids in quotes ("{json.dumps(value)}")',
+    )
+
+
+def test_quoted_numeric_ids_match_the_same_ids_in_csv(write_jsonl, tmp_path):
+    from studies.models import Output
+
+    run_import(write_jsonl([record("1", "7")]))
+    path = tmp_path / "same.csv"
+    path.write_text(
+        "doc_id,system_id,source,reference,output\n1,7,Source of 1.,Reference of 1.,New.\n"
+    )
+    run_import(path, file_format="csv")
+    assert [(o.document.doc_key, o.system_id, o.text) for o in Output.objects.all()] == [
+        ("1", "7", "New.")
+    ]
+
+
+def test_ten_thousand_levels_of_nesting_are_located(write_jsonl):
+    deep = '{"doc_id": "d1", "system_id": "s", "source": "x", "output": "y", "context": '
+    deep += "[" * 10_000 + "]" * 10_000 + "}"
+    assert_rejected(write_jsonl([record("d0"), deep]), "line 2: invalid JSON: nested deeper than")
+
+
+def test_moderate_nesting_beyond_the_limit_is_located(write_jsonl):
+    deep = json.dumps(record("d1"))[:-1] + ', "context": ' + "[" * 200 + "]" * 200 + "}"
+    assert_rejected(write_jsonl([deep]), "line 1, field 'context")
+
+
+@pytest.mark.parametrize("field", ["output", "source", "doc_id"])
+def test_lone_surrogate_is_located(write_jsonl, field):
+    line = json.dumps(record("d1", **{field: "bad \ud800 text"}))
+    assert "\\ud800" in line
+    error = assert_rejected(write_jsonl([record("d0"), line]), f"line 2, field '{field}'")
+    assert "lone surrogate (\\ud800 at position 5)" in str(error)
+
+
+def test_nul_in_a_jsonl_string_is_located(write_jsonl):
+    line = json.dumps(record("d1", references=["ok", "a\x00b"]))
+    assert "\\u0000" in line
+    assert_rejected(
+        write_jsonl([line]),
+        "line 1, field 'references[1]': contains a NUL character (\\u0000 at position 2)",
+    )
+
+
+def test_nul_byte_in_a_csv_cell_is_located(tmp_path):
+    path = tmp_path / "nul.csv"
+    path.write_bytes(
+        b"doc_id,system_id,source,reference,output\nd1,s1,src,ref,fine\nd2,s1,src,ref,bro\x00ken\n"
+    )
+    assert_rejected(path, "line 3, field 'output': contains a NUL character", file_format="csv")
+
+
+def test_an_integer_beyond_a_float_is_not_a_number(write_jsonl):
+    line = json.dumps(record("d1"))[:-1] + ', "metrics": {"m": 1' + "0" * 400 + "}}"
+    assert_rejected(write_jsonl([line]), "line 1, field 'metrics.m': expected a number")
+
+
+def test_metric_name_longer_than_a_run_can_hold_is_rejected(write_jsonl):
+    assert_rejected(
+        write_jsonl([record("d1", metrics={"m" * 65: 0.5})]),
+        "field 'metrics." + "m" * 65 + "': name must be letters, digits, _ . : - (at most 64)",
+    )
+
+
+def test_two_names_for_one_aspect_are_rejected(write_jsonl):
+    assert_rejected(
+        write_jsonl([record("d1", human={"coherence": 3.0, "COH": 4.0})]),
+        "line 1, field 'human.COH': names the same aspect as 'coherence'",
+    )
+    assert_rejected(
+        write_jsonl([record("d1", human={"new_one": 3.0, "New_one": 4.0})]),
+        "names the same aspect as 'new_one'",
+        create_aspects=True,
+    )
+
+
+def test_created_aspects_whose_codes_would_collide_get_distinct_codes(write_jsonl):
+    from studies.models import Aspect
+
+    long_a, long_b = "x" * 40 + "a", "x" * 40 + "b"
+    run_import(write_jsonl([record("d1", human={long_a: 1.0, long_b: 2.0})]), create_aspects=True)
+    codes = sorted(Aspect.objects.filter(code__startswith="XXX").values_list("code", flat=True))
+    assert codes == ["X" * 32, "X" * 30 + "_2"]
+
+
+def test_error_messages_escape_what_a_database_cannot_store(write_jsonl):
+    line = '{"doc_id": "d1", "system_id": "s", "source": "x", "output": "y", "a\\u0000\\ud800": 1}'
+    error = assert_rejected(write_jsonl([line]), "line 1")
+    assert "\x00" not in str(error) and "\ud800" not in str(error)
+    assert "a\\u0000\\ud800" in str(error)

@@ -21,13 +21,19 @@ class Command(BaseCommand):
         parser.add_argument("dataset", help="id, owner/name, or a name only one owner uses")
         parser.add_argument("--format", choices=FORMATS, default="jsonl")
         parser.add_argument("-o", "--output", type=Path, help="file to write (default: stdout)")
+        parser.add_argument(
+            "--raw-csv",
+            action="store_true",
+            help="write CSV text cells as stored, without the ' that keeps spreadsheets "
+            "from running cells starting with = + - @ tab or CR as formulas",
+        )
 
     def handle(self, *args: Any, **opts: Any) -> None:
         try:
             dataset = find_dataset(opts["dataset"])
         except DatasetNotFound as exc:
             raise CommandError(str(exc)) from exc
-        lines = export_dataset(dataset, opts["format"])
+        lines = export_dataset(dataset, opts["format"], raw=opts["raw_csv"])
         if opts["output"]:
             with opts["output"].open("w", encoding="utf-8", newline="") as fh:
                 fh.writelines(lines)

@@ -15,6 +15,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from studies.services.datasets import ImportOptions, ImportValidationError, import_file
 from studies.services.lookup import DatasetNotFound, find_dataset
 from studies.services.records import FORMATS, detect_format
+from studies.services.scales import parse_ranges
 
 
 class Command(BaseCommand):
@@ -34,6 +35,20 @@ class Command(BaseCommand):
             action="store_true",
             help="create aspects for unknown human score names",
         )
+        parser.add_argument(
+            "--rescale",
+            action="append",
+            default=[],
+            metavar="NAME=LOW:HIGH",
+            help="map the file's NAME scores linearly from LOW..HIGH onto the aspect's "
+            "scale (repeatable), e.g. informativeness=1:6",
+        )
+        parser.add_argument(
+            "--widen-aspects",
+            action="store_true",
+            help="import scores outside an aspect's scale into a wider copy of the aspect "
+            "(e.g. 'Informativeness 1–6') instead of rejecting the file",
+        )
         parser.add_argument("--owner", help="username: import into this user's dataset")
 
     def handle(self, *args: Any, **opts: Any) -> None:
@@ -44,6 +59,10 @@ class Command(BaseCommand):
             file_format = opts["format"] or detect_format(path.name)
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
+        try:
+            rescale = parse_ranges(opts["rescale"])
+        except ValueError as exc:
+            raise CommandError(f"--rescale {exc}") from exc
         name, owner = self.target(opts["dataset"], opts["owner"])
         options = ImportOptions(
             dataset=name,
@@ -52,6 +71,8 @@ class Command(BaseCommand):
             file_name=path.name,
             create_aspects=opts["create_aspects"],
             owner=owner,
+            rescale=rescale,
+            widen_aspects=opts["widen_aspects"],
         )
         try:
             summary = import_file(path, options)
@@ -65,6 +86,8 @@ class Command(BaseCommand):
                 + (f", new aspects {summary.aspects_created}" if summary.aspects_created else "")
             )
         )
+        for line in summary.scales:
+            self.stdout.write(f"  {line}")
 
     @staticmethod
     def target(ref: str, username: str | None) -> tuple[str, Any]:
