@@ -7,9 +7,10 @@ from typing import Any
 from django import forms
 from django.conf import settings
 
-from studies.models import Dataset, TaskKind
+from studies.models import Aspect, Dataset, TaskKind
 from studies.permissions import visible_datasets
 from studies.services.records import detect_format
+from studies.services.runs import RunRequest
 
 
 class UploadForm(forms.Form):
@@ -51,3 +52,72 @@ class UploadForm(forms.Form):
                 f"The dataset {name!r} belongs to someone else; choose another name."
             )
         return name
+
+
+class RunForm(forms.Form):
+    """A metric run as the dataset page and the API ask for it (same fields, same checks)."""
+
+    metric = forms.ChoiceField(
+        choices=[("gptscore", "GPTScore"), ("geval", "G-Eval"),
+                 ("rouge", "ROUGE-1/2/L (three runs)"), ("bleu", "BLEU"), ("chrf", "chrF"),
+                 ("bertscore", "BERTScore-style similarity")],
+        initial="gptscore",
+        required=False,
+    )  # fmt: skip
+    aspects = forms.ModelMultipleChoiceField(
+        queryset=Aspect.objects.none(),
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+        help_text="GPTScore and G-Eval: one run per aspect",
+    )
+    setting = forms.ChoiceField(choices=[("IST", "IST: instruction"), ("VAL", "VAL: no instruction"),
+                                         ("IDM", "IDM: instruction + demonstrations")],
+                                help_text="GPTScore only")  # fmt: skip
+    dimension = forms.ChoiceField(choices=[("src_hypo", "src→hypo"), ("ref_hypo", "ref→hypo"),
+                                           ("hypo_ref", "hypo→ref"), ("avg_f", "avg of ref→hypo and hypo→ref")],
+                                  help_text="GPTScore only")  # fmt: skip
+    model = forms.CharField(
+        initial="default",
+        help_text="'default' (SmolLM2-135M-Instruct; all-MiniLM-L6-v2 for BERTScore), "
+        "a local path or a hub id",
+    )
+    k = forms.IntegerField(
+        min_value=0, max_value=8, initial=2, help_text="demonstrations (IDM only)"
+    )
+    steps = forms.ChoiceField(choices=[("auto", "auto chain-of-thought (generated once, editable)"),
+                                       ("none", "no evaluation steps")], help_text="G-Eval only",
+                              required=False)  # fmt: skip
+    weighting = forms.ChoiceField(choices=[("prob", "Σ p(s)·s"), ("argmax", "most probable label")],
+                                  help_text="G-Eval only", required=False)  # fmt: skip
+    references = forms.ChoiceField(
+        choices=[("", "the metric's convention"), ("mean", "mean"), ("max", "max")],
+        required=False,
+        help_text="several references: mean for ROUGE, max for GPTScore and BERTScore by default",
+    )
+    limit_docs = forms.IntegerField(
+        min_value=1, required=False, help_text="only the first N documents"
+    )
+
+    def __init__(self, *args, task=None, **kwargs):  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.fields["aspects"].queryset = (
+            Aspect.objects.filter(tasks=task) if task else Aspect.objects.all()
+        )
+
+    def run_request(self) -> RunRequest:
+        """The runs' shared configuration (one run per aspect is started from it)."""
+        data = self.cleaned_data
+        return RunRequest(
+            metric=data["metric"], setting=data["setting"], dimension=data["dimension"],
+            model=data["model"], k=data["k"] or 0, limit_docs=data["limit_docs"],
+            steps=data["steps"], weighting=data["weighting"],
+            reference_aggregation=data["references"] or "",
+        )  # fmt: skip
+
+    def clean(self):  # type: ignore[no-untyped-def]
+        data = super().clean()
+        for name, default in (("metric", "gptscore"), ("steps", "auto"), ("weighting", "prob")):
+            data[name] = data.get(name) or default
+        if data.get("metric") in ("gptscore", "geval") and not data.get("aspects"):
+            self.add_error("aspects", "Choose at least one aspect for GPTScore or G-Eval.")
+        return data

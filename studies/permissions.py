@@ -29,3 +29,8 @@ def visible_datasets(user: Any) -> QuerySet[Dataset]:
         | Q(studies__memberships__user=user, studies__memberships__role=StudyMember.Role.RESEARCHER)
         | Q(studies__owner=user)
     ).distinct()
+
+
+def may_delete_dataset(user: Any, dataset: Dataset) -> bool:
+    """Only a dataset's owner (or an admin) deletes it; study members only read it."""
+    return bool(user.is_superuser or (dataset.owner_id and dataset.owner_id == user.pk))
