@@ -208,8 +208,6 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "studies.api.schema.ApiAutoSchema",
     "EXCEPTION_HANDLER": "studies.api.errors.exception_handler",
     "DEFAULT_THROTTLE_RATES": {"auth": env_str("API_AUTH_RATE") or "20/min"},
-    # ``format`` stays a query parameter of the export endpoints, not a renderer switch
-    "URL_FORMAT_OVERRIDE": None,
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }
 API_FAILED_AUTH_LIMIT = env_int("API_FAILED_AUTH_LIMIT", 20, minimum=1)  # per client, per minute

@@ -160,10 +160,12 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
             annotators.append({"username": row.username, "done": row.done, "skipped": row.skipped,
                                "leased": row.leased, "median_seconds": row.median_seconds,
                                "gold": gold})  # fmt: skip
+        aspects = [{"id": row["aspect"].pk, "code": row["aspect"].code, "answers": row["answers"]}
+                   for row in report.aspect_rows(campaign)]  # fmt: skip
         skipped = [{"item": a.item_id, "annotator": a.annotator.get_username(), "reason": a.skip_reason}
                    for a in report.skipped_items(campaign)]  # fmt: skip
         return Response({"annotators": annotators, "items": report.item_summary(campaign),
-                         "aspects": report.aspect_rows(campaign), "skipped": skipped})  # fmt: skip
+                         "aspects": aspects, "skipped": skipped})  # fmt: skip
 
     @extend_schema(summary="Agreement per aspect (Krippendorff α with CI, pairwise ρ)",
                    responses={200: AgreementSerializer, 202: AgreementSerializer})  # fmt: skip
