@@ -9,6 +9,7 @@ from studies.api.views.auth import TokenView
 
 app_name = "api"
 router = DefaultRouter()
+router.include_format_suffixes = False  # ?format= selects a renderer; no ".json" routes
 router.register("datasets", datasets.DatasetViewSet, basename="dataset")
 router.register("imports", datasets.ImportJobViewSet, basename="import")
 router.register("documents", catalog.DocumentViewSet, basename="document")

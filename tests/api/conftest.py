@@ -91,7 +91,9 @@ def build_world(cast: dict[str, Any], write_jsonl: Any) -> World:
         dataset_name="scored", dataset=dataset, task=TaskKind.objects.get(code="summarization"),
         created_by=cast["owner"], status=ImportJob.Status.SUCCEEDED,
     )  # fmt: skip
-    StudyMember.objects.get_or_create(study=study, user=cast["owner"], defaults={"role": "researcher"})
+    StudyMember.objects.get_or_create(
+        study=study, user=cast["owner"], defaults={"role": "researcher"}
+    )
     return World(users, dataset, other, study, campaign, lease, run, job)
 
 

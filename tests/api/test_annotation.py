@@ -24,7 +24,9 @@ def answers(campaign: Campaign, value: object = 4) -> dict[str, object]:
 def test_campaign_progress_and_agreement_are_for_its_researchers(world, role):
     client = world.client(role)
     for suffix in ("", "progress/", "agreement/"):
-        assert client.get(f"/api/campaigns/{world.campaign.pk}/{suffix}").status_code == RESEARCH[role]
+        assert (
+            client.get(f"/api/campaigns/{world.campaign.pk}/{suffix}").status_code == RESEARCH[role]
+        )
     assert client.get(f"/api/studies/{world.study.pk}/").status_code == RESEARCH[role]
     assert client.get(f"/api/studies/{world.study.pk}/members/").status_code == RESEARCH[role]
 
@@ -36,7 +38,9 @@ def test_assignments_are_seen_and_answered_only_by_their_annotator(world, role):
     assert client.get(url).status_code == ANNOTATE[role]
     submitted = client.post(url + "submit/", {"answers": answers(world.campaign)}, format="json")
     assert submitted.status_code == ANNOTATE[role]
-    assert Judgment.objects.filter(annotator__isnull=False).count() == (2 if role == "annotator" else 0)
+    assert Judgment.objects.filter(annotator__isnull=False).count() == (
+        2 if role == "annotator" else 0
+    )
     assert client.post(f"/api/annotate/campaigns/{world.campaign.pk}/next/").status_code == (
         ANNOTATE[role] if role != "annotator" else 200
     )
@@ -83,31 +87,48 @@ def test_next_renews_the_lease_then_gives_new_items_and_skip_records_the_reason(
     client = world.client("annotator")
     renewed = client.post(f"/api/annotate/campaigns/{world.campaign.pk}/next/").json()
     assert renewed["id"] == world.lease.pk and renewed["content"]["outputs"]
-    skipped = client.post(f"/api/annotate/assignments/{world.lease.pk}/skip/", {"reason": "unclear"}, format="json")
+    skipped = client.post(
+        f"/api/annotate/assignments/{world.lease.pk}/skip/", {"reason": "unclear"}, format="json"
+    )
     assert skipped.json()["status"] == "skipped" and skipped.json()["skip_reason"] == "unclear"
     following = client.post(f"/api/annotate/campaigns/{world.campaign.pk}/next/").json()
     assert following["id"] != world.lease.pk
     progress = world.client("owner").get(f"/api/campaigns/{world.campaign.pk}/progress/").json()
     assert progress["annotators"][0]["skipped"] == 1
-    assert progress["skipped"] == [{"item": world.lease.item_id, "annotator": "annotator", "reason": "unclear"}]
+    assert progress["skipped"] == [
+        {"item": world.lease.item_id, "annotator": "annotator", "reason": "unclear"}
+    ]
 
 
 def test_researcher_creates_a_study_members_and_a_campaign(world):
     client = world.client("owner")
     coh = Aspect.objects.get(code="COH").pk
-    study = client.post("/api/studies/", {"name": "New", "dataset": world.dataset.pk, "aspects": [coh]}, format="json")
+    study = client.post(
+        "/api/studies/",
+        {"name": "New", "dataset": world.dataset.pk, "aspects": [coh]},
+        format="json",
+    )
     assert study.status_code == 201, study.content
     sid = study.json()["id"]
-    member = client.post(f"/api/studies/{sid}/members/", {"user": "other_researcher", "role": "researcher"}, format="json")
+    member = client.post(
+        f"/api/studies/{sid}/members/",
+        {"user": "other_researcher", "role": "researcher"},
+        format="json",
+    )
     assert member.status_code == 400 and "user" in errors_body(member)["errors"]  # no such username
-    member = client.post(f"/api/studies/{sid}/members/", {"user": "outsider", "role": "researcher"}, format="json")
+    member = client.post(
+        f"/api/studies/{sid}/members/", {"user": "outsider", "role": "researcher"}, format="json"
+    )
     assert member.status_code == 201
     campaign = client.post("/api/campaigns/", {"study": sid, "name": "C", "aspects": [coh], "overlap": 1,
                                                "annotators": ["annotator"]}, format="json")  # fmt: skip
     assert campaign.status_code == 201, campaign.content
     assert campaign.json()["n_items"] == 12 and campaign.json()["annotators"] == ["annotator"]
     # the new member now reads the study, its dataset and its campaign
-    assert world.client("other_researcher").get(f"/api/campaigns/{campaign.json()['id']}/").status_code == 200
+    assert (
+        world.client("other_researcher").get(f"/api/campaigns/{campaign.json()['id']}/").status_code
+        == 200
+    )
 
 
 @pytest.mark.parametrize(
@@ -134,8 +155,12 @@ def test_bad_campaigns_are_a_400_naming_the_field_and_create_nothing(world, body
 def test_studies_and_campaigns_of_other_researchers_cannot_be_used(world, role):
     client = world.client(role)
     made = client.post("/api/studies/", {"name": "S", "dataset": world.dataset.pk}, format="json")
-    assert made.status_code == {**RESEARCH, "owner": 201, "admin": 201, "other_researcher": 400}[role]
+    assert (
+        made.status_code == {**RESEARCH, "owner": 201, "admin": 201, "other_researcher": 400}[role]
+    )
     made = client.post("/api/campaigns/", {"study": world.study.pk, "name": "C",
                                            "aspects": [Aspect.objects.get(code="COH").pk]}, format="json")  # fmt: skip
-    assert made.status_code == {**RESEARCH, "owner": 201, "admin": 201, "other_researcher": 400}[role]
+    assert (
+        made.status_code == {**RESEARCH, "owner": 201, "admin": 201, "other_researcher": 400}[role]
+    )
     assert Study.objects.filter(name="S").count() == (1 if role in ("owner", "admin") else 0)

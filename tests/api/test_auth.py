@@ -15,7 +15,9 @@ pytestmark = pytest.mark.django_db
 
 def test_token_endpoint_gives_the_token_and_it_authenticates(cast):
     client = APIClient()
-    response = client.post("/api/auth/token/", {"username": "owner", "password": "pw"}, format="json")
+    response = client.post(
+        "/api/auth/token/", {"username": "owner", "password": "pw"}, format="json"
+    )
     assert response.status_code == 200
     token = response.json()["token"]
     assert token == Token.objects.get(user=cast["owner"]).key
@@ -24,7 +26,10 @@ def test_token_endpoint_gives_the_token_and_it_authenticates(cast):
 
 
 def test_wrong_password_is_a_400_and_too_many_attempts_a_429(cast, settings):
-    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {"auth": "3/min"}}
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {"auth": "3/min"},
+    }
     from rest_framework.throttling import ScopedRateThrottle
 
     ScopedRateThrottle.THROTTLE_RATES = {"auth": "3/min"}
@@ -99,5 +104,7 @@ def test_every_operation_documents_its_request_and_responses(cast):
             assert op.get("summary") or op.get("description"), (method, path)
             assert {"200", "201", "202", "204"} & set(op["responses"]), (method, path)
             assert "400" in op["responses"] and "404" in op["responses"], (method, path)
-            if method in ("post", "put", "patch") and not path.endswith(("/cancel/", "/resume/", "/next/")):
+            if method in ("post", "put", "patch") and not path.endswith(
+                ("/cancel/", "/resume/", "/next/")
+            ):
                 assert "requestBody" in op, (method, path)

@@ -33,13 +33,25 @@ def test_outputs_filter_by_document_and_system_and_include_judgments_and_scores(
     plain = client.get("/api/outputs/?doc_key=d1&system_id=s2").json()
     assert plain["count"] == 1
     (row,) = plain["results"]
-    assert (row["doc_key"], row["system_id"], row["judgments"], row["scores"]) == ("d1", "s2", None, None)
-    full = client.get("/api/outputs/?doc_key=d1&system_id=s2&include=judgments,scores").json()["results"][0]
+    assert (row["doc_key"], row["system_id"], row["judgments"], row["scores"]) == (
+        "d1",
+        "s2",
+        None,
+        None,
+    )
+    full = client.get("/api/outputs/?doc_key=d1&system_id=s2&include=judgments,scores").json()[
+        "results"
+    ][0]
     assert sorted(j["aspect_code"] for j in full["judgments"]) == ["COH", "FLU"]
     assert sorted(s["run_label"] for s in full["scores"]) == ["m_good", "m_noise"]
     bad = client.get("/api/outputs/?include=secrets")
     assert bad.status_code == 400 and "include" in errors_body(bad)["errors"]
-    assert client.get("/api/outputs/?ordering=-system_id&page_size=1").json()["results"][0]["system_id"] == "s2"
+    assert (
+        client.get("/api/outputs/?ordering=-system_id&page_size=1").json()["results"][0][
+            "system_id"
+        ]
+        == "s2"
+    )
     assert client.get("/api/outputs/?dataset=abc").status_code == 400
 
 
@@ -47,10 +59,14 @@ def test_judgments_filter_by_source_and_aspect(world):
     client = world.client("owner")
     from studies.annotation.services.answers import submit
 
-    submit(world.lease.pk, world.users["annotator"], {a.pk: 2.0 for a in world.campaign.aspects.all()})
+    submit(
+        world.lease.pk, world.users["annotator"], {a.pk: 2.0 for a in world.campaign.aspects.all()}
+    )
     assert client.get("/api/judgments/?source=annotator").json()["count"] == 2
     imported = client.get("/api/judgments/?source=import&aspect_code=coh").json()
-    assert imported["count"] == 12 and {j["import_file"] for j in imported["results"]} == {"scored.jsonl"}
+    assert imported["count"] == 12 and {j["import_file"] for j in imported["results"]} == {
+        "scored.jsonl"
+    }
     assert client.get("/api/judgments/?annotator=annotator&aspect_code=FLU").json()["count"] == 1
     assert client.get("/api/judgments/?source=robot").status_code == 400
 
@@ -62,10 +78,14 @@ def test_aspects_and_templates_are_read_by_researchers_and_written_by_admins(wor
     template = PromptTemplate.objects.first()
     assert client.get(f"/api/aspects/{aspect.pk}/").status_code == READ[role]
     assert client.get(f"/api/templates/{template.pk}/").status_code == READ[role]
-    changed = client.patch(f"/api/aspects/{aspect.pk}/", {"definition": "Is it coherent?"}, format="json")
+    changed = client.patch(
+        f"/api/aspects/{aspect.pk}/", {"definition": "Is it coherent?"}, format="json"
+    )
     write = {**READ, "owner": 403, "other_researcher": 403}[role]
     assert changed.status_code == write
-    edited = client.patch(f"/api/templates/{template.pk}/", {"text": "Rate {src}: {hypo}"}, format="json")
+    edited = client.patch(
+        f"/api/templates/{template.pk}/", {"text": "Rate {src}: {hypo}"}, format="json"
+    )
     assert edited.status_code == write
     versions = AspectVersion.objects.filter(aspect=aspect).count()
     assert versions == (2 if role == "admin" else 1)

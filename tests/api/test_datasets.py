@@ -32,7 +32,11 @@ def test_dataset_list_and_detail_follow_the_page_rules(world, role):
     assert detail.status_code == DETAIL_STATUS[role]
     if listed.status_code == 200:
         names = {d["name"] for d in listed.json()["results"]}
-        expected = {"owner": {"scored"}, "other_researcher": {"theirs"}, "admin": {"scored", "theirs"}}
+        expected = {
+            "owner": {"scored"},
+            "other_researcher": {"theirs"},
+            "admin": {"scored", "theirs"},
+        }
         assert names == expected[role]
     else:
         errors_body(listed)
@@ -69,7 +73,9 @@ def test_upload_with_wait_imports_small_files_in_the_request(world):
     assert world.client("other_researcher").get(f"/api/imports/{job['id']}/").status_code == 404
 
 
-def test_upload_without_wait_returns_the_pending_job_and_enqueues_it(world, django_capture_on_commit_callbacks):
+def test_upload_without_wait_returns_the_pending_job_and_enqueues_it(
+    world, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks() as callbacks:
         response = world.client("owner").post(
             f"/api/datasets/{world.dataset.pk}/upload/",
@@ -126,12 +132,21 @@ def test_upload_into_a_dataset_by_id_follows_the_rules(world, role):
 
 @pytest.mark.parametrize("file_format", ["jsonl", "csv"])
 def test_export_streams_what_the_export_service_writes(world, file_format):
-    response = world.client("owner").get(f"/api/datasets/{world.dataset.pk}/export/?file_format={file_format}")
+    response = world.client("owner").get(
+        f"/api/datasets/{world.dataset.pk}/export/?file_format={file_format}"
+    )
     assert response.status_code == 200 and response.streaming
-    assert b"".join(response.streaming_content).decode() == "".join(export_dataset(world.dataset, file_format))
+    assert b"".join(response.streaming_content).decode() == "".join(
+        export_dataset(world.dataset, file_format)
+    )
     bad = world.client("owner").get(f"/api/datasets/{world.dataset.pk}/export/?file_format=xml")
     assert bad.status_code == 400 and "file_format" in errors_body(bad)["errors"]
-    assert world.client("other_researcher").get(f"/api/datasets/{world.dataset.pk}/export/").status_code == 404
+    assert (
+        world.client("other_researcher")
+        .get(f"/api/datasets/{world.dataset.pk}/export/")
+        .status_code
+        == 404
+    )
 
 
 def test_delete_is_for_the_owner_and_refused_while_runs_are_active(world):

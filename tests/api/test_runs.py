@@ -27,7 +27,9 @@ def test_run_detail_and_scores_follow_the_page_rules(world, role):
         assert (world.dataset.pk in datasets) == (role != "other_researcher")
 
 
-def test_starting_rouge_makes_three_runs_enqueued_on_commit(world, django_capture_on_commit_callbacks):
+def test_starting_rouge_makes_three_runs_enqueued_on_commit(
+    world, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks() as callbacks:
         response = world.client("owner").post(
             "/api/runs/", {"dataset": world.dataset.pk, "metric": "rouge", "limit_docs": 2}, format="json"
@@ -82,7 +84,12 @@ def test_status_shows_progress_rate_and_eta(world):
                                    status="running", done=4, total=12,
                                    timings={"outputs_per_s": 2.0})  # fmt: skip
     body = world.client("owner").get(f"/api/runs/{run.pk}/").json()
-    assert (body["done"], body["total"], body["outputs_per_s"], body["eta_seconds"]) == (4, 12, 2.0, 4.0)
+    assert (body["done"], body["total"], body["outputs_per_s"], body["eta_seconds"]) == (
+        4,
+        12,
+        2.0,
+        4.0,
+    )
 
 
 def test_cancel_then_resume_and_the_state_refusals(world, django_capture_on_commit_callbacks):
@@ -93,7 +100,9 @@ def test_cancel_then_resume_and_the_state_refusals(world, django_capture_on_comm
     assert again.status_code == 409 and "cancelled" in errors_body(again)["detail"]
     with django_capture_on_commit_callbacks() as callbacks:
         resumed = client.post(f"/api/runs/{run.pk}/resume/")
-    assert resumed.status_code == 200 and resumed.json()["status"] == "pending" and len(callbacks) == 1
+    assert (
+        resumed.status_code == 200 and resumed.json()["status"] == "pending" and len(callbacks) == 1
+    )
     finished = client.post(f"/api/runs/{world.run.pk}/resume/")  # an imported, finished run
     assert finished.status_code == 409
     assert world.client("other_researcher").post(f"/api/runs/{run.pk}/cancel/").status_code == 404
@@ -107,7 +116,9 @@ def test_scores_paginated_and_streamed_agree(world):
     rest = client.get(page["next"]).json()
     streamed = client.get(f"/api/runs/{world.run.pk}/scores/export/?file_format=jsonl")
     lines = [json.loads(x) for x in b"".join(streamed.streaming_content).decode().splitlines()]
-    assert [r["value"] for r in lines[:10]] == [r["value"] for r in page["results"] + rest["results"]]
+    assert [r["value"] for r in lines[:10]] == [
+        r["value"] for r in page["results"] + rest["results"]
+    ]
     csv_lines = b"".join(client.get(f"/api/runs/{world.run.pk}/scores/export/?file_format=csv")
                          .streaming_content).decode().splitlines()  # fmt: skip
     assert csv_lines[0] == "output,doc_key,system_id,value,error" and len(csv_lines) == 13

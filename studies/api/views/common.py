@@ -21,7 +21,9 @@ class PassthroughRenderer(BaseRenderer):
     media_type = "*/*"
     format = "file"
 
-    def render(self, data: Any, accepted_media_type: Any = None, renderer_context: Any = None) -> Any:
+    def render(
+        self, data: Any, accepted_media_type: Any = None, renderer_context: Any = None
+    ) -> Any:
         if isinstance(data, str | bytes):
             return data
         response = (renderer_context or {}).get("response")

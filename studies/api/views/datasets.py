@@ -97,7 +97,9 @@ class DatasetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cr
     def get_queryset(self) -> Any:
         if getattr(self, "swagger_fake_view", False):  # schema generation
             return Dataset.objects.none()
-        return datasets_of(self.request.user).annotate(n_documents=Count("documents", distinct=True))
+        return datasets_of(self.request.user).annotate(
+            n_documents=Count("documents", distinct=True)
+        )
 
     def perform_create(self, serializer: Any) -> None:
         serializer.save(owner=self.request.user)
