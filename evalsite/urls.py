@@ -12,3 +12,5 @@ urlpatterns = [
     path("", include("studies.annotation.urls")),
     path("", include("studies.urls")),
 ]
+
+handler404 = "studies.api.errors.not_found"

@@ -13,6 +13,26 @@ from studies.services.records import detect_format
 from studies.services.runs import RunRequest
 
 
+MAX_ID = 2**63 - 1  # the largest primary key any database stores
+
+
+class IdsField(forms.ModelMultipleChoiceField):
+    """Model choices by id; an id beyond the database's integer range is an invalid
+    choice (the database would otherwise fail on the lookup)."""
+
+    def _check_values(self, value: Any) -> Any:
+        for pk in value:
+            try:
+                in_range = 0 < int(pk) <= MAX_ID
+            except (TypeError, ValueError):
+                continue  # Django reports it as not a valid value
+            if not in_range:
+                raise forms.ValidationError(
+                    self.error_messages["invalid_choice"], code="invalid_choice", params={"value": pk}
+                )
+        return super()._check_values(value)
+
+
 class UploadForm(forms.Form):
     """Upload a JSONL or CSV file into a new or existing dataset."""
 
@@ -64,7 +84,7 @@ class RunForm(forms.Form):
         initial="gptscore",
         required=False,
     )  # fmt: skip
-    aspects = forms.ModelMultipleChoiceField(
+    aspects = IdsField(
         queryset=Aspect.objects.none(),
         widget=forms.CheckboxSelectMultiple,
         required=False,

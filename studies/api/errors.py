@@ -74,3 +74,14 @@ def form_errors(form: Any) -> exceptions.ValidationError:
             for field, errors in form.errors.get_json_data().items()
         }
     )
+
+
+def not_found(request: Any, exception: Exception) -> Any:
+    """Django's 404 for URLs no route matches: the API's error body under ``/api/``,
+    the usual page elsewhere."""
+    from django.http import JsonResponse
+    from django.views.defaults import page_not_found
+
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Not found.", "errors": {}}, status=404)
+    return page_not_found(request, exception)

@@ -164,3 +164,33 @@ def test_studies_and_campaigns_of_other_researchers_cannot_be_used(world, role):
         made.status_code == {**RESEARCH, "owner": 201, "admin": 201, "other_researcher": 400}[role]
     )
     assert Study.objects.filter(name="S").count() == (1 if role in ("owner", "admin") else 0)
+
+
+@pytest.mark.parametrize("field", ["seed", "sample_size"])
+def test_a_campaign_number_beyond_the_database_range_is_a_400_on_the_page_and_the_api(world, client, field):
+    """Found by the schema fuzzer: a huge seed reached the database and answered 500."""
+    coh = Aspect.objects.get(code="COH").pk
+    before = Campaign.objects.count()
+    body = {"study": world.study.pk, "name": "C", "aspects": [coh], field: 2**70, "selection": "random"}
+    response = world.client("owner").post("/api/campaigns/", body, format="json")
+    assert response.status_code == 400 and field in errors_body(response)["errors"]
+    client.force_login(world.users["owner"])
+    page = client.post("/campaigns/new/", {**body, "mode": "likert", "overlap": 1, "lease_seconds": 300,
+                                           "gold_threshold": 0.7, "seed": body.get("seed", 0)})  # fmt: skip
+    assert page.status_code == 400
+    assert Campaign.objects.count() == before
+
+
+def test_an_aspect_id_beyond_the_database_range_is_a_400_on_the_page_and_the_api(world, client):
+    """Found by the schema fuzzer: the choice lookup overflowed in the database (500)."""
+    before = Campaign.objects.count()
+    body = {"study": world.study.pk, "name": "C", "aspects": [2**70]}
+    response = world.client("owner").post("/api/campaigns/", body, format="json")
+    assert response.status_code == 400 and "aspects" in errors_body(response)["errors"]
+    runs = world.client("owner").post("/api/runs/", {"dataset": world.dataset.pk, "aspects": [2**70]}, format="json")
+    assert runs.status_code == 400 and "aspects" in errors_body(runs)["errors"]
+    client.force_login(world.users["owner"])
+    page = client.post("/campaigns/new/", {**body, "mode": "likert", "overlap": 1, "lease_seconds": 300,
+                                           "gold_threshold": 0.7, "seed": 0, "selection": "all"})  # fmt: skip
+    assert page.status_code == 400
+    assert Campaign.objects.count() == before

@@ -119,3 +119,11 @@ def test_admin_creates_an_aspect_at_version_one(world):
                                            "definition": "Is it new?", "tasks": ["dialogue"]}, format="json")  # fmt: skip
     assert response.status_code == 201, response.content
     assert response.json()["version"] == 1 and response.json()["tasks"] == ["dialogue"]
+
+
+@pytest.mark.parametrize("value", ["-8.7e22", "1e300", str(2**70), "1.5", "x"])
+def test_an_id_filter_out_of_range_is_a_400(world, value):
+    """Found by the schema fuzzer: a huge number in an id filter overflowed (500)."""
+    for url in ("/api/documents/", "/api/outputs/", "/api/judgments/"):
+        response = world.client("owner").get(f"{url}?dataset={value}")
+        assert response.status_code == 400 and "dataset" in errors_body(response)["errors"]

@@ -8,6 +8,7 @@ from django.contrib.auth import get_user_model
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from studies.annotation.forms import MAX_DB_INT
 from studies.annotation.models import Assignment, Campaign
 from studies.models import Study, StudyMember
 
@@ -64,8 +65,9 @@ class CampaignCreateSerializer(serializers.Serializer):  # type: ignore[type-arg
     overlap = serializers.IntegerField(default=3, min_value=1, max_value=50)
     selection = serializers.ChoiceField(choices=Campaign.Selection.choices, default="all")
     systems = serializers.ListField(child=serializers.CharField(), default=list)
-    sample_size = serializers.IntegerField(required=False, allow_null=True, min_value=1)
-    seed = serializers.IntegerField(default=0)
+    sample_size = serializers.IntegerField(required=False, allow_null=True, min_value=1,
+                                           max_value=MAX_DB_INT)  # fmt: skip
+    seed = serializers.IntegerField(default=0, min_value=-MAX_DB_INT, max_value=MAX_DB_INT)
     show_references = serializers.BooleanField(default=False)
     annotators = serializers.ListField(child=serializers.CharField(), default=list,
                                        help_text="Usernames of annotator accounts.")  # fmt: skip

@@ -23,8 +23,8 @@ from studies.models import (
 
 class DatasetSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
     task = serializers.SlugRelatedField(slug_field="code", queryset=TaskKind.objects.all())
-    owner = serializers.CharField(source="owner.username", read_only=True, default=None)
-    n_documents = serializers.IntegerField(read_only=True, default=None)
+    owner = serializers.CharField(source="owner.username", read_only=True, default=None, allow_null=True)
+    n_documents = serializers.IntegerField(read_only=True, default=None, allow_null=True)
 
     class Meta:
         model = Dataset
@@ -84,7 +84,7 @@ class DocumentSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
 
 class JudgmentSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
     aspect_code = serializers.CharField(source="aspect.code", read_only=True)
-    annotator = serializers.CharField(source="annotator.username", read_only=True, default=None)
+    annotator = serializers.CharField(source="annotator.username", read_only=True, default=None, allow_null=True)
     source = serializers.SerializerMethodField()
 
     class Meta:

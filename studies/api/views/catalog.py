@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import django_filters
+from django import forms
 from django.db.models import Prefetch
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
@@ -20,7 +21,19 @@ from studies.api.serializers.datasets import (
     OutputSerializer,
 )
 from studies.api.views.common import datasets_of
+from studies.forms import MAX_ID
 from studies.models import Aspect, Document, Judgment, MetricScore, Output, PromptTemplate
+
+class IdField(forms.IntegerField):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, min_value=-MAX_ID, max_value=MAX_ID, **kwargs)
+
+
+class IdFilter(django_filters.NumberFilter):
+    """An id: an integer in the database's range (a float or a huge number is a 400)."""
+
+    field_class = IdField
+
 
 INCLUDE = OpenApiParameter(
     "include", OpenApiTypes.STR,
@@ -30,7 +43,7 @@ INCLUDABLE = {"judgments", "scores"}
 
 
 class DocumentFilter(django_filters.FilterSet):
-    dataset = django_filters.NumberFilter(field_name="dataset_id")
+    dataset = IdFilter(field_name="dataset_id")
     doc_key = django_filters.CharFilter()
 
     class Meta:
@@ -54,7 +67,7 @@ class DocumentViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]
 
 
 class OutputFilter(django_filters.FilterSet):
-    dataset = django_filters.NumberFilter(field_name="document__dataset_id")
+    dataset = IdFilter(field_name="document__dataset_id")
     doc_key = django_filters.CharFilter(field_name="document__doc_key")
     system_id = django_filters.CharFilter()
 
@@ -104,8 +117,8 @@ class OutputViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]
 
 
 class JudgmentFilter(django_filters.FilterSet):
-    dataset = django_filters.NumberFilter(field_name="output__document__dataset_id")
-    aspect = django_filters.NumberFilter(field_name="aspect_id")
+    dataset = IdFilter(field_name="output__document__dataset_id")
+    aspect = IdFilter(field_name="aspect_id")
     aspect_code = django_filters.CharFilter(field_name="aspect__code", lookup_expr="iexact")
     source = django_filters.ChoiceFilter(
         choices=[("import", "imported from a file"), ("annotator", "an annotator account")],
