@@ -28,7 +28,9 @@ class IdsField(forms.ModelMultipleChoiceField):
                 continue  # Django reports it as not a valid value
             if not in_range:
                 raise forms.ValidationError(
-                    self.error_messages["invalid_choice"], code="invalid_choice", params={"value": pk}
+                    self.error_messages["invalid_choice"],
+                    code="invalid_choice",
+                    params={"value": pk},
                 )
         return super()._check_values(value)
 

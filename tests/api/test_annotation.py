@@ -167,11 +167,19 @@ def test_studies_and_campaigns_of_other_researchers_cannot_be_used(world, role):
 
 
 @pytest.mark.parametrize("field", ["seed", "sample_size"])
-def test_a_campaign_number_beyond_the_database_range_is_a_400_on_the_page_and_the_api(world, client, field):
+def test_a_campaign_number_beyond_the_database_range_is_a_400_on_the_page_and_the_api(
+    world, client, field
+):
     """Found by the schema fuzzer: a huge seed reached the database and answered 500."""
     coh = Aspect.objects.get(code="COH").pk
     before = Campaign.objects.count()
-    body = {"study": world.study.pk, "name": "C", "aspects": [coh], field: 2**70, "selection": "random"}
+    body = {
+        "study": world.study.pk,
+        "name": "C",
+        "aspects": [coh],
+        field: 2**70,
+        "selection": "random",
+    }
     response = world.client("owner").post("/api/campaigns/", body, format="json")
     assert response.status_code == 400 and field in errors_body(response)["errors"]
     client.force_login(world.users["owner"])
@@ -187,7 +195,9 @@ def test_an_aspect_id_beyond_the_database_range_is_a_400_on_the_page_and_the_api
     body = {"study": world.study.pk, "name": "C", "aspects": [2**70]}
     response = world.client("owner").post("/api/campaigns/", body, format="json")
     assert response.status_code == 400 and "aspects" in errors_body(response)["errors"]
-    runs = world.client("owner").post("/api/runs/", {"dataset": world.dataset.pk, "aspects": [2**70]}, format="json")
+    runs = world.client("owner").post(
+        "/api/runs/", {"dataset": world.dataset.pk, "aspects": [2**70]}, format="json"
+    )
     assert runs.status_code == 400 and "aspects" in errors_body(runs)["errors"]
     client.force_login(world.users["owner"])
     page = client.post("/campaigns/new/", {**body, "mode": "likert", "overlap": 1, "lease_seconds": 300,

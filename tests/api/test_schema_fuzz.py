@@ -20,7 +20,7 @@ from schemathesis.specs.openapi.checks import (
 from studies.services.tokens import token_for
 from tests.api.conftest import build_world
 
-EXAMPLES_PER_OPERATION = 30
+EXAMPLES_PER_OPERATION = 10
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
           response_schema_conformance]  # fmt: skip
 
@@ -41,7 +41,9 @@ def test_every_operation_survives_generated_requests(live_server, defaults_resto
                                                      write_jsonl, capsys):  # fmt: skip
     world = build_world(cast, write_jsonl)
     auth = {"Authorization": f"Token {token_for(world.users['owner']).key}"}
-    schema = schemathesis.openapi.from_url(f"{live_server.url}/api/schema/?format=json", headers=auth)
+    schema = schemathesis.openapi.from_url(
+        f"{live_server.url}/api/schema/?format=json", headers=auth
+    )
     operations = [result.ok() for result in schema.get_all_operations()]
     counts = {"cases": 0, "operations": 0}
     failures: list[str] = []

@@ -33,7 +33,9 @@ class VersionedSerializer(serializers.ModelSerializer):  # type: ignore[type-arg
 
 
 class AspectVersionSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
-    created_by = serializers.CharField(source="created_by.username", default=None, read_only=True, allow_null=True)
+    created_by = serializers.CharField(
+        source="created_by.username", default=None, read_only=True, allow_null=True
+    )
     anchors = serializers.DictField(child=serializers.CharField(), read_only=True)
 
     class Meta:
@@ -64,7 +66,9 @@ class AspectSerializer(VersionedSerializer):
 
 
 class TemplateVersionSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
-    created_by = serializers.CharField(source="created_by.username", default=None, read_only=True, allow_null=True)
+    created_by = serializers.CharField(
+        source="created_by.username", default=None, read_only=True, allow_null=True
+    )
 
     class Meta:
         model = PromptTemplateVersion

@@ -23,7 +23,9 @@ from studies.models import (
 
 class DatasetSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
     task = serializers.SlugRelatedField(slug_field="code", queryset=TaskKind.objects.all())
-    owner = serializers.CharField(source="owner.username", read_only=True, default=None, allow_null=True)
+    owner = serializers.CharField(
+        source="owner.username", read_only=True, default=None, allow_null=True
+    )
     n_documents = serializers.IntegerField(read_only=True, default=None, allow_null=True)
 
     class Meta:
@@ -84,7 +86,9 @@ class DocumentSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
 
 class JudgmentSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
     aspect_code = serializers.CharField(source="aspect.code", read_only=True)
-    annotator = serializers.CharField(source="annotator.username", read_only=True, default=None, allow_null=True)
+    annotator = serializers.CharField(
+        source="annotator.username", read_only=True, default=None, allow_null=True
+    )
     source = serializers.SerializerMethodField()
 
     class Meta:

@@ -24,6 +24,7 @@ from studies.api.views.common import datasets_of
 from studies.forms import MAX_ID
 from studies.models import Aspect, Document, Judgment, MetricScore, Output, PromptTemplate
 
+
 class IdField(forms.IntegerField):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, min_value=-MAX_ID, max_value=MAX_ID, **kwargs)
