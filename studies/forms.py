@@ -12,7 +12,6 @@ from studies.permissions import visible_datasets
 from studies.services.records import detect_format
 from studies.services.runs import RunRequest
 
-
 MAX_ID = 2**63 - 1  # the largest primary key any database stores
 
 

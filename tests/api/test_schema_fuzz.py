@@ -61,7 +61,7 @@ def test_every_operation_survives_generated_requests(live_server, defaults_resto
             try:
                 case.validate_response(response, checks=CHECKS)
             except (Exception, BaseExceptionGroup) as exc:  # collected: one run reports them all
-                failures.append(f"{operation.label}: {str(exc)[:1500]}")
+                failures.append(f"{case.operation.label}: {str(exc)[:1500]}")
 
         send()
     purge_queues()
