@@ -204,3 +204,8 @@ def test_an_aspect_id_beyond_the_database_range_is_a_400_on_the_page_and_the_api
                                            "gold_threshold": 0.7, "seed": 0, "selection": "all"})  # fmt: skip
     assert page.status_code == 400
     assert Campaign.objects.count() == before
+
+
+def test_an_annotator_sees_no_other_annotators_of_a_campaign(world):
+    body = world.client("annotator").get(f"/api/annotate/campaigns/{world.campaign.pk}/").json()
+    assert body["name"] == "Campaign" and "annotators" not in body and "seed" not in body

@@ -55,6 +55,15 @@ class CampaignSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
         return campaign.items.count()
 
 
+class AnnotatorCampaignSerializer(CampaignSerializer):
+    """What an annotator sees of a campaign: no other annotators, seed or gold settings."""
+
+    class Meta(CampaignSerializer.Meta):
+        fields = ["id", "name", "mode", "aspects", "show_references", "lease_seconds", "status",
+                  "created_at", "n_items"]  # fmt: skip
+        read_only_fields = fields
+
+
 class CampaignCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
     """The *New campaign* page's form (it validates; the same service creates)."""
 

@@ -31,6 +31,7 @@ from studies.api.errors import error_response, form_errors
 from studies.api.permissions import IsResearcher
 from studies.api.serializers.annotation import (
     AgreementSerializer,
+    AnnotatorCampaignSerializer,
     AssignmentSerializer,
     CampaignCreateSerializer,
     CampaignSerializer,
@@ -180,7 +181,7 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
 @extend_schema_view(list=extend_schema(summary="Campaigns you are invited to annotate"),
                     retrieve=extend_schema(summary="A campaign you annotate"))  # fmt: skip
 class AnnotateCampaignViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]
-    serializer_class = CampaignSerializer
+    serializer_class = AnnotatorCampaignSerializer
     permission_classes = [IsAuthenticated]
     filterset_fields = ["status"]
     ordering_fields = ["id", "created_at"]
