@@ -8,6 +8,9 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("api/", include("studies.api.urls")),
     path("", include("studies.annotation.urls")),
     path("", include("studies.urls")),
 ]
+
+handler404 = "studies.api.errors.not_found"

@@ -7,9 +7,32 @@ from typing import Any
 from django import forms
 from django.conf import settings
 
-from studies.models import TaskKind
+from studies.models import Aspect, TaskKind
+from studies.permissions import dataset_aspects
 from studies.services.records import detect_format
+from studies.services.runs import RunRequest
 from studies.services.scales import parse_ranges
+
+MAX_ID = 2**63 - 1  # the largest primary key any database stores
+
+
+class IdsField(forms.ModelMultipleChoiceField):
+    """Model choices by id; an id beyond the database's integer range is an invalid
+    choice (the database would otherwise fail on the lookup)."""
+
+    def _check_values(self, value: Any) -> Any:
+        for pk in value:
+            try:
+                in_range = 0 < int(pk) <= MAX_ID
+            except (TypeError, ValueError):
+                continue  # Django reports it as not a valid value
+            if not in_range:
+                raise forms.ValidationError(
+                    self.error_messages["invalid_choice"],
+                    code="invalid_choice",
+                    params={"value": pk},
+                )
+        return super()._check_values(value)
 
 
 class UploadForm(forms.Form):
@@ -65,3 +88,71 @@ class UploadForm(forms.Form):
         except ValueError as exc:
             raise forms.ValidationError(str(exc)) from exc
         return {name: list(bounds) for name, bounds in ranges.items()}
+
+
+class RunForm(forms.Form):
+    """A metric run as the dataset page and the API ask for it (same fields, same checks)."""
+
+    metric = forms.ChoiceField(
+        choices=[("gptscore", "GPTScore"), ("geval", "G-Eval"),
+                 ("rouge", "ROUGE-1/2/L (three runs)"), ("bleu", "BLEU"), ("chrf", "chrF"),
+                 ("bertscore", "BERTScore-style similarity")],
+        initial="gptscore",
+        required=False,
+    )  # fmt: skip
+    aspects = IdsField(
+        queryset=Aspect.objects.none(),
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+        help_text="GPTScore and G-Eval: one run per aspect",
+    )
+    setting = forms.ChoiceField(choices=[("IST", "IST: instruction"), ("VAL", "VAL: no instruction"),
+                                         ("IDM", "IDM: instruction + demonstrations")],
+                                help_text="GPTScore only")  # fmt: skip
+    dimension = forms.ChoiceField(choices=[("src_hypo", "src→hypo"), ("ref_hypo", "ref→hypo"),
+                                           ("hypo_ref", "hypo→ref"), ("avg_f", "avg of ref→hypo and hypo→ref")],
+                                  help_text="GPTScore only")  # fmt: skip
+    model = forms.CharField(
+        initial="default",
+        help_text="'default' (SmolLM2-135M-Instruct; all-MiniLM-L6-v2 for BERTScore), "
+        "an installed model's folder name, or a hub id an admin allowed",
+    )
+    k = forms.IntegerField(
+        min_value=0, max_value=8, initial=2, help_text="demonstrations (IDM only)"
+    )
+    steps = forms.ChoiceField(choices=[("auto", "auto chain-of-thought (generated once, editable)"),
+                                       ("none", "no evaluation steps")], help_text="G-Eval only",
+                              required=False)  # fmt: skip
+    weighting = forms.ChoiceField(choices=[("prob", "Σ p(s)·s"), ("argmax", "most probable label")],
+                                  help_text="G-Eval only", required=False)  # fmt: skip
+    references = forms.ChoiceField(
+        choices=[("", "the metric's convention"), ("mean", "mean"), ("max", "max")],
+        required=False,
+        help_text="several references: mean for ROUGE, max for GPTScore and BERTScore by default",
+    )
+    limit_docs = forms.IntegerField(
+        min_value=1, required=False, help_text="only the first N documents"
+    )
+
+    def __init__(self, *args, dataset, **kwargs):  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        # the shared aspects and the dataset owner's: another researcher's never show
+        self.fields["aspects"].queryset = dataset_aspects(dataset).filter(tasks=dataset.task)
+
+    def run_request(self) -> RunRequest:
+        """The runs' shared configuration (one run per aspect is started from it)."""
+        data = self.cleaned_data
+        return RunRequest(
+            metric=data["metric"], setting=data["setting"], dimension=data["dimension"],
+            model=data["model"], k=data["k"] or 0, limit_docs=data["limit_docs"],
+            steps=data["steps"], weighting=data["weighting"],
+            reference_aggregation=data["references"] or "",
+        )  # fmt: skip
+
+    def clean(self):  # type: ignore[no-untyped-def]
+        data = super().clean()
+        for name, default in (("metric", "gptscore"), ("steps", "auto"), ("weighting", "prob")):
+            data[name] = data.get(name) or default
+        if data.get("metric") in ("gptscore", "geval") and not data.get("aspects"):
+            self.add_error("aspects", "Choose at least one aspect for GPTScore or G-Eval.")
+        return data

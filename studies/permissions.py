@@ -47,3 +47,8 @@ def visible_aspects(user: Any) -> QuerySet[Aspect]:
 def dataset_aspects(dataset: Dataset) -> QuerySet[Aspect]:
     """Aspects a run on the dataset may use: the shared ones and its owner's."""
     return owned_aspects(dataset.owner_id)
+
+
+def may_delete_dataset(user: Any, dataset: Dataset) -> bool:
+    """Only a dataset's owner (or an admin) deletes it; study members only read it."""
+    return bool(user.is_superuser or (dataset.owner_id and dataset.owner_id == user.pk))

@@ -5,6 +5,7 @@ from studies import views
 app_name = "studies"
 urlpatterns = [
     path("", views.home, name="home"),
+    path("account/token/", views.api_token, name="api-token"),
     path("datasets/", views.dataset_list, name="dataset-list"),
     path("datasets/upload/", views.upload, name="upload"),
     path("datasets/<int:pk>/", views.dataset_detail, name="dataset-detail"),

@@ -10,15 +10,18 @@ from django.contrib.auth import get_user_model
 
 from studies.annotation.models import Campaign
 from studies.annotation.services.campaigns import CampaignSpec, researcher_studies
+from studies.forms import IdsField
 from studies.models import Aspect
 from studies.permissions import ANNOTATOR, visible_aspects
+
+MAX_DB_INT = 2**31 - 1  # the integer columns' range on every database
 
 
 class CampaignForm(forms.Form):
     study = forms.ModelChoiceField(queryset=None)  # type: ignore[arg-type]
     name = forms.CharField(max_length=200)
     mode = forms.ChoiceField(choices=Campaign.Mode.choices, initial=Campaign.Mode.LIKERT)
-    aspects = forms.ModelMultipleChoiceField(
+    aspects = IdsField(
         queryset=Aspect.objects.order_by("code"), widget=forms.CheckboxSelectMultiple
     )
     overlap = forms.IntegerField(min_value=1, max_value=50, initial=3)
@@ -27,11 +30,12 @@ class CampaignForm(forms.Form):
         required=False, help_text="For chosen systems: their ids, separated by commas."
     )
     sample_size = forms.IntegerField(
-        min_value=1, required=False, help_text="For a random subset: how many items."
-    )
-    seed = forms.IntegerField(initial=0)
+        min_value=1, max_value=MAX_DB_INT, required=False,
+        help_text="For a random subset: how many items.",
+    )  # fmt: skip
+    seed = forms.IntegerField(initial=0, min_value=-MAX_DB_INT, max_value=MAX_DB_INT)
     show_references = forms.BooleanField(required=False)
-    annotators = forms.ModelMultipleChoiceField(
+    annotators = IdsField(
         queryset=get_user_model().objects.filter(groups__name=ANNOTATOR).order_by("username"),
         widget=forms.CheckboxSelectMultiple,
         required=False,

@@ -107,6 +107,18 @@ def frame_for(dataset: Dataset, params: MatrixParams) -> ScoreFrame:
     return load_frame(dataset, exclude_annotators=excluded)
 
 
+def excluded_annotators(dataset: Dataset, params: MatrixParams) -> list[str]:
+    """The usernames ``params`` leaves out (annotators flagged on gold items)."""
+    if not params.exclude_flagged:
+        return []
+    from django.contrib.auth import get_user_model
+
+    from studies.annotation.services.gold import flagged_for_dataset
+
+    users = get_user_model().objects.filter(pk__in=flagged_for_dataset(dataset))
+    return sorted(users.values_list("username", flat=True))
+
+
 def cached_matrix(dataset: Dataset, params: MatrixParams) -> dict[str, Any] | None:
     result: dict[str, Any] | None = cache.get(params.key(dataset))
     return result

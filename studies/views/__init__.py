@@ -1,5 +1,6 @@
 """The app's pages, one module per area; each view serves its page and its htmx partial."""
 
+from studies.views.account import api_token
 from studies.views.dashboards import (
     correlation_cell,
     correlation_export,
@@ -18,6 +19,7 @@ from studies.views.runs import run_cancel, run_detail, run_new, run_resume, run_
 from studies.views.steps import steps_detail, steps_generate
 
 __all__ = [
+    "api_token",
     "correlation_cell",
     "correlation_export",
     "correlation_paper",

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-from django import forms
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -12,75 +9,19 @@ from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_POST
 
 from scoring.lm.store import ModelNotInstalled
-from studies.models import Aspect, MetricRun
-from studies.permissions import dataset_aspects, visible_datasets
+from studies.forms import RunForm
+from studies.models import MetricRun
+from studies.permissions import visible_datasets
 from studies.services.runs import (
     RunError,
-    RunRequest,
     can_resume,
     cancel_run,
     derive_variant,
+    eta,
     resume_run,
-    start_run,
-    start_runs,
+    start_requested,
 )
 from studies.views.datasets import HTMX_STOP_POLLING, researcher_required
-
-
-class RunForm(forms.Form):
-    metric = forms.ChoiceField(
-        choices=[("gptscore", "GPTScore"), ("geval", "G-Eval"),
-                 ("rouge", "ROUGE-1/2/L (three runs)"), ("bleu", "BLEU"), ("chrf", "chrF"),
-                 ("bertscore", "BERTScore-style similarity")],
-        initial="gptscore",
-        required=False,
-    )  # fmt: skip
-    aspects = forms.ModelMultipleChoiceField(
-        queryset=Aspect.objects.none(),
-        widget=forms.CheckboxSelectMultiple,
-        required=False,
-        help_text="GPTScore and G-Eval: one run per aspect",
-    )
-    setting = forms.ChoiceField(choices=[("IST", "IST: instruction"), ("VAL", "VAL: no instruction"),
-                                         ("IDM", "IDM: instruction + demonstrations")],
-                                help_text="GPTScore only")  # fmt: skip
-    dimension = forms.ChoiceField(choices=[("src_hypo", "src→hypo"), ("ref_hypo", "ref→hypo"),
-                                           ("hypo_ref", "hypo→ref"), ("avg_f", "avg of ref→hypo and hypo→ref")],
-                                  help_text="GPTScore only")  # fmt: skip
-    model = forms.CharField(
-        initial="default",
-        help_text="'default' (SmolLM2-135M-Instruct; all-MiniLM-L6-v2 for BERTScore), "
-        "an installed model's folder name, or a hub id an admin allowed",
-    )
-    k = forms.IntegerField(
-        min_value=0, max_value=8, initial=2, help_text="demonstrations (IDM only)"
-    )
-    steps = forms.ChoiceField(choices=[("auto", "auto chain-of-thought (generated once, editable)"),
-                                       ("none", "no evaluation steps")], help_text="G-Eval only",
-                              required=False)  # fmt: skip
-    weighting = forms.ChoiceField(choices=[("prob", "Σ p(s)·s"), ("argmax", "most probable label")],
-                                  help_text="G-Eval only", required=False)  # fmt: skip
-    references = forms.ChoiceField(
-        choices=[("", "the metric's convention"), ("mean", "mean"), ("max", "max")],
-        required=False,
-        help_text="several references: mean for ROUGE, max for GPTScore and BERTScore by default",
-    )
-    limit_docs = forms.IntegerField(
-        min_value=1, required=False, help_text="only the first N documents"
-    )
-
-    def __init__(self, *args, dataset, **kwargs):  # type: ignore[no-untyped-def]
-        super().__init__(*args, **kwargs)
-        # the shared aspects and the dataset owner's: another researcher's never show
-        self.fields["aspects"].queryset = dataset_aspects(dataset).filter(tasks=dataset.task)
-
-    def clean(self):  # type: ignore[no-untyped-def]
-        data = super().clean()
-        for name, default in (("metric", "gptscore"), ("steps", "auto"), ("weighting", "prob")):
-            data[name] = data.get(name) or default
-        if data.get("metric") in ("gptscore", "geval") and not data.get("aspects"):
-            self.add_error("aspects", "Choose at least one aspect for GPTScore or G-Eval.")
-        return data
 
 
 def _runs(request: HttpRequest):  # type: ignore[no-untyped-def]
@@ -94,21 +35,10 @@ def run_new(request: HttpRequest, pk: int) -> HttpResponse:
     dataset = get_object_or_404(visible_datasets(request.user).select_related("task"), pk=pk)
     form = RunForm(request.POST or None, dataset=dataset)
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        base = RunRequest(
-            metric=data["metric"], setting=data["setting"], dimension=data["dimension"],
-            model=data["model"], k=data["k"] or 0, limit_docs=data["limit_docs"],
-            steps=data["steps"], weighting=data["weighting"],
-            reference_aggregation=data["references"] or "",
-        )  # fmt: skip
-        started = []
         try:
-            if data["metric"] in ("gptscore", "geval"):
-                for aspect in data["aspects"]:
-                    started.append(start_run(dataset, replace(base, aspect=aspect.code),
-                                             user=request.user))  # fmt: skip
-            else:
-                started.extend(start_runs(dataset, base, user=request.user))
+            started = start_requested(
+                dataset, form.run_request(), form.cleaned_data["aspects"], user=request.user
+            )
         except (RunError, ModelNotInstalled) as exc:
             form.add_error(None, str(exc))
         else:
@@ -123,7 +53,7 @@ def run_new(request: HttpRequest, pk: int) -> HttpResponse:
 @researcher_required
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(_runs(request), pk=pk)
-    context = {"run": run, "can_resume": can_resume(run), "eta": _eta(run)}
+    context = {"run": run, "can_resume": can_resume(run), "eta": eta(run)}
     if run.is_finished:
         context["scores"] = run.scores.select_related("output__document").order_by("-value")[:20]
         context["errors"] = run.scores.exclude(error="").count()
@@ -133,13 +63,6 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         response.status_code = HTMX_STOP_POLLING
     patch_vary_headers(response, ["HX-Request"])
     return response
-
-
-def _eta(run: MetricRun) -> float | None:
-    rate = (run.timings or {}).get("outputs_per_s")
-    if run.status != MetricRun.Status.RUNNING or not rate:
-        return None
-    return max(run.total - run.done, 0) / rate
 
 
 @require_POST

@@ -10,13 +10,21 @@ from studies.services.runs.core import (
     can_resume,
     cancel_run,
     chunks_by_document,
+    eta,
     execute_run,
     queue_for,
     resume_run,
 )
 from studies.services.runs.geval import derive_variant
 from studies.services.runs.gptscore import DIMENSION_ALIASES, load_language_model
-from studies.services.runs.request import METRIC_GROUPS, METRICS, RunRequest, start_run, start_runs
+from studies.services.runs.request import (
+    METRIC_GROUPS,
+    METRICS,
+    RunRequest,
+    start_requested,
+    start_run,
+    start_runs,
+)
 
 __all__ = [
     "CPU_METRICS",
@@ -29,11 +37,13 @@ __all__ = [
     "can_resume",
     "cancel_run",
     "chunks_by_document",
+    "eta",
     "derive_variant",
     "execute_run",
     "load_language_model",
     "queue_for",
     "resume_run",
+    "start_requested",
     "start_run",
     "start_runs",
 ]

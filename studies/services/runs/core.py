@@ -250,6 +250,14 @@ def can_resume(run: MetricRun) -> bool:
     return run.status in (MetricRun.Status.FAILED, MetricRun.Status.CANCELLED)
 
 
+def eta(run: MetricRun) -> float | None:
+    """Seconds left for a running run at its measured rate (None when unknown)."""
+    rate = (run.timings or {}).get("outputs_per_s")
+    if run.status != MetricRun.Status.RUNNING or not rate:
+        return None
+    return float(max(run.total - run.done, 0) / rate)
+
+
 def resume_run(run: MetricRun, *, force: bool = False, enqueue: bool = True) -> bool:
     """Put a failed, cancelled or stalled run back to PENDING; its scores are kept."""
     if not (force or can_resume(run)):

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from studies.models import Aspect, Dataset, MetricRun
@@ -81,11 +82,19 @@ def start_runs(
     local_paths: bool = False,
 ) -> list[MetricRun]:  # fmt: skip
     """Like :func:`start_run`; a group name (``rouge``) starts one run per member."""
-    from dataclasses import replace
-
     metrics = METRIC_GROUPS.get(request.metric, (request.metric,))
     return [
         start_run(dataset, replace(request, metric=m), user=user, enqueue=enqueue,
                   local_paths=local_paths)
         for m in metrics
     ]  # fmt: skip
+
+
+def start_requested(
+    dataset: Dataset, base: RunRequest, aspects: Sequence[Aspect], *, user: Any = None
+) -> list[MetricRun]:
+    """What the run form asks for: one run per aspect for GPTScore and G-Eval, one run
+    per member of a group (``rouge``) otherwise."""
+    if base.metric in ("gptscore", "geval"):
+        return [start_run(dataset, replace(base, aspect=a.code), user=user) for a in aspects]
+    return start_runs(dataset, base, user=user)

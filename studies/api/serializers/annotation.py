@@ -1,0 +1,142 @@
+"""Studies, members, campaigns (researchers) and assignments (annotators)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from studies.annotation.forms import MAX_DB_INT
+from studies.annotation.models import Assignment, Campaign
+from studies.models import Study, StudyMember
+
+
+class StudySerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    owner = serializers.CharField(source="owner.username", read_only=True)
+
+    class Meta:
+        model = Study
+        fields = ["id", "name", "dataset", "aspects", "description", "owner", "created_at"]
+        read_only_fields = ["created_at"]
+        extra_kwargs = {"aspects": {"required": False}}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        datasets = self.context.get("datasets")
+        if datasets is not None:
+            self.fields["dataset"].queryset = datasets  # type: ignore[attr-defined]
+
+
+class MemberSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    user = serializers.SlugRelatedField(
+        slug_field="username", queryset=get_user_model().objects.all()
+    )
+
+    class Meta:
+        model = StudyMember
+        fields = ["id", "user", "role"]
+
+
+class CampaignSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    systems = serializers.ListField(child=serializers.CharField(), read_only=True)
+    annotators = serializers.SlugRelatedField(slug_field="username", many=True, read_only=True)
+    n_items = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Campaign
+        fields = ["id", "study", "name", "mode", "aspects", "overlap", "selection", "systems",
+                  "sample_size", "seed", "show_references", "lease_seconds", "gold_threshold",
+                  "annotators", "status", "created_at", "n_items"]  # fmt: skip
+        read_only_fields = fields
+
+    def get_n_items(self, campaign: Campaign) -> int:
+        return campaign.items.count()
+
+
+class AnnotatorCampaignSerializer(CampaignSerializer):
+    """What an annotator sees of a campaign: no other annotators, seed or gold settings."""
+
+    class Meta(CampaignSerializer.Meta):
+        fields = ["id", "name", "mode", "aspects", "show_references", "lease_seconds", "status",
+                  "created_at", "n_items"]  # fmt: skip
+        read_only_fields = fields
+
+
+class CampaignCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    """The *New campaign* page's form (it validates; the same service creates)."""
+
+    study = serializers.IntegerField()
+    name = serializers.CharField(max_length=200)
+    mode = serializers.ChoiceField(choices=Campaign.Mode.choices, default=Campaign.Mode.LIKERT)
+    aspects = serializers.ListField(child=serializers.IntegerField(), help_text="Aspect ids.")
+    overlap = serializers.IntegerField(default=3, min_value=1, max_value=50)
+    selection = serializers.ChoiceField(choices=Campaign.Selection.choices, default="all")
+    systems = serializers.ListField(child=serializers.CharField(), default=list)
+    sample_size = serializers.IntegerField(required=False, allow_null=True, min_value=1,
+                                           max_value=MAX_DB_INT)  # fmt: skip
+    seed = serializers.IntegerField(default=0, min_value=-MAX_DB_INT, max_value=MAX_DB_INT)
+    show_references = serializers.BooleanField(default=False)
+    annotators = serializers.ListField(child=serializers.CharField(), default=list,
+                                       help_text="Usernames of annotator accounts.")  # fmt: skip
+    lease_seconds = serializers.IntegerField(default=300, min_value=30, max_value=3600)
+    gold_threshold = serializers.FloatField(default=0.7, min_value=0, max_value=1)
+
+
+class ProgressSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    annotators = serializers.ListField(child=serializers.DictField())
+    items = serializers.DictField(child=serializers.IntegerField())
+    aspects = serializers.ListField(child=serializers.DictField())
+    skipped = serializers.ListField(child=serializers.DictField())
+
+
+class AgreementSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    agreement = serializers.DictField(allow_null=True, help_text="null while a worker computes it")
+
+
+class AssignmentSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    campaign = serializers.IntegerField(source="item.campaign_id", read_only=True)
+    item = serializers.IntegerField(source="item_id", read_only=True)
+    content = serializers.SerializerMethodField()
+    answers = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Assignment
+        fields = ["id", "campaign", "item", "status", "leased_at", "expires_at", "submitted_at",
+                  "skip_reason", "content", "answers"]  # fmt: skip
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.DictField())
+    def get_content(self, a: Assignment) -> dict[str, Any]:
+        """What the item page shows: the source, the output(s) on their sides."""
+        item = a.item
+        outputs = [item.output_a] + ([item.output_b] if item.output_b_id else [])
+        if item.output_b_id and not a.left_is_a:
+            outputs.reverse()
+        content: dict[str, Any] = {
+            "source": item.document.source, "context": item.document.context,
+            "outputs": [o.text for o in outputs],  # left first for pairs
+            "aspects": [{"id": x.pk, "code": x.code, "name": x.name, "definition": x.definition,
+                         "scale_min": x.scale_min, "scale_max": x.scale_max}
+                        for x in item.campaign.aspect_list()],
+        }  # fmt: skip
+        if item.campaign.show_references:
+            content["references"] = item.document.references
+        return content
+
+    @extend_schema_field(serializers.DictField())
+    def get_answers(self, a: Assignment) -> dict[str, Any]:
+        from studies.annotation.services.answers import current_answers
+
+        return {str(k): v for k, v in current_answers(a).items()}
+
+
+class SubmitSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    answers = serializers.DictField(
+        help_text="Aspect id → a scale point (Likert) or left / right / tie (pairwise)."
+    )
+
+
+class SkipSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    reason = serializers.CharField(default="", allow_blank=True, max_length=500)

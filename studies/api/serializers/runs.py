@@ -1,0 +1,101 @@
+"""Metric runs: the run form's fields to start one, its status with progress."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from studies.api.errors import form_errors
+from studies.forms import RunForm
+from studies.models import MetricRun
+from studies.services.runs import can_resume, eta
+
+
+class RunCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    """The dataset page's *New metric run* form: same fields, same checks (the form
+    validates). GPTScore and G-Eval start one run per aspect, ``rouge`` three runs."""
+
+    dataset = serializers.IntegerField(help_text="The dataset's id.")
+    metric = serializers.ChoiceField(
+        choices=RunForm.base_fields["metric"].choices, default="gptscore"
+    )  # type: ignore[attr-defined]
+    aspects = serializers.ListField(
+        child=serializers.IntegerField(), default=list,
+        help_text="Aspect ids (GPTScore and G-Eval: at least one).",
+    )  # fmt: skip
+    setting = serializers.ChoiceField(choices=RunForm.base_fields["setting"].choices, default="IST")  # type: ignore[attr-defined]
+    dimension = serializers.ChoiceField(
+        choices=RunForm.base_fields["dimension"].choices, default="src_hypo"
+    )  # type: ignore[attr-defined]
+    model = serializers.CharField(default="default", max_length=500)
+    k = serializers.IntegerField(default=2, min_value=0, max_value=8)
+    steps = serializers.ChoiceField(choices=RunForm.base_fields["steps"].choices, default="auto")  # type: ignore[attr-defined]
+    weighting = serializers.ChoiceField(
+        choices=RunForm.base_fields["weighting"].choices, default="prob"
+    )  # type: ignore[attr-defined]
+    references = serializers.ChoiceField(
+        choices=RunForm.base_fields["references"].choices, default=""
+    )  # type: ignore[attr-defined]
+    limit_docs = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+
+    def validate_with_form(self, dataset: Any) -> RunForm:
+        """Run the page's form on the request (raises the form's errors)."""
+        data = {k: v for k, v in self.validated_data.items() if k != "dataset" and v is not None}
+        data["aspects"] = [str(a) for a in data.get("aspects", [])]
+        form = RunForm(_form_data(data), dataset=dataset)
+        if not form.is_valid():
+            raise form_errors(form)
+        return form
+
+
+def _form_data(data: dict[str, Any]) -> Any:
+    from django.http import QueryDict
+
+    query = QueryDict(mutable=True)
+    for key, value in data.items():
+        if isinstance(value, list):
+            query.setlist(key, value)
+        else:
+            query[key] = str(value)
+    return query
+
+
+class RunSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    aspect = serializers.SerializerMethodField()
+    outputs_per_s = serializers.SerializerMethodField()
+    eta_seconds = serializers.SerializerMethodField()
+    can_resume = serializers.SerializerMethodField()
+    config = serializers.DictField(read_only=True)
+    provenance = serializers.DictField(read_only=True)
+    timings = serializers.DictField(read_only=True)
+
+    class Meta:
+        model = MetricRun
+        fields = ["id", "dataset", "metric", "label", "kind", "status", "done", "total",
+                  "outputs_per_s", "eta_seconds", "can_resume", "error", "aspect", "config",
+                  "timings", "provenance", "created_at", "started_at", "finished_at"]  # fmt: skip
+        read_only_fields = fields
+
+    def get_aspect(self, run: MetricRun) -> str | None:
+        code = (run.config or {}).get("aspect")
+        return str(code) if code else None
+
+    def get_outputs_per_s(self, run: MetricRun) -> float | None:
+        rate = (run.timings or {}).get("outputs_per_s")
+        return float(rate) if rate else None
+
+    def get_eta_seconds(self, run: MetricRun) -> float | None:
+        return eta(run)
+
+    def get_can_resume(self, run: MetricRun) -> bool:
+        return can_resume(run)
+
+
+class RunScoreSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    output = serializers.IntegerField(source="output_id")
+    doc_key = serializers.CharField(source="output.document.doc_key")
+    system_id = serializers.CharField(source="output.system_id")
+    value = serializers.FloatField(allow_null=True)
+    error = serializers.CharField(allow_blank=True)
+    details = serializers.DictField()

@@ -1,0 +1,42 @@
+"""The API's routes, mounted at ``/api/``."""
+
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from rest_framework.routers import DefaultRouter
+
+from studies.api.views import annotation, catalog, correlations, datasets, runs
+from studies.api.views.auth import TokenView
+
+app_name = "api"
+router = DefaultRouter()
+router.include_format_suffixes = False  # ?format= selects a renderer; no ".json" routes
+router.register("datasets", datasets.DatasetViewSet, basename="dataset")
+router.register("imports", datasets.ImportJobViewSet, basename="import")
+router.register("documents", catalog.DocumentViewSet, basename="document")
+router.register("outputs", catalog.OutputViewSet, basename="output")
+router.register("judgments", catalog.JudgmentViewSet, basename="judgment")
+router.register("aspects", catalog.AspectViewSet, basename="aspect")
+router.register("templates", catalog.TemplateViewSet, basename="template")
+router.register("runs", runs.RunViewSet, basename="run")
+router.register("studies", annotation.StudyViewSet, basename="study")
+router.register("campaigns", annotation.CampaignViewSet, basename="campaign")
+router.register(
+    "annotate/campaigns", annotation.AnnotateCampaignViewSet, basename="annotate-campaign"
+)
+router.register("annotate/assignments", annotation.AssignmentViewSet, basename="assignment")
+
+urlpatterns = [
+    path("auth/token/", TokenView.as_view(), name="token"),
+    path("datasets/<int:pk>/correlations/", correlations.matrix, name="correlations"),
+    path("datasets/<int:pk>/correlations/paper/", correlations.paper, name="correlations-paper"),
+    path("datasets/<int:pk>/correlations/export/", correlations.export, name="correlations-export"),
+    path(
+        "datasets/<int:pk>/correlations/cell/<int:run>/<int:aspect>/",
+        correlations.cell,
+        name="correlations-cell",
+    ),  # fmt: skip
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
+    path("", include(router.urls)),
+]

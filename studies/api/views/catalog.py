@@ -1,0 +1,206 @@
+"""Documents, outputs and judgments of your datasets; aspects and prompt templates
+(read by researchers, written by admins: each change is a new version)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import django_filters
+from django import forms
+from django.db.models import Prefetch
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import mixins, viewsets
+from rest_framework.exceptions import ValidationError
+
+from studies.api.permissions import IsResearcher, ResearcherReadAdminWrite
+from studies.api.serializers.catalog import AspectSerializer, TemplateSerializer
+from studies.api.serializers.datasets import (
+    DocumentSerializer,
+    JudgmentSerializer,
+    OutputSerializer,
+)
+from studies.api.views.common import datasets_of
+from studies.forms import MAX_ID
+from studies.models import Aspect, Document, Judgment, MetricScore, Output, PromptTemplate
+from studies.permissions import visible_aspects
+
+
+class IdField(forms.IntegerField):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, min_value=-MAX_ID, max_value=MAX_ID, **kwargs)
+
+
+class IdFilter(django_filters.NumberFilter):
+    """An id: an integer in the database's range (a float or a huge number is a 400)."""
+
+    field_class = IdField
+
+
+INCLUDE = OpenApiParameter(
+    "include", OpenApiTypes.STR,
+    description="Comma-separated: judgments, scores (each output's human judgments and metric scores).",
+)  # fmt: skip
+INCLUDABLE = {"judgments", "scores"}
+
+
+class DocumentFilter(django_filters.FilterSet):
+    dataset = IdFilter(field_name="dataset_id")
+    doc_key = django_filters.CharFilter()
+
+    class Meta:
+        model = Document
+        fields = ["dataset", "doc_key"]
+
+
+@extend_schema_view(list=extend_schema(summary="Documents of your datasets"),
+                    retrieve=extend_schema(summary="A document"))  # fmt: skip
+class DocumentViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]
+    serializer_class = DocumentSerializer
+    permission_classes = [IsResearcher]
+    filterset_class = DocumentFilter
+    ordering_fields = ["doc_key", "id"]
+    ordering = ["dataset", "doc_key"]
+
+    def get_queryset(self) -> Any:
+        if getattr(self, "swagger_fake_view", False):  # schema generation
+            return Document.objects.none()
+        return Document.objects.filter(dataset__in=datasets_of(self.request.user))
+
+
+class OutputFilter(django_filters.FilterSet):
+    dataset = IdFilter(field_name="document__dataset_id")
+    doc_key = django_filters.CharFilter(field_name="document__doc_key")
+    system_id = django_filters.CharFilter()
+
+    class Meta:
+        model = Output
+        fields = ["dataset", "doc_key", "system_id", "document"]
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Outputs of your datasets", parameters=[INCLUDE]),
+    retrieve=extend_schema(summary="An output", parameters=[INCLUDE]),
+)
+class OutputViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]
+    serializer_class = OutputSerializer
+    permission_classes = [IsResearcher]
+    filterset_class = OutputFilter
+    ordering_fields = ["id", "system_id", "document__doc_key"]
+    ordering = ["document__doc_key", "system_id"]
+
+    def _include(self) -> set[str]:
+        raw = self.request.query_params.get("include", "")
+        wanted = {part.strip() for part in raw.split(",") if part.strip()}
+        if wanted - INCLUDABLE:
+            raise ValidationError({"include": [f"Unknown: {', '.join(sorted(wanted - INCLUDABLE))}; "
+                                               "use judgments, scores."]})  # fmt: skip
+        return wanted
+
+    def get_queryset(self) -> Any:
+        if getattr(self, "swagger_fake_view", False):  # schema generation
+            return Output.objects.none()
+        outputs = Output.objects.filter(
+            document__dataset__in=datasets_of(self.request.user)
+        ).select_related("document")
+        include = self._include() if self.request else set()
+        if "judgments" in include:
+            outputs = outputs.prefetch_related(Prefetch(
+                "judgments", Judgment.objects.select_related("aspect", "annotator").order_by("aspect__code", "pk")
+            ))  # fmt: skip
+        if "scores" in include:
+            outputs = outputs.prefetch_related(Prefetch(
+                "metric_scores", MetricScore.objects.select_related("run").order_by("run_id")
+            ))  # fmt: skip
+        return outputs
+
+    def get_serializer_context(self) -> dict[str, Any]:
+        return {**super().get_serializer_context(), "include": self._include()}
+
+
+class JudgmentFilter(django_filters.FilterSet):
+    dataset = IdFilter(field_name="output__document__dataset_id")
+    aspect = IdFilter(field_name="aspect_id")
+    aspect_code = django_filters.CharFilter(field_name="aspect__code", lookup_expr="iexact")
+    source = django_filters.ChoiceFilter(
+        choices=[("import", "imported from a file"), ("annotator", "an annotator account")],
+        method="by_source",
+    )
+    import_file = django_filters.CharFilter()
+    annotator = django_filters.CharFilter(field_name="annotator__username")
+    doc_key = django_filters.CharFilter(field_name="output__document__doc_key")
+    system_id = django_filters.CharFilter(field_name="output__system_id")
+
+    class Meta:
+        model = Judgment
+        fields = ["dataset", "aspect", "output"]
+
+    def by_source(self, queryset: Any, name: str, value: str) -> Any:
+        return queryset.filter(annotator__isnull=value == "import")
+
+
+@extend_schema_view(list=extend_schema(summary="Human judgments of your datasets"),
+                    retrieve=extend_schema(summary="A judgment"))  # fmt: skip
+class JudgmentViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]
+    serializer_class = JudgmentSerializer
+    permission_classes = [IsResearcher]
+    filterset_class = JudgmentFilter
+    ordering_fields = ["id", "value", "updated_at"]
+    ordering = ["id"]
+
+    def get_queryset(self) -> Any:
+        if getattr(self, "swagger_fake_view", False):  # schema generation
+            return Judgment.objects.none()
+        return Judgment.objects.filter(
+            output__document__dataset__in=datasets_of(self.request.user)
+        ).select_related("aspect", "annotator")
+
+
+class VersionedWrites:
+    """Saves record who made the change (each change is a new version row)."""
+
+    def perform_create(self, serializer: Any) -> None:
+        serializer.save(_changed_by=self.request.user)  # type: ignore[attr-defined]
+
+    def perform_update(self, serializer: Any) -> None:
+        serializer.save(_changed_by=self.request.user)  # type: ignore[attr-defined]
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Aspects with their versions"),
+    retrieve=extend_schema(summary="An aspect with its versions"),
+    create=extend_schema(summary="Create an aspect (admins)"),
+    update=extend_schema(summary="Change an aspect: a new version (admins)"),
+    partial_update=extend_schema(summary="Change an aspect: a new version (admins)"),
+)
+class AspectViewSet(VersionedWrites, mixins.CreateModelMixin, mixins.UpdateModelMixin,
+                    viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]  # fmt: skip
+    serializer_class = AspectSerializer
+    permission_classes = [ResearcherReadAdminWrite]
+    filterset_fields = ["code", "tasks__code"]
+    ordering_fields = ["code", "name", "id"]
+    ordering = ["code"]
+    queryset = Aspect.objects.prefetch_related("tasks", "versions__created_by")
+
+    def get_queryset(self) -> Any:
+        # the shared aspects and the user's own (imports create them); admins see all
+        return super().get_queryset().filter(pk__in=visible_aspects(self.request.user))
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Prompt templates with their versions"),
+    retrieve=extend_schema(summary="A prompt template with its versions"),
+    create=extend_schema(summary="Create a prompt template (admins)"),
+    update=extend_schema(summary="Change a prompt template: a new version (admins)"),
+    partial_update=extend_schema(summary="Change a prompt template: a new version (admins)"),
+)
+class TemplateViewSet(VersionedWrites, mixins.CreateModelMixin, mixins.UpdateModelMixin,
+                      viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]  # fmt: skip
+    serializer_class = TemplateSerializer
+    permission_classes = [ResearcherReadAdminWrite]
+    filterset_fields = ["task__code", "aspect", "kind", "setting", "dimension"]
+    ordering_fields = ["id"]
+    ordering = ["id"]
+    queryset = PromptTemplate.objects.select_related("task").prefetch_related(
+        "versions__created_by"
+    )

@@ -1,0 +1,44 @@
+"""Pieces every API view module shares."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+
+from studies.models import Dataset
+from studies.permissions import visible_datasets
+
+
+class PassthroughRenderer(BaseRenderer):
+    """Lets a view answer with a streamed file whatever the client accepts; an error
+    raised before the file starts is still the JSON error body."""
+
+    media_type = "*/*"
+    format = "file"
+
+    def render(
+        self, data: Any, accepted_media_type: Any = None, renderer_context: Any = None
+    ) -> Any:
+        if isinstance(data, str | bytes):
+            return data
+        response = (renderer_context or {}).get("response")
+        if response is not None:
+            response["Content-Type"] = "application/json"
+        return JSONRenderer().render(data)
+
+
+def datasets_of(user: Any) -> QuerySet[Dataset]:
+    return visible_datasets(user).select_related("task", "owner")
+
+
+def dataset_or_404(user: Any, pk: Any) -> Dataset:
+    return get_object_or_404(datasets_of(user), pk=pk)
+
+
+def id_param(name: str, description: str) -> OpenApiParameter:
+    return OpenApiParameter(name, OpenApiTypes.INT, OpenApiParameter.PATH, description=description)

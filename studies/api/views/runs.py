@@ -1,0 +1,152 @@
+"""Metric runs: start (the run form's fields and checks), status with progress, cancel,
+resume, scores (paginated, or streamed as CSV/JSONL)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from django.http import StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from scoring.lm.store import ModelNotInstalled
+from studies.api.errors import error_response
+from studies.api.permissions import IsResearcher
+from studies.api.serializers.runs import RunCreateSerializer, RunScoreSerializer, RunSerializer
+from studies.api.views.common import PassthroughRenderer, dataset_or_404, datasets_of
+from studies.models import MetricRun, MetricScore
+from studies.services.runs import RunError, cancel_run, resume_run, start_requested
+
+
+class ScoresExportQuery(serializers.Serializer):  # type: ignore[type-arg]
+    file_format = serializers.ChoiceField(choices=["jsonl", "csv"], default="jsonl")
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Metric runs of your datasets"),
+    retrieve=extend_schema(summary="A run's status and progress (done/total, outputs/s, ETA)"),
+)
+class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):  # type: ignore[type-arg]
+    serializer_class = RunSerializer
+    permission_classes = [IsResearcher]
+    filterset_fields = ["dataset", "metric", "status", "kind"]
+    ordering_fields = ["id", "label", "created_at", "status"]
+    ordering = ["id"]
+
+    def get_queryset(self) -> Any:
+        if getattr(self, "swagger_fake_view", False):  # schema generation
+            return MetricRun.objects.none()
+        return MetricRun.objects.filter(dataset__in=datasets_of(self.request.user))
+
+    @extend_schema(
+        summary="Start metric runs (one per aspect for GPTScore/G-Eval; rouge: three)",
+        request=RunCreateSerializer,
+        responses={201: RunSerializer(many=True)},
+    )
+    def create(self, request: Request) -> Response:
+        body = RunCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        dataset = dataset_or_404(request.user, body.validated_data["dataset"])
+        form = body.validate_with_form(dataset)
+        try:
+            runs = start_requested(dataset, form.run_request(), form.cleaned_data["aspects"],
+                                   user=request.user)  # fmt: skip
+        except (RunError, ModelNotInstalled) as exc:
+            return error_response(400, str(exc), {"non_field_errors": [str(exc)]})
+        return Response(RunSerializer(runs, many=True).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(summary="Ask a pending or running run to stop", request=None,
+                   responses={200: RunSerializer})  # fmt: skip
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: Any = None) -> Response:
+        run = self.get_object()
+        if not cancel_run(run):
+            return error_response(
+                409, f"The run is {run.status}; only a pending or running run can be cancelled."
+            )
+        run.refresh_from_db()
+        return Response(RunSerializer(run).data)
+
+    @extend_schema(summary="Resume a failed, cancelled or stalled run (finished scores are kept)",
+                   request=None, responses={200: RunSerializer})  # fmt: skip
+    @action(detail=True, methods=["post"])
+    def resume(self, request: Request, pk: Any = None) -> Response:
+        run = self.get_object()
+        if not resume_run(run):
+            return error_response(409, f"The run is {run.status}; it cannot be resumed.")
+        run.refresh_from_db()
+        return Response(RunSerializer(run).data)
+
+    @extend_schema(summary="The run's scores, by output (paginated)",
+                   responses={200: RunScoreSerializer(many=True)})  # fmt: skip
+    @action(detail=True, methods=["get"], filterset_fields=[], ordering_fields=[])
+    def scores(self, request: Request, pk: Any = None) -> Response:
+        run = self.get_object()
+        page = self.paginate_queryset(_scores(run))
+        return self.get_paginated_response(RunScoreSerializer(page, many=True).data)
+
+    @extend_schema(
+        summary="The run's scores as one streamed file (JSONL or CSV)",
+        parameters=[OpenApiParameter("file_format", OpenApiTypes.STR, enum=["jsonl", "csv"])],
+        responses={
+            (200, "application/x-ndjson"): OpenApiTypes.STR,
+            (200, "text/csv"): OpenApiTypes.STR,
+        },
+    )
+    @action(detail=True, methods=["get"], url_path="scores/export",
+            renderer_classes=[PassthroughRenderer])  # fmt: skip
+    def scores_export(self, request: Request, pk: Any = None) -> Any:
+        run = self.get_object()
+        query = ScoresExportQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        file_format = query.validated_data["file_format"]
+        lines = _csv_lines(run) if file_format == "csv" else _jsonl_lines(run)
+        content_type = "text/csv" if file_format == "csv" else "application/x-ndjson"
+        response = StreamingHttpResponse(lines, content_type=f"{content_type}; charset=utf-8")
+        response["Content-Disposition"] = (
+            f'attachment; filename="run-{run.pk}-scores.{file_format}"'
+        )
+        return response
+
+
+def _scores(run: MetricRun) -> Any:
+    return (
+        MetricScore.objects.filter(run=run)
+        .select_related("output__document")
+        .order_by("output__document__doc_key", "output__system_id")
+    )
+
+
+FIELDS = ("output", "doc_key", "system_id", "value", "error")
+
+
+def _rows(run: MetricRun) -> Iterator[dict[str, Any]]:
+    for score in _scores(run).iterator(chunk_size=2000):
+        yield {"output": score.output_id, "doc_key": score.output.document.doc_key,
+               "system_id": score.output.system_id, "value": score.value, "error": score.error,
+               "details": score.details}  # fmt: skip
+
+
+def _jsonl_lines(run: MetricRun) -> Iterator[str]:
+    for row in _rows(run):
+        yield json.dumps(row, ensure_ascii=False) + "\n"
+
+
+def _csv_lines(run: MetricRun) -> Iterator[str]:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(FIELDS)
+    for row in _rows(run):
+        writer.writerow(["" if row[f] is None else row[f] for f in FIELDS])
+        yield buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
+    yield buffer.getvalue()

@@ -1,0 +1,110 @@
+"""Tokens (endpoint, command, page), rate limits on authentication, the schema and the
+offline docs."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from tests.api.conftest import errors_body
+
+pytestmark = pytest.mark.django_db
+
+
+def test_token_endpoint_gives_the_token_and_it_authenticates(cast):
+    client = APIClient()
+    response = client.post(
+        "/api/auth/token/", {"username": "owner", "password": "pw"}, format="json"
+    )
+    assert response.status_code == 200
+    token = response.json()["token"]
+    assert token == Token.objects.get(user=cast["owner"]).key
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+    assert client.get("/api/datasets/").status_code == 200
+
+
+def test_wrong_password_is_a_400_and_too_many_attempts_a_429(cast, settings):
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {"auth": "3/min"},
+    }
+    from rest_framework.throttling import ScopedRateThrottle
+
+    ScopedRateThrottle.THROTTLE_RATES = {"auth": "3/min"}
+    try:
+        client = APIClient()
+        codes = [client.post("/api/auth/token/", {"username": "owner", "password": "no"}).status_code
+                 for _ in range(4)]  # fmt: skip
+        assert codes == [400, 400, 400, 429]
+        blocked = client.post("/api/auth/token/", {"username": "owner", "password": "pw"})
+        assert blocked.status_code == 429 and errors_body(blocked)["detail"]
+    finally:
+        from rest_framework.settings import api_settings
+
+        ScopedRateThrottle.THROTTLE_RATES = api_settings.DEFAULT_THROTTLE_RATES
+
+
+def test_guessing_tokens_is_throttled_per_client(cast, settings):
+    settings.API_FAILED_AUTH_LIMIT = 3
+    good = Token.objects.create(user=cast["owner"]).key
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION="Token not-a-token")
+    assert [client.get("/api/datasets/").status_code for _ in range(4)] == [401, 401, 401, 429]
+    client.credentials(HTTP_AUTHORIZATION=f"Token {good}")
+    assert client.get("/api/datasets/").status_code == 429  # this client waits out the minute
+    other = APIClient(REMOTE_ADDR="10.0.0.2")
+    other.credentials(HTTP_AUTHORIZATION=f"Token {good}")
+    assert other.get("/api/datasets/").status_code == 200
+
+
+def test_api_token_command_creates_once_and_regenerates(cast, capsys):
+    call_command("api_token", "owner")
+    first = capsys.readouterr().out.strip()
+    call_command("api_token", "owner")
+    assert capsys.readouterr().out.strip() == first == Token.objects.get(user=cast["owner"]).key
+    call_command("api_token", "owner", "--regenerate")
+    assert capsys.readouterr().out.strip() not in ("", first)
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="no user"):
+        call_command("api_token", "ghost")
+
+
+def test_token_page_shows_and_regenerates_the_token(client, cast):
+    assert client.get("/account/token/").status_code == 302  # login first
+    client.force_login(cast["annotator"])
+    page = client.get("/account/token/").content.decode()
+    key = Token.objects.get(user=cast["annotator"]).key
+    assert key in page
+    client.post("/account/token/")
+    new = Token.objects.get(user=cast["annotator"]).key
+    assert new != key and new in client.get("/account/token/").content.decode()
+
+
+def test_schema_and_offline_docs_are_served(cast, client):
+    schema = APIClient().get("/api/schema/?format=json")
+    assert schema.status_code == 200
+    paths = schema.json()["paths"]
+    assert "/api/datasets/{id}/correlations/" in paths and "/api/runs/{id}/cancel/" in paths
+    docs = client.get("/api/docs/").content.decode()
+    assert "drf_spectacular_sidecar/swagger-ui-dist" in docs and "cdn" not in docs.lower()
+    from django.contrib.staticfiles import finders
+
+    assert finders.find("drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js")
+
+
+def test_every_operation_documents_its_request_and_responses(cast):
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    for path, operations in schema["paths"].items():
+        for method, op in operations.items():
+            assert op.get("summary") or op.get("description"), (method, path)
+            assert {"200", "201", "202", "204"} & set(op["responses"]), (method, path)
+            assert "400" in op["responses"] and "404" in op["responses"], (method, path)
+            if method in ("post", "put", "patch") and not path.endswith(
+                ("/cancel/", "/resume/", "/next/")
+            ):
+                assert "requestBody" in op, (method, path)
