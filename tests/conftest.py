@@ -118,7 +118,9 @@ def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[subpro
     log_path = settings.DATA_DIR / "test-worker.log"
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
-            worker_command(f"test-{os.getpid()}@%h"),
+            worker_command(
+                f"test-{os.getpid()}@%h", beat_schedule=settings.DATA_DIR / "test-beat-schedule"
+            ),
             cwd=ROOT,
             env=_worker_env(),
             stdout=log,
