@@ -142,6 +142,16 @@ def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[subpro
         proc.wait(timeout=30)
 
 
+def wait_until_true(page, expression: str, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+    """Poll a JavaScript expression until it is true. Playwright's ``wait_for_function``
+    evaluates its predicate with ``eval``, which the content security policy refuses;
+    ``page.evaluate`` runs through the DevTools protocol, which the policy does not cover."""
+    deadline = time.monotonic() + timeout
+    while not page.evaluate(expression):
+        assert time.monotonic() < deadline, f"still false after {timeout} s: {expression}"
+        time.sleep(0.05)
+
+
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args):  # type: ignore[no-untyped-def]
     if not os.path.exists(CHROMIUM):
