@@ -59,7 +59,10 @@ class Workers:
             "TEST_SLOW_CHUNK_SECONDS": "0.25", "SWEEP_INTERVAL_SECONDS": "1",
             "RUN_LEASE_SECONDS": "3", "PENDING_GRACE_SECONDS": "3", **env,
         }  # fmt: skip
-        self.app = Celery("test-sender", broker=broker_url)
+        self.app = Celery("test-sender")
+        # The read and write URLs: a CELERY_BROKER_URL variable (CI's Redis) would win
+        # over the plain broker URL.
+        self.app.conf.broker_read_url = self.app.conf.broker_write_url = broker_url
         if broker_url.startswith("filesystem"):
             folder = str(data_dir / "broker" / "queue")
             os.makedirs(folder, exist_ok=True)
