@@ -59,7 +59,7 @@ class Workers:
             "TEST_SLOW_CHUNK_SECONDS": "0.25", "SWEEP_INTERVAL_SECONDS": "1",
             "RUN_LEASE_SECONDS": "3", "PENDING_GRACE_SECONDS": "3", **env,
         }  # fmt: skip
-        self.app = Celery("test-sender")
+        self.app = Celery("test-sender", set_as_current=False)  # tasks keep the real app
         # The read and write URLs: a CELERY_BROKER_URL variable (CI's Redis) would win
         # over the plain broker URL.
         self.app.conf.broker_read_url = self.app.conf.broker_write_url = broker_url
