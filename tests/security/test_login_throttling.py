@@ -70,3 +70,33 @@ def test_staff_see_and_reset_lockouts_in_the_admin(client, cast, settings):
     )
     assert deleted.status_code == 302 and not AccessAttempt.objects.exists()
     assert attempt(client, reverse("login"), "pw").status_code == 302
+
+
+def test_rest_framework_basic_authentication_is_locked_out_too(cast, settings):
+    """The API (DRF) authenticates through the same backends: after the limit, the right
+    password is refused there as well (401; DRF answers before axes' middleware would)."""
+    import base64
+
+    from rest_framework.authentication import BasicAuthentication
+    from rest_framework.response import Response
+    from rest_framework.test import APIRequestFactory
+    from rest_framework.views import APIView
+
+    class Me(APIView):
+        authentication_classes = [BasicAuthentication]
+
+        def get(self, request):  # type: ignore[no-untyped-def]
+            return Response({"user": request.user.username})
+
+    def call(password: str):  # type: ignore[no-untyped-def]
+        token = base64.b64encode(f"owner:{password}".encode()).decode()
+        request = APIRequestFactory().get("/api/me/", HTTP_AUTHORIZATION=f"Basic {token}")
+        return Me.as_view()(request)
+
+    assert call("pw").data == {"user": "owner"}
+    assert [call(f"wrong-{i}").status_code for i in range(settings.AXES_FAILURE_LIMIT)] == [
+        401
+    ] * settings.AXES_FAILURE_LIMIT
+    assert call("pw").status_code == 401
+    reset(username="owner")
+    assert call("pw").status_code == 200
