@@ -5,6 +5,8 @@
 #                then exec gunicorn on 0.0.0.0:8000
 #   worker       wait for the database, then exec a Celery worker; extra arguments go
 #                to `celery worker` (e.g. `worker --hostname gpu@%h`)
+#   beat         wait for the database, then exec celery beat (the periodic sweeper that
+#                recovers lost runs; run exactly one); schedule file under CONCORDIA_DATA_DIR
 #   healthcheck  GET /login/ on the local web server; exit 0 when it answers 200
 #   anything else is exec'd as given (`python manage.py shell`, `bash`, ...)
 #
@@ -96,6 +98,11 @@ case "$role" in
         fi
         exec celery -A evalsite worker "${args[@]}" "$@"
         ;;
+    beat)
+        wait_for_database
+        exec celery -A evalsite beat --loglevel "${LOG_LEVEL:-INFO}" \
+            --schedule "${CONCORDIA_DATA_DIR:-/data}/celerybeat-schedule" "$@"
+        ;;
     healthcheck)
         # Sends the first ALLOWED_HOSTS entry as Host, so the check passes whatever hosts
         # the deployment allows (a plain request to localhost would get 400 otherwise).
@@ -106,7 +113,10 @@ import urllib.request
 
 hosts = [h.strip() for h in os.environ.get("ALLOWED_HOSTS", "").split(",") if h.strip()]
 host = hosts[0].lstrip(".") if hosts and hosts[0] != "*" else "localhost"
-request = urllib.request.Request("http://127.0.0.1:8000/login/", headers={"Host": host})
+# X-Forwarded-Proto: as the TLS proxy sends it, so that SECURE_SSL_REDIRECT answers 200.
+request = urllib.request.Request(
+    "http://127.0.0.1:8000/login/", headers={"Host": host, "X-Forwarded-Proto": "https"}
+)
 try:
     with urllib.request.urlopen(request, timeout=5) as response:
         sys.exit(0 if response.status == 200 else 1)

@@ -58,3 +58,16 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_float(name: str, default: float, *, minimum: float | None = None) -> float:
+    raw = env_str(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise EnvError(f"{name}={raw!r} is not a number") from exc
+    if minimum is not None and value < minimum:
+        raise EnvError(f"{name}={value} must be at least {minimum}")
+    return value

@@ -8,12 +8,15 @@ Production sets ``DATABASE_URL`` (PostgreSQL), ``CELERY_BROKER_URL`` (Redis),
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from celery.schedules import schedule
+from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
-from evalsite.env import env_bool, env_int, env_list, env_str
+from evalsite.env import env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("CONCORDIA_DATA_DIR") or BASE_DIR / "data").resolve()
@@ -25,8 +28,20 @@ if not _secret:
     if not DEBUG:
         raise ImproperlyConfigured("SECRET_KEY (or SECRET_KEY_FILE) must be set when DEBUG is off.")
     _secret = "insecure-development-key-only-for-debug-mode"  # noqa: S105
+# Django's own deploy check asks for 50 characters of which at least 5 differ.
+SECRET_KEY_MIN_LENGTH = 50
+if not DEBUG and (len(_secret) < SECRET_KEY_MIN_LENGTH or len(set(_secret)) < 5):
+    raise ImproperlyConfigured(
+        f"SECRET_KEY is too short: {len(_secret)} characters, at least {SECRET_KEY_MIN_LENGTH} "
+        "(with at least 5 different ones) are needed when DEBUG is off. Generate one with "
+        "python3 -c 'import secrets; print(secrets.token_urlsafe(50))'."
+    )
 SECRET_KEY = _secret
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"] if DEBUG else [])
+if not DEBUG and not ALLOWED_HOSTS:
+    raise ImproperlyConfigured(
+        "ALLOWED_HOSTS must be set when DEBUG is off (comma-separated host names)."
+    )
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
@@ -37,6 +52,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    "axes",
     "django_htmx",
     "rest_framework",
     "rest_framework.authtoken",
@@ -57,6 +73,9 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: it turns a lockout signalled by its backend into a response.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "evalsite.urls"
@@ -88,6 +107,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+AUTHENTICATION_BACKENDS = [
+    # First: refuses a locked-out username and IP before the password is even checked.
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -116,10 +140,49 @@ STORAGES = {
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024  # larger uploads spool to a temporary file
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
+# --- security -------------------------------------------------------------------------
+# HTTPS: the site is reached over TLS (directly or through a proxy that sets
+# X-Forwarded-Proto). On by default in production; HTTPS=false for a plain-HTTP internal
+# deployment, which turns off the redirect, HSTS and Secure cookies (each can also be set).
+HTTPS = env_bool("HTTPS", not DEBUG)
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", HTTPS)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 365 * 24 * 3600 if HTTPS else 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+if SECURE_HSTS_SECONDS and not SECURE_HSTS_PRELOAD:
+    # Preloading asks browsers to hard-code HTTPS for the whole domain: the domain owner's
+    # decision (hstspreload.org), not a default. Saying no is not a weakness of this site.
+    SILENCED_SYSTEM_CHECKS = ["security.W021"]
+SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", HTTPS)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 if not DEBUG:
-    SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", True)
-    CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# Content security policy: scripts, styles and everything else only from this site (htmx
+# is served from static files); no inline script, inline style or eval. Templates keep
+# their behaviour in static/js and their looks in static/css.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
+
+# Login throttling (django-axes): LOGIN_FAILURE_LIMIT failed logins for one username from
+# one IP lock that pair out for LOGIN_COOLOFF_MINUTES; staff reset it in the admin (Axes →
+# Access attempts) or with `manage.py axes_reset`. A success resets the count.
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_USERNAME_FORM_FIELD = "username"
 
 # --- Celery ---------------------------------------------------------------------------
 _broker_dir = DATA_DIR / "broker"
@@ -165,6 +228,15 @@ CELERY_TASK_ROUTES = {
     "studies.tasks.run_metric_cpu": {"queue": "cpu"},
 }
 CELERY_TASK_ALWAYS_EAGER = False
+# Workers run an embedded beat (`worker -B`) or a `celery beat` beside them; the sweeper
+# re-enqueues runs and imports whose task was lost (studies/services/recovery.py).
+CELERY_BEAT_SCHEDULE = {
+    "sweep-stale-work": {
+        "task": "studies.tasks.sweep_stale_work",
+        "schedule": schedule(timedelta(seconds=env_int("SWEEP_INTERVAL_SECONDS", 60, minimum=1))),
+        "options": {"queue": "cpu", "expires": 60},
+    }
+}
 
 # --- cache (correlation results; shared by web and workers) ---------------------------
 _cache_url = env_str("CACHE_URL") or _redis_db(2)
@@ -192,6 +264,16 @@ CONCORDIA = {
     # Outputs scored between two database writes (whole documents are kept together).
     "RUN_CHUNK_OUTPUTS": env_int("RUN_CHUNK_OUTPUTS", 32, minimum=1),
     "MODEL_DIR": Path(env_str("CONCORDIA_MODEL_DIR") or DATA_DIR / "models"),
+    # A RUNNING run whose worker wrote no heartbeat (one per chunk) for this long is taken
+    # back by the sweeper; longer than the slowest chunk (or model load) on a slow worker.
+    "RUN_LEASE_SECONDS": env_int("RUN_LEASE_SECONDS", 300, minimum=1),
+    # A PENDING run or import whose task has not started after this long is enqueued again
+    # (then after 2×, 4×, … as long as it keeps waiting: a long queue is not a lost task).
+    "PENDING_GRACE_SECONDS": env_int("PENDING_GRACE_SECONDS", 600, minimum=1),
+    # A RUNNING import (one transaction, so no heartbeat until it ends) older than this.
+    "IMPORT_LEASE_SECONDS": env_int("IMPORT_LEASE_SECONDS", 3600, minimum=1),
+    # Tests only: seconds a worker waits before scoring each chunk, to kill it mid-run.
+    "TEST_SLOW_CHUNK_SECONDS": env_float("TEST_SLOW_CHUNK_SECONDS", 0.0, minimum=0.0),
 }
 
 # --- REST API (studies/api) -----------------------------------------------------------

@@ -552,6 +552,12 @@ class MetricRun(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Last sign of life: when it was enqueued (PENDING) or its worker last wrote "
+        "(RUNNING). The sweeper takes back runs whose heartbeat is too old.",
+    )
 
     class Meta:
         ordering = ["dataset", "label"]
@@ -626,6 +632,12 @@ class ImportJob(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="When it was last enqueued or claimed by a worker."
+    )
+    recoveries = models.PositiveIntegerField(
+        default=0, help_text="Times the sweeper enqueued it again because its task was lost."
+    )
 
     class Meta:
         ordering = ["-created_at"]

@@ -67,3 +67,11 @@ def generate_steps(
     from studies.services.steps import generate_steps_job
 
     return generate_steps_job(task_id, aspect_version_id, model, seed, force, user_id, shared)
+
+
+@shared_task(name="studies.tasks.sweep_stale_work", queue="cpu")
+def sweep_stale_work() -> dict[str, int]:
+    """Enqueue again runs and imports whose task was lost (run by celery beat)."""
+    from studies.services.recovery import sweep_stale_work as sweep
+
+    return sweep()

@@ -119,7 +119,9 @@ def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[subpro
     log_path = settings.DATA_DIR / "test-worker.log"
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
-            worker_command(f"test-{os.getpid()}@%h"),
+            worker_command(
+                f"test-{os.getpid()}@%h", beat_schedule=settings.DATA_DIR / "test-beat-schedule"
+            ),
             cwd=ROOT,
             env=_worker_env(),
             stdout=log,
@@ -139,6 +141,16 @@ def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[subpro
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def wait_until_true(page, expression: str, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+    """Poll a JavaScript expression until it is true. Playwright's ``wait_for_function``
+    evaluates its predicate with ``eval``, which the content security policy refuses;
+    ``page.evaluate`` runs through the DevTools protocol, which the policy does not cover."""
+    deadline = time.monotonic() + timeout
+    while not page.evaluate(expression):
+        assert time.monotonic() < deadline, f"still false after {timeout} s: {expression}"
+        time.sleep(0.05)
 
 
 @pytest.fixture(scope="session")

@@ -14,6 +14,7 @@ from studies.annotation.services import answers, assignment
 from studies.annotation.services.agreement import compute_agreement
 from studies.models import Dataset, Judgment, Study
 from tests.annotation.conftest import make_study, new_campaign
+from tests.conftest import wait_until_true
 from tests.factories import DatasetFactory, DocumentFactory, OutputFactory, UserFactory
 
 pytestmark = [
@@ -33,7 +34,7 @@ def log_in(page: Page, base: str, username: str) -> None:
 
 def ready(page: Page) -> None:
     """Wait until the page has loaded and htmx (a deferred script) is running."""
-    page.wait_for_function("typeof htmx === 'object' && document.readyState === 'complete'")
+    wait_until_true(page, "typeof htmx === 'object' && document.readyState === 'complete'")
 
 
 def other_campaign_item(cast) -> tuple[int, int]:  # type: ignore[no-untyped-def]

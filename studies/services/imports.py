@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import logging
 
-from django.db import transaction
 from django.utils import timezone
 
 from studies.models import ImportJob
+from studies.services import queue
 from studies.services.datasets import (
     ImportOptions,
     ImportValidationError,
@@ -31,8 +31,6 @@ def create_import_job(
     widen_aspects: bool = False,
 ) -> ImportJob:  # type: ignore[no-untyped-def]
     """Save the upload as a PENDING job and enqueue its import once the row is committed."""
-    from studies.tasks import import_upload
-
     job = ImportJob.objects.create(
         upload=upload,
         original_name=original_name,
@@ -42,15 +40,16 @@ def create_import_job(
         create_aspects=create_aspects,
         scale_options={"rescale": rescale or {}, "widen_aspects": widen_aspects},
         created_by=user,
+        heartbeat_at=timezone.now(),
     )
-    transaction.on_commit(lambda: import_upload.delay(job.pk))
+    queue.send_on_commit(queue.IMPORT_UPLOAD, job.pk)
     return job
 
 
 def run_import_job(job_id: int) -> str:
     """Claim the job (PENDING → RUNNING) and import its file; a second call does nothing."""
     claimed = ImportJob.objects.filter(pk=job_id, status=ImportJob.Status.PENDING).update(
-        status=ImportJob.Status.RUNNING
+        status=ImportJob.Status.RUNNING, heartbeat_at=timezone.now()
     )
     if not claimed:
         return "not pending"

@@ -17,15 +17,30 @@ def researcher(user: Any) -> bool:
     return is_researcher(user)
 
 
+HEAT_STEPS = 20  # colour classes per sign, defined in static/css/heat.css
+
+
 @register.filter
 def heat(value: float | None) -> str:
-    """A diverging colour for a correlation in [-1, 1]: red below 0, blue above."""
+    """The CSS class of a diverging colour for a correlation in [-1, 1]: red below 0, blue
+    above, darker with strength. A class, not a style attribute: the content security
+    policy allows no inline styles."""
     if value is None:
-        return "transparent"
-    strength = min(abs(value), 1.0)
-    hue = 215 if value >= 0 else 5
-    lightness = 97 - 37 * strength  # stays light enough for dark text
-    return f"hsl({hue} 70% {lightness:.0f}%)"
+        return "heat-none"
+    step = round(min(abs(value), 1.0) * HEAT_STEPS)
+    return f"heat-{'p' if value >= 0 else 'n'}{step:02d}"
+
+
+def heat_css() -> str:
+    """The rules of static/css/heat.css (``tests`` check the file is current)."""
+    lines = ["/* Written by studies.templatetags.studies_extras.heat_css(); do not edit. */"]
+    for sign, hue in (("p", 215), ("n", 5)):
+        for step in range(HEAT_STEPS + 1):
+            lightness = 97 - 37 * step / HEAT_STEPS  # stays light enough for dark text
+            lines.append(
+                f".heat-{sign}{step:02d} {{ background: hsl({hue} 70% {lightness:.0f}%); }}"
+            )
+    return "\n".join(lines) + "\n"
 
 
 @register.filter

@@ -60,15 +60,18 @@ def dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
 def test_rouge_starts_three_runs_on_the_cpu_queue_with_a_frozen_config(
     dataset, django_capture_on_commit_callbacks, monkeypatch
 ):
-    from studies import tasks
+    from django.conf import settings
 
-    sent: list[tuple[str, int]] = []
-    monkeypatch.setattr(tasks.run_metric_cpu, "delay", lambda pk: sent.append(("cpu", pk)))
-    monkeypatch.setattr(tasks.run_metric, "delay", lambda pk: sent.append(("gpu", pk)))
+    from studies import tasks
+    from studies.services import queue
+
+    sent: list[tuple[str, object]] = []
+    monkeypatch.setattr(queue, "send", lambda name, *args: sent.append((name, *args)))
     with django_capture_on_commit_callbacks(execute=True):
         runs = start_runs(dataset, RunRequest(metric="rouge"))
     assert [r.label for r in runs] == ["rouge1:mean", "rouge2:mean", "rougeL:mean"]
-    assert sent == [("cpu", r.pk) for r in runs]
+    assert sent == [("studies.tasks.run_metric_cpu", r.pk) for r in runs]
+    assert settings.CELERY_TASK_ROUTES["studies.tasks.run_metric_cpu"]["queue"] == "cpu"
     config = runs[0].config
     assert config["stemming"] is True and config["reference_aggregation"] == "mean"
     assert config["versions"]["rouge-score"] == "0.1.2" and runs[0].total == 12

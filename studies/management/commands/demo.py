@@ -126,7 +126,7 @@ class Command(BaseCommand):
     def start_worker(self) -> subprocess.Popen[bytes]:
         from studies.tasks import heartbeat
 
-        cmd = worker_command("demo@%h")
+        cmd = worker_command("demo@%h", beat_schedule=settings.DATA_DIR / "celerybeat-schedule")
         worker = subprocess.Popen(cmd, cwd=settings.BASE_DIR, env=os.environ.copy())
         result = heartbeat.delay("demo start")
         started = time.monotonic()

@@ -5,15 +5,16 @@ cancel and resume. :mod:`.core` holds what every metric shares; ``gptscore``,
 
 from studies.services.runs.core import (
     CPU_METRICS,
-    STALE_AFTER,
     RunError,
     can_resume,
     cancel_run,
     chunks_by_document,
+    enqueue_run,
     eta,
     execute_run,
     queue_for,
     resume_run,
+    run_lease,
 )
 from studies.services.runs.geval import derive_variant
 from studies.services.runs.gptscore import DIMENSION_ALIASES, load_language_model
@@ -31,7 +32,6 @@ __all__ = [
     "DIMENSION_ALIASES",
     "METRICS",
     "METRIC_GROUPS",
-    "STALE_AFTER",
     "RunError",
     "RunRequest",
     "can_resume",
@@ -39,11 +39,13 @@ __all__ = [
     "chunks_by_document",
     "eta",
     "derive_variant",
+    "enqueue_run",
     "execute_run",
     "load_language_model",
     "queue_for",
     "resume_run",
     "start_requested",
+    "run_lease",
     "start_run",
     "start_runs",
 ]

@@ -21,10 +21,10 @@ from django.utils import timezone
 
 from scoring.metrics.base import Item, ScoreResult
 from studies.models import AspectVersion, Dataset, MetricRun, MetricScore, Output
+from studies.services import queue
 from studies.services.models import fingerprint, resolve_model
 
 log = logging.getLogger(__name__)
-STALE_AFTER = timedelta(minutes=5)  # a RUNNING run without progress this long may be resumed
 CPU_METRICS = frozenset({"rouge1", "rouge2", "rougeL", "bleu", "chrf", "bertscore"})
 
 Scorer = Callable[[list[Item]], list[ScoreResult]]
@@ -73,10 +73,13 @@ def queue_for(metric: str) -> str:
 
 def enqueue_run(run: MetricRun) -> None:
     """Send the run to the task of its queue once the transaction commits."""
-    from studies.tasks import run_metric, run_metric_cpu
+    task = queue.RUN_METRIC_CPU if queue_for(run.metric) == "cpu" else queue.RUN_METRIC
+    queue.send_on_commit(task, run.pk)
 
-    task = run_metric_cpu if queue_for(run.metric) == "cpu" else run_metric
-    transaction.on_commit(lambda: task.delay(run.pk))
+
+def run_lease() -> timedelta:
+    """How long a RUNNING run may go without a heartbeat before it counts as lost."""
+    return timedelta(seconds=settings.CONCORDIA["RUN_LEASE_SECONDS"])
 
 
 def save_run(
@@ -89,6 +92,7 @@ def save_run(
             config=plan.config, aspect_version=plan.aspect_version,
             template_version_id=plan.template_version_id, steps_id=plan.steps_id,
             created_by=user, total=len(outputs_of(dataset, plan.config.get("limit_docs"))),
+            heartbeat_at=timezone.now(),
         )  # fmt: skip
         if enqueue_it:
             enqueue_run(run)
@@ -125,7 +129,7 @@ def execute_run(
     """
     now = timezone.now()
     claimed = MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.PENDING).update(
-        status=MetricRun.Status.RUNNING, error="", started_at=now
+        status=MetricRun.Status.RUNNING, error="", started_at=now, heartbeat_at=now
     )
     if not claimed:
         return "not pending"
@@ -173,6 +177,8 @@ def _score_all(run: MetricRun, model_factory: ModelFactory | None, chunk_outputs
     started = time.perf_counter()
     scorer = _prepare(run, todo, model_factory)
     timings["prepare_s"] = round(time.perf_counter() - started, 3)  # model load (+ G-Eval steps)
+    MetricRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())
+    slow = settings.CONCORDIA["TEST_SLOW_CHUNK_SECONDS"]  # tests only: time to kill a worker
     tokens = int(timings.get("target_tokens", 0))
     prior_seconds = float(timings.get("seconds", 0.0))  # from an earlier attempt, when resumed
     scored_now = 0
@@ -180,6 +186,8 @@ def _score_all(run: MetricRun, model_factory: ModelFactory | None, chunk_outputs
         if MetricRun.objects.filter(pk=run.pk, status=MetricRun.Status.CANCELLED).exists():
             return "cancelled"
         items = [item_of(o) for o in chunk]
+        if slow:
+            time.sleep(slow)
         try:
             results = scorer(items)
         except Exception as exc:  # a failing document marks its outputs, the others go on
@@ -192,8 +200,7 @@ def _score_all(run: MetricRun, model_factory: ModelFactory | None, chunk_outputs
         elapsed = time.perf_counter() - started
         timings.update(seconds=round(prior_seconds + elapsed, 3), target_tokens=tokens,
                        outputs_per_s=round(scored_now / elapsed, 3) if elapsed else None,
-                       tokens_per_s=round(tokens / elapsed, 1) if elapsed else None,
-                       heartbeat=timezone.now().isoformat())  # fmt: skip
+                       tokens_per_s=round(tokens / elapsed, 1) if elapsed else None)  # fmt: skip
         _write(run, results, timings)
     MetricRun.objects.filter(pk=run.pk, status=MetricRun.Status.RUNNING).update(
         status=MetricRun.Status.SUCCEEDED, finished_at=timezone.now(), timings=timings
@@ -225,7 +232,9 @@ def _write(run: MetricRun, results: list[ScoreResult], timings: dict[str, Any]) 
     with transaction.atomic():
         MetricScore.objects.bulk_create(rows, ignore_conflicts=True)  # unique (run, output)
         done = MetricScore.objects.filter(run=run).count()
-        MetricRun.objects.filter(pk=run.pk).update(done=done, timings=timings)
+        MetricRun.objects.filter(pk=run.pk).update(
+            done=done, timings=timings, heartbeat_at=timezone.now()
+        )
         run.dataset.bump_data_version()
 
 
@@ -244,9 +253,8 @@ def can_resume(run: MetricRun) -> bool:
     ):
         return False
     if run.status == MetricRun.Status.RUNNING:
-        beat = (run.timings or {}).get("heartbeat")
-        last = timezone.datetime.fromisoformat(beat) if beat else run.started_at
-        return last is None or timezone.now() - last > STALE_AFTER
+        last = run.heartbeat_at or run.started_at
+        return last is None or timezone.now() - last > run_lease()
     return run.status in (MetricRun.Status.FAILED, MetricRun.Status.CANCELLED)
 
 
@@ -264,7 +272,7 @@ def resume_run(run: MetricRun, *, force: bool = False, enqueue: bool = True) -> 
         return False
     with transaction.atomic():
         MetricRun.objects.filter(pk=run.pk).update(
-            status=MetricRun.Status.PENDING, finished_at=None, error=""
+            status=MetricRun.Status.PENDING, finished_at=None, error="", heartbeat_at=timezone.now()
         )
         if enqueue:
             enqueue_run(run)

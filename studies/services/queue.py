@@ -1,0 +1,25 @@
+"""The one way services enqueue work: a task sent by its name once the transaction commits.
+
+Services never import ``studies.tasks`` (tasks import services; the arrow points one way),
+so a task is named here and routed to its queue by ``CELERY_TASK_ROUTES``.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+RUN_METRIC = "studies.tasks.run_metric"  # language-model metrics, queue gpu
+RUN_METRIC_CPU = "studies.tasks.run_metric_cpu"  # the baselines, queue cpu
+IMPORT_UPLOAD = "studies.tasks.import_upload"
+
+
+def send(name: str, *args: object) -> None:
+    """Send the task ``name`` with ``args`` now (its queue comes from the task routes)."""
+    from evalsite.celery import app
+
+    app.send_task(name, args=list(args))
+
+
+def send_on_commit(name: str, *args: object) -> None:
+    """Send the task once the current transaction commits, so the worker finds its rows."""
+    transaction.on_commit(lambda: send(name, *args))

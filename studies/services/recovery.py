@@ -1,0 +1,107 @@
+"""The sweeper: work whose task was lost is enqueued again, with no human action.
+
+A task is lost when its worker dies mid-run (SIGKILL, out of memory, a machine gone: the
+run stays RUNNING and its heartbeat stops) or when its message vanishes before any worker
+takes it (a Redis restart without persistence, a purged queue: the run stays PENDING).
+:func:`sweep_stale_work` runs periodically (celery beat) and
+
+- puts a RUNNING metric run whose heartbeat is older than ``RUN_LEASE_SECONDS`` back to
+  PENDING and enqueues it;
+- enqueues again a PENDING run or import not started ``PENDING_GRACE_SECONDS`` after it was
+  last enqueued, waiting twice as long after each recovery (a long queue is not a lost
+  task, and each extra message is a no-op that should stay rare);
+- puts a RUNNING import older than ``IMPORT_LEASE_SECONDS`` back to PENDING and enqueues it.
+
+Each change is a conditional UPDATE on the status and heartbeat read, so two sweepers (or
+a worker writing at that moment) never both act. Enqueueing twice is harmless: a run or
+job is claimed by a conditional PENDING → RUNNING UPDATE, scores are unique per (run,
+output) and a run skips the outputs already scored, and an import validates everything
+before writing in one transaction and updates rather than duplicates on a second pass.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, QuerySet
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from studies.models import ImportJob, MetricRun
+from studies.services import queue
+from studies.services.runs import enqueue_run, run_lease
+
+log = logging.getLogger(__name__)
+MAX_BACKOFF_DOUBLINGS = 6  # at most 64 × the grace period between two re-enqueues
+
+
+def sweep_stale_work(now: datetime | None = None) -> dict[str, int]:
+    """Recover lost runs and imports (see the module's docstring); counts per kind."""
+    now = now or timezone.now()
+    conf = settings.CONCORDIA
+    grace = timedelta(seconds=conf["PENDING_GRACE_SECONDS"])
+    import_lease = timedelta(seconds=conf["IMPORT_LEASE_SECONDS"])
+    counts = {"running_runs": 0, "pending_runs": 0, "running_imports": 0, "pending_imports": 0}
+
+    runs = MetricRun.objects.filter(kind=MetricRun.Kind.COMPUTED)
+    for run in _older(runs.filter(status=MetricRun.Status.RUNNING), now - run_lease()):
+        seconds = (now - run.last).total_seconds()
+        counts["running_runs"] += _recover_run(run, f"no heartbeat for {seconds:.0f} s", now)
+    for run in _older(runs.filter(status=MetricRun.Status.PENDING), now - grace):
+        if run.last < now - _backoff(grace, len(run.provenance.get("recoveries", []))):
+            seconds = (now - run.last).total_seconds()
+            counts["pending_runs"] += _recover_run(run, f"not started {seconds:.0f} s", now)
+
+    jobs = ImportJob.objects.all()
+    for job in _older(jobs.filter(status=ImportJob.Status.RUNNING), now - import_lease):
+        counts["running_imports"] += _recover_job(job, now)
+    for job in _older(jobs.filter(status=ImportJob.Status.PENDING), now - grace):
+        if job.last < now - _backoff(grace, job.recoveries):
+            counts["pending_imports"] += _recover_job(job, now)
+    if any(counts.values()):
+        log.warning("sweeper recovered lost work: %s", counts)
+    return counts
+
+
+def _older(rows: QuerySet, before: datetime) -> QuerySet:  # type: ignore[type-arg]
+    """Rows whose last sign of life (``last``) is before ``before``, oldest first."""
+    return (
+        rows.annotate(last=Coalesce("heartbeat_at", "created_at"))
+        .filter(last__lt=before)
+        .order_by("last")
+    )
+
+
+def _backoff(grace: timedelta, recoveries: int) -> timedelta:
+    return grace * 2 ** min(recoveries, MAX_BACKOFF_DOUBLINGS)
+
+
+def _recover_run(run: MetricRun, reason: str, now: datetime) -> int:
+    """Back to PENDING (if nothing changed since it was read), logged, enqueued on commit."""
+    entry = {"at": now.isoformat(), "was": run.status, "reason": reason}
+    provenance = dict(run.provenance or {})
+    provenance["recoveries"] = [*provenance.get("recoveries", []), entry]
+    with transaction.atomic():
+        changed = MetricRun.objects.filter(
+            pk=run.pk, status=run.status, heartbeat_at=run.heartbeat_at
+        ).update(status=MetricRun.Status.PENDING, heartbeat_at=now, provenance=provenance)
+        if changed:
+            enqueue_run(run)
+    if changed:
+        log.warning("run %s recovered (%s): enqueued again", run.pk, reason)
+    return changed
+
+
+def _recover_job(job: ImportJob, now: datetime) -> int:
+    with transaction.atomic():
+        changed = ImportJob.objects.filter(
+            pk=job.pk, status=job.status, heartbeat_at=job.heartbeat_at
+        ).update(status=ImportJob.Status.PENDING, heartbeat_at=now, recoveries=F("recoveries") + 1)
+        if changed:
+            queue.send_on_commit(queue.IMPORT_UPLOAD, job.pk)
+    if changed:
+        log.warning("import job %s (%s) recovered: enqueued again", job.pk, job.status)
+    return changed

@@ -1,0 +1,141 @@
+"""Every kind of page works in a real Chromium under the strict content security policy
+(no inline script, style or eval), with no violation reported: researcher pages and their
+htmx swaps, the annotation page, the Django admin, and the lockout page."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from studies.models import MetricRun
+from studies.services.datasets import ImportOptions, import_file
+from tests.annotation.conftest import make_study, new_campaign
+from tests.conftest import wait_until_true
+from tests.studies.test_dashboards import synthetic_records
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("defaults_restored"),
+    pytest.mark.browser,
+]
+WATCH = """
+window.__violations = [];
+document.addEventListener("securitypolicyviolation", (e) => window.__violations.push(
+  `${e.violatedDirective} blocked ${e.blockedURI || "inline"} at ${e.sourceFile}:${e.lineNumber}`));
+"""
+
+
+class Watched:
+    """A page whose CSP violations, console errors and script errors are all collected."""
+
+    def __init__(self, browser: Browser, base: str) -> None:
+        self.base, self.problems, self.visited = base, [], 0  # type: ignore[var-annotated]
+        self.page: Page = browser.new_page()
+        self.page.add_init_script(WATCH)
+        self.page.on("console", self._console)
+        self.page.on("pageerror", lambda exc: self.problems.append(f"script error: {exc}"))
+        self.page.on("response", self._response)
+
+    def _console(self, message) -> None:  # type: ignore[no-untyped-def]
+        # A failed load is reported by _response, with its address.
+        if message.type == "error" and not message.text.startswith("Failed to load resource"):
+            self.problems.append(f"console: {message.text}")
+
+    def _response(self, response) -> None:  # type: ignore[no-untyped-def]
+        # Chromium asks for /favicon.ico on its own; the lockout page answers 429 on purpose.
+        expected = response.url.endswith("/favicon.ico") or (
+            response.status == 429 and response.url.endswith("/login/")
+        )
+        if response.status >= 400 and not expected:
+            self.problems.append(f"{response.status} for {response.url}")
+
+    def open(self, path: str, status: int = 200) -> None:
+        self.collect()
+        response = self.page.goto(self.base + path)
+        assert response is not None and response.status == status, (path, response)
+        policy = response.headers.get("content-security-policy", "")
+        assert "script-src 'self'" in policy and "style-src 'self'" in policy, (path, policy)
+        self.page.wait_for_load_state("load")
+        if not path.startswith("/admin/"):  # the admin has its own pages, without htmx
+            wait_until_true(self.page, "typeof htmx === 'object'")
+        self.visited += 1
+
+    def log_in(self, username: str, path: str = "/login/") -> None:
+        self.open(path)
+        self.page.fill("input[name=username]", username)
+        self.page.fill("input[name=password]", "pw")
+        self.page.click("[type=submit]")
+        self.page.wait_for_load_state("load")
+
+    def collect(self) -> list[str]:
+        """Violations seen by the current document so far (each document starts afresh)."""
+        try:
+            seen = self.page.evaluate("window.__violations || []")
+        except Exception:  # between two documents
+            seen = []
+        for v in seen:
+            if v not in self.problems:
+                self.problems.append(v)
+        return self.problems
+
+
+def test_pages_work_under_the_content_security_policy_without_violations(
+    live_server, browser: Browser, cast, write_jsonl
+):
+    path = write_jsonl(synthetic_records(), name="scored.jsonl")
+    import_file(path, ImportOptions(dataset="scored", task="summarization", file_format="jsonl",
+                                    file_name=path.name, owner=cast["owner"]))  # fmt: skip
+    run = MetricRun.objects.filter(dataset__name="scored").first()
+    assert run is not None
+    campaign = new_campaign(make_study(cast["owner"]), cast["owner"], [cast["annotator"]])
+
+    researcher = Watched(browser, live_server.url)
+    researcher.log_in("owner")
+    for page_path in ("/", "/datasets/", "/datasets/scored/", "/datasets/upload/",
+                      "/datasets/scored/runs/new/", f"/runs/{run.pk}/", "/steps/summarization/COH/",
+                      "/campaigns/", f"/campaigns/{campaign.pk}/", "/campaigns/new/"):  # fmt: skip
+        researcher.open(page_path)
+    researcher.open("/datasets/scored/correlations/")
+    page = researcher.page
+    expect(page.locator("#matrix-table")).to_be_visible()
+    page.select_option("#level", "dataset")  # an htmx swap
+    expect(page.locator("#matrix")).to_contain_text("dataset-level")
+    cell = page.locator("td.cell").first
+    colour = cell.evaluate("td => getComputedStyle(td).backgroundColor")
+    assert colour not in ("rgba(0, 0, 0, 0)", "transparent"), colour  # heat.css applies
+    cell.click()
+    expect(page.locator("#cell-detail svg.scatter circle").first).to_be_attached()
+    researcher.collect()
+    researcher.open("/datasets/scored/correlations/paper/")
+    with page.expect_navigation():
+        page.select_option("select[name=level]", "system")  # static/js/app.js submits it
+    assert "level=system" in page.url
+    researcher.collect()
+
+    annotator = Watched(browser, live_server.url)
+    annotator.log_in("annotator")
+    annotator.open("/annotate/")
+    annotator.page.click(f"#start-{campaign.pk}")
+    expect(annotator.page.locator("#answer-form")).to_be_visible()
+    annotator.page.keyboard.press("3")  # annotate.js, a static script, handles the keys
+    annotator.collect()
+
+    admin = Watched(browser, live_server.url)
+    admin.log_in("boss", "/admin/login/")
+    for page_path in ("/admin/", "/admin/studies/metricrun/", f"/admin/studies/metricrun/{run.pk}/change/",
+                      "/admin/studies/aspect/add/", "/admin/axes/accessattempt/"):  # fmt: skip
+        admin.open(page_path)
+    admin.collect()
+
+    stranger = Watched(browser, live_server.url)
+    for i in range(10):
+        stranger.open("/login/")
+        stranger.page.fill("input[name=username]", "outsider")
+        stranger.page.fill("input[name=password]", f"wrong-{i}")
+        stranger.page.click("[type=submit]")
+    expect(stranger.page.locator("#locked-out")).to_contain_text("Too many failed logins")
+    stranger.collect()
+
+    problems = researcher.problems + annotator.problems + admin.problems + stranger.problems
+    assert researcher.visited + annotator.visited + admin.visited >= 20
+    assert problems == [], "\n".join(problems)
