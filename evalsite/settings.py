@@ -307,8 +307,12 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SWAGGER_UI_DIST": "SIDECAR",  # served from static files: works offline, no CDN
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    "REDOC_DIST": "SIDECAR",
-    "ENUM_NAME_OVERRIDES": {},
+    "ENUM_NAME_OVERRIDES": {
+        "RunStatusEnum": "studies.models.MetricRun.Status",
+        "ImportStatusEnum": "studies.models.ImportJob.Status",
+        "CampaignStatusEnum": "studies.annotation.models.Campaign.Status",
+        "AssignmentStatusEnum": "studies.annotation.models.Assignment.Status",
+    },
 }
 
 LOGGING = {

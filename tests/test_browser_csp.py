@@ -56,7 +56,7 @@ class Watched:
         policy = response.headers.get("content-security-policy", "")
         assert "script-src 'self'" in policy and "style-src 'self'" in policy, (path, policy)
         self.page.wait_for_load_state("load")
-        if not path.startswith("/admin/"):  # the admin has its own pages, without htmx
+        if not path.startswith(("/admin/", "/api/")):  # pages of their own, without htmx
             wait_until_true(self.page, "typeof htmx === 'object'")
         self.visited += 1
 
@@ -87,15 +87,16 @@ def test_pages_work_under_the_content_security_policy_without_violations(
                                     file_name=path.name, owner=cast["owner"]))  # fmt: skip
     run = MetricRun.objects.filter(dataset__name="scored").first()
     assert run is not None
+    scored = f"/datasets/{run.dataset_id}"
     campaign = new_campaign(make_study(cast["owner"]), cast["owner"], [cast["annotator"]])
 
     researcher = Watched(browser, live_server.url)
     researcher.log_in("owner")
-    for page_path in ("/", "/datasets/", "/datasets/scored/", "/datasets/upload/",
-                      "/datasets/scored/runs/new/", f"/runs/{run.pk}/", "/steps/summarization/COH/",
+    for page_path in ("/", "/datasets/", f"{scored}/", "/datasets/upload/",
+                      f"{scored}/runs/new/", f"/runs/{run.pk}/", "/steps/summarization/COH/",
                       "/campaigns/", f"/campaigns/{campaign.pk}/", "/campaigns/new/"):  # fmt: skip
         researcher.open(page_path)
-    researcher.open("/datasets/scored/correlations/")
+    researcher.open(f"{scored}/correlations/")
     page = researcher.page
     expect(page.locator("#matrix-table")).to_be_visible()
     page.select_option("#level", "dataset")  # an htmx swap
@@ -106,10 +107,13 @@ def test_pages_work_under_the_content_security_policy_without_violations(
     cell.click()
     expect(page.locator("#cell-detail svg.scatter circle").first).to_be_attached()
     researcher.collect()
-    researcher.open("/datasets/scored/correlations/paper/")
+    researcher.open(f"{scored}/correlations/paper/")
     with page.expect_navigation():
         page.select_option("select[name=level]", "system")  # static/js/app.js submits it
     assert "level=system" in page.url
+    researcher.collect()
+    researcher.open("/api/docs/")  # Swagger UI: its start script is a file, not inline
+    expect(page.locator(".swagger-ui .info .title")).to_contain_text("Concordia")
     researcher.collect()
 
     annotator = Watched(browser, live_server.url)
