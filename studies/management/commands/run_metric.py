@@ -2,7 +2,7 @@
 --setting IST --dimension src-hypo --model default [--limit-docs N]``; also
 ``--metric geval`` (with ``--steps``, ``--weighting``, ``--estimation``) and the baselines
 ``rouge`` (three runs: ROUGE-1, -2, -L), ``rouge1``, ``rouge2``, ``rougeL``, ``bleu``,
-``chrf``, ``bertscore``."""
+``chrf``, ``bertscore``; ``--metric learned --model ID`` scores with a trained metric."""
 
 from __future__ import annotations
 
@@ -34,7 +34,8 @@ class Command(BaseCommand):
         parser.add_argument("--dimension", default="src-hypo",
                             choices=["src-hypo", "ref-hypo", "hypo-ref", "avg-f"])  # fmt: skip
         parser.add_argument(
-            "--model", default="default", help="'default', a local path or a hub id"
+            "--model", default="default",
+            help="'default', a local path or a hub id; --metric learned: the trained metric's id",
         )
         parser.add_argument("--k", type=int, default=2, help="demonstrations for IDM")
         parser.add_argument("--seed", type=int, default=0)

@@ -145,10 +145,12 @@ def execute_run(
 
 
 def _prepare(run: MetricRun, todo: list[Output], model_factory: ModelFactory | None) -> Scorer:
-    from studies.services.runs import baselines, geval, gptscore
+    from studies.services.runs import baselines, geval, gptscore, learned
 
     if run.metric == "gptscore":
         return gptscore.prepare(run, todo, model_factory)
+    if run.metric == "learned":
+        return learned.prepare(run, todo, model_factory)
     if run.metric == "geval":
         return geval.prepare(run, todo, model_factory)
     if run.metric in baselines.METRICS:

@@ -8,7 +8,8 @@ from typing import Any
 from studies.models import Aspect, Dataset, MetricRun
 from studies.services.runs.core import RunError, save_run
 
-METRICS = ("gptscore", "geval", "rouge1", "rouge2", "rougeL", "bleu", "chrf", "bertscore")
+METRICS = ("gptscore", "geval", "rouge1", "rouge2", "rougeL", "bleu", "chrf", "bertscore",
+           "learned")  # fmt: skip
 METRIC_GROUPS = {"rouge": ("rouge1", "rouge2", "rougeL")}  # one request, several runs
 
 
@@ -53,10 +54,12 @@ def start_run(
     dataset: Dataset, request: RunRequest, *, user: Any = None, enqueue: bool = True
 ) -> MetricRun:
     """Save a PENDING run with its frozen configuration; enqueue it once committed."""
-    from studies.services.runs import baselines, geval, gptscore
+    from studies.services.runs import baselines, geval, gptscore, learned
 
     if request.metric == "gptscore":
         plan = gptscore.build(dataset, request)
+    elif request.metric == "learned":
+        plan = learned.build(dataset, request)
     elif request.metric == "geval":
         plan = geval.build(dataset, request)
     elif request.metric in baselines.METRICS:
