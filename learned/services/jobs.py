@@ -49,6 +49,7 @@ class TrainingRequest:
     batch_size: int | None = None
     accumulate: int | None = None
     max_length: int | None = None
+    layer: int | None = None  # features of the first N blocks (None: every block)
 
 
 def resolve_backbone(name: str) -> tuple[str, str]:
@@ -112,7 +113,8 @@ def plan(request: TrainingRequest) -> dict[str, Any]:
             )
     location, label = resolve_backbone(request.backbone)
     try:
-        probe = Backbone(location, pooling=request.pooling or None, max_length=request.max_length)
+        probe = Backbone(location, pooling=request.pooling or None, max_length=request.max_length,
+                         layer=request.layer)  # fmt: skip
     except BackboneError as exc:
         raise TrainingError(str(exc)) from exc
     hyper = _hyperparameters(request)
@@ -126,7 +128,8 @@ def plan(request: TrainingRequest) -> dict[str, Any]:
         "target_dataset": dataset.name, "tasks": [t.frozen() for t in training],
         "backbone": {"asked": request.backbone, "label": label, "location": location,
                      "files": fingerprint(location), "pooling": probe.pooling,
-                     "decoder": probe.is_decoder, "dim": probe.dim, "max_length": probe.max_length},
+                     "decoder": probe.is_decoder, "dim": probe.dim, "max_length": probe.max_length,
+                     "layer": probe.layer, "layers": probe.n_layers},
         "head": {"kind": f"mlp-{request.hidden}" if request.hidden else "linear",
                  "hidden": request.hidden},
         "hyperparameters": hyper.as_dict(), "seed": request.seed, "margin": request.margin,

@@ -42,13 +42,13 @@ def learned_dir() -> Path:
 
 def feature_cache(job_config: dict[str, Any]) -> FeatureCache:
     backbone = job_config["backbone"]
-    key = f"{backbone['files']}|{backbone['location']}|{backbone['pooling']}|{backbone['max_length']}"
+    key = "|".join(str(backbone.get(k)) for k in ("files", "location", "pooling", "max_length", "layer"))
     return FeatureCache(learned_dir() / "features", key)
 
 
 def load_backbone(config: dict[str, Any]) -> Backbone:
     b = config["backbone"]
-    return Backbone(b["location"], pooling=b["pooling"], max_length=b["max_length"])
+    return Backbone(b["location"], pooling=b["pooling"], max_length=b["max_length"], layer=b.get("layer"))
 
 
 class _Job:

@@ -32,6 +32,27 @@ class BackboneError(RuntimeError):
     """The backbone cannot be loaded or used; the message says why."""
 
 
+def _keep_layers(model: Any, layer: int | None) -> tuple[int, int]:
+    """(blocks the model has, blocks kept): cut the model's list of blocks at ``layer``."""
+    from torch import nn
+
+    owners = [model, getattr(model, "encoder", None)]
+    for owner in owners:
+        for name in ("layers", "h", "layer", "block"):
+            blocks = getattr(owner, name, None) if owner is not None else None
+            if isinstance(blocks, nn.ModuleList):
+                total = len(blocks)
+                if layer is None or layer == total:
+                    return total, total
+                if not 1 <= layer <= total:
+                    raise BackboneError(f"layer must be between 1 and {total}, not {layer}")
+                setattr(owner, name, blocks[:layer])
+                return total, layer
+    if layer is not None:
+        raise BackboneError("this backbone's blocks were not found, so it cannot be cut at a layer")
+    return 0, 0
+
+
 class Backbone:
     """A Hugging Face model without its output head, on ``device`` in float32."""
 
@@ -43,6 +64,7 @@ class Backbone:
         max_length: int | None = None,
         device: str | None = None,
         batch_size: int = 16,
+        layer: int | None = None,
     ) -> None:
         import torch
         from transformers import AutoConfig, AutoModel, AutoTokenizer
@@ -60,6 +82,7 @@ class Backbone:
         )
         if getattr(config, "is_encoder_decoder", False):
             model = model.get_encoder()
+        self.n_layers, self.layer = _keep_layers(model, layer)
         self.pooling = pooling or ("last" if self.is_decoder else "mean")
         if self.pooling not in POOLINGS or (self.pooling == "last") != self.is_decoder:
             raise BackboneError(

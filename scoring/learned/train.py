@@ -102,10 +102,10 @@ def fit(
                 optimizer.step()
                 optimizer.zero_grad()
                 state.step += 1
-            total += float(loss)
+            total += float(loss.detach())
             batches += 1
             if on_step:
-                on_step(state, float(loss))
+                on_step(state, float(loss.detach()))
         state.epoch += 1
         accuracy = evaluate_pairs(module, score, validation)
         state.curves.append(

@@ -229,3 +229,13 @@ def test_pairwise_accuracy_and_sample_spearman():
     assert pairwise_accuracy({"a": 3.0, "b": 2.0, "c": 2.0}, pairs) == pytest.approx(2.5 / 3)
     rho = sample_spearman([1, 2, 3, 3, 2, 1], [1, 2, 3, 1, 2, 3], ["d1"] * 3 + ["d2"] * 3)
     assert rho == pytest.approx(0.0)
+
+
+def test_a_backbone_cut_at_a_layer_gives_other_features_and_says_so(tmp_path):
+    folder = tiny_gpt2(tmp_path / "gpt2")
+    whole, cut = Backbone(folder), Backbone(folder, layer=1)
+    assert (whole.n_layers, whole.layer, cut.layer) == (2, 2, 1)
+    inputs = [format_input("Rate it.", "The storm closed roads.", "Roads closed.")]
+    assert not torch.allclose(whole.features(inputs), cut.features(inputs))
+    with pytest.raises(BackboneError, match="between 1 and 2"):
+        Backbone(folder, layer=3)

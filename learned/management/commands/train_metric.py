@@ -29,6 +29,7 @@ class Command(BaseCommand):
                             help="'default' (SmolLM2-135M-Instruct), 'minilm', a path or hub id")  # fmt: skip
         parser.add_argument("--mode", default="head", choices=["head", "full"])
         parser.add_argument("--pooling", default="", choices=["", "last", "mean", "first"])
+        parser.add_argument("--layer", type=int, help="features after the first N blocks")
         parser.add_argument("--hidden", type=int, default=0, help="head: MLP units (0: linear)")
         parser.add_argument("--margin", type=float, default=0.5)
         parser.add_argument("--max-minutes", type=float, help="stop training after M minutes")
@@ -49,6 +50,7 @@ class Command(BaseCommand):
             hidden=opts["hidden"], margin=opts["margin"], seed=opts["seed"],
             max_minutes=opts["max_minutes"], epochs=opts["epochs"],
             learning_rate=opts["learning_rate"], exclude_flagged=opts["exclude_flagged"],
+            layer=opts["layer"],
         )  # fmt: skip
         try:
             job = create_job(request, enqueue=opts["enqueue"])
