@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
@@ -136,6 +137,7 @@ def plan(request: TrainingRequest) -> dict[str, Any]:
         "ratios": list(request.ratios), "exclude_flagged": request.exclude_flagged,
         "input_format": "<instruction>\\n\\n<context>\\n\\n<answer>; the context is shortened to fit",
         "versions": library_versions(),
+        "folder": uuid.uuid4().hex,  # its checkpoints' folder: ids can repeat in a rebuilt database
     }  # fmt: skip
     pairs = {**counts, "per_task": {k: vars(d.counts) for k, d in data.items()}}
     return {"dataset": dataset, "aspect": aspect, "config": config, "split": by_dataset,

@@ -213,7 +213,7 @@ def _train(run: _Job) -> str:
                "best_epoch": state.best_epoch, "stopped": state.stopped,
                "patience": run.hyper.patience}  # fmt: skip
     version = job.version + 1
-    path = learned_dir() / str(job.pk) / f"v{version}" / "model.pt"
+    path = _folder(job) / f"v{version}" / "model.pt"
     payload: dict[str, Any] = {"head": head.state_dict(), "head_config": {"dim": head.dim, "hidden": head.hidden},
                                "config": run.config, "version": version}  # fmt: skip
     if full:
@@ -257,15 +257,23 @@ def _evaluate(run: _Job, scores: dict[Key, float]) -> dict[str, float]:
     target = run.target
     rows = [k for k in run.test_rows if not np.isnan(target.human[k])]
     values = [scores[(target.task.key, target.output_ids[k])] for k in rows]
-    return {
-        "pairwise_accuracy": pairwise_accuracy(scores, run.test),  # type: ignore[arg-type]
-        "spearman": sample_spearman(values, [target.human[k] for k in rows], [target.docs[k] for k in rows]),
-        "pairs": len(run.test), "outputs": len(rows),
-    }  # fmt: skip
+    accuracy = pairwise_accuracy(scores, run.test)  # type: ignore[arg-type]
+    rho = sample_spearman(values, [target.human[k] for k in rows], [target.docs[k] for k in rows])
+    return {"pairwise_accuracy": _finite(accuracy), "spearman": _finite(rho),
+            "pairs": len(run.test), "outputs": len(rows)}  # fmt: skip
+
+
+def _finite(value: float) -> float | None:
+    """JSON (and PostgreSQL's jsonb) has no NaN: an undefined number is stored as null."""
+    return None if value is None or value != value else round(float(value), 6)
+
+
+def _folder(job: TrainedMetric) -> Path:
+    return learned_dir() / f"{job.pk}-{job.config['folder']}"
 
 
 def _last_path(job: TrainedMetric) -> Path:
-    return learned_dir() / str(job.pk) / "last.pt"
+    return _folder(job) / "last.pt"
 
 
 def _save_last(job: TrainedMetric, module: Any, state: TrainState) -> None:

@@ -107,3 +107,11 @@ def test_outsiders_and_annotators_cannot_see_a_trained_metric(client, cast, trai
         client.force_login(cast[who])
         assert client.get(reverse("learned:detail", args=[trained.pk])).status_code == status
         assert client.get(reverse("learned:report", args=[trained.pk])).status_code == status
+
+
+def test_a_run_can_score_only_the_test_documents_of_a_trained_metric(trained, judged):
+    call_command("run_metric", "--dataset", "judged", "--metric", "rouge2", "--test-docs-of", str(trained.pk))
+    run = MetricRun.objects.get(metric="rouge2")
+    assert run.config["doc_keys"] == trained.test_docs() and run.total == run.done == 4
+    keys = set(MetricScore.objects.filter(run=run).values_list("output__document__doc_key", flat=True))
+    assert keys == set(trained.test_docs())

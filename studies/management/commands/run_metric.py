@@ -53,6 +53,8 @@ class Command(BaseCommand):
         parser.add_argument("--layer", type=int, help="BERTScore: encoder layer (default last)")
         parser.add_argument("--batch-size", type=int, default=8)
         parser.add_argument("--limit-docs", type=int, help="only the first N documents (by key)")
+        parser.add_argument("--test-docs-of", type=int, metavar="ID",
+                            help="only the test documents of trained metric ID")  # fmt: skip
         parser.add_argument("--enqueue", action="store_true", help="hand the run to the workers")
         parser.add_argument("--resume", type=int, metavar="RUN_ID", help="resume a stopped run")
 
@@ -85,6 +87,17 @@ class Command(BaseCommand):
         if errors:
             raise CommandError("; ".join(errors))
 
+    def test_docs(self, trained_id: int | None, dataset: str) -> tuple[str, ...]:
+        if trained_id is None:
+            return ()
+        from learned.models import TrainedMetric
+
+        trained = TrainedMetric.objects.filter(pk=trained_id).first()
+        docs = trained.split.get(dataset, {}).get("test", []) if trained else []
+        if not docs:
+            raise CommandError(f"trained metric {trained_id} has no test documents in {dataset}")
+        return tuple(docs)
+
     def start(self, opts: dict[str, Any]) -> list[MetricRun]:
         needs_aspect = opts["metric"] in ("gptscore", "geval")
         if not opts["dataset"] or (needs_aspect and not opts["aspect"]):
@@ -99,6 +112,7 @@ class Command(BaseCommand):
             batch_size=opts["batch_size"], limit_docs=opts["limit_docs"], steps=opts["steps"],
             weighting=opts["weighting"], estimation=opts["estimation"],
             n_samples=opts["samples"], layer=opts["layer"],
+            doc_keys=self.test_docs(opts["test_docs_of"], dataset.name),
         )  # fmt: skip
         try:
             return start_runs(dataset, request, enqueue=opts["enqueue"])

@@ -88,16 +88,22 @@ def save_run(
             dataset=dataset, metric=plan.metric, label=plan.label, kind=MetricRun.Kind.COMPUTED,
             config=plan.config, aspect_version=plan.aspect_version,
             template_version_id=plan.template_version_id, steps_id=plan.steps_id,
-            created_by=user, total=len(outputs_of(dataset, plan.config.get("limit_docs"))),
+            created_by=user, total=len(outputs_of(dataset, plan.config.get("limit_docs"),
+                                                  plan.config.get("doc_keys"))),
         )  # fmt: skip
         if enqueue_it:
             enqueue_run(run)
     return run
 
 
-def outputs_of(dataset: Dataset, limit_docs: int | None) -> list[Output]:
-    """The outputs a run scores, by document key then system (``limit_docs``: the first N)."""
+def outputs_of(
+    dataset: Dataset, limit_docs: int | None, doc_keys: list[str] | None = None
+) -> list[Output]:
+    """The outputs a run scores, by document key then system (``limit_docs``: the first N;
+    ``doc_keys``: only these documents)."""
     outputs = Output.objects.filter(document__dataset=dataset).select_related("document")
+    if doc_keys:
+        outputs = outputs.filter(document__doc_key__in=doc_keys)
     if limit_docs:
         keys = list(
             dataset.documents.order_by("doc_key").values_list("doc_key", flat=True)[:limit_docs]
@@ -168,7 +174,7 @@ def _n_tokens(results: list[ScoreResult]) -> int:
 
 
 def _score_all(run: MetricRun, model_factory: ModelFactory | None, chunk_outputs: int) -> str:
-    outputs = outputs_of(run.dataset, run.config.get("limit_docs"))
+    outputs = outputs_of(run.dataset, run.config.get("limit_docs"), run.config.get("doc_keys"))
     scored = set(MetricScore.objects.filter(run=run).values_list("output_id", flat=True))
     todo = [o for o in outputs if o.pk not in scored]
     timings = dict(run.timings or {})

@@ -38,6 +38,7 @@ class RunRequest:
     estimation: str = "probs"  # G-Eval: "probs" or "sampled" (n samples at temperature 1)
     n_samples: int = 20
     layer: int | None = None  # BERTScore: the encoder layer (default: the last)
+    doc_keys: tuple[str, ...] = ()  # only these documents (say, a learned metric's test set)
 
 
 def find_aspect(name: str) -> Aspect:
@@ -66,6 +67,8 @@ def start_run(
         plan = baselines.build(dataset, request)
     else:
         raise RunError(f"Unknown metric {request.metric!r}; use one of {', '.join(METRICS)}.")
+    if request.doc_keys:
+        plan.config["doc_keys"] = sorted(request.doc_keys)
     return save_run(dataset, plan, user=user, enqueue_it=enqueue)
 
 
