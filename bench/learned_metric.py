@@ -103,13 +103,21 @@ def main() -> None:
             started = time.perf_counter()
             call_command("run_metric", "--dataset", "summeval", "--metric", metric, *extra,
                          "--test-docs-of", str(job.pk), stdout=StringIO())  # fmt: skip
-            print(f"run {metric} on the {len(job.test_docs())} test documents: {time.perf_counter() - started:.1f} s")
+            print(
+                f"run {metric} on the {len(job.test_docs())} test documents: {time.perf_counter() - started:.1f} s"
+            )
         t = summary["test"]
         print(f"\n{'':34} {'pairwise acc':>12} {'Spearman':>9}")
-        print(f"{'Base (untrained head)':34} {t['base']['pairwise_accuracy']:>12.3f} {t['base']['spearman']:>9.3f}")
-        print(f"{'trained, single-task':34} {t['trained']['pairwise_accuracy']:>12.3f} {t['trained']['spearman']:>9.3f}")
+        print(
+            f"{'Base (untrained head)':34} {t['base']['pairwise_accuracy']:>12.3f} {t['base']['spearman']:>9.3f}"
+        )
+        print(
+            f"{'trained, single-task':34} {t['trained']['pairwise_accuracy']:>12.3f} {t['trained']['spearman']:>9.3f}"
+        )
         for row in compare_on_test(job):
-            print(f"{'run ' + row['run'].label[:30]:34} {row['pairwise_accuracy']:>12.3f} {row['spearman']:>9.3f}")
+            print(
+                f"{'run ' + row['run'].label[:30]:34} {row['pairwise_accuracy']:>12.3f} {row['spearman']:>9.3f}"
+            )
         others = [r["spearman"] for r in compare_on_test(job) if not r["learned"]]
         trained_acc, base_acc = t["trained"]["pairwise_accuracy"], t["base"]["pairwise_accuracy"]
         print(f"\ntargets: time {seconds / 60:.1f} min ≤ 15: {seconds <= 900}; accuracy "

@@ -49,13 +49,21 @@ class TrainedMetric(models.Model):
     setup = models.CharField(max_length=8, choices=Setup.choices, default=Setup.SINGLE)
     mode = models.CharField(max_length=8, choices=Mode.choices, default=Mode.HEAD)
     config = models.JSONField(default=dict, help_text="Frozen configuration.")
-    split = models.JSONField(default=dict, help_text="{dataset: {train|validation|test: [doc keys]}}")
-    pairs = models.JSONField(default=dict, help_text="Pair counts per split and why pairs were dropped.")
+    split = models.JSONField(
+        default=dict, help_text="{dataset: {train|validation|test: [doc keys]}}"
+    )
+    pairs = models.JSONField(
+        default=dict, help_text="Pair counts per split and why pairs were dropped."
+    )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     progress = models.JSONField(default=dict, blank=True)
-    curves = models.JSONField(default=list, blank=True, help_text="Per epoch: loss, validation accuracy.")
+    curves = models.JSONField(
+        default=list, blank=True, help_text="Per epoch: loss, validation accuracy."
+    )
     results = models.JSONField(default=dict, blank=True, help_text="Test numbers, Base vs trained.")
-    checkpoint = models.CharField(max_length=500, blank=True, help_text="Path under the data directory.")
+    checkpoint = models.CharField(
+        max_length=500, blank=True, help_text="Path under the data directory."
+    )
     checkpoint_sha256 = models.CharField(max_length=64, blank=True)
     version = models.PositiveIntegerField(default=0, help_text="Checkpoint version (one per save).")
     error = models.TextField(blank=True)

@@ -18,9 +18,9 @@ from studies.views.datasets import HTMX_STOP_POLLING, researcher_required
 
 
 def _jobs(request: HttpRequest) -> QuerySet[TrainedMetric]:
-    return TrainedMetric.objects.filter(
-        dataset__in=visible_datasets(request.user)
-    ).select_related("dataset", "aspect")
+    return TrainedMetric.objects.filter(dataset__in=visible_datasets(request.user)).select_related(
+        "dataset", "aspect"
+    )
 
 
 @researcher_required

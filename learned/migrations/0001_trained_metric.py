@@ -6,42 +6,133 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('studies', '0005_evaluation_steps'),
+        ("studies", "0005_evaluation_steps"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='TrainedMetric',
+            name="TrainedMetric",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('label', models.CharField(max_length=200)),
-                ('setup', models.CharField(choices=[('single', 'Single-task'), ('multi', 'Multi-task'), ('cross', 'Cross-task'), ('custom', 'Researcher-chosen')], default='single', max_length=8)),
-                ('mode', models.CharField(choices=[('head', 'Head on frozen features'), ('full', 'Full fine-tuning')], default='head', max_length=8)),
-                ('config', models.JSONField(default=dict, help_text='Frozen configuration.')),
-                ('split', models.JSONField(default=dict, help_text='{dataset: {train|validation|test: [doc keys]}}')),
-                ('pairs', models.JSONField(default=dict, help_text='Pair counts per split and why pairs were dropped.')),
-                ('status', models.CharField(choices=[('pending', 'Pending'), ('running', 'Running'), ('succeeded', 'Succeeded'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], default='pending', max_length=16)),
-                ('progress', models.JSONField(blank=True, default=dict)),
-                ('curves', models.JSONField(blank=True, default=list, help_text='Per epoch: loss, validation accuracy.')),
-                ('results', models.JSONField(blank=True, default=dict, help_text='Test numbers, Base vs trained.')),
-                ('checkpoint', models.CharField(blank=True, help_text='Path under the data directory.', max_length=500)),
-                ('checkpoint_sha256', models.CharField(blank=True, max_length=64)),
-                ('version', models.PositiveIntegerField(default=0, help_text='Checkpoint version (one per save).')),
-                ('error', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('aspect', models.ForeignKey(help_text='The target aspect.', on_delete=django.db.models.deletion.PROTECT, related_name='trained_metrics', to='studies.aspect')),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('dataset', models.ForeignKey(help_text='The target dataset: its test documents give the reported numbers.', on_delete=django.db.models.deletion.CASCADE, related_name='trained_metrics', to='studies.dataset')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("label", models.CharField(max_length=200)),
+                (
+                    "setup",
+                    models.CharField(
+                        choices=[
+                            ("single", "Single-task"),
+                            ("multi", "Multi-task"),
+                            ("cross", "Cross-task"),
+                            ("custom", "Researcher-chosen"),
+                        ],
+                        default="single",
+                        max_length=8,
+                    ),
+                ),
+                (
+                    "mode",
+                    models.CharField(
+                        choices=[("head", "Head on frozen features"), ("full", "Full fine-tuning")],
+                        default="head",
+                        max_length=8,
+                    ),
+                ),
+                ("config", models.JSONField(default=dict, help_text="Frozen configuration.")),
+                (
+                    "split",
+                    models.JSONField(
+                        default=dict, help_text="{dataset: {train|validation|test: [doc keys]}}"
+                    ),
+                ),
+                (
+                    "pairs",
+                    models.JSONField(
+                        default=dict, help_text="Pair counts per split and why pairs were dropped."
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("running", "Running"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                            ("cancelled", "Cancelled"),
+                        ],
+                        default="pending",
+                        max_length=16,
+                    ),
+                ),
+                ("progress", models.JSONField(blank=True, default=dict)),
+                (
+                    "curves",
+                    models.JSONField(
+                        blank=True, default=list, help_text="Per epoch: loss, validation accuracy."
+                    ),
+                ),
+                (
+                    "results",
+                    models.JSONField(
+                        blank=True, default=dict, help_text="Test numbers, Base vs trained."
+                    ),
+                ),
+                (
+                    "checkpoint",
+                    models.CharField(
+                        blank=True, help_text="Path under the data directory.", max_length=500
+                    ),
+                ),
+                ("checkpoint_sha256", models.CharField(blank=True, max_length=64)),
+                (
+                    "version",
+                    models.PositiveIntegerField(
+                        default=0, help_text="Checkpoint version (one per save)."
+                    ),
+                ),
+                ("error", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "aspect",
+                    models.ForeignKey(
+                        help_text="The target aspect.",
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="trained_metrics",
+                        to="studies.aspect",
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "dataset",
+                    models.ForeignKey(
+                        help_text="The target dataset: its test documents give the reported numbers.",
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="trained_metrics",
+                        to="studies.dataset",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
     ]

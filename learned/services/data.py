@@ -78,8 +78,16 @@ def judged_aspects(dataset: Dataset) -> list[Aspect]:
     """Aspects with at least one Likert judgment or pairwise answer on the dataset."""
     from studies.annotation.models import PairwiseJudgment
 
-    ids = set(Judgment.objects.filter(output__document__dataset=dataset).values_list("aspect_id", flat=True).distinct())
-    ids |= set(PairwiseJudgment.objects.filter(item__campaign__study__dataset=dataset).values_list("aspect_id", flat=True).distinct())
+    ids = set(
+        Judgment.objects.filter(output__document__dataset=dataset)
+        .values_list("aspect_id", flat=True)
+        .distinct()
+    )
+    ids |= set(
+        PairwiseJudgment.objects.filter(item__campaign__study__dataset=dataset)
+        .values_list("aspect_id", flat=True)
+        .distinct()
+    )
     return list(Aspect.objects.filter(pk__in=ids).order_by("code"))
 
 

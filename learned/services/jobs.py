@@ -123,7 +123,9 @@ def plan(request: TrainingRequest) -> dict[str, Any]:
     for part, keys in split.as_dict().items():
         for key in keys:
             name, doc_key = key.split("/", 1)
-            by_dataset.setdefault(name, {"train": [], "validation": [], "test": []})[part].append(doc_key)
+            by_dataset.setdefault(name, {"train": [], "validation": [], "test": []})[part].append(
+                doc_key
+            )
     config = {
         "setup": request.setup, "mode": request.mode, "target": target.frozen(),
         "target_dataset": dataset.name, "tasks": [t.frozen() for t in training],
@@ -144,7 +146,9 @@ def plan(request: TrainingRequest) -> dict[str, Any]:
             "pairs": pairs, "label": f"learned:{label}:{request.setup}:{request.mode}:{aspect.code}"}  # fmt: skip
 
 
-def create_job(request: TrainingRequest, *, user: Any = None, enqueue: bool = True) -> TrainedMetric:
+def create_job(
+    request: TrainingRequest, *, user: Any = None, enqueue: bool = True
+) -> TrainedMetric:
     """Validate, freeze and save a PENDING job; enqueue it once committed."""
     planned = plan(request)
     with transaction.atomic():
@@ -167,7 +171,9 @@ def enqueue_job(job: TrainedMetric) -> None:
     """Send the job's task by name once the transaction commits (no import of tasks)."""
     from celery import current_app
 
-    name = "learned.tasks.train_metric" if queue_of(job) == "gpu" else "learned.tasks.train_metric_cpu"
+    name = (
+        "learned.tasks.train_metric" if queue_of(job) == "gpu" else "learned.tasks.train_metric_cpu"
+    )
     transaction.on_commit(lambda: current_app.send_task(name, args=[job.pk], queue=queue_of(job)))
 
 

@@ -14,7 +14,9 @@ from scoring.learned.pairs import likert_pairs
 from studies.services.frames import load_frame
 
 
-def curve_points(curves: list[dict[str, float]], *, width: int = 320, height: int = 120) -> dict[str, Any]:
+def curve_points(
+    curves: list[dict[str, float]], *, width: int = 320, height: int = 120
+) -> dict[str, Any]:
     """Polyline points for the loss (scaled to its range) and the validation accuracy
     (0 to 1), one point per epoch."""
     if not curves:
@@ -58,7 +60,10 @@ def compare_on_test(trained: TrainedMetric) -> list[dict[str, Any]]:
         values = frame.metrics[rows, j]
         if np.isnan(values).all():
             continue
-        scores = {k: (float(v) if not np.isnan(v) else -math.inf) for k, v in zip(keys, values, strict=True)}
+        scores = {
+            k: (float(v) if not np.isnan(v) else -math.inf)
+            for k, v in zip(keys, values, strict=True)
+        }
         valid = ~np.isnan(values) & ~np.isnan(human)
         out.append({
             "run": run, "learned": run.metric == "learned",

@@ -24,9 +24,11 @@ from scoring.learned.evaluate import pairwise_accuracy, sample_spearman
 from scoring.learned.head import RewardHead
 from scoring.learned.inputs import Formatted, format_input
 from scoring.learned.pairs import Pair
+from scoring.learned.scorer import context_of
 from scoring.learned.split import pairs_in
 from scoring.learned.train import TrainConfig, TrainState, fit
 from studies.models import Aspect, Dataset
+from studies.services.runs.core import item_of
 
 log = logging.getLogger(__name__)
 Key = tuple[str, int]
@@ -42,13 +44,17 @@ def learned_dir() -> Path:
 
 def feature_cache(job_config: dict[str, Any]) -> FeatureCache:
     backbone = job_config["backbone"]
-    key = "|".join(str(backbone.get(k)) for k in ("files", "location", "pooling", "max_length", "layer"))
+    key = "|".join(
+        str(backbone.get(k)) for k in ("files", "location", "pooling", "max_length", "layer")
+    )
     return FeatureCache(learned_dir() / "features", key)
 
 
 def load_backbone(config: dict[str, Any]) -> Backbone:
     b = config["backbone"]
-    return Backbone(b["location"], pooling=b["pooling"], max_length=b["max_length"], layer=b.get("layer"))
+    return Backbone(
+        b["location"], pooling=b["pooling"], max_length=b["max_length"], layer=b.get("layer")
+    )
 
 
 class _Job:
@@ -71,7 +77,9 @@ class _Job:
         progress = {**(self.job.progress or {}), **fields, "heartbeat": timezone.now().isoformat()}
         self.job.progress = progress
         TrainedMetric.objects.filter(pk=self.job.pk).update(progress=progress)
-        if TrainedMetric.objects.filter(pk=self.job.pk, status=TrainedMetric.Status.CANCELLED).exists():
+        if TrainedMetric.objects.filter(
+            pk=self.job.pk, status=TrainedMetric.Status.CANCELLED
+        ).exists():
             raise Cancelled
 
     # -- data -------------------------------------------------------------------
@@ -82,11 +90,15 @@ class _Job:
             t.key: load_task(t, margin=self.margin, exclude_flagged=self.config["exclude_flagged"])
             for t in dict.fromkeys([*tasks, target])
         }
-        self.instructions = {t["key"]: t["instruction"] for t in [*self.config["tasks"], self.config["target"]]}
+        self.instructions = {
+            t["key"]: t["instruction"] for t in [*self.config["tasks"], self.config["target"]]
+        }
         split = {part: {f"{d}/{k}" for d, parts in self.job.split.items() for k in parts[part]}
                  for part in ("train", "validation", "test")}  # fmt: skip
         self.train = [p for t in tasks for p in pairs_in(self.data[t.key].pairs, split["train"])]
-        self.validation = [p for t in tasks for p in pairs_in(self.data[t.key].pairs, split["validation"])]
+        self.validation = [
+            p for t in tasks for p in pairs_in(self.data[t.key].pairs, split["validation"])
+        ]
         target_data = self.data[target.key]
         self.test = pairs_in(target_data.pairs, split["test"])
         self.test_rows = [k for k, d in enumerate(target_data.docs) if d in split["test"]]
@@ -107,9 +119,6 @@ class _Job:
 
     def inputs(self, backbone: Backbone, keys: Sequence[Key]) -> list[Formatted]:
         outputs = outputs_by_id([k[1] for k in keys])
-        from studies.services.runs.core import item_of
-        from scoring.learned.scorer import context_of
-
         result = []
         for task_key, output_id in keys:
             item = item_of(outputs[output_id])
@@ -175,7 +184,9 @@ def _train(run: _Job) -> str:
     base_head = RewardHead(backbone.dim, head.hidden)
     base_head.load_state_dict(head.state_dict())  # the untrained head: the paper's "Base"
     base_scores = _score(run, backbone, base_head, keys, features, index, full)
-    module: torch.nn.Module = torch.nn.ModuleDict({"head": head, "backbone": backbone.model}) if full else head
+    module: torch.nn.Module = (
+        torch.nn.ModuleDict({"head": head, "backbone": backbone.model}) if full else head
+    )
 
     def score(batch: Sequence[Hashable]) -> torch.Tensor:
         if features is not None:
@@ -219,7 +230,13 @@ def _train(run: _Job) -> str:
     if full:
         payload["backbone"] = backbone.model.state_dict()
     digest = save_checkpoint(path, payload)
-    seconds["total"] = round(sum(v for k, v in seconds.items() if k in ("features", "training")) + time.monotonic() - train_started - seconds["training"], 2)
+    seconds["total"] = round(
+        sum(v for k, v in seconds.items() if k in ("features", "training"))
+        + time.monotonic()
+        - train_started
+        - seconds["training"],
+        2,
+    )
     TrainedMetric.objects.filter(pk=job.pk, status=TrainedMetric.Status.RUNNING).update(
         status=TrainedMetric.Status.SUCCEEDED, finished_at=timezone.now(), results=results,
         curves=state.curves, checkpoint=str(path.relative_to(settings.DATA_DIR)),

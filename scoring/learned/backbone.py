@@ -106,7 +106,11 @@ class Backbone:
             if isinstance(v, int) and 1 < v < 1_000_000
         ]
         self.max_length = min(limits)
-        self.dim = int(getattr(config, "hidden_size", 0) or getattr(config, "n_embd", 0) or getattr(config, "d_model", 0))
+        self.dim = int(
+            getattr(config, "hidden_size", 0)
+            or getattr(config, "n_embd", 0)
+            or getattr(config, "d_model", 0)
+        )
         self.batch_size = batch_size
 
     def count(self, text: str) -> int:
@@ -180,7 +184,9 @@ class Backbone:
         cache = None
         if n > 0:
             prefix = torch.tensor([first[:n]], dtype=torch.long, device=self.device)
-            cache = self.model(input_ids=prefix, past_key_values=DynamicCache(), use_cache=True).past_key_values
+            cache = self.model(
+                input_ids=prefix, past_key_values=DynamicCache(), use_cache=True
+            ).past_key_values
         vectors: list[Any] = []
         for start in range(0, len(encoded), self.batch_size):
             batch = [ids[n:] for ids in encoded[start : start + self.batch_size]]

@@ -23,9 +23,7 @@ def pairwise_accuracy(scores: Mapping[Hashable, float], pairs: Sequence[Pair]) -
     return right / len(pairs)
 
 
-def sample_spearman(
-    scores: Sequence[float], human: Sequence[float], docs: Sequence[str]
-) -> float:
+def sample_spearman(scores: Sequence[float], human: Sequence[float], docs: Sequence[str]) -> float:
     """Spearman ρ within each document across its outputs, averaged over documents."""
     if not scores:
         return math.nan

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 
-class RewardHead(nn.Module):  # type: ignore[misc]
+class RewardHead(nn.Module):
     """r = w · standardise(x) + b, or a small MLP (one hidden GELU layer) when ``hidden``.
 
     The feature mean and scale are buffers set from the training features
@@ -19,6 +19,8 @@ class RewardHead(nn.Module):  # type: ignore[misc]
         super().__init__()
         self.dim = dim
         self.hidden = hidden
+        self.mean: torch.Tensor
+        self.scale: torch.Tensor
         self.register_buffer("mean", torch.zeros(dim))
         self.register_buffer("scale", torch.ones(dim))
         self.net: nn.Module = (

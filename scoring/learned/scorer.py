@@ -52,5 +52,7 @@ class LearnedScorer:
         vectors = torch.from_numpy(self.features(self.format(instruction, items)))
         self.head.eval()
         with torch.no_grad():
-            values: list[float] = self.head(vectors.to(next(self.head.parameters()).device)).tolist()
+            values: list[float] = self.head(
+                vectors.to(next(self.head.parameters()).device)
+            ).tolist()
         return values

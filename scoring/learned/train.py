@@ -97,7 +97,7 @@ def fit(
             keys = [p.good for p in batch] + [p.bad for p in batch]
             r = score(keys)
             loss = pair_loss(r[: len(batch)], r[len(batch) :])
-            (loss / config.accumulate).backward()
+            (loss / config.accumulate).backward()  # type: ignore[no-untyped-call]
             if (b + 1) % config.accumulate == 0 or start + config.batch_size >= len(order):
                 optimizer.step()
                 optimizer.zero_grad()

@@ -116,7 +116,9 @@ def frame_for(dataset: Dataset, params: MatrixParams) -> ScoreFrame:
         from learned.models import TrainedMetric
 
         trained = TrainedMetric.objects.filter(pk=params.test_of).first()
-        frame = restrict_to_documents(frame, trained.split.get(dataset.name, {}).get("test", []) if trained else [])
+        frame = restrict_to_documents(
+            frame, trained.split.get(dataset.name, {}).get("test", []) if trained else []
+        )
     return frame
 
 

@@ -48,9 +48,15 @@ def test_a_trained_metric_scores_a_dataset_through_the_normal_run_path(trained, 
 
 
 def test_run_metric_takes_a_trained_metric_id(trained, judged, capsys):
-    call_command("run_metric", "--dataset", "judged", "--metric", "learned", "--model", str(trained.pk))
+    call_command(
+        "run_metric", "--dataset", "judged", "--metric", "learned", "--model", str(trained.pk)
+    )
     run = MetricRun.objects.get(metric="learned")
-    assert run.status == "succeeded" and run.done == 48 and run.label.startswith(f"learned#{trained.pk}")
+    assert (
+        run.status == "succeeded"
+        and run.done == 48
+        and run.label.startswith(f"learned#{trained.pk}")
+    )
 
 
 def test_an_unfinished_or_unknown_trained_metric_cannot_be_run(judged, trained):
@@ -70,7 +76,9 @@ def test_the_dashboards_can_keep_only_the_test_documents_of_a_trained_metric(tra
     assert frame_for(judged, MatrixParams()).n_outputs == 48
 
 
-def test_the_correlations_page_flags_what_a_learned_metric_was_trained_on(client, cast, trained, judged):
+def test_the_correlations_page_flags_what_a_learned_metric_was_trained_on(
+    client, cast, trained, judged
+):
     run = start_run(judged, RunRequest(metric="learned", model=str(trained.pk)), enqueue=False)
     execute_run(run.pk)
     client.force_login(cast["owner"])
@@ -81,7 +89,9 @@ def test_the_correlations_page_flags_what_a_learned_metric_was_trained_on(client
     assert "1 documents (the test documents of learned metric" in only_test
 
 
-def test_the_report_compares_base_trained_and_every_run_on_the_test_documents(client, cast, trained, judged):
+def test_the_report_compares_base_trained_and_every_run_on_the_test_documents(
+    client, cast, trained, judged
+):
     call_command("run_metric", "--dataset", "judged", "--metric", "rouge2")
     client.force_login(cast["owner"])
     page = client.get(reverse("learned:report", args=[trained.pk])).content.decode()
@@ -97,9 +107,15 @@ def test_the_job_page_polls_until_the_job_ends(client, cast, trained):
     fragment = client.get(url, HTTP_HX_REQUEST="true")
     assert fragment.status_code == 286 and b'id="job-progress"' in fragment.content
     assert b"hx-trigger" not in fragment.content
-    TrainedMetric.objects.filter(pk=trained.pk).update(status="running", progress={"phase": "training", "epoch": 1, "epochs": 3})
+    TrainedMetric.objects.filter(pk=trained.pk).update(
+        status="running", progress={"phase": "training", "epoch": 1, "epochs": 3}
+    )
     running = client.get(url, HTTP_HX_REQUEST="true")
-    assert running.status_code == 200 and b"every 1s" in running.content and b"epoch 1 / 3" in running.content
+    assert (
+        running.status_code == 200
+        and b"every 1s" in running.content
+        and b"epoch 1 / 3" in running.content
+    )
 
 
 def test_outsiders_and_annotators_cannot_see_a_trained_metric(client, cast, trained):
@@ -110,8 +126,12 @@ def test_outsiders_and_annotators_cannot_see_a_trained_metric(client, cast, trai
 
 
 def test_a_run_can_score_only_the_test_documents_of_a_trained_metric(trained, judged):
-    call_command("run_metric", "--dataset", "judged", "--metric", "rouge2", "--test-docs-of", str(trained.pk))
+    call_command(
+        "run_metric", "--dataset", "judged", "--metric", "rouge2", "--test-docs-of", str(trained.pk)
+    )
     run = MetricRun.objects.get(metric="rouge2")
     assert run.config["doc_keys"] == trained.test_docs() and run.total == run.done == 4
-    keys = set(MetricScore.objects.filter(run=run).values_list("output__document__doc_key", flat=True))
+    keys = set(
+        MetricScore.objects.filter(run=run).values_list("output__document__doc_key", flat=True)
+    )
     assert keys == set(trained.test_docs())

@@ -27,7 +27,9 @@ def _train(*args: str) -> dict[str, object]:
     return json.loads(out.getvalue().strip().splitlines()[-1])
 
 
-def test_train_metric_prints_the_json_summary_last_and_stores_a_checked_checkpoint(judged, tiny_backbone):
+def test_train_metric_prints_the_json_summary_last_and_stores_a_checked_checkpoint(
+    judged, tiny_backbone
+):
     summary = _train("--dataset", "judged", "--aspect", "coherence", "--backbone", tiny_backbone,
                      "--epochs", "5", "--seed", "1")  # fmt: skip
     job = TrainedMetric.objects.get(pk=summary["model"])
@@ -42,7 +44,9 @@ def test_train_metric_prints_the_json_summary_last_and_stores_a_checked_checkpoi
     assert path.is_file() and sha256_of(path) == job.checkpoint_sha256 and job.version == 1
     assert 1 <= len(job.curves) <= 5 and {"loss", "validation_accuracy"} <= set(job.curves[0])
     config = job.config
-    assert config["seed"] == 1 and config["margin"] == 0.5 and config["hyperparameters"]["epochs"] == 5
+    assert (
+        config["seed"] == 1 and config["margin"] == 0.5 and config["hyperparameters"]["epochs"] == 5
+    )
     assert config["backbone"]["pooling"] == "last" and config["backbone"]["files"]["sha256"]
     assert {"torch", "transformers", "numpy"} <= set(config["versions"])
     assert "Rate the coherence" in config["target"]["instruction"]
@@ -55,13 +59,17 @@ def test_the_split_is_frozen_by_document_and_reproducible(judged, tiny_backbone)
     parts = first.split["judged"]
     assert first.split == second.split
     assert [len(parts[p]) for p in ("train", "validation", "test")] == [10, 1, 1]
-    assert set(parts["train"]).isdisjoint(parts["test"]) and set(parts["train"]).isdisjoint(parts["validation"])
+    assert set(parts["train"]).isdisjoint(parts["test"]) and set(parts["train"]).isdisjoint(
+        parts["validation"]
+    )
     assert first.test_docs() == parts["test"]
     # 6 pairs per document (scores 5, 4, 2, 1 all differ by more than 0.5)
     assert (first.pairs["train"], first.pairs["validation"], first.pairs["test"]) == (60, 6, 6)
 
 
-def test_multi_and_cross_task_setups_train_on_other_aspects_and_test_on_the_target(judged, tiny_backbone):
+def test_multi_and_cross_task_setups_train_on_other_aspects_and_test_on_the_target(
+    judged, tiny_backbone
+):
     multi = create_job(TrainingRequest(dataset="judged", aspect="COH", setup="multi",
                                        backbone=tiny_backbone), enqueue=False)  # fmt: skip
     cross = create_job(TrainingRequest(dataset="judged", aspect="COH", setup="cross",
@@ -73,8 +81,11 @@ def test_multi_and_cross_task_setups_train_on_other_aspects_and_test_on_the_targ
 
 
 def test_too_few_pairs_says_how_many_and_why_and_creates_nothing(judged, tiny_backbone):
-    with pytest.raises(CommandError, match=r"Too few preference pairs: 0 train pairs.*"
-                       r"0 ties dropped, 72 differing by no more than the margin 5"):
+    with pytest.raises(
+        CommandError,
+        match=r"Too few preference pairs: 0 train pairs.*"
+        r"0 ties dropped, 72 differing by no more than the margin 5",
+    ):
         _train("--dataset", "judged", "--aspect", "coherence", "--backbone", tiny_backbone,
                "--margin", "5")  # fmt: skip
     assert not TrainedMetric.objects.exists()
@@ -89,7 +100,9 @@ def test_an_aspect_without_judgments_is_an_error_and_creates_nothing(judged, tin
 def test_a_backbone_that_cannot_be_loaded_is_an_error_and_creates_nothing(judged, tmp_path):
     (tmp_path / "broken").mkdir()
     with pytest.raises(CommandError, match="cannot be loaded"):
-        _train("--dataset", "judged", "--aspect", "coherence", "--backbone", str(tmp_path / "broken"))
+        _train(
+            "--dataset", "judged", "--aspect", "coherence", "--backbone", str(tmp_path / "broken")
+        )
     assert not TrainedMetric.objects.exists()
 
 
@@ -103,15 +116,22 @@ def test_executing_a_job_twice_trains_once(judged, tiny_backbone):
 
 
 def test_a_cancelled_job_does_not_train(judged, tiny_backbone):
-    job = create_job(TrainingRequest(dataset="judged", aspect="COH", backbone=tiny_backbone), enqueue=False)
+    job = create_job(
+        TrainingRequest(dataset="judged", aspect="COH", backbone=tiny_backbone), enqueue=False
+    )
     assert cancel_job(job)
     assert execute_job(job.pk) == "not pending"
     assert TrainedMetric.objects.get(pk=job.pk).status == "cancelled"
 
 
-def test_the_second_job_reads_the_features_from_the_cache(judged, tiny_backbone, settings, tmp_path):
+def test_the_second_job_reads_the_features_from_the_cache(
+    judged, tiny_backbone, settings, tmp_path
+):
     settings.DATA_DIR = tmp_path  # an empty feature cache
-    first = create_job(TrainingRequest(dataset="judged", aspect="COH", backbone=tiny_backbone, epochs=1), enqueue=False)
+    first = create_job(
+        TrainingRequest(dataset="judged", aspect="COH", backbone=tiny_backbone, epochs=1),
+        enqueue=False,
+    )
     execute_job(first.pk)
     first.refresh_from_db()
     assert first.progress["seconds"]["feature_cache_hits"] == 0

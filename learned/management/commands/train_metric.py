@@ -67,8 +67,10 @@ class Command(BaseCommand):
             "model": job.pk,
             "label": job.label,
             "pairs": {k: job.pairs[k] for k in ("train", "validation", "test")},
-            "test": {k: {m: job.results[k][m] for m in ("pairwise_accuracy", "spearman")}
-                     for k in ("base", "trained")},  # fmt: skip
+            "test": {
+                k: {m: job.results[k][m] for m in ("pairwise_accuracy", "spearman")}
+                for k in ("base", "trained")
+            },  # fmt: skip
             "best_epoch": job.results["best_epoch"],
             "epochs": len(job.curves),
             "checkpoint": job.checkpoint,

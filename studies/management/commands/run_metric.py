@@ -34,7 +34,8 @@ class Command(BaseCommand):
         parser.add_argument("--dimension", default="src-hypo",
                             choices=["src-hypo", "ref-hypo", "hypo-ref", "avg-f"])  # fmt: skip
         parser.add_argument(
-            "--model", default="default",
+            "--model",
+            default="default",
             help="'default', a local path or a hub id; --metric learned: the trained metric's id",
         )
         parser.add_argument("--k", type=int, default=2, help="demonstrations for IDM")
