@@ -64,7 +64,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", default="single,multi,cross")
     parser.add_argument("--backbone", default="default")
-    parser.add_argument("--layer", type=int, default=12, help="backbone blocks used (of 30)")
+    parser.add_argument("--layer", type=int, default=6, help="backbone blocks used (of 30)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--docs", type=int, default=0, help="only the first N documents (0: all)")
