@@ -10,6 +10,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/", include("studies.api.urls")),
     path("", include("studies.annotation.urls")),
+    path("", include("learned.urls")),
     path("", include("studies.urls")),
 ]
 

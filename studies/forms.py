@@ -96,7 +96,8 @@ class RunForm(forms.Form):
     metric = forms.ChoiceField(
         choices=[("gptscore", "GPTScore"), ("geval", "G-Eval"),
                  ("rouge", "ROUGE-1/2/L (three runs)"), ("bleu", "BLEU"), ("chrf", "chrF"),
-                 ("bertscore", "BERTScore-style similarity")],
+                 ("bertscore", "BERTScore-style similarity"),
+                 ("learned", "Learned metric (model: its id)")],
         initial="gptscore",
         required=False,
     )  # fmt: skip
@@ -115,7 +116,8 @@ class RunForm(forms.Form):
     model = forms.CharField(
         initial="default",
         help_text="'default' (SmolLM2-135M-Instruct; all-MiniLM-L6-v2 for BERTScore), "
-        "an installed model's folder name, or a hub id an admin allowed",
+        "an installed model's folder name, or a hub id an admin allowed; for a learned "
+        "metric, the trained metric's id",
     )
     k = forms.IntegerField(
         min_value=0, max_value=8, initial=2, help_text="demonstrations (IDM only)"

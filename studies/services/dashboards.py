@@ -30,7 +30,7 @@ from scoring.stats import (
     intercorrelation,
 )
 from studies.models import Dataset, Output
-from studies.services.frames import ScoreFrame, load_frame
+from studies.services.frames import ScoreFrame, load_frame, restrict_to_documents
 
 log = logging.getLogger(__name__)
 ALPHA = 0.05
@@ -60,6 +60,7 @@ class MatrixParams:
     seed: int = 0
     policy: str = "skip"
     exclude_flagged: bool = False  # leave out annotators flagged on gold items
+    test_of: int = 0  # a trained metric's id: only its test documents (0: every document)
 
     @classmethod
     def from_query(cls, query: Any) -> MatrixParams:
@@ -67,11 +68,13 @@ class MatrixParams:
         params = cls()
         level = query.get("level", params.level)
         coefficient = query.get("coef", params.coefficient)
+        test_of = str(query.get("testof", "") or "")
         return replace(
             params,
             level=level if level in {lv.value for lv in Level} else params.level,
             coefficient=coefficient if coefficient in COEFFICIENT_NAMES else params.coefficient,
             exclude_flagged=query.get("flagged") == "exclude",
+            test_of=int(test_of) if test_of.isdigit() else 0,
         )
 
     @property
@@ -88,6 +91,8 @@ class MatrixParams:
         choices = {"level": self.level, "coef": self.coefficient}
         if self.exclude_flagged:
             choices["flagged"] = "exclude"
+        if self.test_of:
+            choices["testof"] = str(self.test_of)
         return urlencode(choices)
 
     def key(self, dataset: Dataset) -> str:
@@ -98,13 +103,31 @@ class MatrixParams:
 
 
 def frame_for(dataset: Dataset, params: MatrixParams) -> ScoreFrame:
-    """The dataset's scores and judgments, without flagged annotators when asked."""
+    """The dataset's scores and judgments, without flagged annotators when asked, and only
+    a trained metric's test documents when asked (so no metric is credited for the
+    documents a learned metric was trained on)."""
     excluded: set[int] = set()
     if params.exclude_flagged:
         from studies.annotation.services.gold import flagged_for_dataset
 
         excluded = flagged_for_dataset(dataset)
-    return load_frame(dataset, exclude_annotators=excluded)
+    frame = load_frame(dataset, exclude_annotators=excluded)
+    if params.test_of:
+        from learned.models import TrainedMetric
+
+        trained = TrainedMetric.objects.filter(pk=params.test_of).first()
+        frame = restrict_to_documents(
+            frame, trained.split.get(dataset.name, {}).get("test", []) if trained else []
+        )
+    return frame
+
+
+def trained_metrics(dataset: Dataset) -> list[Any]:
+    """The dataset's finished learned metrics (for the page's test-documents filter)."""
+    from learned.models import TrainedMetric
+
+    return list(TrainedMetric.objects.filter(dataset=dataset, status=TrainedMetric.Status.SUCCEEDED)
+                .select_related("aspect").only("pk", "label", "split", "aspect__code"))  # fmt: skip
 
 
 def excluded_annotators(dataset: Dataset, params: MatrixParams) -> list[str]:

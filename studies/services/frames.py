@@ -8,7 +8,7 @@ of scores and model instances would cost seconds.
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -31,6 +31,7 @@ class RunInfo:
     setting: str
     dimension: str
     aspect: str  # the aspect a GPTScore run was prompted for ("" for imported metrics)
+    trained_on: int = 0  # a learned metric: documents of its training and validation splits
 
     @classmethod
     def of(cls, run: MetricRun) -> RunInfo:
@@ -45,6 +46,7 @@ class RunInfo:
             setting=str(config.get("setting") or ""),
             dimension=str(config.get("dimension") or ""),
             aspect=str(config.get("aspect") or ""),
+            trained_on=sum(len(v) for v in (config.get("trained_on") or {}).values()),
         )
 
 
@@ -167,4 +169,22 @@ def load_frame(
         human=human,
         runs=runs,
         metrics=metrics,
+    )
+
+
+def restrict_to_documents(frame: ScoreFrame, doc_keys: Collection[str]) -> ScoreFrame:
+    """The same frame with only the outputs of ``doc_keys`` (codes renumbered)."""
+    wanted = set(doc_keys)
+    keep = np.array([frame.doc_keys[c] in wanted for c in frame.doc_codes], dtype=bool)
+    docs, doc_codes = np.unique(frame.doc_codes[keep], return_inverse=True)
+    systems, system_codes = np.unique(frame.system_codes[keep], return_inverse=True)
+    return replace(
+        frame,
+        output_ids=frame.output_ids[keep],
+        doc_codes=doc_codes.astype(np.int64),
+        system_codes=system_codes.astype(np.int64),
+        doc_keys=[frame.doc_keys[c] for c in docs],
+        system_names=[frame.system_names[c] for c in systems],
+        human=frame.human[keep],
+        metrics=frame.metrics[keep],
     )

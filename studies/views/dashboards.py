@@ -40,6 +40,7 @@ def correlations(request: HttpRequest, pk: int) -> HttpResponse:
         "rows": tables.matrix_rows(result, request.GET.get("sort")) if result else [],
         "sort": request.GET.get("sort", ""), "levels": LEVELS, "coefficients": COEFFICIENTS,
         "progress": None if result else dashboards.progress(dataset, params),
+        "trained": dashboards.trained_metrics(dataset),
     }  # fmt: skip
     partial = request.htmx and request.htmx.target == "matrix"
     response = render(request, "studies/partials/matrix.html" if partial else "studies/correlations.html",

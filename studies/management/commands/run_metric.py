@@ -2,7 +2,7 @@
 --setting IST --dimension src-hypo --model default [--limit-docs N]``; also
 ``--metric geval`` (with ``--steps``, ``--weighting``, ``--estimation``) and the baselines
 ``rouge`` (three runs: ROUGE-1, -2, -L), ``rouge1``, ``rouge2``, ``rougeL``, ``bleu``,
-``chrf``, ``bertscore``."""
+``chrf``, ``bertscore``; ``--metric learned --model ID`` scores with a trained metric."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ class Command(BaseCommand):
             "--model",
             default="default",
             help="'default', an installed model's folder name, an allowed hub id, or (the "
-            "shell only) any local path or hub id",
+            "shell only) any local path or hub id; --metric learned: the trained metric's id",
         )
         parser.add_argument("--k", type=int, default=2, help="demonstrations for IDM")
         parser.add_argument("--seed", type=int, default=0)
@@ -56,6 +56,8 @@ class Command(BaseCommand):
         parser.add_argument("--layer", type=int, help="BERTScore: encoder layer (default last)")
         parser.add_argument("--batch-size", type=int, default=8)
         parser.add_argument("--limit-docs", type=int, help="only the first N documents (by key)")
+        parser.add_argument("--test-docs-of", type=int, metavar="ID",
+                            help="only the test documents of trained metric ID")  # fmt: skip
         parser.add_argument("--enqueue", action="store_true", help="hand the run to the workers")
         parser.add_argument("--resume", type=int, metavar="RUN_ID", help="resume a stopped run")
 
@@ -88,6 +90,17 @@ class Command(BaseCommand):
         if errors:
             raise CommandError("; ".join(errors))
 
+    def test_docs(self, trained_id: int | None, dataset: str) -> tuple[str, ...]:
+        if trained_id is None:
+            return ()
+        from learned.models import TrainedMetric
+
+        trained = TrainedMetric.objects.filter(pk=trained_id).first()
+        docs = trained.split.get(dataset, {}).get("test", []) if trained else []
+        if not docs:
+            raise CommandError(f"trained metric {trained_id} has no test documents in {dataset}")
+        return tuple(docs)
+
     def start(self, opts: dict[str, Any]) -> list[MetricRun]:
         needs_aspect = opts["metric"] in ("gptscore", "geval")
         if not opts["dataset"] or (needs_aspect and not opts["aspect"]):
@@ -103,6 +116,7 @@ class Command(BaseCommand):
             batch_size=opts["batch_size"], limit_docs=opts["limit_docs"], steps=opts["steps"],
             weighting=opts["weighting"], estimation=opts["estimation"],
             n_samples=opts["samples"], layer=opts["layer"],
+            doc_keys=self.test_docs(opts["test_docs_of"], dataset.name),
         )  # fmt: skip
         try:
             # the operator's shell may name any local path; web requests may not

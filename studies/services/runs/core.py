@@ -91,7 +91,8 @@ def save_run(
             dataset=dataset, metric=plan.metric, label=plan.label, kind=MetricRun.Kind.COMPUTED,
             config=plan.config, aspect_version=plan.aspect_version,
             template_version_id=plan.template_version_id, steps_id=plan.steps_id,
-            created_by=user, total=len(outputs_of(dataset, plan.config.get("limit_docs"))),
+            created_by=user, total=len(outputs_of(dataset, plan.config.get("limit_docs"),
+                                                  plan.config.get("doc_keys"))),
             heartbeat_at=timezone.now(),
         )  # fmt: skip
         if enqueue_it:
@@ -99,9 +100,14 @@ def save_run(
     return run
 
 
-def outputs_of(dataset: Dataset, limit_docs: int | None) -> list[Output]:
-    """The outputs a run scores, by document key then system (``limit_docs``: the first N)."""
+def outputs_of(
+    dataset: Dataset, limit_docs: int | None, doc_keys: list[str] | None = None
+) -> list[Output]:
+    """The outputs a run scores, by document key then system (``limit_docs``: the first N;
+    ``doc_keys``: only these documents)."""
     outputs = Output.objects.filter(document__dataset=dataset).select_related("document")
+    if doc_keys:
+        outputs = outputs.filter(document__doc_key__in=doc_keys)
     if limit_docs:
         keys = list(
             dataset.documents.order_by("doc_key").values_list("doc_key", flat=True)[:limit_docs]
@@ -149,10 +155,12 @@ def execute_run(
 
 
 def _prepare(run: MetricRun, todo: list[Output], model_factory: ModelFactory | None) -> Scorer:
-    from studies.services.runs import baselines, geval, gptscore
+    from studies.services.runs import baselines, geval, gptscore, learned
 
     if run.metric == "gptscore":
         return gptscore.prepare(run, todo, model_factory)
+    if run.metric == "learned":
+        return learned.prepare(run, todo, model_factory)
     if run.metric == "geval":
         return geval.prepare(run, todo, model_factory)
     if run.metric in baselines.METRICS:
@@ -170,7 +178,7 @@ def _n_tokens(results: list[ScoreResult]) -> int:
 
 
 def _score_all(run: MetricRun, model_factory: ModelFactory | None, chunk_outputs: int) -> str:
-    outputs = outputs_of(run.dataset, run.config.get("limit_docs"))
+    outputs = outputs_of(run.dataset, run.config.get("limit_docs"), run.config.get("doc_keys"))
     scored = set(MetricScore.objects.filter(run=run).values_list("output_id", flat=True))
     todo = [o for o in outputs if o.pk not in scored]
     timings = dict(run.timings or {})

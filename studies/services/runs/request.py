@@ -10,7 +10,8 @@ from studies.models import Aspect, Dataset, MetricRun
 from studies.services.models import check_model
 from studies.services.runs.core import RunError, save_run
 
-METRICS = ("gptscore", "geval", "rouge1", "rouge2", "rougeL", "bleu", "chrf", "bertscore")
+METRICS = ("gptscore", "geval", "rouge1", "rouge2", "rougeL", "bleu", "chrf", "bertscore",
+           "learned")  # fmt: skip
 METRIC_GROUPS = {"rouge": ("rouge1", "rouge2", "rougeL")}  # one request, several runs
 
 
@@ -39,6 +40,7 @@ class RunRequest:
     estimation: str = "probs"  # G-Eval: "probs" or "sampled" (n samples at temperature 1)
     n_samples: int = 20
     layer: int | None = None  # BERTScore: the encoder layer (default: the last)
+    doc_keys: tuple[str, ...] = ()  # only these documents (say, a learned metric's test set)
 
 
 def find_aspect(name: str, dataset: Dataset) -> Aspect:
@@ -62,18 +64,23 @@ def start_run(
     The model must be allowed (:func:`check_model`); ``local_paths`` (the operator's
     shell, never a web request) also accepts any local path or hub id.
     """
-    from studies.services.runs import baselines, geval, gptscore
+    from studies.services.runs import baselines, geval, gptscore, learned
 
-    check_model(request.model, local_paths=local_paths)
+    if request.metric != "learned":  # a learned metric names a trained metric's id
+        check_model(request.model, local_paths=local_paths)
 
     if request.metric == "gptscore":
         plan = gptscore.build(dataset, request)
+    elif request.metric == "learned":
+        plan = learned.build(dataset, request)
     elif request.metric == "geval":
         plan = geval.build(dataset, request, user)
     elif request.metric in baselines.METRICS:
         plan = baselines.build(dataset, request)
     else:
         raise RunError(f"Unknown metric {request.metric!r}; use one of {', '.join(METRICS)}.")
+    if request.doc_keys:
+        plan.config["doc_keys"] = sorted(request.doc_keys)
     return save_run(dataset, plan, user=user, enqueue_it=enqueue)
 
 
