@@ -47,7 +47,21 @@ PK_RULES: tuple[tuple[str, Callable[[World], Any]], ...] = (
     (r"^api:study-", lambda w: w.study.pk),
     (r"^api:(annotate-)?campaign-", lambda w: w.campaign.pk),
     (r"^api:assignment-", lambda w: w.lease.pk),
+    (r"^learned:", lambda w: trained_metric(w).pk),
 )
+
+
+def trained_metric(world: World) -> Any:
+    """A finished learned metric of the owner's dataset (its pages are the owner's)."""
+    from learned.models import TrainedMetric
+
+    trained, _ = TrainedMetric.objects.get_or_create(
+        label="matrix", dataset=world.dataset, aspect=Aspect.objects.get(code="COH"),
+        defaults={"created_by": world.users["owner"], "status": TrainedMetric.Status.SUCCEEDED},
+    )  # fmt: skip
+    return trained
+
+
 GLOBAL_OBJECTS = (r"^api:(aspect|template)-",)  # everyone's: not the owner's to hide
 
 
@@ -155,7 +169,7 @@ def expected(route: Route) -> dict[str, str]:
                 "annotation:skip"):  # fmt: skip
         return ANNOTATE_PAGE
     table = RESEARCH_API if name.startswith("api:") else RESEARCH_PAGE
-    if name.startswith(("studies:", "annotation:", "api:")):
+    if name.startswith(("studies:", "annotation:", "api:", "learned:")):
         return table if owned else {**table, "other_researcher": OK}
     pytest.fail(f"No expectation for the route {name} ({route.regex}): add one to expected() in "
                 "tests/api/test_authorization_matrix.py")  # fmt: skip

@@ -82,7 +82,7 @@ def test_the_correlations_page_flags_what_a_learned_metric_was_trained_on(
     run = start_run(judged, RunRequest(metric="learned", model=str(trained.pk)), enqueue=False)
     execute_run(run.pk)
     client.force_login(cast["owner"])
-    url = reverse("studies:correlations", args=[judged.name])
+    url = reverse("studies:correlations", args=[judged.pk])
     page = client.get(url).content.decode()
     assert "trained on 11 documents" in page and f'value="{trained.pk}"' in page
     only_test = client.get(url, {"testof": trained.pk}).content.decode()
