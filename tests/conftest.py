@@ -191,10 +191,18 @@ def _empty_cache():  # type: ignore[no-untyped-def]
 
 # Cases run by the import fuzz tests (tests/studies/test_import_fuzz.py), by outcome.
 FUZZ_CASES: Counter[str] = Counter()
+# What the browser XSS test (tests/test_browser_xss.py) checked: vectors, pages, executed.
+XSS_CHECKS: Counter[str] = Counter()
 
 
 def pytest_terminal_summary(terminalreporter):  # type: ignore[no-untyped-def]
-    """Say how many fuzzed files went through the import (the README cites this line)."""
+    """Say how many fuzzed files went through the import and how many XSS vectors × pages
+    were checked in Chromium (the README cites these lines)."""
     if FUZZ_CASES:
         parts = ", ".join(f"{n} {what}" for what, n in sorted(FUZZ_CASES.items()))
         terminalreporter.write_line(f"import fuzzing: {sum(FUZZ_CASES.values())} cases ({parts})")
+    if XSS_CHECKS:
+        terminalreporter.write_line(
+            f"xss: {XSS_CHECKS['vectors']} vectors × {XSS_CHECKS['pages']} pages, "
+            f"{XSS_CHECKS['executed']} executed, {XSS_CHECKS['injected']} injected elements"
+        )
