@@ -125,7 +125,8 @@ def _quoted(text: str) -> str:
 def to_csv(rows: list[list[str]]) -> bytes:
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n", quoting=csv.QUOTE_ALL).writerows(rows)
-    return buffer.getvalue().encode("utf-8")
+    # a lone surrogate a mutation put in a cell becomes the invalid UTF-8 a broken file holds
+    return buffer.getvalue().encode("utf-8", "surrogatepass")
 
 
 @st.composite

@@ -141,14 +141,14 @@ def test_two_researchers_uploads_naming_one_new_dataset_each_land_in_their_own(
 
     from django.conf import settings
 
-    from evalsite.celery import worker_command
+    from evalsite.celery import app, worker_command
     from studies.models import Dataset
-    from studies.tasks import import_upload
+    from studies.services import queue
     from tests.conftest import _worker_env
 
     # the uploads enqueue on a queue no worker reads yet (a session worker may be running)
     monkeypatch.setattr(
-        import_upload, "delay", lambda pk: import_upload.apply_async((pk,), queue="race-test")
+        queue, "send", lambda name, *args: app.send_task(name, args=list(args), queue="race-test")
     )
     for who in ("owner", "outsider"):
         client.force_login(cast[who])
