@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from studies.models import Aspect, Dataset
+from studies.models import Aspect, Dataset, MetricRun
 
 
 class TrainedMetric(models.Model):
@@ -20,12 +20,7 @@ class TrainedMetric(models.Model):
     dashboards can leave training documents out.
     """
 
-    class Status(models.TextChoices):
-        PENDING = "pending", "Pending"
-        RUNNING = "running", "Running"
-        SUCCEEDED = "succeeded", "Succeeded"
-        FAILED = "failed", "Failed"
-        CANCELLED = "cancelled", "Cancelled"
+    Status = MetricRun.Status  # a training job goes through a metric run's states
 
     class Setup(models.TextChoices):
         SINGLE = "single", "Single-task"
