@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -40,16 +41,22 @@ def env_bool(name: str, default: bool) -> bool:
     raise EnvError(f"{name}={raw!r} is not a boolean (use one of 1/0, true/false, yes/no, on/off)")
 
 
-def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+def _env_number(name: str, default: Any, convert: Any, kind: str, minimum: Any) -> Any:
+    """The variable read with ``convert`` (``int`` or ``float``), at least ``minimum``."""
     raw = env_str(name)
     if raw is None or raw.strip() == "":
         return default
     try:
-        value = int(raw)
+        value = convert(raw)
     except ValueError as exc:
-        raise EnvError(f"{name}={raw!r} is not an integer") from exc
+        raise EnvError(f"{name}={raw!r} is not {kind}") from exc
     if minimum is not None and value < minimum:
         raise EnvError(f"{name}={value} must be at least {minimum}")
+    return value
+
+
+def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+    value: int = _env_number(name, default, int, "an integer", minimum)
     return value
 
 
@@ -61,13 +68,5 @@ def env_list(name: str, default: list[str]) -> list[str]:
 
 
 def env_float(name: str, default: float, *, minimum: float | None = None) -> float:
-    raw = env_str(name)
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError as exc:
-        raise EnvError(f"{name}={raw!r} is not a number") from exc
-    if minimum is not None and value < minimum:
-        raise EnvError(f"{name}={value} must be at least {minimum}")
+    value: float = _env_number(name, default, float, "a number", minimum)
     return value
