@@ -229,6 +229,17 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def tear_down(server: subprocess.Popen[bytes] | None, database: str) -> None:
+    """Stop the server and drop the benchmark's database."""
+    if server is not None:
+        server.terminate()
+        server.wait(timeout=30)
+    from django.db import connections
+
+    connections.close_all()
+    admin_sql(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+
+
 def serve(env: dict[str, str], workers: int, threads: int) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     gunicorn = Path(sys.executable).with_name("gunicorn")
@@ -338,13 +349,7 @@ def main() -> None:
             stress = [one_run(port, owner, users, 101, 8, (0.0, 1.5), lease=1)]
             summary("lapsing leases (1 s leases, think 0-1.5 s)", stress)
     finally:
-        if server is not None:
-            server.terminate()
-            server.wait(timeout=30)
-        from django.db import connections
-
-        connections.close_all()
-        admin_sql(f'DROP DATABASE IF EXISTS "{args.database}" WITH (FORCE)')
+        tear_down(server, args.database)
 
 
 if __name__ == "__main__":

@@ -43,7 +43,15 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from annotate_load import Annotator, admin_sql, check, new_campaign, serve, setup_django  # noqa: E402
+from annotate_load import (  # noqa: E402
+    Annotator,
+    admin_sql,
+    check,
+    new_campaign,
+    serve,
+    setup_django,
+    tear_down,
+)
 
 TARGET_P95_MS = 150.0
 
@@ -296,13 +304,7 @@ def main() -> None:
             if any(r["server_errors"] or r["problems"] for r in runs):
                 raise SystemExit(1)
     finally:
-        if server is not None:
-            server.terminate()
-            server.wait(timeout=30)
-        from django.db import connections
-
-        connections.close_all()
-        admin_sql(f'DROP DATABASE IF EXISTS "{args.database}" WITH (FORCE)')
+        tear_down(server, args.database)
         flush_cache(cache_url)
 
 
