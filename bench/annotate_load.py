@@ -74,7 +74,7 @@ def setup_django(database: str, tmp: Path) -> dict[str, str]:
         "DEBUG": "false",
         "SECRET_KEY": "bench-only-secret-key-" + "x" * 40,
         "ALLOWED_HOSTS": "127.0.0.1",
-        "SECURE_COOKIES": "false",
+        "HTTPS": "false",  # gunicorn serves plain HTTP on the loopback: no redirect, plain cookies
         "LOG_LEVEL": "WARNING",
         "DJANGO_SETTINGS_MODULE": "evalsite.settings",
         "STATIC_ROOT": str(tmp / "static"),
