@@ -64,16 +64,6 @@ def doc_name(dataset: Dataset, doc_key: str) -> str:
     return f"{dataset.name}/{doc_key}"
 
 
-def find_aspect(name: str) -> Aspect:
-    aspect = (
-        Aspect.objects.filter(code__iexact=name).first()
-        or Aspect.objects.filter(name__iexact=name).first()
-    )
-    if aspect is None:
-        raise TrainingError(f"Unknown aspect {name!r}.")
-    return aspect
-
-
 def judged_aspects(dataset: Dataset) -> list[Aspect]:
     """Aspects with at least one Likert judgment or pairwise answer on the dataset."""
     from studies.annotation.models import PairwiseJudgment

@@ -12,13 +12,15 @@ from django.db import transaction
 from django.utils import timezone
 
 from learned.models import TrainedMetric
-from learned.services.data import TrainingError, find_aspect, load_task, tasks_for
+from learned.services.data import TrainingError, load_task, tasks_for
 from scoring.learned.backbone import Backbone, BackboneError
 from scoring.learned.pairs import DEFAULT_MARGIN
 from scoring.learned.split import DEFAULT_RATIOS, pairs_in, split_documents
 from scoring.learned.train import TrainConfig
-from studies.models import Dataset
+from studies.services.lookup import DatasetNotFound, find_dataset
 from studies.services.models import fingerprint, library_versions, resolve_encoder, resolve_model
+from studies.services.runs.core import RunError
+from studies.services.runs.request import find_aspect
 
 STALE_AFTER = timedelta(minutes=5)  # a RUNNING job without a heartbeat this long may resume
 MIN_PAIRS = {"train": 8, "validation": 1, "test": 1}
@@ -78,16 +80,19 @@ def plan(request: TrainingRequest) -> dict[str, Any]:
     raises :class:`TrainingError` (or :class:`BackboneError`) and writes nothing."""
     if request.mode not in ("head", "full"):
         raise TrainingError(f"Unknown mode {request.mode!r}; use head or full.")
-    dataset = Dataset.objects.select_related("task").filter(name=request.dataset).first()
-    if dataset is None:
-        raise TrainingError(f"No dataset named {request.dataset!r}.")
-    others = []
-    for name in request.datasets:
-        found = Dataset.objects.select_related("task").filter(name=name).first()
-        if found is None:
-            raise TrainingError(f"No dataset named {name!r} (in --datasets).")
-        others.append(found)
-    aspect = find_aspect(request.aspect)
+    # names are unique per owner: the commands' lookup (id, owner/name or an unambiguous
+    # name), and the aspects a run on the dataset may use (shared ones and its owner's)
+    try:
+        dataset = find_dataset(request.dataset)
+        others = []
+        for name in request.datasets:
+            try:
+                others.append(find_dataset(name))
+            except DatasetNotFound as exc:
+                raise TrainingError(f"{exc} (in --datasets)") from exc
+        aspect = find_aspect(request.aspect, dataset)
+    except (DatasetNotFound, RunError) as exc:
+        raise TrainingError(str(exc)) from exc
     training, target = tasks_for(request.setup, dataset, aspect, others)
     data = {t.key: load_task(t, margin=request.margin, exclude_flagged=request.exclude_flagged)
             for t in dict.fromkeys([*training, target])}  # fmt: skip

@@ -97,6 +97,26 @@ def test_an_aspect_without_judgments_is_an_error_and_creates_nothing(judged, tin
     assert not TrainedMetric.objects.exists()
 
 
+def test_the_dataset_and_aspect_are_found_among_the_owners_own(
+    judged, cast, write_jsonl, tiny_backbone
+):
+    """Dataset names and aspect codes are unique per owner: an ambiguous name is an error
+    naming both, and ``owner/name`` trains on that owner's dataset."""
+    from studies.services.datasets import ImportOptions, import_file
+    from tests.learned.conftest import records
+
+    path = write_jsonl(records(), name="theirs.jsonl")
+    import_file(path, ImportOptions(dataset="judged", task="summarization", file_format="jsonl",
+                                    file_name=path.name, owner=cast["outsider"]))  # fmt: skip
+    with pytest.raises(
+        CommandError, match=r"owner/judged.*outsider/judged|outsider/judged.*owner/judged"
+    ):
+        _train("--dataset", "judged", "--aspect", "coherence", "--backbone", tiny_backbone)
+    assert not TrainedMetric.objects.exists()
+    _train("--dataset", "outsider/judged", "--aspect", "coherence", "--backbone", tiny_backbone)
+    assert TrainedMetric.objects.get().dataset.owner == cast["outsider"]
+
+
 def test_a_backbone_that_cannot_be_loaded_is_an_error_and_creates_nothing(judged, tmp_path):
     (tmp_path / "broken").mkdir()
     with pytest.raises(CommandError, match="cannot be loaded"):
