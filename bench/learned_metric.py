@@ -18,6 +18,9 @@ includes computing every feature). Rows:
   Base + 0.10, Spearman above every other run.
 * ``multi``: SummEval's four aspects together, tested on coherence.
 * ``cross``: the other three aspects, tested on coherence (features shared with multi).
+* ``ablation``: the single-task row again with the paper's pooling (the last token
+  alone, ``--pooling last``) and with the default pooling on every block (30): why the
+  defaults are ``last+answer`` and 12 blocks.
 """
 
 from __future__ import annotations
@@ -31,32 +34,23 @@ import time
 from io import StringIO
 from pathlib import Path
 
+from _django import setup_django
+
 REPO = Path(__file__).resolve().parent.parent
 SUMMEVAL = REPO.parent / "shared" / "data" / "summeval.jsonl"
 
 
-def setup_django(tmp: Path) -> None:
-    sys.path.insert(0, str(REPO))
-    os.environ["CONCORDIA_DATA_DIR"] = str(tmp)
-    os.environ.pop("DATABASE_URL", None)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-
-
-def train(setup: str, args: argparse.Namespace) -> tuple[dict[str, object], float]:
+def train(
+    setup: str, args: argparse.Namespace, *, pooling: str = "", layer: int | None = None
+) -> tuple[dict[str, object], float]:
     from django.core.management import call_command
 
     out = StringIO()
     started = time.perf_counter()
     call_command("train_metric", "--dataset", "summeval", "--aspect", "coherence",
                  "--setup", setup, "--backbone", args.backbone, "--mode", "head",
-                 "--layer", str(args.layer), "--seed", str(args.seed), "--format", "json",
-                 stdout=out)  # fmt: skip
+                 "--layer", str(layer or args.layer), "--seed", str(args.seed), "--format", "json",
+                 "--pooling", pooling, stdout=out)  # fmt: skip
     return json.loads(out.getvalue().strip().splitlines()[-1]), time.perf_counter() - started
 
 
@@ -64,7 +58,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", default="single,multi,cross")
     parser.add_argument("--backbone", default="default")
-    parser.add_argument("--layer", type=int, default=6, help="backbone blocks used (of 30)")
+    parser.add_argument("--layer", type=int, default=12, help="backbone blocks used (of 30)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--docs", type=int, default=0, help="only the first N documents (0: all)")
@@ -132,6 +126,14 @@ def main() -> None:
                   f"{t['base']['pairwise_accuracy']:.3f} / {t['base']['spearman']:.3f}, trained "
                   f"{t['trained']['pairwise_accuracy']:.3f} / {t['trained']['spearman']:.3f} "
                   f"(pairwise accuracy / Spearman)")  # fmt: skip
+    if "ablation" in rows:
+        for name, pooling, layer in (("last token alone, 12 blocks", "last", None),
+                                     ("last+answer, every block", "", 30)):  # fmt: skip
+            summary, seconds = train("single", args, pooling=pooling, layer=layer)
+            t = summary["test"]
+            print(f"single-task, {name}: {seconds:.1f} s, Base {t['base']['pairwise_accuracy']:.3f} / "
+                  f"{t['base']['spearman']:.3f}, trained {t['trained']['pairwise_accuracy']:.3f} / "
+                  f"{t['trained']['spearman']:.3f} (pairwise accuracy / Spearman)")  # fmt: skip
     print(f"load average at the end: {os.getloadavg()}")
 
 

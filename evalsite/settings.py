@@ -74,6 +74,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Vary: HX-Request on every HTML response (pages and their htmx partials share URLs).
+    "studies.views.helpers.VaryOnHtmxMiddleware",
     "csp.middleware.CSPMiddleware",
     # Last, as django-axes asks: it turns a lockout signalled by its backend into a response.
     "axes.middleware.AxesMiddleware",
@@ -313,6 +315,8 @@ SPECTACULAR_SETTINGS = {
         "ImportStatusEnum": "studies.models.ImportJob.Status",
         "CampaignStatusEnum": "studies.annotation.models.Campaign.Status",
         "AssignmentStatusEnum": "studies.annotation.models.Assignment.Status",
+        "CampaignModeEnum": "studies.annotation.models.Campaign.Mode",
+        "TrainingModeEnum": "learned.models.TrainedMetric.Mode",
     },
 }
 

@@ -1,7 +1,8 @@
-"""Upload a dataset file, score it with ROUGE and GPTScore, wait, print the correlations.
+"""Upload a dataset file, score it with ROUGE and GPTScore, wait, print the correlations;
+with ``--train``, also train a learned metric on the aspect's judgments and score with it.
 
     python examples/api_example.py --url http://127.0.0.1:8000 --token YOUR_TOKEN \\
-        --file my-outputs.jsonl --dataset my-outputs --aspect coherence --limit-docs 2
+        --file my-outputs.jsonl --dataset my-outputs --aspect coherence --limit-docs 2 [--train]
 
 Your token is on the *API token* page (or ``python3 manage.py api_token USERNAME``).
 Only ``requests`` is needed.
@@ -28,6 +29,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--aspect", default="coherence", help="GPTScore's aspect (code or name)")
     parser.add_argument("--model", default="default", help="GPTScore's language model")
     parser.add_argument("--limit-docs", type=int, default=None)
+    parser.add_argument("--train", action="store_true",
+                        help="also train a learned metric on the aspect (needs ~10+ judged documents)")  # fmt: skip
     args = parser.parse_args(argv)
 
     api = requests.Session()
@@ -55,18 +58,21 @@ def main(argv: list[str] | None = None) -> None:
                                         "model": args.model, "setting": "IST"}).json()  # fmt: skip
 
     # 3. wait for them, with progress
-    pending = {run["id"]: run for run in runs}
-    while pending:
-        for run_id in list(pending):
-            run = call("GET", f"runs/{run_id}/").json()
-            eta = f", ETA {run['eta_seconds']:.0f} s" if run["eta_seconds"] is not None else ""
-            rate = f", {run['outputs_per_s']:.1f} outputs/s" if run["outputs_per_s"] else ""
-            print(f"  {run['label']}: {run['status']} {run['done']}/{run['total']}{rate}{eta}")
-            if run["status"] in FINISHED:
-                del pending[run_id]
-                if run["status"] != "succeeded":
-                    sys.exit(f"run {run['label']} {run['status']}: {run['error']}")
-        time.sleep(1 if pending else 0)
+    def wait(runs: list[dict[str, object]]) -> None:
+        pending = {run["id"]: run for run in runs}
+        while pending:
+            for run_id in list(pending):
+                run = call("GET", f"runs/{run_id}/").json()
+                eta = f", ETA {run['eta_seconds']:.0f} s" if run["eta_seconds"] is not None else ""
+                rate = f", {run['outputs_per_s']:.1f} outputs/s" if run["outputs_per_s"] else ""
+                print(f"  {run['label']}: {run['status']} {run['done']}/{run['total']}{rate}{eta}")
+                if run["status"] in FINISHED:
+                    del pending[run_id]
+                    if run["status"] != "succeeded":
+                        sys.exit(f"run {run['label']} {run['status']}: {run['error']}")
+            time.sleep(1 if pending else 0)
+
+    wait(runs)
 
     # 4. the correlation table (202 while a worker computes a large one)
     while (
@@ -87,6 +93,27 @@ def main(argv: list[str] | None = None) -> None:
                 text += f" [{cell['low']:.2f}, {cell['high']:.2f}]"
             cells.append(text.rjust(26))
         print(run["label"].ljust(width) + "".join(cells))
+
+    # 5. (--train) a learned metric from the dataset's judgments of the aspect: a job that
+    # a worker trains (the default backbone's first 12 blocks, a linear head), then a run
+    if args.train:
+        job = call("POST", "learned/", json={"dataset": dataset, "aspect": aspect["id"],
+                                             "setup": "single", "margin": 0.5}).json()  # fmt: skip
+        print(f"\ntraining job {job['id']}: {job['pairs']['train']} train pairs")
+        while job["status"] not in FINISHED:
+            time.sleep(1)
+            job = call("GET", f"learned/{job['id']}/").json()
+            progress = job["progress"]
+            print(
+                f"  {job['status']} {progress.get('phase', '')} epoch {progress.get('epoch', '-')}"
+            )
+        if job["status"] != "succeeded":
+            sys.exit(f"training job {job['id']} {job['status']}: {job['error']}")
+        base, trained = job["results"]["base"], job["results"]["trained"]
+        print(f"test pairwise accuracy {base['pairwise_accuracy']:.3f} (Base) -> "
+              f"{trained['pairwise_accuracy']:.3f} on {len(job['test_documents'])} test documents")  # fmt: skip
+        learned = {**common, "metric": "learned", "model": str(job["id"])}
+        wait(call("POST", "runs/", json=learned).json())
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""Pages of trained metrics: the list, a live job page (progress and curve, polled with
-htmx), the report, cancel and resume."""
+"""Pages of trained metrics: the list, the training form, a live job page (progress and
+curve, polled with htmx), the report, cancel and resume."""
 
 from __future__ import annotations
 
@@ -7,20 +7,18 @@ from django.contrib import messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_POST
 
+from learned.forms import TrainForm, initial_from_query
 from learned.models import TrainedMetric
-from learned.services.jobs import can_resume, cancel_job, resume_job
+from learned.services.data import TrainingError
+from learned.services.jobs import can_resume, cancel_job, create_job, resume_job, visible_jobs
 from learned.services.report import compare_on_test, curve_points
-from studies.permissions import visible_datasets
-from studies.views.datasets import HTMX_STOP_POLLING, researcher_required
+from studies.views.helpers import researcher_required, stop_polling_when, wants_partial
 
 
 def _jobs(request: HttpRequest) -> QuerySet[TrainedMetric]:
-    return TrainedMetric.objects.filter(dataset__in=visible_datasets(request.user)).select_related(
-        "dataset", "aspect"
-    )
+    return visible_jobs(request.user)
 
 
 @researcher_required
@@ -29,15 +27,36 @@ def job_list(request: HttpRequest) -> HttpResponse:
 
 
 @researcher_required
+def job_new(request: HttpRequest) -> HttpResponse:
+    """The training form; a valid one creates the job and opens its live page. A GET
+    with parameters (``?dataset=<pk>``, or the htmx redraw when the dataset changes)
+    fills the form from them."""
+    if request.method == "POST":
+        form = TrainForm(request.POST, user=request.user)
+    else:
+        form = TrainForm(user=request.user, initial=initial_from_query(request.GET))
+    if request.method == "POST" and form.is_valid():
+        try:
+            job = create_job(form.training_request(), user=request.user)
+        except TrainingError as exc:
+            form.add_error(exc.field if exc.field in form.fields else None, str(exc))
+        else:
+            messages.success(request, f"Training job {job.pk} queued.")
+            return redirect("learned:detail", pk=job.pk)
+    template = (
+        "learned/partials/train_form.html" if wants_partial(request) else "learned/job_new.html"
+    )
+    status = 400 if request.method == "POST" else 200
+    return render(request, template, {"form": form}, status=status)
+
+
+@researcher_required
 def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     job = get_object_or_404(_jobs(request), pk=pk)
     context = {"job": job, "curve": curve_points(job.curves), "can_resume": can_resume(job)}
-    template = "learned/partials/job_progress.html" if request.htmx else "learned/job_detail.html"
-    response = render(request, template, context)
-    if request.htmx and job.is_finished:
-        response.status_code = HTMX_STOP_POLLING
-    patch_vary_headers(response, ["HX-Request"])
-    return response
+    partial = wants_partial(request)
+    template = "learned/partials/job_progress.html" if partial else "learned/job_detail.html"
+    return stop_polling_when(render(request, template, context), partial and job.is_finished)
 
 
 @researcher_required

@@ -3,7 +3,8 @@ r"""Synthetic demo dataset for Concordia.
 IMPORTANT: everything produced by this module is SYNTHETIC. The twelve news-style
 source texts, their reference summaries and all system outputs were written by
 the Concordia project itself (the stories, people, places and figures are
-invented). The "systems" are not real summarisation models but *controlled
+invented); the texts are data, in ``studies/defaults/demo_documents.json``. The
+"systems" are not real summarisation models but *controlled
 degradations* of a hand-written summary, and the "human" scores are NOT real
 human judgments: they are simulated annotator ratings drawn from a seeded random
 generator around a base score chosen to match the expected effect of each
@@ -52,6 +53,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -59,6 +61,7 @@ __all__ = [
     "NUM_ANNOTATORS",
     "SYSTEMS",
     "generate_demo_records",
+    "load_demo_documents",
     "write_demo_jsonl",
 ]
 
@@ -106,419 +109,26 @@ class _Document:
     errors: tuple[tuple[str, str], ...]
 
 
-_DOCUMENTS: tuple[_Document, ...] = (
-    _Document(
-        doc_id="demo-01",
-        source=(
-            "The Millbrook city council voted 7 to 2 on Tuesday to build 14 "
-            "kilometres of protected bike lanes along Harper Avenue.",
-            "The project will cost 3.8 million dollars and is expected to be "
-            "finished by October 2025.",
-            "Council member Rosa Delgado, who proposed the plan, said crashes "
-            "involving cyclists on the avenue had doubled since 2019.",
-            "Several shop owners opposed the vote, arguing that removing 120 "
-            "parking spaces would hurt their business.",
-            "Construction is scheduled to begin in March, starting at the "
-            "northern end near Lakeview Park.",
-        ),
-        references=(
-            "Millbrook's council voted 7 to 2 to build 14 kilometres of protected "
-            "bike lanes on Harper Avenue, a 3.8 million dollar project due to be "
-            "finished by October 2025.",
-            "The Millbrook council approved protected bike lanes on Harper Avenue "
-            "despite objections from shop owners about losing 120 parking spaces.",
-        ),
-        faithful=(
-            "The Millbrook city council voted 7 to 2 to build 14 kilometres of "
-            "protected bike lanes on Harper Avenue.",
-            "The project will cost 3.8 million dollars and should be finished by October 2025.",
-            "Shop owners opposed it because 120 parking spaces will be removed.",
-        ),
-        vague="A city council voted on a transport project for one of its streets.",
-        errors=(
-            ("7 to 2", "5 to 4"),
-            ("Harper Avenue", "Mercer Street"),
-            ("3.8 million", "9.1 million"),
-            ("October 2025", "June 2027"),
-            ("120", "40"),
-        ),
-    ),
-    _Document(
-        doc_id="demo-02",
-        source=(
-            "A family bakery in Harlow Bay has won the national bread prize for "
-            "the second year in a row.",
-            "Owner Tomasz Nowak, 58, entered a rye sourdough made with flour from "
-            "a mill 30 kilometres away.",
-            "The judges tasted 412 loaves from 96 bakeries before announcing the "
-            "winner in Leeds on Saturday.",
-            "Nowak said he would use the 5,000 pound prize to buy a new stone oven.",
-            "The bakery, founded by his parents in 1974, employs 11 people.",
-        ),
-        references=(
-            "Tomasz Nowak's Harlow Bay bakery won the national bread prize for the "
-            "second year in a row with a rye sourdough, chosen from 412 loaves "
-            "entered by 96 bakeries.",
-        ),
-        faithful=(
-            "A Harlow Bay bakery run by Tomasz Nowak won the national bread prize "
-            "for the second year in a row with a rye sourdough.",
-            "The judges picked it from 412 loaves entered by 96 bakeries.",
-            "Nowak plans to spend the 5,000 pound prize on a new stone oven.",
-        ),
-        vague="A bakery won a prize for one of its breads.",
-        errors=(
-            ("Nowak", "Kowalski"),
-            ("second", "fourth"),
-            ("rye", "wheat"),
-            ("412", "250"),
-            ("96", "31"),
-            ("5,000", "50,000"),
-        ),
-    ),
-    _Document(
-        doc_id="demo-03",
-        source=(
-            "Kenyan runner Alice Wambui won the Riverton Marathon on Sunday in 2 "
-            "hours, 21 minutes and 40 seconds, a new course record.",
-            "She broke the previous record, set in 2016, by 48 seconds.",
-            "More than 18,000 runners took part, the largest field in the race's 35-year history.",
-            "Temperatures reached 24 degrees by late morning, and medical staff "
-            "treated about 200 runners for heat exhaustion.",
-            "Organisers said they would consider an earlier start time next year.",
-        ),
-        references=(
-            "Alice Wambui set a Riverton Marathon course record of 2 hours, 21 "
-            "minutes and 40 seconds in a race with more than 18,000 runners.",
-            "Kenya's Alice Wambui won the Riverton Marathon in record time, while "
-            "the heat left about 200 runners needing medical treatment.",
-        ),
-        faithful=(
-            "Alice Wambui won the Riverton Marathon on Sunday in a course record "
-            "of 2 hours, 21 minutes and 40 seconds.",
-            "She beat the old record from 2016 by 48 seconds.",
-            "More than 18,000 runners took part, and about 200 were treated for heat exhaustion.",
-        ),
-        vague="A runner won a marathon on Sunday.",
-        errors=(
-            ("Alice Wambui", "Grace Otieno"),
-            ("Riverton", "Eastfield"),
-            ("2016", "2009"),
-            ("48 seconds", "3 minutes"),
-            ("18,000", "6,000"),
-            ("200", "20"),
-        ),
-    ),
-    _Document(
-        doc_id="demo-04",
-        source=(
-            "The Oakford Public Library reopened on Monday after an 18-month "
-            "renovation that cost 6.5 million dollars.",
-            "The building now has solar panels on its roof, a children's wing and "
-            "a recording studio that residents can book for free.",
-            "Head librarian Marcus Bell said 1,300 people visited on the first "
-            "day, about three times the usual number.",
-            "The renovation was funded mostly by a local tax approved by voters in 2021.",
-            "Opening hours have been extended until 9 pm on weekdays.",
-        ),
-        references=(
-            "The Oakford Public Library reopened after an 18-month, 6.5 million "
-            "dollar renovation that added solar panels, a children's wing and a "
-            "free recording studio.",
-        ),
-        faithful=(
-            "The Oakford Public Library reopened on Monday after an 18-month "
-            "renovation costing 6.5 million dollars.",
-            "It added solar panels, a children's wing and a free recording studio.",
-            "Head librarian Marcus Bell said 1,300 people visited on the first day.",
-        ),
-        vague="A library reopened after some work on the building.",
-        errors=(
-            ("Oakford", "Westbury"),
-            ("Monday", "Friday"),
-            ("18-month", "five-year"),
-            ("6.5 million", "22 million"),
-            ("Marcus Bell", "Helen Crane"),
-            ("1,300", "300"),
-        ),
-    ),
-    _Document(
-        doc_id="demo-05",
-        source=(
-            "The ferry service between Port Ellery and Gull Island was suspended "
-            "on Wednesday after the vessel Marigold struck a submerged rock.",
-            "None of the 64 passengers or 6 crew were injured, according to the "
-            "operator, Northsound Ferries.",
-            "Divers found a 2-metre crack in the hull below the waterline.",
-            "The company expects repairs to take at least three weeks and has "
-            "chartered two smaller boats to carry islanders in the meantime.",
-            "The island's 900 residents depend on the ferry for groceries, mail "
-            "and hospital visits.",
-        ),
-        references=(
-            "Ferry service to Gull Island was suspended after the Marigold hit a "
-            "rock and cracked its hull, but none of the 64 passengers were hurt.",
-            "Northsound Ferries halted the Port Ellery to Gull Island route for at "
-            "least three weeks of repairs and chartered two smaller boats.",
-        ),
-        faithful=(
-            "The ferry between Port Ellery and Gull Island was suspended after the "
-            "Marigold struck a submerged rock, cracking its hull.",
-            "None of the 64 passengers or 6 crew were hurt.",
-            "Repairs will take at least three weeks, so the operator has chartered "
-            "two smaller boats.",
-        ),
-        vague="A ferry service was suspended after an accident.",
-        errors=(
-            ("Gull Island", "Heron Island"),
-            ("Marigold", "Seaspray"),
-            ("64", "210"),
-            ("three weeks", "two days"),
-            ("two smaller boats", "a helicopter"),
-        ),
-    ),
-    _Document(
-        doc_id="demo-06",
-        source=(
-            "A team of five students from Fairview High School won the regional "
-            "robotics championship in Dunmore on Saturday.",
-            "Their robot, nicknamed Pebble, sorted 40 coloured blocks in 92 "
-            "seconds, beating 27 other teams.",
-            "The students built it in eight weeks using parts from an old printer "
-            "and a 150 dollar microcontroller kit.",
-            "Teacher Priya Raman said the team will now compete at the national "
-            "final in Carlton in May.",
-            "The school plans to raise 4,000 dollars to cover travel costs.",
-        ),
-        references=(
-            "Fairview High School's robot Pebble won the regional robotics "
-            "championship by sorting 40 blocks in 92 seconds, sending the team to "
-            "the national final in May.",
-        ),
-        faithful=(
-            "Five Fairview High School students won the regional robotics "
-            "championship in Dunmore on Saturday.",
-            "Their robot, Pebble, sorted 40 blocks in 92 seconds to beat 27 other teams.",
-            "The team will compete at the national final in Carlton in May.",
-        ),
-        vague="Some students won a robotics competition.",
-        errors=(
-            ("Fairview", "Brookside"),
-            ("Dunmore", "Ashton"),
-            ("40", "15"),
-            ("92 seconds", "11 minutes"),
-            ("27", "3"),
-            ("May", "December"),
-        ),
-    ),
-    _Document(
-        doc_id="demo-07",
-        source=(
-            "A wildfire in the hills east of Santa Lena has burned about 2,400 "
-            "hectares since it started on Thursday afternoon.",
-            "Fire officials said the blaze was 35 percent contained by Saturday evening.",
-            "About 1,100 residents of the villages of Arroyo Seco and Monte Verde "
-            "were ordered to evacuate.",
-            "Two houses and a barn were destroyed, but no injuries have been reported.",
-            "Investigators believe the fire was started by a spark from a power line.",
-            "Cooler temperatures forecast for Monday could help crews.",
-        ),
-        references=(
-            "A wildfire east of Santa Lena has burned about 2,400 hectares and "
-            "forced 1,100 residents to evacuate, and it was 35 percent contained "
-            "by Saturday.",
-        ),
-        faithful=(
-            "A wildfire east of Santa Lena has burned about 2,400 hectares since "
-            "Thursday and was 35 percent contained by Saturday.",
-            "About 1,100 residents were ordered to evacuate.",
-            "Two houses and a barn were destroyed, but no one was injured.",
-        ),
-        vague="A wildfire is burning and some people had to leave their homes.",
-        errors=(
-            ("Santa Lena", "San Miguel"),
-            ("2,400", "240"),
-            ("Thursday", "Monday"),
-            ("35 percent", "90 percent"),
-            ("1,100", "11,000"),
-            ("Two houses", "Forty houses"),
-        ),
-    ),
-    _Document(
-        doc_id="demo-08",
-        source=(
-            "The Calder Museum of History will open an exhibition of 230 letters "
-            "written by Victorian engineer Edith Moorcroft on 12 April.",
-            "The letters were discovered last year in a trunk in the attic of a "
-            "farmhouse near Kelby.",
-            "They describe her work on the Ashdown railway viaduct, which was "
-            "completed in 1871 and is still in use.",
-            "Curator James Okafor said the letters show Moorcroft did much of the "
-            "design work credited to her brother.",
-            "Entry to the exhibition will be free for the first month.",
-        ),
-        references=(
-            "The Calder Museum of History will display 230 newly found letters by "
-            "engineer Edith Moorcroft, which suggest she designed much of the "
-            "Ashdown viaduct credited to her brother.",
-            "An exhibition of Edith Moorcroft's letters, found in a farmhouse "
-            "attic near Kelby, opens at the Calder Museum of History on 12 April.",
-        ),
-        faithful=(
-            "The Calder Museum of History will open an exhibition of 230 letters "
-            "by engineer Edith Moorcroft on 12 April.",
-            "The letters, found last year in a farmhouse near Kelby, describe her "
-            "work on the Ashdown railway viaduct.",
-            "They suggest she did much of the design work credited to her brother.",
-        ),
-        vague="A museum will open an exhibition of old letters.",
-        errors=(
-            ("230", "45"),
-            ("Edith Moorcroft", "Ada Whitlock"),
-            ("12 April", "30 September"),
-            ("Kelby", "Harrowgate"),
-            ("Ashdown", "Penmoor"),
-            ("her brother", "her father"),
-        ),
-    ),
-    _Document(
-        doc_id="demo-09",
-        source=(
-            "Battery maker Voltaris announced on Tuesday that it will build a "
-            "factory in Greyport, creating 1,500 jobs.",
-            "The plant will cost 1.2 billion dollars and produce batteries for "
-            "electric buses and trucks.",
-            "Chief executive Lena Hartmann said production should start in early 2027.",
-            "The regional government is providing 90 million dollars in grants "
-            "and a 10-year tax break.",
-            "Greyport lost more than 3,000 jobs when its steelworks closed in 2015.",
-        ),
-        references=(
-            "Voltaris will build a 1.2 billion dollar battery factory in Greyport, "
-            "creating 1,500 jobs, with production due to start in 2027.",
-        ),
-        faithful=(
-            "Voltaris will build a 1.2 billion dollar battery factory in Greyport, "
-            "creating 1,500 jobs.",
-            "Chief executive Lena Hartmann said production should start in early 2027.",
-            "The regional government is contributing 90 million dollars in grants.",
-        ),
-        vague="A company announced plans to build a factory.",
-        errors=(
-            ("Voltaris", "Ampero"),
-            ("1.2 billion", "400 million"),
-            ("Greyport", "Northam"),
-            ("1,500", "150"),
-            ("Lena Hartmann", "Paul Fischer"),
-            ("2027", "2031"),
-            ("90 million", "9 million"),
-        ),
-    ),
-    _Document(
-        doc_id="demo-10",
-        source=(
-            "The Westmere Youth Orchestra performed for 6,000 people at the "
-            "open-air Harbour Bowl on Friday night.",
-            "Conductor Sofia Lindqvist, 29, led 85 young musicians in a programme "
-            "of Dvorak and new works by local composers.",
-            "The concert raised 42,000 dollars for music lessons in schools that "
-            "have lost funding.",
-            "It was the orchestra's first performance since a fire damaged its "
-            "rehearsal hall in January.",
-            "A second concert has been scheduled for 14 September.",
-        ),
-        references=(
-            "The Westmere Youth Orchestra played to 6,000 people at the Harbour "
-            "Bowl, raising 42,000 dollars for school music lessons.",
-            "Led by conductor Sofia Lindqvist, 85 young musicians gave the "
-            "orchestra's first concert since a January fire damaged its hall.",
-        ),
-        faithful=(
-            "The Westmere Youth Orchestra performed for 6,000 people at the "
-            "Harbour Bowl on Friday.",
-            "Conductor Sofia Lindqvist led its 85 young musicians.",
-            "The concert raised 42,000 dollars for music lessons in schools.",
-        ),
-        vague="A youth orchestra gave a concert.",
-        errors=(
-            ("Westmere", "Ravensholm"),
-            ("6,000", "600"),
-            ("Harbour Bowl", "City Arena"),
-            ("Sofia Lindqvist", "Anna Berg"),
-            ("85", "12"),
-            ("42,000", "4,200"),
-        ),
-    ),
-    _Document(
-        doc_id="demo-11",
-        source=(
-            "Storm Hilda brought winds of up to 140 kilometres per hour to the "
-            "coast of Norland on Sunday night.",
-            "About 45,000 homes lost power, and some remained without electricity on Tuesday.",
-            "The national rail operator cancelled all trains north of Brenton for "
-            "24 hours after trees fell on the tracks.",
-            "A fisherman was rescued by helicopter after his boat capsized off Cape Mara.",
-            "Forecasters expect calmer weather by Thursday.",
-        ),
-        references=(
-            "Storm Hilda hit Norland with winds of 140 kilometres per hour, "
-            "cutting power to 45,000 homes and halting trains north of Brenton "
-            "for a day.",
-        ),
-        faithful=(
-            "Storm Hilda hit the coast of Norland on Sunday night with winds of up "
-            "to 140 kilometres per hour.",
-            "About 45,000 homes lost power, and trains north of Brenton were "
-            "cancelled for 24 hours.",
-            "A fisherman was rescued by helicopter after his boat capsized.",
-        ),
-        vague="A storm caused problems on Sunday.",
-        errors=(
-            ("Hilda", "Petra"),
-            ("Norland", "Eastvale"),
-            ("140", "60"),
-            ("45,000", "4,500"),
-            ("Brenton", "Fallow Cross"),
-            ("24 hours", "two weeks"),
-            ("helicopter", "lifeboat"),
-        ),
-    ),
-    _Document(
-        doc_id="demo-12",
-        source=(
-            "Researchers at the University of Kessington have identified a new "
-            "species of frog in the cloud forests of the Serra Alta mountains.",
-            "The frog, named Pristimantis aurelia, is just 14 millimetres long and "
-            "has bright orange eyes.",
-            "The team of seven biologists, led by Maria Santos, found it during a "
-            "2023 expedition after hearing its unusual high-pitched call.",
-            "Only about 50 individuals were counted, living in an area smaller "
-            "than 3 square kilometres.",
-            "The researchers have asked for the species to be listed as critically endangered.",
-        ),
-        references=(
-            "University of Kessington researchers found a new 14-millimetre frog "
-            "species, Pristimantis aurelia, in the Serra Alta mountains and want "
-            "it listed as critically endangered.",
-            "A team led by Maria Santos discovered a tiny orange-eyed frog in the "
-            "Serra Alta cloud forests, with only about 50 known individuals.",
-        ),
-        faithful=(
-            "Researchers at the University of Kessington have found a new frog "
-            "species, Pristimantis aurelia, in the Serra Alta mountains.",
-            "The frog is just 14 millimetres long, and only about 50 individuals were counted.",
-            "The team wants it listed as critically endangered.",
-        ),
-        vague="Scientists have found a new kind of animal.",
-        errors=(
-            ("Kessington", "Dunholm"),
-            ("Serra Alta", "Sierra Negra"),
-            ("14 millimetres", "14 centimetres"),
-            ("50", "5,000"),
-            ("critically endangered", "of least concern"),
-        ),
-    ),
-)
+#: The hand-written documents, kept as data in ``studies/defaults/demo_documents.json``.
+DOCUMENTS_FILE = Path(__file__).with_name("defaults") / "demo_documents.json"
+
+
+def load_demo_documents(path: str | os.PathLike[str] | None = None) -> tuple[_Document, ...]:
+    """Read the SYNTHETIC demo documents, in file order, from ``path`` (by default
+    :data:`DOCUMENTS_FILE`)."""
+    rows = json.loads(Path(path or DOCUMENTS_FILE).read_text(encoding="utf-8"))["documents"]
+    return tuple(
+        _Document(
+            doc_id=row["doc_id"],
+            source=tuple(row["source"]),
+            references=tuple(row["references"]),
+            faithful=tuple(row["faithful"]),
+            vague=row["vague"],
+            errors=tuple((right, wrong) for right, wrong in row["errors"]),
+        )
+        for row in rows
+    )
+
 
 # Base (expected) rating per system and aspect before noise. Systems whose
 # effect depends on how strong the applied degradation was get their
@@ -702,7 +312,7 @@ def generate_demo_records(seed: int = 0) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     annotator_bias = [rng.gauss(0.0, _ANNOTATOR_BIAS_SD) for _ in range(NUM_ANNOTATORS)]
     records: list[dict[str, Any]] = []
-    for doc in _DOCUMENTS:
+    for doc in load_demo_documents():
         doc_offset = rng.uniform(-_DOC_OFFSET_RANGE, _DOC_OFFSET_RANGE)
 
         shuffled, lead_moved = _shuffle_sentences(doc.faithful, rng)

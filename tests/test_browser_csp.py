@@ -10,6 +10,7 @@ from playwright.sync_api import Browser, Page, expect
 from studies.models import MetricRun
 from studies.services.datasets import ImportOptions, import_file
 from tests.annotation.conftest import make_study, new_campaign
+from tests.annotation.routing_data import informative_campaign, make_routed_study
 from tests.conftest import wait_until_true
 from tests.studies.test_dashboards import synthetic_records
 
@@ -67,6 +68,12 @@ class Watched:
         self.page.click("[type=submit]")
         self.page.wait_for_load_state("load")
 
+    def settled(self) -> None:
+        """Wait until htmx has finished settling a swap: the swapped-in elements get their
+        htmx listeners only in the settle step (a few ms after the new DOM appears), so a
+        change made in that window would be lost."""
+        wait_until_true(self.page, "!document.querySelector('.htmx-request, .htmx-settling, .htmx-swapping')")
+
     def collect(self) -> list[str]:
         """Violations seen by the current document so far (each document starts afresh)."""
         try:
@@ -89,12 +96,15 @@ def test_pages_work_under_the_content_security_policy_without_violations(
     assert run is not None
     scored = f"/datasets/{run.dataset_id}"
     campaign = new_campaign(make_study(cast["owner"]), cast["owner"], [cast["annotator"]])
+    study, run_a, run_b = make_routed_study(cast["owner"])
+    routed = informative_campaign(study, cast["owner"], [cast["annotator"]], run_a, run_b)
 
     researcher = Watched(browser, live_server.url)
     researcher.log_in("owner")
     for page_path in ("/", "/datasets/", f"{scored}/", "/datasets/upload/",
                       f"{scored}/runs/new/", f"/runs/{run.pk}/", "/steps/summarization/COH/",
-                      "/campaigns/", f"/campaigns/{campaign.pk}/", "/campaigns/new/"):  # fmt: skip
+                      "/campaigns/", f"/campaigns/{campaign.pk}/", "/campaigns/new/", "/learned/",
+                      f"/learned/new/?dataset={run.dataset_id}", f"/campaigns/{routed.pk}/"):  # fmt: skip
         researcher.open(page_path)
     researcher.open(f"{scored}/correlations/")
     page = researcher.page
@@ -111,6 +121,17 @@ def test_pages_work_under_the_content_security_policy_without_violations(
     with page.expect_navigation():
         page.select_option("select[name=level]", "system")  # static/js/app.js submits it
     assert "level=system" in page.url
+    researcher.collect()
+    researcher.open(f"{scored}/correlations/")
+    page.check("#weight-competence")  # an htmx swap with the competence-weighted matrix
+    expect(page.locator("#matrix")).to_be_visible()
+    wait_until_true(page, "location.search.includes('weights=competence')")
+    researcher.open(f"{scored}/ppi/")
+    expect(page.locator("#ppi-table tbody tr")).to_have_count(5)
+    with page.expect_navigation():
+        page.select_option("#ppi-vs", "sys3")  # app.js submits the form
+    assert "vs=sys3" in page.url
+    expect(page.locator("#ppi-differences")).to_contain_text("System − sys3")
     researcher.collect()
     researcher.open("/api/docs/")  # Swagger UI: its start script is a file, not inline
     expect(page.locator(".swagger-ui .info .title")).to_contain_text("Concordia")

@@ -16,9 +16,8 @@ pytestmark = [
 ]
 
 
-def test_overview_switches_level_and_coefficient_opens_a_cell_and_exports_latex(
-    live_server, page: Page, cast, write_jsonl
-):
+def log_in_with_a_scored_dataset(live_server, page: Page, cast, write_jsonl) -> None:  # type: ignore[no-untyped-def]
+    """The owner, logged in, with the synthetic "scored" dataset imported."""
     path = write_jsonl(synthetic_records(), name="scored.jsonl")
     import_file(path, ImportOptions(dataset="scored", task="summarization", file_format="jsonl",
                                     file_name=path.name, owner=cast["owner"]))  # fmt: skip
@@ -26,6 +25,12 @@ def test_overview_switches_level_and_coefficient_opens_a_cell_and_exports_latex(
     page.fill("input[name=username]", "owner")
     page.fill("input[name=password]", "pw")
     page.click("button[type=submit]")
+
+
+def test_overview_switches_level_and_coefficient_opens_a_cell_and_exports_latex(
+    live_server, page: Page, cast, write_jsonl
+):
+    log_in_with_a_scored_dataset(live_server, page, cast, write_jsonl)
     page.goto(live_server.url + f"/datasets/{dataset_pk('scored')}/")
     page.click("#open-correlations")
     expect(page.locator("#matrix")).to_contain_text("Spearman ρ, sample-level")
@@ -45,3 +50,27 @@ def test_overview_switches_level_and_coefficient_opens_a_cell_and_exports_latex(
         page.click("#export-latex")
     latex = download_info.value.path().read_text(encoding="utf-8")
     assert r"\toprule" in latex and "Pearson r, dataset-level" in latex
+
+
+def test_each_statistic_is_offered_at_its_levels_and_tie_calibration_shows_epsilon(
+    live_server, page: Page, cast, write_jsonl
+):
+    log_in_with_a_scored_dataset(live_server, page, cast, write_jsonl)
+    page.goto(live_server.url + f"/datasets/{dataset_pk('scored')}/correlations/")
+    # Sample level: SPA is not offered, acc23 is; tie calibration waits for acc23.
+    expect(page.locator("#coef option[value=spa]")).to_be_disabled()
+    expect(page.locator("#tie-calibration")).to_be_disabled()
+    page.select_option("#coef", "acc23")
+    expect(page.locator("#matrix")).to_contain_text("Pairwise accuracy acc23, sample-level")
+    expect(page.locator("#tie-calibration")).to_be_enabled()
+    page.check("#tie-calibration")
+    expect(page.locator("#matrix")).to_contain_text("tie-calibrated")
+    expect(page.locator("#matrix .epsilon").first).to_contain_text("ε=")
+    assert "ties=calibrate" in page.url
+    # System level: acc23 is not offered there, SPA is; asked anyway, the page says why.
+    page.select_option("#level", "system")
+    expect(page.locator("#matrix-problem")).to_contain_text("not at system level")
+    expect(page.locator("#coef option[value=acc23]")).to_be_disabled()
+    page.select_option("#coef", "spa")
+    expect(page.locator("#matrix")).to_contain_text("Soft pairwise accuracy (SPA), system-level")
+    expect(page.locator("#average")).to_be_disabled()

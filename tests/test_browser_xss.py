@@ -23,6 +23,7 @@ from studies.models import Aspect, MetricRun, Study
 from studies.services.datasets import ImportOptions, import_file
 from tests.annotation.conftest import new_campaign
 from tests.conftest import XSS_CHECKS
+from tests.test_browser_annotation import log_in
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -197,14 +198,6 @@ def check_page(
     XSS_CHECKS["injected"] += sum(p.startswith("injected") for p in problems)
     watch.dialogs.clear()
     watch.requests.clear()
-
-
-def log_in(page: Page, base: str, username: str) -> None:
-    page.goto(base + "/login/")
-    page.fill("input[name=username]", username)
-    page.fill("input[name=password]", "pw")
-    page.click("button[type=submit]")
-    expect(page.locator("h1")).to_be_visible()
 
 
 def visit(page: Page, url: str) -> None:

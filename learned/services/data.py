@@ -15,7 +15,12 @@ from studies.models import Aspect, Dataset, Judgment, Output
 
 
 class TrainingError(ValueError):
-    """A training job that cannot be created as asked; the message says why."""
+    """A training job that cannot be created as asked; the message says why and ``field``
+    names the request's field to blame (``None``: the request as a whole)."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 @dataclass(frozen=True)
@@ -96,13 +101,14 @@ def tasks_for(
         return every, target
     if setup == "cross":
         return [t for t in every if t.aspect.pk != aspect.pk], target
-    raise TrainingError(f"Unknown setup {setup!r}; use single, multi or cross.")
+    raise TrainingError(f"Unknown setup {setup!r}; use single, multi or cross.", field="setup")
 
 
 def load_task(task: Task, *, margin: float, exclude_flagged: bool = False) -> TaskData:
     """The task's outputs, their aggregated Likert scores (as the dashboards aggregate
     them; flagged annotators left out when asked) and its pairs from both sources."""
-    from studies.annotation.models import PairwiseJudgment
+    from studies.annotation.services.gold import flagged_for_dataset
+    from studies.annotation.services.preferences import pairwise_answers
     from studies.services.dashboards import MatrixParams, frame_for
 
     frame = frame_for(task.dataset, MatrixParams(exclude_flagged=exclude_flagged))
@@ -112,13 +118,15 @@ def load_task(task: Task, *, margin: float, exclude_flagged: bool = False) -> Ta
     ids = [int(i) for i in frame.output_ids]
     keys = [(task.key, i) for i in ids]
     pairs, likert = likert_pairs(task.key, docs, keys, [float(v) for v in human], margin=margin)
-    answers = PairwiseJudgment.objects.filter(
-        item__campaign__study__dataset=task.dataset, aspect=task.aspect
-    ).values_list("item__document__doc_key", "item__output_a_id", "item__output_b_id", "choice")
+    answers = pairwise_answers(
+        dataset=task.dataset, aspect=task.aspect,
+        exclude_annotators=flagged_for_dataset(task.dataset) if exclude_flagged else (),
+    )  # fmt: skip
     more, answered = answer_pairs(
         task.key,
-        ((doc_name(task.dataset, d), (task.key, a), (task.key, b), c) for d, a, b, c in answers),
-    )
+        ((doc_name(task.dataset, x.doc_key), (task.key, x.output_a_id), (task.key, x.output_b_id),
+          x.choice) for x in answers),
+    )  # fmt: skip
     if likert.candidates == 0:
         likert = PairCounts()  # nothing judged on a Likert scale: no unjudged outputs to report
     return TaskData(task, ids, docs, [float(v) for v in human], pairs + more,

@@ -9,16 +9,32 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from learned.models import TrainedMetric
 from learned.services.data import TrainingError, load_task, tasks_for
-from scoring.learned.backbone import Backbone, BackboneError
+from scoring.learned.backbone import POOLINGS as POOLINGS  # the choices, for the command
+from scoring.learned.backbone import BackboneError, BackboneInfo, LayerError, describe_backbone
 from scoring.learned.pairs import DEFAULT_MARGIN
 from scoring.learned.split import DEFAULT_RATIOS, pairs_in, split_documents
 from scoring.learned.train import TrainConfig
+from scoring.lm.encoder import DEFAULT_ENCODER_LABEL
+from scoring.lm.store import ModelNotInstalled
+from studies.models import Dataset
+from studies.permissions import visible_datasets
 from studies.services.lookup import DatasetNotFound, find_dataset
-from studies.services.models import fingerprint, library_versions, resolve_encoder, resolve_model
+from studies.services.models import (
+    DEFAULT_DIR_NAME,
+    DEFAULT_LABEL,
+    check_model,
+    default_encoder_path,
+    fingerprint,
+    installed_models,
+    library_versions,
+    resolve_encoder,
+    resolve_model,
+)
 from studies.services.runs.core import RunError
 from studies.services.runs.request import find_aspect
 
@@ -27,6 +43,7 @@ MIN_PAIRS = {"train": 8, "validation": 1, "test": 1}
 HEAD_DEFAULTS = TrainConfig()
 FULL_DEFAULTS = TrainConfig(learning_rate=2e-5, weight_decay=0.0, batch_size=4, accumulate=4,
                             epochs=3, patience=1)  # fmt: skip
+ENCODER_NAMES = ("minilm", "encoder")  # the default BERTScore encoder as a backbone
 
 
 @dataclass(frozen=True)
@@ -39,7 +56,7 @@ class TrainingRequest:
     datasets: tuple[str, ...] = ()
     backbone: str = "default"
     mode: str = "head"
-    pooling: str = ""  # empty: last token for decoders, mean for encoders
+    pooling: str = ""  # empty: last token + answer mean for decoders, mean for encoders
     hidden: int = 0  # head: 0 = linear, n = an MLP with n hidden units
     margin: float = DEFAULT_MARGIN
     ratios: tuple[float, float, float] = DEFAULT_RATIOS
@@ -52,14 +69,54 @@ class TrainingRequest:
     batch_size: int | None = None
     accumulate: int | None = None
     max_length: int | None = None
-    layer: int | None = None  # features of the first N blocks (None: every block)
+    layer: int | None = None  # features of the first N blocks (None: default_layer)
 
 
 def resolve_backbone(name: str) -> tuple[str, str]:
     """(location, label): ``default`` is SmolLM2-135M-Instruct, ``minilm`` the encoder."""
-    if name in ("minilm", "encoder"):
+    if name in ENCODER_NAMES:
         return resolve_encoder("default")
     return resolve_model(name)
+
+
+HEAD_LAYER_SHARE = 0.4  # a frozen decoder's features are taken 40% of the way up
+
+
+def default_layer(probe: BackboneInfo, mode: str) -> int | None:
+    """The blocks a job uses when none were asked for: every block for an encoder or a
+    full fine-tuning; for a frozen decoder (head mode), the first 40% of its blocks. On
+    the default model (12 of 30 blocks) that is both better and 2.5x cheaper than the
+    last layer: intermediate states of a small decoder carry more of what a linear head
+    can read than the last one, which is shaped for predicting the next token (measured
+    in bench/learned_metric.py; see the README)."""
+    if not probe.n_layers:
+        return None  # the configuration does not say: every block
+    if mode == "full" or not probe.is_decoder:
+        return probe.n_layers
+    return max(1, round(HEAD_LAYER_SHARE * probe.n_layers))
+
+
+def backbone_choices() -> list[tuple[str, str]]:
+    """The backbones a web request may use (the run form's rule for models): the default
+    model, the default encoder, the other installed models and the hub ids an admin
+    allowed."""
+    from studies.models import AllowedModel
+
+    hidden = {DEFAULT_DIR_NAME, default_encoder_path().name}  # listed as default / minilm
+    return [
+        ("default", f"{DEFAULT_LABEL} (the default; decoder, 30 blocks)"),
+        ("minilm", f"{DEFAULT_ENCODER_LABEL} (encoder, 6 blocks)"),
+        *((name, f"{name} (installed)") for name in installed_models() if name not in hidden),
+        *((hub, f"{hub} (hub id allowed by an admin)")
+          for hub in AllowedModel.objects.values_list("hub_id", flat=True)),
+    ]  # fmt: skip
+
+
+def visible_jobs(user: Any) -> QuerySet[TrainedMetric]:
+    """Training jobs of the datasets the user may see (the pages' and the API's rule)."""
+    return TrainedMetric.objects.filter(dataset__in=visible_datasets(user)).select_related(
+        "dataset", "aspect"
+    )
 
 
 def _hyperparameters(request: TrainingRequest) -> TrainConfig:
@@ -75,30 +132,62 @@ def _hyperparameters(request: TrainingRequest) -> TrainConfig:
     return config
 
 
-def plan(request: TrainingRequest) -> dict[str, Any]:
+def _find_dataset(ref: str, user: Any, field: str) -> Dataset:
+    """The command's lookup (an id, owner/name or an unambiguous name); a user (a web
+    request) finds only the datasets they may see, and others as not found."""
+    try:
+        dataset = find_dataset(ref)
+    except DatasetNotFound as exc:
+        raise TrainingError(str(exc), field=field) from exc
+    if user is not None and not visible_datasets(user).filter(pk=dataset.pk).exists():
+        raise TrainingError(f"no dataset {ref[:200]!r}", field=field)
+    return dataset
+
+
+def check_backbone(name: str, *, local_paths: bool = False) -> None:
+    """The run form's rule for models (:func:`check_model`), plus ``minilm``; raises
+    :class:`TrainingError` naming the backbone."""
+    if name in ENCODER_NAMES:
+        return
+    try:
+        check_model(name, local_paths=local_paths)
+    except ModelNotInstalled as exc:
+        raise TrainingError(str(exc), field="backbone") from exc
+
+
+def plan(
+    request: TrainingRequest, *, user: Any = None, local_paths: bool = False
+) -> dict[str, Any]:
     """Validate everything and compute the frozen configuration, split and pair counts;
-    raises :class:`TrainingError` (or :class:`BackboneError`) and writes nothing."""
+    raises :class:`TrainingError` (its ``field`` names the culprit) and writes nothing.
+
+    ``user`` (a web request) may use only the datasets they see; ``local_paths`` (the
+    operator's shell, never a web request) lets the backbone be any local path or hub id.
+    The backbone is described from its configuration files (fast: a page waits for
+    this); the worker loads its weights and fails the job if they cannot be loaded."""
     if request.mode not in ("head", "full"):
-        raise TrainingError(f"Unknown mode {request.mode!r}; use head or full.")
+        raise TrainingError(f"Unknown mode {request.mode!r}; use head or full.", field="mode")
+    check_backbone(request.backbone, local_paths=local_paths)
     # names are unique per owner: the commands' lookup (id, owner/name or an unambiguous
     # name), and the aspects a run on the dataset may use (shared ones and its owner's)
+    dataset = _find_dataset(request.dataset, user, "dataset")
+    others = []
+    for name in request.datasets:
+        try:
+            others.append(_find_dataset(name, user, "datasets"))
+        except TrainingError as exc:
+            raise TrainingError(f"{exc} (in the extra datasets)", field="datasets") from exc
     try:
-        dataset = find_dataset(request.dataset)
-        others = []
-        for name in request.datasets:
-            try:
-                others.append(find_dataset(name))
-            except DatasetNotFound as exc:
-                raise TrainingError(f"{exc} (in --datasets)") from exc
         aspect = find_aspect(request.aspect, dataset)
-    except (DatasetNotFound, RunError) as exc:
-        raise TrainingError(str(exc)) from exc
+    except RunError as exc:
+        raise TrainingError(str(exc), field="aspect") from exc
     training, target = tasks_for(request.setup, dataset, aspect, others)
     data = {t.key: load_task(t, margin=request.margin, exclude_flagged=request.exclude_flagged)
             for t in dict.fromkeys([*training, target])}  # fmt: skip
     if not data[target.key].pairs and data[target.key].counts.candidates == 0:
         raise TrainingError(
-            f"The aspect {aspect.code} has no judgments on {dataset.name}: nothing to train or test on."
+            f"The aspect {aspect.code} has no judgments on {dataset.name}: nothing to train or test on.",
+            field="aspect",
         )
     docs = {d for t in data.values() for d in t.docs}
     try:
@@ -115,14 +204,16 @@ def plan(request: TrainingRequest) -> dict[str, Any]:
             raise TrainingError(
                 f"Too few preference pairs: {counts[name]} {name} pairs, at least {minimum} "
                 f"needed ({counts['train']} train, {counts['validation']} validation, "
-                f"{counts['test']} test). {why}. Lower --margin or judge more outputs."
+                f"{counts['test']} test). {why}. Lower the margin or judge more outputs."
             )
-    location, label = resolve_backbone(request.backbone)
     try:
-        probe = Backbone(location, pooling=request.pooling or None, max_length=request.max_length,
-                         layer=request.layer)  # fmt: skip
-    except BackboneError as exc:
-        raise TrainingError(str(exc)) from exc
+        location, label = resolve_backbone(request.backbone)
+        probe = describe_backbone(location, pooling=request.pooling or None,
+                                  max_length=request.max_length, layer=request.layer)  # fmt: skip
+    except LayerError as exc:
+        raise TrainingError(str(exc), field="layer") from exc
+    except (BackboneError, ModelNotInstalled) as exc:
+        raise TrainingError(str(exc), field="backbone") from exc
     hyper = _hyperparameters(request)
     by_dataset: dict[str, dict[str, list[str]]] = {}
     for part, keys in split.as_dict().items():
@@ -136,8 +227,9 @@ def plan(request: TrainingRequest) -> dict[str, Any]:
         "target_dataset": dataset.name, "tasks": [t.frozen() for t in training],
         "backbone": {"asked": request.backbone, "label": label, "location": location,
                      "files": fingerprint(location), "pooling": probe.pooling,
-                     "decoder": probe.is_decoder, "dim": probe.dim, "max_length": probe.max_length,
-                     "layer": probe.layer, "layers": probe.n_layers},
+                     "decoder": probe.is_decoder, "dim": probe.dim, "feature_dim": probe.feature_dim, "max_length": probe.max_length,
+                     "layer": request.layer or default_layer(probe, request.mode),
+                     "layers": probe.n_layers},
         "head": {"kind": f"mlp-{request.hidden}" if request.hidden else "linear",
                  "hidden": request.hidden},
         "hyperparameters": hyper.as_dict(), "seed": request.seed, "margin": request.margin,
@@ -152,10 +244,11 @@ def plan(request: TrainingRequest) -> dict[str, Any]:
 
 
 def create_job(
-    request: TrainingRequest, *, user: Any = None, enqueue: bool = True
+    request: TrainingRequest, *, user: Any = None, enqueue: bool = True, local_paths: bool = False
 ) -> TrainedMetric:
-    """Validate, freeze and save a PENDING job; enqueue it once committed."""
-    planned = plan(request)
+    """Validate, freeze and save a PENDING job; enqueue it once committed. ``user`` also
+    limits the datasets to those they may see (see :func:`plan`)."""
+    planned = plan(request, user=user, local_paths=local_paths)
     with transaction.atomic():
         job = TrainedMetric.objects.create(
             label=planned["label"], dataset=planned["dataset"], aspect=planned["aspect"],

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from learned.models import TrainedMetric
 from learned.services.data import Task, TaskData, load_task, outputs_by_id
-from scoring.learned.backbone import Backbone
+from scoring.learned.backbone import Backbone, BackboneError, BackboneInfo
 from scoring.learned.cache import FeatureCache
 from scoring.learned.checkpoint import load_checkpoint, save_checkpoint
 from scoring.learned.evaluate import pairwise_accuracy, sample_spearman
@@ -55,6 +55,20 @@ def load_backbone(config: dict[str, Any]) -> Backbone:
     return Backbone(
         b["location"], pooling=b["pooling"], max_length=b["max_length"], layer=b.get("layer")
     )
+
+
+def check_planned(backbone: Backbone, config: dict[str, Any]) -> None:
+    """The job was planned from the backbone's configuration files alone: refuse to
+    train if the loaded model disagrees (say, its files changed since)."""
+    b = config["backbone"]
+    planned = BackboneInfo(b["location"], b["decoder"], b["pooling"], b["dim"], b["feature_dim"],
+                           b["max_length"], b.get("layers") or 0, b.get("layer") or 0)  # fmt: skip
+    differences = planned.differences(backbone.info)
+    if differences:
+        raise BackboneError(
+            f"the backbone {b['location']!r} loaded differently from the job's plan "
+            f"({'; '.join(differences)}): start a new job"
+        )
 
 
 class _Job:
@@ -157,15 +171,16 @@ def _train(run: _Job) -> str:
     run.report(force=True, phase="loading")
     run.load()
     backbone = load_backbone(run.config)
+    check_planned(backbone, run.config)
     keys = run.keys()
     index = {k: i for i, k in enumerate(keys)}
     seconds = dict((job.progress or {}).get("seconds", {}))
     torch.manual_seed(run.hyper.seed)
-    head = RewardHead(backbone.dim, int(run.config["head"]["hidden"]))
+    head = RewardHead(backbone.feature_dim, int(run.config["head"]["hidden"]))
     full = job.mode == TrainedMetric.Mode.FULL
     started = time.monotonic()
     if full:
-        texts = [f.text for f in run.inputs(backbone, keys)]
+        texts = run.inputs(backbone, keys)
         features = None
         with torch.no_grad():
             head.fit_scaling(backbone.encode([texts[index[k]] for k in _members(run.train)]))
@@ -181,7 +196,7 @@ def _train(run: _Job) -> str:
         seconds["features"] = round(time.monotonic() - started, 2)
         seconds["feature_cache_hits"] = cache.hits
         head.fit_scaling(features[[index[k] for k in _members(run.train)]])
-    base_head = RewardHead(backbone.dim, head.hidden)
+    base_head = RewardHead(backbone.feature_dim, head.hidden)
     base_head.load_state_dict(head.state_dict())  # the untrained head: the paper's "Base"
     base_scores = _score(run, backbone, base_head, keys, features, index, full)
     module: torch.nn.Module = (
@@ -264,8 +279,7 @@ def _score(run: _Job, backbone: Backbone, head: RewardHead, keys: list[Key], fea
             values = head(features[[index[k] for k in wanted]]).tolist()
         else:
             backbone.model.eval()
-            texts = [f.text for f in run.inputs(backbone, wanted)]
-            values = head(backbone.encode(texts)).tolist()
+            values = head(backbone.encode(run.inputs(backbone, wanted))).tolist()
     return dict(zip(wanted, values, strict=True))
 
 

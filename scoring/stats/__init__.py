@@ -9,17 +9,30 @@ of bootstrap resamples, then reuse both for every metric × aspect cell::
                        docs=docs)
     ci = bootstrap_ci(plan, metric, human, level=Level.SAMPLE,
                       coefficient=Coefficient.KENDALL_B, estimate=result)
+
+WMT's statistics: acc23 with tie calibration (``calibrate_ties`` gives ε, then
+``correlate(..., coefficient=Coefficient.ACC23, options=Options(epsilon=ε))``), SPA
+(``Coefficient.SPA`` at system level), and significance clusters (``cluster``).
 """
 
+from scoring.stats.clusters import Clusters, assign_ranks, average_ranks, cluster
 from scoring.stats.correlation import (
+    TIE_COEFFICIENTS,
+    Average,
     Coefficient,
     CorrelationResult,
     DegeneratePolicy,
     Level,
+    Options,
+    Unsupported,
+    calibrate_ties,
     correlate,
     intercorrelation,
+    unsupported,
 )
+from scoring.stats.coverage import Coverage, coverage, scored
 from scoring.stats.judgments import Aggregate, AggregatedJudgments, aggregate_judgments
+from scoring.stats.pairwise import TieCalibration
 from scoring.stats.ranking import Groups, rank_rows
 from scoring.stats.resampling import (
     ConfidenceInterval,
@@ -33,33 +46,49 @@ from scoring.stats.significance import (
     Alternative,
     SignificanceResult,
     Swap,
+    paired_bootstrap_p,
     paired_bootstrap_test,
     permutation_test,
     williams_test,
 )
 
 __all__ = [
+    "TIE_COEFFICIENTS",
     "Aggregate",
     "AggregatedJudgments",
     "Alternative",
+    "Average",
+    "Clusters",
     "Coefficient",
     "ConfidenceInterval",
     "CorrelationResult",
+    "Coverage",
     "DegeneratePolicy",
     "Groups",
     "Level",
+    "Options",
     "Resamples",
     "SignificanceResult",
     "Swap",
+    "TieCalibration",
     "Unit",
+    "Unsupported",
     "aggregate_judgments",
+    "assign_ranks",
+    "average_ranks",
     "bootstrap_ci",
     "bootstrap_distribution",
+    "calibrate_ties",
+    "cluster",
     "correlate",
+    "coverage",
     "draw_resamples",
     "intercorrelation",
+    "paired_bootstrap_p",
     "paired_bootstrap_test",
     "permutation_test",
     "rank_rows",
+    "scored",
+    "unsupported",
     "williams_test",
 ]

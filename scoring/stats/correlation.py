@@ -3,17 +3,32 @@
 Every result names its coefficient (Kendall's variant included) and level, and says
 how many outputs, documents and systems it used and how many groups it skipped, as
 mt-metrics-eval does. Degenerate groups follow a named :class:`DegeneratePolicy`.
+
+Besides the classic coefficients, the statistics WMT now reports (see
+:mod:`scoring.stats.pairwise` and :mod:`scoring.stats.spa`): pairwise accuracy acc23
+and Kendall's τ23 with ties (segment level: per document, or all pairs pooled), WMT20's
+Kendall-like τ (segment level), the pairwise difference Pearson, and soft pairwise
+accuracy (system level only). :func:`unsupported` says which combinations exist.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 import numpy as np
 import numpy.typing as npt
 import scipy.stats
 
+from scoring.stats.pairwise import (
+    CALIBRATION_MAX_PAIRS,
+    TieCalibration,
+    calibrate_groups,
+    like_counts,
+    pdp_from_sums,
+    pdp_sums,
+    right_pairs,
+)
 from scoring.stats.ranking import (
     BoolArray,
     FloatArray,
@@ -23,6 +38,7 @@ from scoring.stats.ranking import (
     rank_rows,
     tie_runs,
 )
+from scoring.stats.spa import SpaResult, sign_flips, soft_pairwise_accuracy
 
 
 class Level(Enum):
@@ -34,12 +50,91 @@ class Level(Enum):
 
 
 class Coefficient(Enum):
-    """The correlation coefficient; the value names Kendall's variant."""
+    """The correlation coefficient or agreement statistic; the value names Kendall's
+    variant."""
 
     PEARSON = "pearson"
     SPEARMAN = "spearman"
     KENDALL_B = "kendall_tau_b"
     KENDALL_C = "kendall_tau_c"
+    KENDALL_23 = "kendall_tau_23"  # Deutsch et al. 2023: ties count, = 2·acc23 − 1
+    ACC23 = "acc23"  # pairwise accuracy with ties (WMT24/25's segment level, tie-calibrated)
+    KENDALL_LIKE = "kendall_like"  # WMT20's: pairs whose human scores differ enough
+    PDP = "pdp"  # pairwise difference Pearson
+    SPA = "spa"  # soft pairwise accuracy (WMT24/25's system level)
+
+
+class Average(Enum):
+    """How sample level averages its per-document values."""
+
+    MACRO = "macro"  # every document counts the same
+    MICRO = "micro"  # by its scored outputs (Kendall-like: by the pairs it counted)
+
+
+@dataclass(frozen=True)
+class Options:
+    """Settings of the pairwise statistics (the classic coefficients ignore them)."""
+
+    epsilon: float = 0.0  # acc23, τ23: metric differences of at most ε are ties
+    threshold: float = 25.0  # Kendall-like: the human difference a pair needs (WMT: 25 of 100)
+    permutations: int = 1000  # SPA: permutations per system pair
+    seed: int = 4  # SPA: seed of the sign flips (mt-metrics-eval's)
+
+
+DEFAULT_OPTIONS = Options()
+
+# Where each statistic exists. acc23, τ23 and Kendall-like compare pairs of outputs
+# (within documents, or pooled); SPA compares pairs of systems.
+SEGMENT_LEVELS = frozenset({"sample", "dataset"})
+LEVELS_OF = {
+    Coefficient.KENDALL_23: SEGMENT_LEVELS,
+    Coefficient.ACC23: SEGMENT_LEVELS,
+    Coefficient.KENDALL_LIKE: SEGMENT_LEVELS,
+    Coefficient.SPA: frozenset({"system"}),
+}
+TIE_COEFFICIENTS = frozenset({Coefficient.ACC23, Coefficient.KENDALL_23})
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """Why a combination of settings has no statistic: ``option`` names the setting to
+    change (coefficient, tie_calibration or average)."""
+
+    option: str
+    message: str
+
+
+def unsupported(
+    coefficient: Coefficient,
+    level: Level,
+    *,
+    average: Average = Average.MACRO,
+    tie_calibration: bool = False,
+) -> Unsupported | None:
+    """None when ``coefficient`` exists at ``level`` with these settings, else why not."""
+    levels = LEVELS_OF.get(coefficient)
+    if levels is not None and level.value not in levels:
+        if coefficient is Coefficient.SPA:
+            text = ("spa (soft pairwise accuracy) compares every pair of systems: it is a "
+                    "system-level statistic; choose level system")  # fmt: skip
+        else:
+            text = (f"{coefficient.value} compares pairs of outputs: it exists at sample level "
+                    "(grouped by document, WMT's item grouping) and dataset level (all "
+                    "pairs pooled), not at system level")  # fmt: skip
+        return Unsupported("coefficient", text)
+    if tie_calibration and coefficient not in TIE_COEFFICIENTS:
+        return Unsupported(
+            "tie_calibration", "tie calibration applies to acc23 and kendall_23 only"
+        )
+    if average is Average.MICRO:
+        if level is not Level.SAMPLE:
+            return Unsupported("average", "micro averaging weighs documents: sample level only")
+        if coefficient is Coefficient.PDP:
+            return Unsupported(
+                "average", "pdp pools the pairs of every document into one correlation: "
+                "there is no per-document average to weigh"
+            )  # fmt: skip
+    return None
 
 
 class DegeneratePolicy(Enum):
@@ -51,6 +146,17 @@ class DegeneratePolicy(Enum):
 
     SKIP = "skip"  # leave the group out of the average (UniEval, G-Eval)
     ZERO = "zero"  # count the group as a correlation of 0
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a statistic depends on besides the data."""
+
+    level: Level
+    coefficient: Coefficient
+    policy: DegeneratePolicy
+    average: Average
+    options: Options
 
 
 # Kendall's pairwise comparisons cost width² per row; wider rows use scipy's
@@ -69,7 +175,11 @@ class CorrelationResult:
     averaged at sample level, else the documents with a scored pair (0 when no
     document keys were given); ``n_systems`` likewise counts systems with a scored
     pair (0 when no system keys were given). ``per_group`` holds each document's
-    correlation at sample level, aligned with the document keys (NaN where skipped).
+    correlation at sample level, aligned with the document keys (NaN where skipped),
+    and ``weights`` each document's weight in the average (0 where skipped). PDP pools
+    every document's pairs into one value: its ``per_group`` are the documents' own
+    values (their Pearson r) and its ``weights`` None; its skipped documents are those
+    with fewer than two scored outputs. ``spa`` holds SPA's p-values.
     """
 
     value: float
@@ -83,21 +193,33 @@ class CorrelationResult:
     n_constant: int
     n_missing: int
     per_group: FloatArray | None = field(default=None, repr=False)
+    weights: FloatArray | None = field(default=None, repr=False)
+    average: Average = Average.MACRO
+    options: Options = DEFAULT_OPTIONS
+    spa: SpaResult | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True, eq=False)
 class GroupCorrelations:
-    """Raw per-group coefficients: NaN where a group has < 2 pairs or is constant."""
+    """Raw per-group coefficients: NaN where a group has < 2 pairs or is constant (for
+    Kendall-like: has no pair whose human scores differ enough). ``size`` is a group's
+    weight in a micro average: its scored outputs (Kendall-like: its counted pairs)."""
 
     r: FloatArray
     n: IntArray
     constant: BoolArray
+    size: FloatArray
 
     def values(self, policy: DegeneratePolicy) -> FloatArray:
         """Each group's contribution under ``policy``; NaN marks a skipped group."""
         if policy is DegeneratePolicy.ZERO:
             return np.where(self.constant & (self.n >= 2), 0.0, self.r)
         return self.r
+
+    def weights(self, policy: DegeneratePolicy, average: Average) -> FloatArray:
+        """Each group's weight in the average (0 for a skipped group)."""
+        weight = np.ones(self.r.size) if average is Average.MACRO else self.size
+        return np.where(np.isnan(self.values(policy)), 0.0, weight)
 
 
 def as_scores(values: npt.ArrayLike, name: str) -> FloatArray:
@@ -116,24 +238,52 @@ def as_groups(keys: Groups | npt.ArrayLike, n_items: int, name: str) -> Groups:
     return groups
 
 
-def row_correlations(x: FloatArray, y: FloatArray, coefficient: Coefficient) -> GroupCorrelations:
-    """The coefficient of each row of two equally shaped 2-D arrays; NaN marks padding."""
+def row_correlations(
+    x: FloatArray, y: FloatArray, coefficient: Coefficient, options: Options = DEFAULT_OPTIONS
+) -> GroupCorrelations:
+    """The coefficient of each row of two equally shaped 2-D arrays; NaN marks padding.
+    A row's PDP is its Pearson r (the pairs' differences of one group correlate as the
+    values do); SPA is not a per-row statistic."""
     mask = ~(np.isnan(x) | np.isnan(y))
     n = mask.sum(axis=1).astype(np.intp)
+    if coefficient in (Coefficient.ACC23, Coefficient.KENDALL_23, Coefficient.KENDALL_LIKE):
+        return _pairwise_rows(x, y, n, coefficient, options)
+    if coefficient is Coefficient.SPA:
+        raise ValueError("spa compares systems: compute it with correlate() at system level")
     x = np.where(mask, x, np.nan)
     y = np.where(mask, y, np.nan)
     # Constant means every value equals the row's maximum (not a zero variance: a
     # computed variance can be a rounding error away from zero).
     constant = _constant(x) | _constant(y)
     with np.errstate(invalid="ignore", divide="ignore"):
-        if coefficient is Coefficient.PEARSON:
+        if coefficient in (Coefficient.PEARSON, Coefficient.PDP):
             r = _pearson_rows(x, y, mask, n)
         elif coefficient is Coefficient.SPEARMAN:
             r = _pearson_rows(rank_rows(x), rank_rows(y), mask, n)
         else:
             r = _kendall_rows(x, y, n, coefficient)
     r = np.where(constant | (n < 2), np.nan, r)
-    return GroupCorrelations(r=r, n=n, constant=constant & (n >= 2))
+    return GroupCorrelations(r=r, n=n, constant=constant & (n >= 2), size=n.astype(np.float64))
+
+
+def _pairwise_rows(
+    x: FloatArray, y: FloatArray, n: IntArray, coefficient: Coefficient, options: Options
+) -> GroupCorrelations:
+    if coefficient is Coefficient.KENDALL_LIKE:
+        like = like_counts(x, y, options.threshold)
+        # No pair differing enough in human scores: nothing to correlate, as constant.
+        constant = (like.counted == 0) & (n >= 2)
+        r = np.where(n >= 2, like.tau(), np.nan)
+        return GroupCorrelations(r=r, n=n, constant=constant, size=like.counted)
+    counts = right_pairs(x, y, options.epsilon)
+    r = counts.acc23() if coefficient is Coefficient.ACC23 else counts.tau23()
+    # Every pair counts, ties included: a constant group has a value like any other.
+    return GroupCorrelations(
+        r=np.where(n >= 2, r, np.nan),
+        n=n,
+        constant=np.zeros(n.size, dtype=bool),
+        size=n.astype(np.float64),
+    )
 
 
 def _constant(x: FloatArray) -> BoolArray:
@@ -185,16 +335,54 @@ def _kendall_rows(
 
 
 def group_correlations(
-    x: FloatArray, y: FloatArray, groups: Groups, coefficient: Coefficient
+    x: FloatArray,
+    y: FloatArray,
+    groups: Groups,
+    coefficient: Coefficient,
+    options: Options = DEFAULT_OPTIONS,
 ) -> GroupCorrelations:
     """The coefficient within each group, all groups at once (no NaN in x or y)."""
     r = np.full(groups.n_groups, np.nan)
     constant = np.zeros(groups.n_groups, dtype=bool)
+    size = groups.sizes.astype(np.float64)
     for block in groups.blocks:
-        part = row_correlations(block.gather(x), block.gather(y), coefficient)
+        part = row_correlations(block.gather(x), block.gather(y), coefficient, options)
         r[block.rows] = part.r
         constant[block.rows] = part.constant
-    return GroupCorrelations(r=r, n=groups.sizes, constant=constant)
+        size[block.rows] = part.size
+    return GroupCorrelations(r=r, n=groups.sizes, constant=constant, size=size)
+
+
+@dataclass(frozen=True, eq=False)
+class SampleLevel:
+    """A sample-level value and its parts (see :func:`sample_level`)."""
+
+    value: float
+    per_doc: GroupCorrelations
+    values: FloatArray
+    weights: FloatArray | None
+
+
+def sample_level(
+    x: FloatArray,
+    y: FloatArray,
+    groups: Groups,
+    coefficient: Coefficient,
+    policy: DegeneratePolicy,
+    average: Average,
+    options: Options = DEFAULT_OPTIONS,
+) -> SampleLevel:
+    """The per-document values and their weighted mean (scored outputs only); for PDP
+    the pooled pairs of every document instead of a mean."""
+    per_doc = group_correlations(x, y, groups, coefficient, options)
+    values = per_doc.values(policy)
+    if coefficient is Coefficient.PDP:
+        totals = pdp_sums(x, y, groups)[groups.sizes >= 2].sum(axis=0)
+        return SampleLevel(float(pdp_from_sums(totals)), per_doc, values, None)
+    weights = per_doc.weights(policy, average)
+    total = float(weights.sum())
+    value = float(np.sum(weights * np.nan_to_num(values)) / total) if total > 0 else float("nan")
+    return SampleLevel(value, per_doc, values, weights)
 
 
 def system_means(
@@ -218,18 +406,19 @@ def correlate(
     docs: Groups | npt.ArrayLike | None = None,
     systems: Groups | npt.ArrayLike | None = None,
     policy: DegeneratePolicy = DegeneratePolicy.SKIP,
+    average: Average = Average.MACRO,
+    options: Options = DEFAULT_OPTIONS,
 ) -> CorrelationResult:
     """Correlate metric scores with human judgments, aligned by output.
 
     ``docs`` (document keys or a prebuilt :class:`Groups`, reused across calls for
-    speed) is required at sample level; ``systems`` at system level. Pairs with a NaN
-    on either side are dropped and counted in ``n_missing``. At sample level the
-    result is the unweighted mean of the per-document coefficients.
+    speed) is required at sample level and for SPA; ``systems`` at system level. Pairs
+    with a NaN on either side are dropped and counted in ``n_missing``. At sample level
+    the result is the mean of the per-document values, unweighted (``MACRO``) or
+    weighted by size (``MICRO``; mt-metrics-eval's ``macro=False``); PDP pools the pairs
+    of all documents instead. A combination :func:`unsupported` names is refused.
     """
-    x = as_scores(metric, "metric")
-    y = as_scores(human, "human")
-    if x.shape != y.shape:
-        raise ValueError(f"metric has {x.size} scores, human has {y.size}")
+    x, y = _aligned(metric, human, coefficient, level, average)
     doc_groups = None if docs is None else as_groups(docs, x.size, "docs")
     sys_groups = None if systems is None else as_groups(systems, x.size, "systems")
     valid = np.isfinite(x) & np.isfinite(y)
@@ -243,12 +432,12 @@ def correlate(
             raise ValueError("sample level needs document keys (docs=...)")
         groups = doc_groups if all_valid else doc_groups.subset(valid)
         xs, ys = (x, y) if all_valid else (x[valid], y[valid])
-        per_doc = group_correlations(xs, ys, groups, coefficient)
-        values = per_doc.values(policy)
-        used = ~np.isnan(values)
+        sample = sample_level(xs, ys, groups, coefficient, policy, average, options)
+        per_doc = sample.per_doc
+        used = per_doc.n >= 2 if sample.weights is None else ~np.isnan(sample.values)
         n_used = int(used.sum())
         return CorrelationResult(
-            value=float(values[used].mean()) if n_used else float("nan"),
+            value=sample.value,
             coefficient=coefficient,
             level=level,
             policy=policy,
@@ -258,18 +447,23 @@ def correlate(
             n_skipped=doc_groups.n_groups - n_used,
             n_constant=int(per_doc.constant.sum()),
             n_missing=n_missing,
-            per_group=values,
+            per_group=sample.values,
+            weights=sample.weights,
+            average=average,
+            options=options,
         )
     if level is Level.DATASET:
         row_x, row_y = x[valid][None, :], y[valid][None, :]
     elif level is Level.SYSTEM:
         if sys_groups is None:
             raise ValueError("system level needs system keys (systems=...)")
+        if coefficient is Coefficient.SPA:
+            return _spa(x, y, doc_groups, sys_groups, valid, policy, options, n_missing)
         mx, my, present = system_means(x, y, sys_groups, valid)
         row_x, row_y = mx[present][None, :], my[present][None, :]
     else:  # pragma: no cover - exhaustive over Level
         raise ValueError(f"unknown level {level!r}")
-    pooled = row_correlations(row_x, row_y, coefficient)
+    pooled = row_correlations(row_x, row_y, coefficient, options)
     value = float(pooled.values(policy)[0])
     return CorrelationResult(
         value=value,
@@ -282,7 +476,97 @@ def correlate(
         n_skipped=int(np.isnan(value)),
         n_constant=int(pooled.constant[0]),
         n_missing=n_missing,
+        options=options,
     )
+
+
+def _spa(
+    x: FloatArray,
+    y: FloatArray,
+    docs: Groups | None,
+    systems: Groups,
+    valid: BoolArray,
+    policy: DegeneratePolicy,
+    options: Options,
+    n_missing: int,
+) -> CorrelationResult:
+    if docs is None:
+        raise ValueError("spa compares systems document by document: it needs docs=...")
+    flips = sign_flips(np.random.default_rng(options.seed), options.permutations, docs.n_groups)
+    spa = soft_pairwise_accuracy(x, y, docs=docs, systems=systems, flips=flips)
+    return CorrelationResult(
+        value=spa.value,
+        coefficient=Coefficient.SPA,
+        level=Level.SYSTEM,
+        policy=policy,
+        n_outputs=int(valid.sum()),
+        n_documents=_count_present(docs, valid),
+        n_systems=_count_present(systems, valid),
+        n_skipped=int(np.isnan(spa.value)),
+        n_constant=0,
+        n_missing=n_missing,
+        options=options,
+        spa=spa,
+    )
+
+
+def calibrate_ties(
+    metric: npt.ArrayLike,
+    human: npt.ArrayLike,
+    *,
+    level: Level,
+    coefficient: Coefficient = Coefficient.ACC23,
+    docs: Groups | npt.ArrayLike | None = None,
+    average: Average = Average.MACRO,
+    max_pairs: int = CALIBRATION_MAX_PAIRS,
+    rng: np.random.Generator | None = None,
+    curve: bool = False,
+) -> TieCalibration:
+    """Tie calibration (Deutsch et al. 2023): the ε under which metric differences count
+    as ties that maximises acc23 (or τ23, the same ε), per document at sample level
+    (the documents' mean, weighted as ``average`` says) or over all pairs pooled at
+    dataset level. Outputs with a NaN on either side take no part. The returned
+    ``value`` and ``values`` are in the coefficient's own terms; pass
+    ``Options(epsilon=result.epsilon)`` to :func:`correlate` for the value with its
+    counts. More than ``max_pairs`` pairs: the search runs on a sample drawn by ``rng``.
+    ``curve`` also returns the statistic at every threshold where it changes.
+    """
+    if coefficient not in TIE_COEFFICIENTS:
+        raise ValueError("tie calibration applies to acc23 and kendall_23 only")
+    x, y = _aligned(metric, human, coefficient, level, average)
+    valid = np.isfinite(x) & np.isfinite(y)
+    if level is Level.SAMPLE:
+        if docs is None:
+            raise ValueError("sample level needs document keys (docs=...)")
+        groups = as_groups(docs, x.size, "docs").subset(valid)
+    else:
+        groups = Groups.single(int(valid.sum()))
+    weights = groups.sizes.astype(np.float64) if average is Average.MICRO else None
+    result = calibrate_groups(x[valid], y[valid], groups, group_weights=weights,
+                              max_pairs=max_pairs, rng=rng, curve=curve)  # fmt: skip
+    if coefficient is Coefficient.KENDALL_23:
+        values = None if result.values is None else 2 * result.values - 1
+        result = replace(result, value=2 * result.value - 1, values=values)
+    return result
+
+
+def _aligned(
+    metric: npt.ArrayLike,
+    human: npt.ArrayLike,
+    coefficient: Coefficient,
+    level: Level,
+    average: Average,
+) -> tuple[FloatArray, FloatArray]:
+    """The scores as 1-D float arrays of one length, once the statistic is known to
+    exist with these settings."""
+    refusal = unsupported(coefficient, level, average=average)
+    if refusal is not None:
+        raise ValueError(refusal.message)
+    x = as_scores(metric, "metric")
+    y = as_scores(human, "human")
+    if x.shape != y.shape:
+        raise ValueError(f"metric has {x.size} scores, human has {y.size}")
+    return x, y
 
 
 def _count_present(groups: Groups, valid: BoolArray) -> int:
@@ -297,11 +581,14 @@ def intercorrelation(
     docs: Groups | npt.ArrayLike | None = None,
     systems: Groups | npt.ArrayLike | None = None,
     policy: DegeneratePolicy = DegeneratePolicy.SKIP,
+    options: Options = DEFAULT_OPTIONS,
 ) -> FloatArray:
     """Aspects × aspects correlation matrix of human judgments.
 
     ``human`` has one row per aspect, one column per output. Entry (i, j) is
-    :func:`correlate` of aspect i with aspect j at ``level``; the matrix is symmetric.
+    :func:`correlate` of aspect i with aspect j at ``level``; the matrix is symmetric
+    (for a statistic that is not, Kendall-like or acc23 with ε > 0, entry (i, j) with
+    i ≤ j takes aspect j as the human side).
     The diagonal is computed too: 1, or less under ``ZERO`` where constant documents
     count as 0, and NaN where an aspect has no usable group.
     """
@@ -322,6 +609,7 @@ def intercorrelation(
                 docs=doc_groups,
                 systems=sys_groups,
                 policy=policy,
+                options=options,
             )
             matrix[i, j] = matrix[j, i] = result.value
     return matrix

@@ -39,6 +39,7 @@ def aggregate_judgments(
     method: Aggregate = Aggregate.MEAN,
     exclude_annotators: Collection[Any] = frozenset(),
     outputs: npt.ArrayLike | None = None,
+    weights: npt.ArrayLike | None = None,
 ) -> AggregatedJudgments:
     """Aggregate judgments (one row per output × annotator) to one score per output.
 
@@ -47,6 +48,10 @@ def aggregate_judgments(
     With ``outputs`` the result is aligned with it (Lists in, aligned lists out), and
     a judgment of an output not listed there is an error; otherwise the outputs are
     the sorted distinct keys.
+
+    ``weights`` (one per judgment, finite and ≥ 0; e.g. each annotator's competence)
+    turn the mean into a weighted mean, Σ w·v / Σ w; an output whose remaining
+    judgments all weigh 0 gets NaN. The median takes no weights.
     """
     keys = np.asarray(output_key)
     annotators = np.asarray(annotator_key)
@@ -72,11 +77,16 @@ def aggregate_judgments(
         codes = sorter[found] if listed.size else found
         if keys.size and (listed.size == 0 or np.any(listed[codes] != keys)):
             raise ValueError("a judgment refers to an output not in outputs")
+    weight = _weights(weights, scores.size, method)
     keep = ~excluded & ~np.isnan(scores)
     groups = Groups.from_codes(codes[keep], listed.size)
     kept = scores[keep]
     with np.errstate(invalid="ignore", divide="ignore"):
-        if method is Aggregate.MEAN:
+        if method is Aggregate.MEAN and weight is not None:
+            total = np.bincount(groups.codes, weights=weight[keep], minlength=listed.size)
+            weighted = np.bincount(groups.codes, weights=weight[keep] * kept, minlength=listed.size)
+            values = np.where(total > 0, weighted / total, np.nan)
+        elif method is Aggregate.MEAN:
             values = np.bincount(groups.codes, weights=kept, minlength=listed.size) / groups.sizes
         else:
             values = _grouped_median(kept, groups)
@@ -86,6 +96,19 @@ def aggregate_judgments(
         n_judgments=groups.sizes,
         n_excluded=int(np.count_nonzero(excluded)),
     )
+
+
+def _weights(weights: npt.ArrayLike | None, size: int, method: Aggregate) -> FloatArray | None:
+    if weights is None:
+        return None
+    weight = np.asarray(weights, dtype=np.float64)
+    if weight.shape != (size,):
+        raise ValueError("weights must be aligned with the judgments")
+    if not np.all(np.isfinite(weight) & (weight >= 0)):
+        raise ValueError("weights must be finite and ≥ 0")
+    if method is not Aggregate.MEAN:
+        raise ValueError("weights apply to the mean only")
+    return weight
 
 
 def _grouped_median(values: FloatArray, groups: Groups) -> FloatArray:

@@ -223,3 +223,35 @@ def count_descents(rows: FloatArray) -> FloatArray:
             greater.reshape(len(part), -1).view(np.uint8).sum(axis=1, dtype=np.int64)
         )
     return out
+
+
+def count_greater_before(values: IntArray, ends: IntArray, limits: IntArray) -> IntArray:
+    """For each query q, ``#{j < ends[q] : values[j] > limits[q]}`` (non-negative ints).
+
+    A merge-sort tree laid out level by level: at level l the values are sorted within
+    blocks of 2**l positions, and a prefix ``[0, end)`` is the union of one block per set
+    bit of ``end``, so each query costs one pair of binary searches per level. O((n + q)
+    log n log n) in all, every level vectorised; for pooled pairwise statistics, whose
+    pairs (n² / 2) could never be listed.
+    """
+    n = int(values.size)
+    out = np.zeros(ends.size, dtype=np.int64)
+    if n == 0 or ends.size == 0:
+        return out
+    span = np.int64(values.max()) + 2  # block b's keys lie in [b * span, (b + 1) * span)
+    positions = np.arange(n, dtype=np.int64)
+    ends = ends.astype(np.int64)
+    limits = limits.astype(np.int64)
+    level = 0
+    while (1 << level) <= n:
+        # Sorting blockwise keys merges the previous level's sorted blocks: timsort
+        # finds those runs, so each level is close to linear.
+        keys = np.sort((positions >> level) * span + values, kind="stable")
+        take = np.flatnonzero((ends >> level) & 1)
+        if take.size:
+            block = (ends[take] >> level) - 1
+            top = np.searchsorted(keys, (block + 1) * span, side="left")
+            above = np.searchsorted(keys, block * span + limits[take], side="right")
+            out[take] += top - above
+        level += 1
+    return out

@@ -10,11 +10,21 @@ Cost. Each resample is computed exactly, but how depends on the case:
 
 * sample level, documents only: the per-document correlations are computed once and
   each resample is the mean of the drawn ones (one gather of B × documents values);
+  PDP: per-document sums of the pairs' products, summed over the drawn documents;
 * system level, any unit: per (document, system) sums, then B rows of system means;
-* dataset level, Pearson: weighted sufficient statistics per document or cell;
-* otherwise (sample level with systems resampled; dataset-level Spearman or Kendall)
-  each resample is materialised and recomputed: about B times the cost of
-  :func:`~scoring.stats.correlation.correlate` (use fewer resamples on big data).
+  SPA (systems only): the pairs' p-values are computed once and each resample weighs
+  the pairs of drawn systems;
+* dataset level, Pearson (and PDP, which is Pearson there): weighted sufficient
+  statistics per document or cell. A resample whose variance is within rounding of
+  zero next to its sums is recomputed exactly, so every resample follows
+  :func:`~scoring.stats.correlation.correlate`'s one rule for constant data;
+* otherwise (sample level with systems resampled; dataset-level Spearman, Kendall and
+  the pairwise statistics) each resample is materialised and recomputed: about B
+  times the cost of :func:`~scoring.stats.correlation.correlate` (use fewer resamples
+  on big data).
+
+acc23 and τ23 keep the ε they were given (tie-calibrated once on the full data, as
+mt-metrics-eval's pairwise permutation test keeps each metric's ε).
 """
 
 from __future__ import annotations
@@ -27,16 +37,28 @@ import numpy as np
 import numpy.typing as npt
 
 from scoring.stats.correlation import (
+    DEFAULT_OPTIONS,
+    Average,
     Coefficient,
     CorrelationResult,
     DegeneratePolicy,
     Level,
+    Options,
+    Settings,
     as_groups,
     as_scores,
+    correlate,
     group_correlations,
     row_correlations,
+    unsupported,
 )
+from scoring.stats.pairwise import pdp_from_sums, pdp_sums
 from scoring.stats.ranking import BLOCK_CELLS, BoolArray, FloatArray, Groups, IntArray
+from scoring.stats.spa import resampled_spa
+
+# A pooled resample whose variance is below this share of its raw sum of squares has
+# lost too many digits to cancellation (about 10 of 16 left): it is recomputed exactly.
+NEAR_CONSTANT = 1e-6
 
 
 class Unit(Enum):
@@ -139,26 +161,37 @@ def bootstrap_distribution(
     level: Level,
     coefficient: Coefficient,
     policy: DegeneratePolicy = DegeneratePolicy.SKIP,
+    average: Average = Average.MACRO,
+    options: Options = DEFAULT_OPTIONS,
     estimate: CorrelationResult | None = None,
 ) -> FloatArray:
     """The correlation recomputed on each resample in ``plan`` (NaN where undefined).
 
     ``estimate``, the :func:`~scoring.stats.correlation.correlate` result for the same
-    data and settings, saves recomputing the per-document values at sample level.
+    data and settings, saves recomputing the per-document values at sample level (and
+    SPA's p-values).
     """
+    refusal = unsupported(coefficient, level, average=average)
+    if refusal is not None:
+        raise ValueError(refusal.message)
     x = as_scores(metric, "metric")
     y = as_scores(human, "human")
     if x.size != plan.docs.n_items or y.size != x.size:
         raise ValueError("metric, human and the resampled keys must have one entry per output")
     valid = np.isfinite(x) & np.isfinite(y)
+    settings = Settings(level, coefficient, policy, average, options)
+    if coefficient is Coefficient.SPA:
+        return _spa(plan, x, y, settings, estimate)
     if level is Level.SAMPLE and plan.system_draws is None:
-        per_doc = _per_document(plan, x, y, valid, coefficient, policy, estimate)
-        return _weighted_document_mean(plan, per_doc)
+        if coefficient is Coefficient.PDP:
+            return _pdp_documents(plan, x, y, valid)
+        values, weights = _per_document(plan, x, y, valid, settings, estimate)
+        return _weighted_document_mean(plan, values, weights)
     if level is Level.SYSTEM:
-        return _system_level(plan, x, y, valid, coefficient, policy)
-    if level is Level.DATASET and coefficient is Coefficient.PEARSON:
-        return _dataset_pearson(plan, x, y, valid, policy)
-    return _recompute_each(plan, x, y, valid, level, coefficient, policy)
+        return _system_level(plan, x, y, valid, settings)
+    if level is Level.DATASET and coefficient in (Coefficient.PEARSON, Coefficient.PDP):
+        return _dataset_pearson(plan, x, y, valid, settings)
+    return _recompute_each(plan, x, y, valid, settings)
 
 
 def bootstrap_ci(
@@ -169,6 +202,8 @@ def bootstrap_ci(
     level: Level,
     coefficient: Coefficient,
     policy: DegeneratePolicy = DegeneratePolicy.SKIP,
+    average: Average = Average.MACRO,
+    options: Options = DEFAULT_OPTIONS,
     alpha: float = 0.05,
     estimate: CorrelationResult | None = None,
 ) -> ConfidenceInterval:
@@ -179,8 +214,9 @@ def bootstrap_ci(
     if not 0.0 < alpha < 1.0:
         raise ValueError("alpha must lie in (0, 1)")
     values = bootstrap_distribution(
-        plan, metric, human, level=level, coefficient=coefficient, policy=policy, estimate=estimate
-    )
+        plan, metric, human, level=level, coefficient=coefficient, policy=policy,
+        average=average, options=options, estimate=estimate,
+    )  # fmt: skip
     finite = values[np.isfinite(values)]
     low, high = np.quantile(finite, [alpha / 2, 1 - alpha / 2]) if finite.size else (np.nan, np.nan)
     return ConfidenceInterval(
@@ -198,35 +234,36 @@ def _per_document(
     x: FloatArray,
     y: FloatArray,
     valid: BoolArray,
-    coefficient: Coefficient,
-    policy: DegeneratePolicy,
+    settings: Settings,
     estimate: CorrelationResult | None,
-) -> FloatArray:
+) -> tuple[FloatArray, FloatArray]:
     if estimate is not None:
+        given = Settings(
+            estimate.level, estimate.coefficient, estimate.policy, estimate.average,
+            estimate.options,
+        )  # fmt: skip
         if (
-            (estimate.level, estimate.coefficient, estimate.policy)
-            != (
-                Level.SAMPLE,
-                coefficient,
-                policy,
-            )
+            given != settings
             or estimate.per_group is None
+            or estimate.weights is None
             or estimate.per_group.size != plan.docs.n_groups
         ):
             raise ValueError("estimate was computed with other settings or documents")
-        return estimate.per_group
+        return estimate.per_group, estimate.weights
     groups = plan.docs if valid.all() else plan.docs.subset(valid)
-    return group_correlations(x[valid], y[valid], groups, coefficient).values(policy)
+    per_doc = group_correlations(x[valid], y[valid], groups, settings.coefficient, settings.options)
+    return per_doc.values(settings.policy), per_doc.weights(settings.policy, settings.average)
 
 
-def _weighted_document_mean(plan: Resamples, per_doc: FloatArray) -> FloatArray:
-    # The mean over the drawn documents (a document drawn k times counts k times);
-    # skipped documents count for nothing. Gathering by the draws is as fast as a
+def _weighted_document_mean(
+    plan: Resamples, per_doc: FloatArray, weights: FloatArray
+) -> FloatArray:
+    # The weighted mean over the drawn documents (a document drawn k times counts k
+    # times); skipped documents weigh nothing. Gathering by the draws is as fast as a
     # product with the count matrix and needs no count matrix.
     draws = plan.doc_draws
     assert draws is not None
-    used = np.isfinite(per_doc)
-    values, weights = np.where(used, per_doc, 0.0), used.astype(np.float64)
+    values = np.where(weights > 0, np.nan_to_num(per_doc) * weights, 0.0)
     total, count = np.empty(plan.size), np.empty(plan.size)
     step = max(1, BLOCK_CELLS // max(1, draws.shape[1]))  # keep temporaries in cache
     for start in range(0, plan.size, step):
@@ -237,13 +274,38 @@ def _weighted_document_mean(plan: Resamples, per_doc: FloatArray) -> FloatArray:
         return np.asarray(total / count, dtype=np.float64)
 
 
-def _system_level(
+def _pdp_documents(plan: Resamples, x: FloatArray, y: FloatArray, valid: BoolArray) -> FloatArray:
+    # A drawn copy of a document pairs its outputs among themselves: its sums add once
+    # per copy.
+    assert plan.doc_counts is not None
+    sums = pdp_sums(x[valid], y[valid], plan.docs.subset(valid))
+    return pdp_from_sums(plan.doc_counts @ sums)
+
+
+def _spa(
     plan: Resamples,
     x: FloatArray,
     y: FloatArray,
-    valid: BoolArray,
-    coefficient: Coefficient,
-    policy: DegeneratePolicy,
+    settings: Settings,
+    estimate: CorrelationResult | None,
+) -> FloatArray:
+    if plan.doc_draws is not None or plan.system_counts is None or plan.systems is None:
+        raise ValueError(
+            "spa's intervals resample systems only (unit=systems): resampling documents "
+            "would rerun every pair's permutation test on each resample"
+        )
+    spa = estimate.spa if estimate is not None else None
+    if spa is None or estimate is None or estimate.options != settings.options:
+        spa = correlate(
+            x, y, level=Level.SYSTEM, coefficient=Coefficient.SPA, docs=plan.docs,
+            systems=plan.systems, options=settings.options,
+        ).spa  # fmt: skip
+    assert spa is not None
+    return resampled_spa(spa, plan.system_counts)
+
+
+def _system_level(
+    plan: Resamples, x: FloatArray, y: FloatArray, valid: BoolArray, settings: Settings
 ) -> FloatArray:
     systems = plan.systems
     if systems is None:
@@ -270,12 +332,12 @@ def _system_level(
     with np.errstate(invalid="ignore", divide="ignore"):
         means_x = np.where(n > 0, sx / n, np.nan)
         means_y = np.where(n > 0, sy / n, np.nan)
-    values = row_correlations(means_x, means_y, coefficient).values(policy)
-    return np.broadcast_to(values, (plan.size,)).copy()
+    values = row_correlations(means_x, means_y, settings.coefficient, settings.options)
+    return np.broadcast_to(values.values(settings.policy), (plan.size,)).copy()
 
 
 def _dataset_pearson(
-    plan: Resamples, x: FloatArray, y: FloatArray, valid: BoolArray, policy: DegeneratePolicy
+    plan: Resamples, x: FloatArray, y: FloatArray, valid: BoolArray, settings: Settings
 ) -> FloatArray:
     # Centre on the full data's means so the raw moment sums lose little precision.
     dx = x[valid] - x[valid].mean() if valid.any() else x[valid]
@@ -302,11 +364,12 @@ def _dataset_pearson(
         var_x = sxx - sx * sx / n
         var_y = syy - sy * sy / n
         r = np.clip((sxy - sx * sy / n) / np.sqrt(var_x * var_y), -1.0, 1.0)
-    # What is left of a constant resample's variance is rounding error.
-    constant = (var_x <= 1e-10 * sxx) | (var_y <= 1e-10 * syy)
-    r = np.where(constant | (n < 2), np.nan, r)
-    if policy is DegeneratePolicy.ZERO:
-        r = np.where(constant & (n >= 2), 0.0, r)
+    # Whether a resample is constant is correlate's question (every value equal), not
+    # the sums': a variance this close to rounding may be real, or rounding of zero.
+    doubtful = np.flatnonzero(
+        (var_x <= NEAR_CONSTANT * sxx) | (var_y <= NEAR_CONSTANT * syy) | (n < 2)
+    )
+    r[doubtful] = _recompute_each(plan, x, y, valid, settings, only=doubtful)
     return np.asarray(r, dtype=np.float64)
 
 
@@ -322,16 +385,18 @@ def _recompute_each(
     x: FloatArray,
     y: FloatArray,
     valid: BoolArray,
-    level: Level,
-    coefficient: Coefficient,
-    policy: DegeneratePolicy,
+    settings: Settings,
+    only: IntArray | None = None,
 ) -> FloatArray:
+    """Each resample (or those in ``only``) materialised and recomputed."""
+    level, coefficient, policy = settings.level, settings.coefficient, settings.policy
     docs = plan.docs.subset(valid)
     xv, yv = x[valid], y[valid]
     doc_codes = docs.codes
     sys_codes = None if plan.systems is None else plan.systems.codes[valid]
-    out = np.full(plan.size, np.nan)
-    for b in range(plan.size):
+    which = range(plan.size) if only is None else only
+    out = np.full(len(which), np.nan)
+    for k, b in enumerate(which):
         # An output's multiplicity is the product of its document's and its
         # system's draw counts.
         doc_weight = None if plan.doc_counts is None else plan.doc_counts[b].astype(np.intp)
@@ -343,15 +408,24 @@ def _recompute_each(
             if doc_weight is not None:
                 times = times * (doc_weight[doc_codes] > 0)
             items, groups = docs.repeat(times)
-            values = group_correlations(xv[items], yv[items], groups, coefficient).values(policy)
-            weight = np.ones(docs.n_groups) if doc_weight is None else doc_weight.astype(np.float64)
-            weight = np.where(np.isfinite(values), weight, 0.0)
+            copies = np.ones(docs.n_groups) if doc_weight is None else doc_weight.astype(np.float64)
+            if coefficient is Coefficient.PDP:
+                sums = pdp_sums(xv[items], yv[items], groups)
+                out[k] = float(pdp_from_sums(copies @ sums))
+                continue
+            per_doc = group_correlations(
+                xv[items], yv[items], groups, coefficient, settings.options
+            )
+            values = per_doc.values(policy)
+            weight = copies * per_doc.weights(policy, settings.average)
             if weight.sum() > 0:
-                out[b] = float(np.sum(weight * np.nan_to_num(values)) / weight.sum())
+                out[k] = float(np.sum(weight * np.nan_to_num(values)) / weight.sum())
         else:
             if doc_weight is not None:
                 times = times * doc_weight[doc_codes]
             items = np.repeat(np.arange(xv.size), times)
-            row = row_correlations(xv[items][None, :], yv[items][None, :], coefficient)
-            out[b] = row.values(policy)[0]
+            row = row_correlations(
+                xv[items][None, :], yv[items][None, :], coefficient, settings.options
+            )
+            out[k] = row.values(policy)[0]
     return out

@@ -1,6 +1,8 @@
-// Keyboard control of the annotation page. Digits set the focused aspect, Tab or the
-// up/down arrows move between aspects, left/right step the score, Enter submits,
-// "s" opens the skip dialog, "?" the shortcuts. The server does every check.
+// Keyboard control of the annotation page. A digit sets the focused aspect and moves
+// on to the next one (with no aspect focused, it sets the first unanswered one), Tab or
+// the up/down arrows move between aspects, left/right step the score, Enter submits,
+// "s" opens the skip dialog, "?" the shortcuts. Every new item starts on its first
+// aspect. The server does every check.
 (function () {
   "use strict";
   const $ = (sel, root) => (root || document).querySelector(sel);
@@ -9,8 +11,13 @@
 
   function focusGroup(index) {
     const all = groups();
-    if (all.length) all[Math.max(0, Math.min(all.length - 1, index))].focus();
+    if (!all.length) return;
+    const group = all[Math.max(0, Math.min(all.length - 1, index))];
+    group.focus({ preventScroll: true });
+    group.scrollIntoView({ block: "nearest" }); // inside the phone's answer bar too
   }
+
+  const unanswered = () => groups().findIndex((g) => !g.querySelector("input:checked"));
 
   function pick(group, input) {
     if (!input) return;
@@ -52,9 +59,11 @@
     const index = groups().indexOf(group);
     const key = event.key;
     if (/^[0-9]$/.test(key)) {
-      const target = group || groups()[0];
-      pick(target, target && target.querySelector(`input[data-key="${key}"]`));
-      if (!group && target) target.focus();
+      const at = index >= 0 ? index : Math.max(0, unanswered());
+      const target = groups()[at];
+      const input = target && target.querySelector(`input[data-key="${key}"]`);
+      pick(target, input);
+      if (input) focusGroup(at + 1); // the last aspect keeps the focus: Enter submits
     } else if (key === "ArrowDown" || key === "ArrowUp") {
       focusGroup(index < 0 ? 0 : index + (key === "ArrowDown" ? 1 : -1));
     } else if ((key === "ArrowLeft" || key === "ArrowRight") && group) {
@@ -90,8 +99,23 @@
       event.detail.isError = false;
     }
   });
-  document.addEventListener("htmx:afterSettle", () => {
-    if ($("#answer-form") && !focused()) focusGroup(0);
-  });
-  document.addEventListener("DOMContentLoaded", () => focusGroup(0));
+  // htmx gives the focus back to the element with the focused one's id, which would be
+  // the same aspect of the next item: a new item starts on its first aspect instead (a
+  // rejected answer, the same item again, on its first unanswered one). This runs on
+  // afterSwap, in the same task as the swap, so no key pressed meanwhile goes elsewhere.
+  let shownItem = null;
+  function settle() {
+    const section = $("#annotate");
+    if (!section || !$("#answer-form")) return;
+    const item = section.dataset.item;
+    if (item !== shownItem) {
+      shownItem = item;
+      if (section.getBoundingClientRect().top < 0) section.scrollIntoView();
+      focusGroup(0);
+    } else {
+      focusGroup(Math.max(0, unanswered()));
+    }
+  }
+  document.addEventListener("htmx:afterSwap", settle);
+  document.addEventListener("DOMContentLoaded", settle);
 })();

@@ -15,8 +15,9 @@ class InvitationInline(admin.TabularInline):
 
 @admin.register(models.Campaign)
 class CampaignAdmin(admin.ModelAdmin):
-    list_display = ("name", "study", "mode", "overlap", "status", "created_at")
-    list_filter = ("mode", "status")
+    list_display = ("name", "study", "mode", "overlap", "routing", "status", "created_at")
+    list_filter = ("mode", "routing", "status")
+    raw_id_fields = ("question_run_a", "question_run_b")
     inlines = [InvitationInline]
     filter_horizontal = ("aspects",)
 
@@ -30,7 +31,8 @@ class ItemAdmin(admin.ModelAdmin):
 
 @admin.register(models.Assignment)
 class AssignmentAdmin(admin.ModelAdmin):
-    list_display = ("item", "annotator", "status", "leased_at", "expires_at", "seconds")
+    list_display = ("item", "annotator", "status", "leased_at", "expires_at", "seconds",
+                    "routing_score")  # fmt: skip
     list_filter = ("status",)
     raw_id_fields = ("item",)
 

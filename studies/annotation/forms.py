@@ -11,8 +11,8 @@ from django.contrib.auth import get_user_model
 from studies.annotation.models import Campaign
 from studies.annotation.services.campaigns import CampaignSpec, researcher_studies
 from studies.forms import IdsField
-from studies.models import Aspect
-from studies.permissions import ANNOTATOR, visible_aspects
+from studies.models import Aspect, MetricRun
+from studies.permissions import ANNOTATOR, visible_aspects, visible_datasets
 
 MAX_DB_INT = 2**31 - 1  # the integer columns' range on every database
 
@@ -42,12 +42,34 @@ class CampaignForm(forms.Form):
     )
     lease_seconds = forms.IntegerField(min_value=30, max_value=3600, initial=300)
     gold_threshold = forms.FloatField(min_value=0, max_value=1, initial=0.7)
+    routing = forms.ChoiceField(
+        choices=Campaign.Routing.choices, initial=Campaign.Routing.RANDOM, required=False,
+        help_text="Informative first hands out the documents that narrow the interval of "
+        "the question below fastest (run A vs run B on an aspect).",
+    )  # fmt: skip
+    question_run_a = forms.ModelChoiceField(
+        queryset=None, required=False, label="Question: run A",  # type: ignore[arg-type]
+        help_text="Informative first: a finished run of the study's dataset.",
+    )  # fmt: skip
+    question_run_b = forms.ModelChoiceField(
+        queryset=None, required=False, label="Question: run B",  # type: ignore[arg-type]
+    )  # fmt: skip
+    question_aspect = forms.ModelChoiceField(
+        queryset=None, required=False, label="Question: aspect",  # type: ignore[arg-type]
+        help_text="Informative first: one of the campaign's aspects.",
+    )  # fmt: skip
 
     def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["study"].queryset = researcher_studies(user).select_related("dataset")  # type: ignore[attr-defined]
         # another researcher's imported aspects never show (admins see them all)
         self.fields["aspects"].queryset = visible_aspects(user).order_by("code")  # type: ignore[attr-defined]
+        self.fields["question_aspect"].queryset = self.fields["aspects"].queryset  # type: ignore[attr-defined]
+        runs = MetricRun.objects.filter(
+            dataset__in=visible_datasets(user), status=MetricRun.Status.SUCCEEDED
+        ).select_related("dataset")
+        for name in ("question_run_a", "question_run_b"):
+            self.fields[name].queryset = runs.order_by("dataset__name", "label")  # type: ignore[attr-defined]
 
     def spec(self) -> CampaignSpec:
         data = self.cleaned_data
@@ -58,6 +80,9 @@ class CampaignForm(forms.Form):
             sample_size=data["sample_size"], seed=data["seed"],
             show_references=data["show_references"], annotators=list(data["annotators"]),
             lease_seconds=data["lease_seconds"], gold_threshold=data["gold_threshold"],
+            routing=data["routing"] or Campaign.Routing.RANDOM,
+            question_run_a=data["question_run_a"],
+            question_run_b=data["question_run_b"], question_aspect=data["question_aspect"],
         )  # fmt: skip
 
 

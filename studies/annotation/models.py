@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
-from studies.models import Aspect, Document, Output, Study
+from studies.models import Aspect, Document, MetricRun, Output, Study
 
 
 class Campaign(models.Model):
@@ -32,6 +32,13 @@ class Campaign(models.Model):
     class Status(models.TextChoices):
         OPEN = "open", "Open"
         CLOSED = "closed", "Closed"
+
+    class Routing(models.TextChoices):
+        RANDOM = "random", "Random (the seeded queue order)"
+        INFORMATIVE = (
+            "informative",
+            "Informative first (where the question's interval narrows most)",
+        )
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="campaigns")
     name = models.CharField(max_length=200)
@@ -52,6 +59,18 @@ class Campaign(models.Model):
         settings.AUTH_USER_MODEL, through="CampaignAnnotator", related_name="campaigns"
     )
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.OPEN)
+    routing = models.CharField(max_length=16, choices=Routing.choices, default=Routing.RANDOM)
+    # The question informative routing serves: run A vs run B on one aspect (sample-level
+    # Spearman). Deleting a run leaves the campaign in the seeded random order.
+    question_run_a = models.ForeignKey(
+        MetricRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    question_run_b = models.ForeignKey(
+        MetricRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    question_aspect = models.ForeignKey(
+        Aspect, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -77,6 +96,15 @@ class Campaign(models.Model):
     @property
     def is_pairwise(self) -> bool:
         return self.mode == self.Mode.PAIRWISE
+
+    @property
+    def is_informative(self) -> bool:
+        """Informative-first routing with its question still complete."""
+        return self.routing == self.Routing.INFORMATIVE and None not in (
+            self.question_run_a_id,
+            self.question_run_b_id,
+            self.question_aspect_id,
+        )
 
     def aspect_list(self) -> list[Aspect]:
         """The campaign's aspects by code, read once per instance."""
@@ -171,6 +199,12 @@ class Assignment(models.Model):
     submitted_at = models.DateTimeField(null=True, blank=True)
     seconds = models.FloatField(null=True, blank=True, help_text="Lease to first answer.")
     skip_reason = models.CharField(max_length=500, blank=True)
+    routing_score = models.FloatField(
+        null=True, blank=True, help_text="Informative routing: the item's score when handed out."
+    )
+    routing_reason = models.CharField(
+        max_length=300, blank=True, help_text="Informative routing: why the item was handed out."
+    )
 
     class Meta:
         constraints = [

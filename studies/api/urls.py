@@ -4,7 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
-from studies.api.views import annotation, catalog, correlations, datasets, runs
+from studies.api.views import annotation, catalog, correlations, datasets, learned, ppi, runs
 from studies.api.views.auth import TokenView
 
 app_name = "api"
@@ -18,6 +18,7 @@ router.register("judgments", catalog.JudgmentViewSet, basename="judgment")
 router.register("aspects", catalog.AspectViewSet, basename="aspect")
 router.register("templates", catalog.TemplateViewSet, basename="template")
 router.register("runs", runs.RunViewSet, basename="run")
+router.register("learned", learned.TrainedMetricViewSet, basename="learned")
 router.register("studies", annotation.StudyViewSet, basename="study")
 router.register("campaigns", annotation.CampaignViewSet, basename="campaign")
 router.register(
@@ -35,6 +36,7 @@ urlpatterns = [
         correlations.cell,
         name="correlations-cell",
     ),  # fmt: skip
+    path("datasets/<int:pk>/ppi/", ppi.table, name="dataset-ppi"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     # the split view serves Swagger UI's start script as a file (no inline script: CSP)
     path(

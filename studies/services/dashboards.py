@@ -9,7 +9,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 from urllib.parse import urlencode
@@ -19,18 +19,33 @@ from django.conf import settings
 from django.core.cache import cache
 
 from scoring.stats import (
+    TIE_COEFFICIENTS,
+    Alternative,
+    Average,
     Coefficient,
+    CorrelationResult,
     DegeneratePolicy,
     Groups,
     Level,
+    Options,
+    Resamples,
     Unit,
+    Unsupported,
+    average_ranks,
     bootstrap_distribution,
+    calibrate_ties,
+    cluster,
     correlate,
+    coverage,
     draw_resamples,
     intercorrelation,
+    paired_bootstrap_p,
+    paired_bootstrap_test,
+    scored,
+    unsupported,
 )
 from studies.models import Dataset, Output
-from studies.services.frames import ScoreFrame, load_frame, restrict_to_documents
+from studies.services.frames import AspectInfo, ScoreFrame, load_frame, restrict_to_documents
 
 log = logging.getLogger(__name__)
 ALPHA = 0.05
@@ -39,13 +54,28 @@ COEFFICIENT_NAMES = {
     "spearman": Coefficient.SPEARMAN,
     "kendall": Coefficient.KENDALL_B,
     "kendall_c": Coefficient.KENDALL_C,
+    "kendall_23": Coefficient.KENDALL_23,
+    "acc23": Coefficient.ACC23,
+    "kendall_like": Coefficient.KENDALL_LIKE,
+    "pdp": Coefficient.PDP,
+    "spa": Coefficient.SPA,
 }
 COEFFICIENT_LABELS = {
     Coefficient.PEARSON: "Pearson r",
     Coefficient.SPEARMAN: "Spearman ρ",
     Coefficient.KENDALL_B: "Kendall τ-b",
     Coefficient.KENDALL_C: "Kendall τ-c",
+    Coefficient.KENDALL_23: "Kendall τ23",
+    Coefficient.ACC23: "Pairwise accuracy acc23",
+    Coefficient.KENDALL_LIKE: "Kendall-like τ (WMT20)",
+    Coefficient.PDP: "Pairwise difference Pearson",
+    Coefficient.SPA: "Soft pairwise accuracy (SPA)",
 }
+AVERAGES = ("macro", "micro")
+DEFAULT_MIN_COVERAGE = 0.9
+# Kendall-like counts the pairs whose human scores differ by at least this share of the
+# aspect's scale: WMT20's 25 points on DA's 0-100.
+KENDALL_LIKE_SHARE = 0.25
 
 
 @dataclass(frozen=True)
@@ -59,23 +89,54 @@ class MatrixParams:
     unit: str = "documents"
     seed: int = 0
     policy: str = "skip"
+    average: str = "macro"  # sample level: documents count the same (macro) or by size (micro)
+    tie_calibration: bool = False  # acc23, kendall_23: metric ties within the best ε
     exclude_flagged: bool = False  # leave out annotators flagged on gold items
+    weight_by_competence: bool = False  # mean of judgments weighted by MACE competence
     test_of: int = 0  # a trained metric's id: only its test documents (0: every document)
+    # a run scoring less than this share of a column's judged outputs is greyed, never best
+    min_coverage: float = DEFAULT_MIN_COVERAGE
 
     @classmethod
     def from_query(cls, query: Any) -> MatrixParams:
-        """Parse request/command values; unknown ones fall back to the defaults."""
+        """Parse request/command values; unknown ones fall back to the defaults, and an
+        option that does not apply to the chosen statistic (tie calibration, micro
+        averaging) is dropped. A statistic asked at a level where it does not exist
+        stays, for :attr:`problem` to explain."""
         params = cls()
         level = query.get("level", params.level)
         coefficient = query.get("coef", params.coefficient)
+        average = query.get("average", params.average)
         test_of = str(query.get("testof", "") or "")
+        min_coverage = parse_min_coverage(query.get("mincov"))
         return replace(
             params,
             level=level if level in {lv.value for lv in Level} else params.level,
             coefficient=coefficient if coefficient in COEFFICIENT_NAMES else params.coefficient,
+            average=average if average in AVERAGES else params.average,
+            tie_calibration=query.get("ties") == "calibrate",
             exclude_flagged=query.get("flagged") == "exclude",
+            weight_by_competence=query.get("weights") == "competence",
             test_of=int(test_of) if test_of.isdigit() else 0,
-        )
+            min_coverage=params.min_coverage if min_coverage is None else min_coverage,
+        ).applicable()
+
+    def applicable(self) -> MatrixParams:
+        """These parameters without the options the statistic ignores."""
+        params = self
+        if params.tie_calibration and self.coefficient_enum not in TIE_COEFFICIENTS:
+            params = replace(params, tie_calibration=False)
+        if params.average != "macro" and unsupported(
+            self.coefficient_enum, self.level_enum, average=Average(params.average)
+        ):
+            params = replace(params, average="macro")
+        return params
+
+    @property
+    def problem(self) -> Unsupported | None:
+        """Why these parameters name no statistic (e.g. SPA at sample level), or None."""
+        return unsupported(self.coefficient_enum, self.level_enum,
+                           average=self.average_enum, tie_calibration=self.tie_calibration)  # fmt: skip
 
     @property
     def level_enum(self) -> Level:
@@ -86,13 +147,35 @@ class MatrixParams:
         return COEFFICIENT_NAMES[self.coefficient]
 
     @property
+    def average_enum(self) -> Average:
+        return Average(self.average)
+
+    @property
+    def label(self) -> str:
+        """The statistic's name with its options (tie calibration, micro average)."""
+        label = COEFFICIENT_LABELS[self.coefficient_enum]
+        if self.tie_calibration:
+            label += ", tie-calibrated"
+        if self.average == "micro":
+            label += ", micro-averaged"
+        return label
+
+    @property
     def query(self) -> str:
         """The page's choices as a query string, for links that keep them."""
         choices = {"level": self.level, "coef": self.coefficient}
+        if self.average != "macro":
+            choices["average"] = self.average
+        if self.tie_calibration:
+            choices["ties"] = "calibrate"
         if self.exclude_flagged:
             choices["flagged"] = "exclude"
+        if self.weight_by_competence:
+            choices["weights"] = "competence"
         if self.test_of:
             choices["testof"] = str(self.test_of)
+        if self.min_coverage != DEFAULT_MIN_COVERAGE:
+            choices["mincov"] = f"{self.min_coverage * 100:g}"
         return urlencode(choices)
 
     def key(self, dataset: Dataset) -> str:
@@ -102,8 +185,26 @@ class MatrixParams:
         return "corr:" + hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 
-def frame_for(dataset: Dataset, params: MatrixParams) -> ScoreFrame:
-    """The dataset's scores and judgments, without flagged annotators when asked, and only
+def parse_min_coverage(value: Any) -> float | None:
+    """``mincov``, a percentage from 0 to 100, as a share; None when absent or not one."""
+    try:
+        percent = float(value)
+    except (TypeError, ValueError):
+        return None
+    return round(percent / 100, 6) if 0 <= percent <= 100 else None
+
+
+def frame_for(
+    dataset: Dataset,
+    params: MatrixParams,
+    *,
+    only_runs: Collection[int] | None = None,
+    only_aspects: Collection[int] | None = None,
+) -> ScoreFrame:
+    """The dataset's scores and judgments (only these runs and aspects when given):
+    without flagged annotators when asked; with each output's judgments weighted by
+    their annotators' MACE competence when asked (annotators without an estimate weigh
+    1, see :func:`~studies.annotation.services.competence.competence_weights`); and only
     a trained metric's test documents when asked (so no metric is credited for the
     documents a learned metric was trained on)."""
     excluded: set[int] = set()
@@ -111,7 +212,13 @@ def frame_for(dataset: Dataset, params: MatrixParams) -> ScoreFrame:
         from studies.annotation.services.gold import flagged_for_dataset
 
         excluded = flagged_for_dataset(dataset)
-    frame = load_frame(dataset, exclude_annotators=excluded)
+    weights = None
+    if params.weight_by_competence:
+        from studies.annotation.services.competence import competence_weights
+
+        weights = competence_weights(dataset)
+    frame = load_frame(dataset, exclude_annotators=excluded, judgment_weights=weights,
+                       only_runs=only_runs, only_aspects=only_aspects)  # fmt: skip
     if params.test_of:
         from learned.models import TrainedMetric
 
@@ -200,13 +307,45 @@ def request_matrix(dataset: Dataset, params: MatrixParams) -> bool:
 # --- the matrix -----------------------------------------------------------------------
 
 
+def statistic_options(aspect: AspectInfo) -> Options:
+    """The pairwise statistics' settings for an aspect: Kendall-like counts pairs whose
+    human scores differ by a quarter of the aspect's scale."""
+    return Options(threshold=KENDALL_LIKE_SHARE * max(aspect.scale_max - aspect.scale_min, 1e-12))
+
+
+def cell_statistic(
+    metric: np.ndarray,
+    human: np.ndarray,
+    aspect: AspectInfo,
+    params: MatrixParams,
+    docs: Groups,
+    systems: Groups,
+) -> CorrelationResult:
+    """One matrix cell's statistic (the page, the drill-down and the command share it);
+    with tie calibration, ``result.options.epsilon`` is the calibrated ε."""
+    level, coefficient, average = params.level_enum, params.coefficient_enum, params.average_enum
+    options = statistic_options(aspect)
+    if params.tie_calibration:
+        calibration = calibrate_ties(metric, human, level=level, coefficient=coefficient,
+                                     docs=docs, average=average,
+                                     rng=np.random.default_rng(params.seed))  # fmt: skip
+        options = replace(options, epsilon=calibration.epsilon)
+    return correlate(metric, human, level=level, coefficient=coefficient, docs=docs,
+                     systems=systems, policy=DegeneratePolicy(params.policy), average=average,
+                     options=options)  # fmt: skip
+
+
 def compute_matrix(
     frame: ScoreFrame,
     params: MatrixParams,
     report: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Correlate every run with every aspect, with bootstrap CIs and a paired bootstrap
-    test of each cell against the best run of its column (same resamples)."""
+    """Correlate every run with every aspect, with bootstrap CIs, and rank the runs of
+    each aspect into significance clusters (one-sided paired bootstrap on the shared
+    resamples, as WMT ranks metrics; the best run and those below it follow)."""
+    refusal = params.problem
+    if refusal is not None:
+        raise ValueError(refusal.message)
     started = time.perf_counter()
     level, coefficient = params.level_enum, params.coefficient_enum
     policy = DegeneratePolicy(params.policy)
@@ -221,11 +360,12 @@ def compute_matrix(
     total = len(frame.aspects) * len(frame.runs)
     for j, aspect in enumerate(frame.aspects):
         human = frame.human[:, j]
-        cells, draws = [], []
+        cells, draws, options = [], [], []
         for i, run in enumerate(frame.runs):
             metric = frame.metrics[:, i]
-            result = correlate(metric, human, level=level, coefficient=coefficient, docs=docs,
-                               systems=systems, policy=policy)  # fmt: skip
+            result = cell_statistic(metric, human, aspect, params, docs, systems)
+            options.append(result.options)
+            covered = coverage(metric, human, frame.doc_codes)
             cell: dict[str, Any] = {
                 "run": run.pk,
                 "value": _num(result.value),
@@ -235,11 +375,19 @@ def compute_matrix(
                 "n_skipped": result.n_skipped,
                 "low": None,
                 "high": None,
+                "epsilon": result.options.epsilon if params.tie_calibration else None,
+                "coverage_outputs": covered.n_outputs,
+                "coverage_documents": covered.n_documents,
+                "judged_outputs": covered.of_outputs,
+                "judged_documents": covered.of_documents,
+                "coverage": covered.share,
+                "partial": covered.share < params.min_coverage,
             }
             dist = None
             if plan is not None and np.isfinite(result.value):
                 dist = bootstrap_distribution(plan, metric, human, level=level, coefficient=coefficient,
-                                              policy=policy, estimate=result)  # fmt: skip
+                                              policy=policy, average=params.average_enum,
+                                              options=result.options, estimate=result)  # fmt: skip
                 finite = dist[np.isfinite(dist)]
                 if finite.size:
                     low, high = np.quantile(finite, [ALPHA / 2, 1 - ALPHA / 2])
@@ -248,15 +396,23 @@ def compute_matrix(
             draws.append(dist)
             if report:
                 report(j * len(frame.runs) + i + 1, total)
-        _mark_best(cells, draws)
+        used = [scored(frame.metrics[:, i], human) for i in range(len(frame.runs))]
+        rank_column(cells, draws if plan is not None else None, used,
+                    comparer(plan, frame.metrics, human, options, params))  # fmt: skip
         columns.append({"aspect": asdict(aspect), "cells": cells})
-    inter = intercorrelation(frame.human.T, level=level, coefficient=coefficient, docs=docs,
+    ranked = average_ranks([{str(c["run"]): c["rank"] for c in col["cells"]} for col in columns])
+    inter_coefficient = (
+        Coefficient.KENDALL_B if coefficient is Coefficient.KENDALL_LIKE else coefficient
+    )  # Kendall-like is not symmetric in its two sides
+    inter = intercorrelation(frame.human.T, level=level, coefficient=inter_coefficient, docs=docs,
                              systems=systems, policy=policy) if frame.aspects else np.zeros((0, 0))  # fmt: skip
     return {
         "params": asdict(params),
         "intercorrelation": [[_num(v) for v in row] for row in inter],
-        "coefficient_label": COEFFICIENT_LABELS[coefficient],
+        "intercorrelation_label": COEFFICIENT_LABELS[inter_coefficient],
+        "coefficient_label": params.label,
         "runs": [asdict(r) for r in frame.runs],
+        "average_rank": [ranked.get(str(r.pk)) if columns else None for r in frame.runs],
         "columns": columns,
         "n_outputs": frame.n_outputs,
         "n_documents": len(frame.doc_keys),
@@ -265,26 +421,70 @@ def compute_matrix(
     }
 
 
-def _mark_best(cells: list[dict[str, Any]], draws: list[np.ndarray | None]) -> None:
-    """Flag the best cell of a column and those significantly below it (paired
-    bootstrap on the shared resamples, two-sided p < ALPHA)."""
-    finite = [k for k, c in enumerate(cells) if c["value"] is not None]
-    for cell in cells:
-        cell.update(best=False, p_vs_best=None, below_best=False)
-    if not finite:
-        return
-    best = max(finite, key=lambda k: cells[k]["value"])
-    cells[best]["best"] = True
-    for k in finite:
-        if k == best or draws[k] is None or draws[best] is None:
-            continue
-        delta = cells[best]["value"] - cells[k]["value"]
-        diff = draws[best] - draws[k]  # type: ignore[operator]
-        diff = diff[np.isfinite(diff)] - delta
-        if diff.size:
-            p = (1 + np.count_nonzero(np.abs(diff) >= abs(delta))) / (1 + diff.size)
-            cells[k]["p_vs_best"] = float(p)
-            cells[k]["below_best"] = bool(p < ALPHA)
+def comparer(
+    plan: Resamples | None,
+    metrics: np.ndarray,
+    human: np.ndarray,
+    options: list[Options],
+    params: MatrixParams,
+) -> Callable[[int, int], float]:
+    """``p(a, b)``: the one-sided paired bootstrap p that run a beats run b on the
+    outputs both scored (both recomputed there on ``plan``'s resamples)."""
+
+    def p_on_shared(a: int, b: int) -> float:
+        if plan is None:
+            return float("nan")
+        return paired_bootstrap_test(
+            plan, metrics[:, a], metrics[:, b], human, level=params.level_enum,
+            coefficient=params.coefficient_enum, policy=DegeneratePolicy(params.policy),
+            alternative=Alternative.GREATER, average=params.average_enum, options=options[a],
+            options_b=options[b],
+        ).p_value  # fmt: skip
+
+    return p_on_shared
+
+
+def rank_column(
+    cells: list[dict[str, Any]],
+    draws: list[np.ndarray | None] | None,
+    used: list[np.ndarray],
+    p_on_shared: Callable[[int, int], float],
+) -> None:
+    """Rank one aspect's cells into significance clusters (WMT's AssignRanks on
+    one-sided paired bootstrap p-values over the shared resamples) and flag the best
+    cell and those significantly below it (p ≤ ALPHA against the best). Without
+    ``draws`` (no intervals asked) there is no test: no ranks, no marks but the best.
+
+    Only runs that are not ``partial`` (below the coverage threshold) are ranked and
+    may be best; a partial run is only tested against the best. Two runs are compared
+    on the outputs both scored (``used``): with the same outputs, on their draws; else
+    ``p_on_shared`` recomputes both on the shared outputs. Each cell records how many
+    outputs it shares with the best (``n_shared_with_best``)."""
+    values = [np.nan if c["value"] is None else float(c["value"]) for c in cells]
+
+    def p_better(a: int, b: int) -> float:
+        assert draws is not None
+        draw_a, draw_b = draws[a], draws[b]
+        if draw_a is None or draw_b is None:
+            return float("nan")
+        if not np.array_equal(used[a], used[b]):
+            return p_on_shared(a, b)
+        return paired_bootstrap_p(draw_a, draw_b, values[a], values[b], Alternative.GREATER)
+
+    ranked = [np.nan if c["partial"] else v for c, v in zip(cells, values, strict=True)]
+    clusters = cluster(ranked, p_better if draws is not None else None, ALPHA)
+    position = {int(k): n for n, k in enumerate(clusters.order)}
+    best = int(clusters.order[0]) if clusters.order.size else -1
+    for k, cell in enumerate(cells):
+        p = None
+        if draws is not None and k != best and best >= 0:
+            if k in position:
+                p = _num(float(clusters.sig[0, position[k]]))
+            elif np.isfinite(values[k]):
+                p = _num(p_better(best, k))
+        shared = int((used[k] & used[best]).sum()) if best >= 0 else None
+        cell.update(best=k == best, rank=clusters.ranks[k], p_vs_best=p,
+                    below_best=p is not None and p <= ALPHA, n_shared_with_best=shared)  # fmt: skip
 
 
 def _num(value: float) -> float | None:

@@ -10,9 +10,9 @@ import numpy as np
 from django.core.cache import cache
 from scipy.stats import rankdata
 
-from scoring.stats import Groups, Level, correlate
+from scoring.stats import Groups, Level
 from studies.models import Dataset, Output
-from studies.services.dashboards import COEFFICIENT_LABELS, MatrixParams, frame_for
+from studies.services.dashboards import MatrixParams, cell_statistic, frame_for
 
 MAX_POINTS = 1500  # a scatter beyond this is a blur; a seeded sample keeps it readable
 WIDTH, HEIGHT, PAD = 640, 420, 48
@@ -42,9 +42,8 @@ def _compute(
     except StopIteration:
         return None
     metric, human = frame.metrics[:, i], frame.human[:, j]
-    docs = Groups.from_keys(frame.doc_codes)
-    result = correlate(metric, human, level=params.level_enum, coefficient=params.coefficient_enum,
-                       docs=docs, systems=frame.system_codes)  # fmt: skip
+    docs, systems = Groups.from_keys(frame.doc_codes), Groups.from_keys(frame.system_codes)
+    result = cell_statistic(metric, human, frame.aspects[j], params, docs, systems)
     valid = np.flatnonzero(np.isfinite(metric) & np.isfinite(human))
     rng = np.random.default_rng(params.seed)
     shown = (
@@ -73,7 +72,8 @@ def _compute(
         "run": asdict(frame.runs[i]),
         "aspect": asdict(frame.aspects[j]),
         "value": float(result.value) if np.isfinite(result.value) else None,
-        "coefficient_label": COEFFICIENT_LABELS[params.coefficient_enum],
+        "coefficient_label": params.label,
+        "epsilon": result.options.epsilon if params.tie_calibration else None,
         "level": params.level,
         "n_outputs": result.n_outputs,
         "n_documents": result.n_documents,

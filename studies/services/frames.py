@@ -7,7 +7,7 @@ of scores and model instances would cost seconds.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -55,6 +55,8 @@ class AspectInfo:
     pk: int
     code: str
     name: str
+    scale_min: float = 1.0
+    scale_max: float = 5.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,8 +96,15 @@ def load_frame(
     *,
     aggregate: Aggregate = Aggregate.MEAN,
     exclude_annotators: Collection[int] = (),
+    judgment_weights: Mapping[tuple[int, int], float] | None = None,
+    only_runs: Collection[int] | None = None,
+    only_aspects: Collection[int] | None = None,
 ) -> ScoreFrame:
-    """Read the dataset's outputs, judgments and metric scores into a :class:`ScoreFrame`."""
+    """Read the dataset's outputs, judgments and metric scores into a :class:`ScoreFrame`.
+
+    ``judgment_weights`` maps (annotator id, aspect id) to the weight of that annotator's
+    judgments in the mean; judgments not listed (imported ones among them) weigh 1.
+    ``only_runs`` and ``only_aspects`` (ids) keep those runs and aspects (reading less)."""
     outputs = _rows(
         Output.objects.filter(document__dataset=dataset)
         .order_by("pk")
@@ -110,16 +119,16 @@ def load_frame(
     )
 
     judged = Judgment.objects.filter(output__document__dataset=dataset)
+    if only_aspects is not None:
+        judged = judged.filter(aspect_id__in=list(only_aspects))
     aspect_ids = judged.order_by().values_list("aspect_id", flat=True).distinct()
     aspects = [
-        AspectInfo(a.pk, a.code, a.name)
+        AspectInfo(a.pk, a.code, a.name, a.scale_min, a.scale_max)
         for a in Aspect.objects.filter(pk__in=aspect_ids).order_by("code")
     ]
     human = np.full((output_ids.size, len(aspects)), np.nan)
     judgments = _rows(
-        Judgment.objects.filter(output__document__dataset=dataset).values_list(
-            "output_id", "aspect_id", "annotator_id", "import_file", "value"
-        )
+        judged.values_list("output_id", "aspect_id", "annotator_id", "import_file", "value")
     )
     if judgments:
         table = np.array(judgments, dtype=object)
@@ -131,6 +140,10 @@ def load_frame(
             dtype=object,
         )
         excluded = {f"u{pk}" for pk in exclude_annotators}
+        weights = None
+        if judgment_weights is not None:
+            weights = np.array([judgment_weights.get((a, s), 1.0) if a is not None else 1.0
+                                for a, s in zip(table[:, 2], table[:, 1], strict=True)])  # fmt: skip
         for column, aspect in enumerate(aspects):
             mask = table[:, 1] == aspect.pk
             result = aggregate_judgments(
@@ -140,18 +153,18 @@ def load_frame(
                 method=aggregate,
                 exclude_annotators=excluded,
                 outputs=output_ids,
+                weights=None if weights is None else weights[mask],
             )
             human[:, column] = result.values
 
-    runs = [
-        RunInfo.of(r) for r in MetricRun.objects.filter(dataset=dataset).order_by("label", "pk")
-    ]
+    run_rows = MetricRun.objects.filter(dataset=dataset)
+    stored = MetricScore.objects.filter(run__dataset=dataset, value__isnull=False)
+    if only_runs is not None:
+        run_rows = run_rows.filter(pk__in=list(only_runs))
+        stored = stored.filter(run_id__in=list(only_runs))
+    runs = [RunInfo.of(r) for r in run_rows.order_by("label", "pk")]
     metrics = np.full((output_ids.size, len(runs)), np.nan)
-    scores = _rows(
-        MetricScore.objects.filter(run__dataset=dataset, value__isnull=False).values_list(
-            "run_id", "output_id", "value"
-        )
-    )
+    scores = _rows(stored.values_list("run_id", "output_id", "value"))
     if scores:
         table = np.array(scores, dtype=np.float64)
         rows = np.searchsorted(output_ids, table[:, 1].astype(np.int64))

@@ -203,7 +203,11 @@ def fingerprint(location: str) -> dict[str, object]:
     path = Path(location)
     if not path.exists():
         return {"hub_id": location}
-    files = [path] if path.is_file() else sorted(p for p in path.iterdir() if p.suffix in _HASHED)
+    files = (
+        [path]
+        if path.is_file()
+        else sorted(p for p in path.iterdir() if p.suffix in _HASHED and p.name != _FINGERPRINT)
+    )  # not the cache file itself: it changes with every write, so the sha256 would too
     stamp = [[p.name, p.stat().st_size, int(p.stat().st_mtime)] for p in files]
     cache = (path.parent if path.is_file() else path) / _FINGERPRINT
     try:

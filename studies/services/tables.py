@@ -12,7 +12,13 @@ import numpy as np
 
 from scoring.stats import Alternative, Coefficient, Level, Swap, permutation_test
 from studies.models import Dataset
-from studies.services.dashboards import COEFFICIENT_LABELS, MatrixParams, frame_for, matrix_for
+from studies.services.dashboards import (
+    COEFFICIENT_LABELS,
+    MatrixParams,
+    frame_for,
+    matrix_for,
+    statistic_options,
+)
 from studies.services.records import ExportWriter
 
 SETTINGS = ("VAL", "IST", "IDM")
@@ -27,17 +33,41 @@ def run_label(run: dict[str, Any]) -> str:
 
 
 def matrix_rows(result: dict[str, Any], sort_by: str | None = None) -> list[dict[str, Any]]:
-    """One row per run with its cells in column order, optionally sorted by an aspect."""
+    """One row per run with its cells in column order and its average rank over the
+    aspects, optionally sorted by an aspect (``rank``: by average rank)."""
     rows = []
+    average_rank = result.get("average_rank") or [None] * len(result["runs"])
     for i, run in enumerate(result["runs"]):
         cells = [column["cells"][i] for column in result["columns"]]
-        rows.append({"run": run, "label": run_label(run), "cells": cells})
+        rows.append({"run": run, "label": run_label(run), "cells": cells,
+                     "average_rank": average_rank[i], "coverage": row_coverage(cells)})  # fmt: skip
     codes = [c["aspect"]["code"] for c in result["columns"]]
-    if sort_by in codes:
+    if sort_by == "rank":
+        rows.sort(key=lambda r: np.inf if r["average_rank"] is None else r["average_rank"])
+    elif sort_by in codes:
         j = codes.index(sort_by)
         rows.sort(key=lambda r: -np.inf if r["cells"][j]["value"] is None else r["cells"][j]["value"],
                   reverse=True)  # fmt: skip
     return rows
+
+
+def row_coverage(cells: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """A run's coverage for a one-line summary: its least covered aspect's numbers, and
+    whether it is partial in any aspect (None without aspects)."""
+    if not cells:
+        return None
+    least = min(cells, key=lambda c: c["coverage"])
+    keys = ("coverage_outputs", "judged_outputs", "coverage_documents", "judged_documents",
+            "coverage")  # fmt: skip
+    return {**{k: least[k] for k in keys}, "partial": any(c["partial"] for c in cells)}
+
+
+def coverage_fields(cell: dict[str, Any]) -> list[Any]:
+    """A cell's coverage columns for the CSV."""
+    keys = ("coverage_outputs", "coverage_documents", "judged_outputs", "judged_documents")
+    shared = cell["n_shared_with_best"]
+    return [*(cell[k] for k in keys), int(cell["partial"]),
+            "" if shared is None else shared]  # fmt: skip
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -52,8 +82,11 @@ def to_csv(result: dict[str, Any], *, raw: bool = False) -> str:
     header = ["run", "metric", "model", "setting", "dimension"]
     for column in result["columns"]:
         code = writer.text(column["aspect"]["code"])
-        header += [code, f"{code}_low", f"{code}_high", f"{code}_n", f"{code}_p_vs_best"]
-    writer.writerow(header)
+        header += [code, f"{code}_low", f"{code}_high", f"{code}_n", f"{code}_p_vs_best",
+                   f"{code}_rank", f"{code}_epsilon", f"{code}_coverage_outputs",
+                   f"{code}_coverage_documents", f"{code}_judged_outputs",
+                   f"{code}_judged_documents", f"{code}_partial", f"{code}_n_shared_with_best"]  # fmt: skip
+    writer.writerow(header + ["average_rank"])
     for row in matrix_rows(result):
         run = row["run"]
         line = [
@@ -62,8 +95,9 @@ def to_csv(result: dict[str, Any], *, raw: bool = False) -> str:
         ]
         for cell in row["cells"]:
             line += [_fmt(cell["value"], 6), _fmt(cell["low"], 6), _fmt(cell["high"], 6),
-                     cell["n_outputs"], _fmt(cell["p_vs_best"], 4)]  # fmt: skip
-        writer.writerow(line)
+                     cell["n_outputs"], _fmt(cell["p_vs_best"], 4), cell.get("rank") or "",
+                     _fmt(cell.get("epsilon"), 6), *coverage_fields(cell)]  # fmt: skip
+        writer.writerow([*line, _fmt(row["average_rank"], 2)])
     return buffer.getvalue()
 
 
@@ -79,15 +113,21 @@ def _tex(text: str) -> str:
 
 
 def to_latex(result: dict[str, Any]) -> str:
-    """A booktabs table: best value per column in bold, † where significantly below it."""
+    """A booktabs table: best value per column in bold, † where significantly below it,
+    each value's significance cluster in parentheses and the average rank last."""
     params = result["params"]
     columns = result["columns"]
+    ranked = any(a is not None for a in result.get("average_rank") or [])
     lines = [
         "% Concordia: " + f"{result['coefficient_label']}, {params['level']}-level, "
         f"{params['resamples'] if params['ci'] else 0} bootstrap resamples",
-        r"\begin{tabular}{l" + "c" * len(columns) + "}",
+        r"\begin{tabular}{l" + "c" * (len(columns) + ranked) + "}",
         r"\toprule",
-        "Metric & " + " & ".join(_tex(c["aspect"]["code"]) for c in columns) + r" \\",
+        "Metric & "
+        + " & ".join(
+            [*(_tex(c["aspect"]["code"]) for c in columns), *(["Avg. rank"] if ranked else [])]
+        )
+        + r" \\",  # fmt: skip
         r"\midrule",
     ]
     for row in matrix_rows(result):
@@ -98,7 +138,11 @@ def to_latex(result: dict[str, Any]) -> str:
                 text = rf"\textbf{{{text}}}"
             elif cell.get("below_best"):
                 text += r"$^\dagger$"
+            if cell.get("rank") and text:
+                text += f" ({cell['rank']})"
             cells.append(text)
+        if ranked:
+            cells.append(_fmt(row["average_rank"], 2))
         lines.append(_tex(row["label"]) + " & " + " & ".join(cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}", ""]
     return "\n".join(lines)
@@ -122,7 +166,11 @@ def gptscore_table(dataset: Dataset, params: MatrixParams, resamples: int = 1000
             picks = {s: _pick(runs, column["cells"], model, s, code) for s in SETTINGS}
             entries = {}
             for setting, pick in picks.items():
-                entries[setting] = None if pick is None else {"value": pick[1]["value"], "mark": ""}
+                entries[setting] = None if pick is None else {
+                    "value": pick[1]["value"], "mark": "", "partial": pick[1]["partial"],
+                    "coverage_outputs": pick[1]["coverage_outputs"],
+                    "judged_outputs": pick[1]["judged_outputs"],
+                }  # fmt: skip
             for better, worse, mark in (("IST", "VAL", "†"), ("IDM", "IST", "‡")):
                 if picks[better] and picks[worse] and entries[better]["value"] is not None:
                     frame = frame or frame_for(dataset, params)
@@ -133,6 +181,17 @@ def gptscore_table(dataset: Dataset, params: MatrixParams, resamples: int = 1000
         rows.append(row)
     return {"models": models, "rows": rows, "coefficient_label": result["coefficient_label"],
             "params": result["params"]}  # fmt: skip
+
+
+def ranks_table(result: dict[str, Any]) -> dict[str, Any]:
+    """WMT's summary: each run's significance cluster per aspect and its average rank,
+    best first (runs ranked in every aspect; the others last, unranked)."""
+    rows = [{"label": row["label"], "ranks": [c.get("rank") for c in row["cells"]],
+             "average_rank": row["average_rank"], "coverage": row["coverage"]}
+            for row in matrix_rows(result, "rank")]  # fmt: skip
+    return {"aspects": [c["aspect"] for c in result["columns"]], "rows": rows,
+            "ranked": any(r["average_rank"] is not None for r in rows),
+            "coefficient_label": result["coefficient_label"]}  # fmt: skip
 
 
 def _pick(runs: list[dict[str, Any]], cells: list[dict[str, Any]], model: str, setting: str,
@@ -148,6 +207,8 @@ def _pick(runs: list[dict[str, Any]], cells: list[dict[str, Any]], model: str, s
 
 def _one_sided_p(frame: Any, params: MatrixParams, better: int, worse: int, aspect: int,
                  resamples: int) -> float:  # fmt: skip
+    """One-sided paired permutation p that run ``better`` beats run ``worse``. The
+    permutation swaps z-scored scores, so acc23 and τ23 are tested with exact ties."""
     level = params.level_enum
     result = permutation_test(
         frame.metrics[:, better], frame.metrics[:, worse], frame.human[:, aspect],
@@ -155,19 +216,22 @@ def _one_sided_p(frame: Any, params: MatrixParams, better: int, worse: int, aspe
         rng=np.random.default_rng(params.seed), docs=frame.doc_codes, systems=frame.system_codes,
         resamples=resamples, alternative=Alternative.GREATER,
         swap=Swap.DOCUMENTS if level is Level.SAMPLE else None,
+        average=params.average_enum, options=statistic_options(frame.aspects[aspect]),
     )  # fmt: skip
     return float(result.p_value)
 
 
 def geval_table(dataset: Dataset, params: MatrixParams) -> dict[str, Any]:
     """G-Eval's layout: each run × aspect with Spearman ρ and Kendall τ at ``params.level``."""
-    rho = matrix_for(dataset, replace(params, coefficient="spearman"))
-    tau = matrix_for(dataset, replace(params, coefficient="kendall"))
+    classic = replace(params, tie_calibration=False)
+    rho = matrix_for(dataset, replace(classic, coefficient="spearman"))
+    tau = matrix_for(dataset, replace(classic, coefficient="kendall"))
     rows = []
     for i, run in enumerate(rho["runs"]):
         pairs = [(col_r["cells"][i]["value"], col_t["cells"][i]["value"])
                  for col_r, col_t in zip(rho["columns"], tau["columns"], strict=True)]  # fmt: skip
-        rows.append({"label": run_label(run), "pairs": pairs})
+        cells = [column["cells"][i] for column in rho["columns"]]
+        rows.append({"label": run_label(run), "pairs": pairs, "coverage": row_coverage(cells)})
     return {"aspects": [c["aspect"] for c in rho["columns"]], "rows": rows,
             "labels": (COEFFICIENT_LABELS[Coefficient.SPEARMAN],
                        COEFFICIENT_LABELS[Coefficient.KENDALL_B])}  # fmt: skip

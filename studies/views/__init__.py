@@ -6,6 +6,7 @@ from studies.views.dashboards import (
     correlation_export,
     correlation_paper,
     correlations,
+    dataset_ppi,
 )
 from studies.views.datasets import (
     dataset_detail,
@@ -27,6 +28,7 @@ __all__ = [
     "dataset_detail",
     "dataset_export",
     "dataset_list",
+    "dataset_ppi",
     "home",
     "import_detail",
     "run_cancel",

@@ -4,19 +4,24 @@ dataset is computed by a worker while the page polls."""
 
 from __future__ import annotations
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, render
-from django.utils.cache import patch_vary_headers
 
+from scoring.stats import Level, unsupported
 from studies.permissions import visible_datasets
-from studies.services import dashboards, tables
-from studies.services.dashboards import MatrixParams
+from studies.services import dashboards, ppi, tables
+from studies.services.contents import dataset_contents
+from studies.services.dashboards import COEFFICIENT_LABELS, COEFFICIENT_NAMES, MatrixParams
 from studies.services.drilldown import drilldown
-from studies.views.datasets import HTMX_STOP_POLLING, researcher_required
+from studies.views.helpers import researcher_required, stop_polling_when, wants_partial
 
 LEVELS = (("sample", "Sample-level"), ("dataset", "Dataset-level"), ("system", "System-level"))
-COEFFICIENTS = (("spearman", "Spearman ρ"), ("pearson", "Pearson r"), ("kendall", "Kendall τ-b"),
-                ("kendall_c", "Kendall τ-c"))  # fmt: skip
+# (value, label, the levels where it exists: the page offers it only there)
+COEFFICIENTS = tuple(
+    (name, COEFFICIENT_LABELS[coefficient],
+     " ".join(v for v, _ in LEVELS if unsupported(coefficient, Level(v)) is None))
+    for name, coefficient in COEFFICIENT_NAMES.items()
+)  # fmt: skip
 EXPORTS = {"csv": ("text/csv", tables.to_csv), "json": ("application/json", tables.to_json),
            "tex": ("application/x-tex", tables.to_latex)}  # fmt: skip
 
@@ -34,48 +39,52 @@ def _dataset(request: HttpRequest, pk: int):  # type: ignore[no-untyped-def]
 def correlations(request: HttpRequest, pk: int) -> HttpResponse:
     dataset = _dataset(request, pk)
     params = MatrixParams.from_query(request.GET)
-    result = dashboards.available_matrix(dataset, params)
+    problem = params.problem
+    result = None if problem else dashboards.available_matrix(dataset, params)
     context = {
         "dataset": dataset, "params": params, "result": result,
+        "problem": problem.message if problem else "",
         "rows": tables.matrix_rows(result, request.GET.get("sort")) if result else [],
         "sort": request.GET.get("sort", ""), "levels": LEVELS, "coefficients": COEFFICIENTS,
-        "progress": None if result else dashboards.progress(dataset, params),
+        "progress": None if result or problem else dashboards.progress(dataset, params),
         "trained": dashboards.trained_metrics(dataset),
     }  # fmt: skip
-    partial = request.htmx and request.htmx.target == "matrix"
+    if result and not (context["rows"] and result["columns"]):  # say what is there instead
+        context["contents"] = dataset_contents(dataset)
+    partial = wants_partial(request, "matrix")
     response = render(request, "studies/partials/matrix.html" if partial else "studies/correlations.html",
                       context)  # fmt: skip
-    if partial and result is not None and request.GET.get("poll"):
-        response.status_code = HTMX_STOP_POLLING
-    patch_vary_headers(response, ["HX-Request"])
-    return response
+    return stop_polling_when(
+        response,
+        partial and (result is not None or bool(problem)) and bool(request.GET.get("poll")),
+    )
 
 
 @researcher_required
 def correlation_cell(request: HttpRequest, pk: int, run: int, aspect: int) -> HttpResponse:
     dataset = _dataset(request, pk)
     params = MatrixParams.from_query(request.GET)
+    if params.problem:
+        return HttpResponseBadRequest(params.problem.message)
     details = drilldown(dataset, run, aspect, params)
     if details is None:
         raise Http404("No such run or aspect in this dataset.")
-    template = "studies/partials/cell.html" if request.htmx else "studies/cell.html"
-    response = render(request, template, {"dataset": dataset, "d": details, "params": params})
-    patch_vary_headers(response, ["HX-Request"])
-    return response
+    template = "studies/partials/cell.html" if wants_partial(request) else "studies/cell.html"
+    return render(request, template, {"dataset": dataset, "d": details, "params": params})
 
 
 @researcher_required
 def correlation_paper(request: HttpRequest, pk: int) -> HttpResponse:
     dataset = _dataset(request, pk)
     params = MatrixParams.from_query(request.GET)
-    if dashboards.available_matrix(dataset, params) is None:
-        return render(
-            request, "studies/paper.html", {"dataset": dataset, "params": params, "waiting": True}
-        )
-    context = {
-        "dataset": dataset, "params": params, "levels": LEVELS, "coefficients": COEFFICIENTS,
-        "gptscore": tables.gptscore_table(dataset, params), "geval": tables.geval_table(dataset, params),
-    }  # fmt: skip
+    context = {"dataset": dataset, "params": params, "levels": LEVELS, "coefficients": COEFFICIENTS}
+    if params.problem:
+        return render(request, "studies/paper.html", {**context, "problem": params.problem.message})
+    result = dashboards.available_matrix(dataset, params)
+    if result is None:
+        return render(request, "studies/paper.html", {**context, "waiting": True})
+    context |= {"gptscore": tables.gptscore_table(dataset, params),
+                "geval": tables.geval_table(dataset, params), "ranks": tables.ranks_table(result)}  # fmt: skip
     return render(request, "studies/paper.html", context)
 
 
@@ -83,6 +92,8 @@ def correlation_paper(request: HttpRequest, pk: int) -> HttpResponse:
 def correlation_export(request: HttpRequest, pk: int, file_format: str) -> HttpResponse:
     dataset = _dataset(request, pk)
     params = MatrixParams.from_query(request.GET)
+    if params.problem:
+        return HttpResponseBadRequest(params.problem.message)
     result = dashboards.available_matrix(dataset, params)
     if result is None:
         return HttpResponse("The table is being computed; try again in a moment.", status=503,
@@ -97,4 +108,19 @@ def correlation_export(request: HttpRequest, pk: int, file_format: str) -> HttpR
     return response
 
 
-__all__ = ["correlation_cell", "correlation_export", "correlation_paper", "correlations"]
+@researcher_required
+def dataset_ppi(request: HttpRequest, pk: int) -> HttpResponse:
+    """Each system's mean human score corrected by a metric run (PPI++), beside the
+    human-only and metric-only means: ``?run=<id>&aspect=<id>&vs=<system>``."""
+    dataset = _dataset(request, pk)
+    try:
+        query, runs, aspects = ppi.parse_query(dataset, request.GET)
+    except ppi.UnknownChoice as exc:
+        raise Http404(str(exc)) from exc
+    table = ppi.ppi_table(dataset, query) if query else None
+    context = {"dataset": dataset, "query": query, "runs": runs, "aspects": aspects, "t": table}
+    return render(request, "studies/ppi.html", context)
+
+
+__all__ = ["correlation_cell", "correlation_export", "correlation_paper", "correlations",
+           "dataset_ppi"]  # fmt: skip

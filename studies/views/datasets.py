@@ -4,12 +4,10 @@ partial that the page includes (so the markup exists once)."""
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET
 
 from studies.forms import UploadForm
@@ -18,20 +16,7 @@ from studies.permissions import is_researcher, visible_datasets
 from studies.services.datasets import export_dataset
 from studies.services.imports import create_import_job
 from studies.services.records import FORMATS
-
-HTMX_STOP_POLLING = 286  # htmx stops polling on this status
-
-
-def researcher_required(view):  # type: ignore[no-untyped-def]
-    @login_required
-    def wrapped(request: HttpRequest, *args, **kwargs):  # type: ignore[no-untyped-def]
-        if not is_researcher(request.user):
-            raise PermissionDenied("Only researchers can open this page.")
-        return view(request, *args, **kwargs)
-
-    wrapped.__name__ = view.__name__
-    wrapped.__doc__ = view.__doc__
-    return wrapped
+from studies.views.helpers import researcher_required, stop_polling_when, wants_partial
 
 
 @login_required
@@ -118,11 +103,6 @@ def import_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if not request.user.is_superuser:
         jobs = jobs.filter(created_by=request.user)
     job = get_object_or_404(jobs, pk=pk)
-    template = (
-        "studies/partials/import_status.html" if request.htmx else "studies/import_detail.html"
-    )
-    response = render(request, template, {"job": job})
-    if request.htmx and job.is_finished:
-        response.status_code = HTMX_STOP_POLLING
-    patch_vary_headers(response, ["HX-Request"])
-    return response
+    partial = wants_partial(request)
+    template = "studies/partials/import_status.html" if partial else "studies/import_detail.html"
+    return stop_polling_when(render(request, template, {"job": job}), partial and job.is_finished)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_POST
 
 from scoring.lm.store import ModelNotInstalled
@@ -21,7 +20,8 @@ from studies.services.runs import (
     resume_run,
     start_requested,
 )
-from studies.views.datasets import HTMX_STOP_POLLING, researcher_required
+from studies.services.runs.geval_check import form_check
+from studies.views.helpers import researcher_required, stop_polling_when, wants_partial
 
 
 def _runs(request: HttpRequest):  # type: ignore[no-untyped-def]
@@ -57,12 +57,10 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if run.is_finished:
         context["scores"] = run.scores.select_related("output__document").order_by("-value")[:20]
         context["errors"] = run.scores.exclude(error="").count()
-    template = "studies/partials/run_progress.html" if request.htmx else "studies/run_detail.html"
-    response = render(request, template, context)
-    if request.htmx and run.is_finished:
-        response.status_code = HTMX_STOP_POLLING
-    patch_vary_headers(response, ["HX-Request"])
-    return response
+        context["form_check"] = form_check(run)
+    partial = wants_partial(request)
+    template = "studies/partials/run_progress.html" if partial else "studies/run_detail.html"
+    return stop_polling_when(render(request, template, context), partial and run.is_finished)
 
 
 @require_POST

@@ -8,7 +8,7 @@ import pytest
 
 from studies.annotation.models import AnswerRevision, Assignment, PairwiseJudgment
 from studies.annotation.services import answers, assignment
-from studies.annotation.services.preferences import preference_pairs
+from studies.annotation.services.preferences import pairwise_answers, preference_pairs
 from studies.models import Aspect, Dataset, Judgment
 from tests.annotation.conftest import likert_answers
 
@@ -116,5 +116,9 @@ def test_ties_are_not_preference_pairs_and_flagged_annotators_can_be_left_out(
     pairs = list(preference_pairs(campaign))
     assert [p.annotator_id for p in pairs] == [annotators[1].pk]
     assert list(preference_pairs(campaign, exclude_annotators={annotators[1].pk})) == []
+    every = list(pairwise_answers(campaign=campaign))  # the raw answers keep the tie
+    assert [(a.annotator_id, a.is_tie) for a in every] == [(annotators[0].pk, True),
+                                                            (annotators[1].pk, False)]  # fmt: skip
+    assert list(pairwise_answers(dataset=campaign.study.dataset, aspect=coh)) == every
     with pytest.raises(answers.InvalidAnswer, match="left, right or tie"):
         answers.parse_answers(campaign, {f"aspect-{coh.pk}": "up"})

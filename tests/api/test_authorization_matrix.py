@@ -47,6 +47,7 @@ PK_RULES: tuple[tuple[str, Callable[[World], Any]], ...] = (
     (r"^api:study-", lambda w: w.study.pk),
     (r"^api:(annotate-)?campaign-", lambda w: w.campaign.pk),
     (r"^api:assignment-", lambda w: w.lease.pk),
+    (r"^api:learned-", lambda w: trained_metric(w).pk),
     (r"^learned:", lambda w: trained_metric(w).pk),
 )
 

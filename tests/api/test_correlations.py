@@ -119,10 +119,57 @@ def test_cell_paper_and_exports_are_the_pages_data(world, client):
         assert got.status_code == 200 and got.content == want.content
 
 
-@pytest.mark.parametrize("query", ["level=document", "coef=cosine", "ci=maybe", "flagged=yes"])
+@pytest.mark.parametrize(
+    "query",
+    ["level=document", "coef=cosine", "ci=maybe", "flagged=yes", "average=median", "ties=loose"],
+)
 def test_unknown_matrix_choices_are_a_400_naming_the_parameter(world, query):
     response = world.client("owner").get(f"/api/datasets/{world.dataset.pk}/correlations/?{query}")
     assert response.status_code == 400 and query.split("=")[0] in response.json()["errors"]
+
+
+@pytest.mark.parametrize(
+    ("query", "parameter", "text"),
+    [
+        ("coef=spa&level=sample", "coef", "system-level statistic"),
+        ("coef=acc23&level=system", "coef", "compares pairs of outputs"),
+        ("coef=spearman&ties=calibrate", "ties", "acc23 and kendall_23 only"),
+        ("average=micro&level=system", "average", "sample level only"),
+    ],
+)
+def test_a_statistic_asked_where_it_does_not_exist_is_a_400_naming_the_parameter(
+    world, query, parameter, text
+):
+    for path in ("", "paper/", "export/"):
+        response = world.client("owner").get(
+            f"/api/datasets/{world.dataset.pk}/correlations/{path}?{query}"
+        )
+        assert response.status_code == 400
+        assert text in str(response.json()["errors"][parameter])
+
+
+def test_tie_calibrated_acc23_is_the_same_from_the_api_the_page_and_the_command(
+    world, client, capsys
+):
+    dataset = world.dataset
+    query = "level=sample&coef=acc23&ties=calibrate&average=micro"
+    cache.clear()
+    from_api = world.client("owner").get(f"/api/datasets/{dataset.pk}/correlations/?{query}").json()
+    cells = [c for col in from_api["columns"] for c in col["cells"]]
+    assert all(("epsilon" in c) and ("rank" in c) for c in cells)
+    assert any(c["epsilon"] is not None for c in cells)
+    assert from_api["params"]["tie_calibration"] and from_api["params"]["average"] == "micro"
+    cache.clear()
+    client.force_login(world.users["owner"])
+    page = client.get(f"/datasets/{dataset.pk}/correlations/?{query}")
+    assert numbers(page.context["result"]) == numbers(from_api)
+    cache.clear()
+    capsys.readouterr()
+    call_command("correlations", "--dataset", str(dataset.pk), "--coef", "acc23",
+                 "--tie-calibration", "--average", "micro", "--ci", "--format", "json")  # fmt: skip
+    assert numbers(json.loads(capsys.readouterr().out)) == numbers(from_api)
+    paper = world.client("owner").get(f"/api/datasets/{dataset.pk}/correlations/paper/?{query}")
+    assert paper.status_code == 200 and "ranks" in paper.json()
 
 
 def test_leaving_out_flagged_annotators_names_them(world):

@@ -60,3 +60,26 @@ def test_the_readme_snippet_runs_as_written(live_server, celery_worker_process, 
     assert any(line.startswith("gptscore") and "None" not in line for line in printed), done.stdout
     assert set(MetricRun.objects.filter(dataset__name="my-outputs", kind="computed")
                .values_list("status", flat=True)) == {"succeeded"}  # fmt: skip
+
+
+def test_the_example_trains_a_learned_metric_and_scores_with_it(
+    live_server, celery_worker_process, cast, write_jsonl
+):
+    from learned.models import TrainedMetric
+
+    path = write_jsonl(scored_records(n_docs=12, systems=4, seed=2), "trainable.jsonl")
+    token = token_for(cast["owner"]).key
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "api_example.py"), "--url", live_server.url,
+         "--token", token, "--file", str(path), "--dataset", "trainable", "--limit-docs", "1",
+         "--train"],
+        capture_output=True, text=True, timeout=900, cwd=ROOT,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    job = TrainedMetric.objects.get(dataset__name="trainable")
+    assert job.status == "succeeded" and job.config["backbone"]["layer"] == 12
+    assert f"training job {job.pk}: {job.pairs['train']} train pairs" in done.stdout
+    accuracy = job.results["trained"]["pairwise_accuracy"]
+    assert f"-> {accuracy:.3f} on 1 test documents" in done.stdout
+    run = MetricRun.objects.get(dataset__name="trainable", metric="learned")
+    assert run.status == "succeeded" and run.done == run.total == 4

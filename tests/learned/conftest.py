@@ -49,3 +49,25 @@ def judged(write_jsonl, cast):  # type: ignore[no-untyped-def]
     import_file(path, ImportOptions(dataset="judged", task="summarization", file_format="jsonl",
                                     file_name=path.name, owner=cast["owner"]))  # fmt: skip
     return Dataset.objects.get(name="judged")
+
+
+@pytest.fixture
+def installed_tiny(tiny_backbone, settings):  # type: ignore[no-untyped-def]
+    """The tiny backbone as an installed model (a folder of the model directory): a name
+    the training page and the API accept, as they accept no path."""
+    from pathlib import Path
+
+    folder = Path(tiny_backbone)
+    settings.CONCORDIA = {**settings.CONCORDIA, "MODEL_DIR": folder.parent}
+    return folder.name
+
+
+@pytest.fixture
+def sent(monkeypatch):  # type: ignore[no-untyped-def]
+    """The tasks sent to the broker (by name, as the service sends them)."""
+    from celery import current_app
+
+    calls: list[tuple[str, list[object], str]] = []
+    monkeypatch.setattr(current_app, "send_task",
+                        lambda name, args, queue: calls.append((name, args, queue)))  # fmt: skip
+    return calls

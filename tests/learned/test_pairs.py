@@ -7,6 +7,7 @@ import pytest
 
 from learned.services.data import Task, load_task
 from studies.annotation.models import Campaign, PairwiseJudgment
+from studies.annotation.services.gold import set_gold
 from studies.models import Aspect, Judgment, Output
 from tests.annotation.conftest import make_study, new_campaign
 
@@ -32,6 +33,22 @@ def test_pairwise_answers_of_a_campaign_become_pairs_and_ties_are_dropped(cast):
                 else ((task, i.output_b_id), (task, i.output_a_id)) for i, c in kept}  # fmt: skip
     assert {(p.good, p.bad) for p in data.pairs} == expected
     assert all(p.doc.startswith("annot/") for p in data.pairs)
+
+
+def test_a_flagged_annotators_pairwise_answers_are_left_out_when_asked(cast):
+    study = make_study(cast["owner"])
+    campaign = new_campaign(study, cast["owner"], [cast["annotator"]], mode=Campaign.Mode.PAIRWISE,
+                            aspect_codes=("COH",), overlap=1)  # fmt: skip
+    coherence = Aspect.objects.get(code="COH")
+    items = list(campaign.items.order_by("position"))
+    set_gold(items[0], {coherence.pk: "b"})  # the annotator answers "a" everywhere: flagged
+    for item in items:
+        PairwiseJudgment.objects.create(item=item, aspect=coherence, annotator=cast["annotator"],
+                                        choice="a", left_output=item.output_a)  # fmt: skip
+    kept = load_task(Task(study.dataset, coherence), margin=0.5)
+    left_out = load_task(Task(study.dataset, coherence), margin=0.5, exclude_flagged=True)
+    assert kept.answer_counts.candidates == len(kept.pairs) == len(items)
+    assert left_out.answer_counts.candidates == 0 and left_out.pairs == []
 
 
 def test_likert_pairs_use_the_mean_of_several_annotators(cast, judged):

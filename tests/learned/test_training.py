@@ -47,15 +47,25 @@ def test_train_metric_prints_the_json_summary_last_and_stores_a_checked_checkpoi
     assert (
         config["seed"] == 1 and config["margin"] == 0.5 and config["hyperparameters"]["epochs"] == 5
     )
-    assert config["backbone"]["pooling"] == "last" and config["backbone"]["files"]["sha256"]
+    assert config["backbone"]["pooling"] == "last+answer" and config["backbone"]["files"]["sha256"]
+    # no --layer: a frozen decoder's features come from 40% of its blocks (1 of the tiny 2)
+    assert (config["backbone"]["layer"], config["backbone"]["layers"]) == (1, 2)
     assert {"torch", "transformers", "numpy"} <= set(config["versions"])
     assert "Rate the coherence" in config["target"]["instruction"]
 
 
+def test_an_asked_layer_and_full_mode_keep_the_blocks_they_ask_for(judged, tiny_backbone):
+    asked = create_job(TrainingRequest(dataset="judged", aspect="COH", backbone=tiny_backbone,
+                                       layer=2), enqueue=False, local_paths=True)  # fmt: skip
+    full = create_job(TrainingRequest(dataset="judged", aspect="COH", backbone=tiny_backbone,
+                                      mode="full"), enqueue=False, local_paths=True)  # fmt: skip
+    assert asked.config["backbone"]["layer"] == full.config["backbone"]["layer"] == 2
+
+
 def test_the_split_is_frozen_by_document_and_reproducible(judged, tiny_backbone):
     request = TrainingRequest(dataset="judged", aspect="COH", backbone=tiny_backbone, seed=7)
-    first = create_job(request, enqueue=False)
-    second = create_job(request, enqueue=False)
+    first = create_job(request, enqueue=False, local_paths=True)
+    second = create_job(request, enqueue=False, local_paths=True)
     parts = first.split["judged"]
     assert first.split == second.split
     assert [len(parts[p]) for p in ("train", "validation", "test")] == [10, 1, 1]
@@ -71,9 +81,9 @@ def test_multi_and_cross_task_setups_train_on_other_aspects_and_test_on_the_targ
     judged, tiny_backbone
 ):
     multi = create_job(TrainingRequest(dataset="judged", aspect="COH", setup="multi",
-                                       backbone=tiny_backbone), enqueue=False)  # fmt: skip
+                                       backbone=tiny_backbone), enqueue=False, local_paths=True)  # fmt: skip
     cross = create_job(TrainingRequest(dataset="judged", aspect="COH", setup="cross",
-                                       backbone=tiny_backbone), enqueue=False)  # fmt: skip
+                                       backbone=tiny_backbone), enqueue=False, local_paths=True)  # fmt: skip
     assert [t["aspect"] for t in multi.config["tasks"]] == ["COH", "FLU"]
     assert [t["aspect"] for t in cross.config["tasks"]] == ["FLU"]
     assert multi.pairs["train"] == 120 and cross.pairs["train"] == 60 and cross.pairs["test"] == 6
@@ -128,7 +138,7 @@ def test_a_backbone_that_cannot_be_loaded_is_an_error_and_creates_nothing(judged
 
 def test_executing_a_job_twice_trains_once(judged, tiny_backbone):
     job = create_job(TrainingRequest(dataset="judged", aspect="COH", backbone=tiny_backbone,
-                                     epochs=2), enqueue=False)  # fmt: skip
+                                     epochs=2), enqueue=False, local_paths=True)  # fmt: skip
     assert execute_job(job.pk) == "succeeded"
     job.refresh_from_db()
     assert execute_job(job.pk) == "not pending"
@@ -137,7 +147,9 @@ def test_executing_a_job_twice_trains_once(judged, tiny_backbone):
 
 def test_a_cancelled_job_does_not_train(judged, tiny_backbone):
     job = create_job(
-        TrainingRequest(dataset="judged", aspect="COH", backbone=tiny_backbone), enqueue=False
+        TrainingRequest(dataset="judged", aspect="COH", backbone=tiny_backbone),
+        enqueue=False,
+        local_paths=True,
     )
     assert cancel_job(job)
     assert execute_job(job.pk) == "not pending"
@@ -151,12 +163,67 @@ def test_the_second_job_reads_the_features_from_the_cache(
     first = create_job(
         TrainingRequest(dataset="judged", aspect="COH", backbone=tiny_backbone, epochs=1),
         enqueue=False,
+        local_paths=True,
     )
     execute_job(first.pk)
     first.refresh_from_db()
     assert first.progress["seconds"]["feature_cache_hits"] == 0
     second = create_job(TrainingRequest(dataset="judged", aspect="COH", backbone=tiny_backbone,
-                                        epochs=1, seed=3), enqueue=False)  # fmt: skip
+                                        epochs=1, seed=3), enqueue=False, local_paths=True)  # fmt: skip
     execute_job(second.pk)
     second.refresh_from_db()
     assert second.progress["seconds"]["feature_cache_hits"] == 48
+
+
+def test_weights_that_cannot_be_loaded_fail_the_job_with_the_reason(
+    judged, tiny_backbone, tmp_path
+):
+    """The job is planned from the backbone's configuration files (a page waits for
+    that); the worker loads the weights, and broken ones end the job FAILED, saying why."""
+    import shutil
+
+    folder = tmp_path / "broken-weights"
+    shutil.copytree(tiny_backbone, folder)
+    (folder / "model.safetensors").write_bytes(b"not a model")
+    job = create_job(TrainingRequest(dataset="judged", aspect="COH", backbone=str(folder)),
+                     enqueue=False, local_paths=True)  # fmt: skip
+    assert execute_job(job.pk) == "failed"
+    job.refresh_from_db()
+    assert job.status == "failed" and "cannot be loaded" in job.error and not job.checkpoint
+
+
+def test_a_backbone_that_changed_since_the_job_was_planned_fails_the_job(
+    judged, tiny_backbone, tmp_path
+):
+    import shutil
+
+    folder = tmp_path / "changing"
+    shutil.copytree(tiny_backbone, folder)
+    job = create_job(TrainingRequest(dataset="judged", aspect="COH", backbone=str(folder)),
+                     enqueue=False, local_paths=True)  # fmt: skip
+    assert job.config["backbone"]["max_length"] == 512
+    settings_file = folder / "tokenizer_config.json"
+    settings_file.write_text(json.dumps({**json.loads(settings_file.read_text()),
+                                         "model_max_length": 64}))  # fmt: skip
+    assert execute_job(job.pk) == "failed"
+    job.refresh_from_db()
+    assert (
+        "loaded differently from the job's plan (max_length 512 (planned) vs 64 (loaded))"
+        in job.error
+    )
+
+
+def test_the_shell_may_name_any_path_and_a_web_request_may_not(judged, tiny_backbone, cast):
+    from learned.services.data import TrainingError
+
+    request = TrainingRequest(dataset="judged", aspect="COH", backbone=tiny_backbone)
+    with pytest.raises(TrainingError, match="Unknown model") as refused:
+        create_job(request, enqueue=False)
+    assert refused.value.field == "backbone" and not TrainedMetric.objects.exists()
+    with pytest.raises(TrainingError, match="no dataset 'judged'") as hidden:
+        create_job(request, user=cast["outsider"], enqueue=False, local_paths=True)
+    assert hidden.value.field == "dataset" and not TrainedMetric.objects.exists()
+    assert (
+        create_job(request, user=cast["owner"], enqueue=False, local_paths=True).created_by
+        == cast["owner"]
+    )

@@ -44,7 +44,7 @@ def test_a_job_killed_mid_way_resumes_from_its_last_checkpoint(judged, tiny_back
     # killed between epochs, and every epoch writes a checkpoint.
     job = create_job(TrainingRequest(dataset="judged", aspect="COH", backbone=tiny_backbone,
                                      mode="full", epochs=8, patience=8, batch_size=4,
-                                     accumulate=1), enqueue=False)  # fmt: skip
+                                     accumulate=1), enqueue=False, local_paths=True)  # fmt: skip
     first = _worker("doomed-trainer")
     try:
         train_metric_cpu.apply_async((job.pk,), queue="learned-test")

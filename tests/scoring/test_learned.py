@@ -5,12 +5,14 @@ two paths and the checkpoint round trip, on tiny random models."""
 from __future__ import annotations
 
 import math
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from scoring.learned.backbone import Backbone, BackboneError
+from scoring.learned.backbone import Backbone, BackboneError, LayerError, describe_backbone
 from scoring.learned.cache import FeatureCache
 from scoring.learned.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from scoring.learned.evaluate import pairwise_accuracy, sample_spearman
@@ -95,7 +97,7 @@ def test_one_optimisation_step_lowers_the_loss_on_a_fixed_batch(tmp_path):
              "The storm closed roads.", "roads storm the the closed"]  # fmt: skip
     features = backbone.features([format_input("Rate it.", "", t) for t in texts])
     torch.manual_seed(0)
-    head = RewardHead(backbone.dim)
+    head = RewardHead(backbone.feature_dim)
     head.fit_scaling(features)
     optimiser = torch.optim.SGD(head.parameters(), lr=0.1)
     before = pair_loss(head(features[[0, 2]]), head(features[[1, 3]]))
@@ -109,7 +111,7 @@ def test_full_fine_tuning_lowers_the_loss_on_a_tiny_model(tmp_path):
     backbone = Backbone(tiny_gpt2(tmp_path / "gpt2"), batch_size=4)
     texts = {"g1": "The council approved the budget.", "b1": "budget the the approved",
              "g2": "The storm closed roads.", "b2": "roads storm the the"}  # fmt: skip
-    head = RewardHead(backbone.dim)
+    head = RewardHead(backbone.feature_dim)
     module = torch.nn.ModuleDict({"head": head, "backbone": backbone.model})
 
     def score(keys):
@@ -181,14 +183,32 @@ def test_a_checkpoint_that_changed_is_refused(tmp_path):
 
 
 def test_the_prefix_cached_features_equal_the_plain_forward(tmp_path):
-    backbone = Backbone(tiny_gpt2(tmp_path / "gpt2"), batch_size=2)
-    assert backbone.is_decoder and backbone.pooling == "last"
+    folder = tiny_gpt2(tmp_path / "gpt2")
+    backbone = Backbone(folder, batch_size=2)
+    assert backbone.is_decoder and backbone.pooling == "last+answer"
+    assert backbone.feature_dim == 2 * backbone.dim
     inputs = [format_input("Rate it.", "The storm closed roads.", a)
               for a in ("Roads closed.", "The schools reopened after two days.", "Storm.")]  # fmt: skip
     inputs.append(format_input("Rate it.", "Other source.", "Teachers welcomed it."))
     fast = backbone.features(inputs)
-    plain = backbone.encode([i.text for i in inputs])
-    assert torch.allclose(fast, plain, atol=1e-4)
+    assert fast.shape == (4, backbone.feature_dim)
+    assert torch.allclose(fast, backbone.encode(inputs), atol=1e-4)
+    last = Backbone(folder, batch_size=2, pooling="last")
+    assert torch.allclose(last.features(inputs), fast[:, : backbone.dim], atol=1e-4)
+
+
+def test_the_answer_half_is_the_mean_over_the_answers_own_tokens(tmp_path):
+    backbone = Backbone(tiny_gpt2(tmp_path / "gpt2"))
+    item = format_input("Rate it.", "The storm closed roads.", "Schools reopened.")
+    ids = backbone.tokenizer(item.text)["input_ids"]
+    answer = len(backbone.tokenizer(item.prefix)["input_ids"])
+    assert ids[:answer] == backbone.tokenizer(item.prefix)["input_ids"]
+    with torch.no_grad():
+        states = backbone.model(input_ids=torch.tensor([ids])).last_hidden_state[0]
+    expected = torch.cat([states[-1], states[answer:].mean(0)])
+    assert torch.allclose(backbone.features([item])[0], expected, atol=1e-5)
+    other_context = format_input("Rate it.", "A different source text.", "Schools reopened.")
+    assert not torch.allclose(backbone.features([other_context])[0], expected, atol=1e-3)
 
 
 def test_an_encoder_is_mean_pooled_and_padding_changes_nothing(tmp_path):
@@ -239,3 +259,48 @@ def test_a_backbone_cut_at_a_layer_gives_other_features_and_says_so(tmp_path):
     assert not torch.allclose(whole.features(inputs), cut.features(inputs))
     with pytest.raises(BackboneError, match="between 1 and 2"):
         Backbone(folder, layer=3)
+
+
+INSTALLED = Path(
+    os.environ.get("CONCORDIA_MODEL_DIR") or Path(__file__).parents[2] / "data" / "models"
+)
+
+
+@pytest.mark.parametrize(
+    ("model", "options"),
+    [("gpt2", {}), ("gpt2", {"layer": 1, "pooling": "last", "max_length": 100}),
+     ("bert", {}), ("bert", {"pooling": "first", "max_length": 32}),
+     ("smollm2-135m-instruct", {"layer": 12}), ("all-minilm-l6-v2", {})],
+)  # fmt: skip
+def test_describing_a_backbone_from_its_files_agrees_with_loading_it(tmp_path, model, options):
+    if model == "gpt2":
+        folder = tiny_gpt2(tmp_path / "gpt2", n_positions=128)
+    elif model == "bert":
+        folder = tiny_bert(tmp_path / "bert")
+    else:
+        folder = str(INSTALLED / model)
+        if not Path(folder, "config.json").is_file():
+            pytest.skip(f"{model} is not installed in {INSTALLED} (python manage.py install_model)")
+    described = describe_backbone(folder, **options)
+    assert described == Backbone(folder, **options).info
+    assert described.feature_dim == described.dim * (2 if described.pooling == "last+answer" else 1)
+
+
+def test_describing_refuses_what_loading_would_refuse_without_reading_the_weights(tmp_path):
+    folder = Path(tiny_gpt2(tmp_path / "gpt2"))
+    with pytest.raises(LayerError, match="between 1 and 2, not 3"):
+        describe_backbone(folder, layer=3)
+    with pytest.raises(BackboneError, match="pooling 'mean' does not suit"):
+        describe_backbone(folder, pooling="mean")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(BackboneError, match="cannot be loaded: it has no config.json"):
+        describe_backbone(tmp_path / "empty")
+    (tmp_path / "config-only").mkdir()
+    (tmp_path / "config-only" / "config.json").write_text((folder / "config.json").read_text())
+    with pytest.raises(BackboneError, match="cannot be loaded: it has no tokenizer files"):
+        describe_backbone(tmp_path / "config-only")
+    # broken weights pass the description (the worker that loads them fails the job)
+    (folder / "model.safetensors").write_bytes(b"not a model")
+    assert describe_backbone(folder).dim == 32
+    with pytest.raises(BackboneError, match="cannot be loaded"):
+        Backbone(folder)

@@ -54,3 +54,22 @@ def test_integer_output_ids_and_misaligned_input():
     np.testing.assert_allclose(result.values, [2.0, 2.0])
     with pytest.raises(ValueError, match="aligned"):
         aggregate_judgments([1, 2], [1], [1.0, 2.0])
+
+
+def test_weights_make_a_weighted_mean_per_output():
+    weights = [1.0, 1.0, 0.0, 0.25, 0.75, 0.0, 1.0, 2.0]
+    result = aggregate_judgments(OUTPUTS, ANNOTATORS, VALUES, weights=weights)
+    # o1: (1 + 2) / 2; o2: (0.75 + 3.75) / 1; o3: its only judgment weighs 0; o4: the NaN is ignored
+    np.testing.assert_allclose(result.values, [1.5, 4.5, np.nan, 2.0])
+    assert list(result.n_judgments) == [3, 2, 1, 1]
+    same = aggregate_judgments(OUTPUTS, ANNOTATORS, VALUES, weights=[3.0] * 8)
+    np.testing.assert_allclose(same.values, aggregate_judgments(OUTPUTS, ANNOTATORS, VALUES).values)
+
+
+def test_bad_weights_are_refused():
+    with pytest.raises(ValueError, match="aligned"):
+        aggregate_judgments(OUTPUTS, ANNOTATORS, VALUES, weights=[1.0])
+    with pytest.raises(ValueError, match="≥ 0"):
+        aggregate_judgments(OUTPUTS, ANNOTATORS, VALUES, weights=[-1.0] * 8)
+    with pytest.raises(ValueError, match="mean only"):
+        aggregate_judgments(OUTPUTS, ANNOTATORS, VALUES, weights=[1.0] * 8, method=Aggregate.MEDIAN)

@@ -7,10 +7,13 @@ import pytest
 import scipy.stats
 
 from scoring.stats import (
+    Average,
     Coefficient,
     DegeneratePolicy,
     Groups,
     Level,
+    Options,
+    Resamples,
     Unit,
     bootstrap_ci,
     bootstrap_distribution,
@@ -176,3 +179,89 @@ def test_bootstrap_interval_covers_the_true_correlation_about_95_percent_of_the_
 def test_resampling_systems_needs_system_keys():
     with pytest.raises(ValueError, match="system keys"):
         draw_resamples(np.random.default_rng(0), [0, 0, 1], unit=Unit.BOTH)
+
+
+def _materialised_correlate(plan, b, docs, systems, metric, human, level, coefficient, **kwargs):
+    """Resample b built output by output, each drawn copy a document (or system) of its
+    own, then given to correlate: the definition for statistics scipy lacks."""
+    doc_list = plan.doc_draws[b] if plan.doc_draws is not None else np.unique(docs)
+    sys_list = plan.system_draws[b] if plan.system_draws is not None else np.unique(systems)
+    index, doc_copy, sys_copy = [], [], []
+    for k, d in enumerate(doc_list):
+        for j, s in enumerate(sys_list):
+            found = np.flatnonzero((docs == d) & (systems == s))
+            index += list(found)
+            doc_copy += [k] * found.size
+            sys_copy += [j] * found.size
+    index = np.array(index, dtype=int)
+    return correlate(metric[index], human[index], level=level, coefficient=coefficient,
+                     docs=np.array(doc_copy), systems=np.array(sys_copy), **kwargs).value  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("level", "coefficient", "unit", "kwargs"),
+    [
+        (Level.SAMPLE, Coefficient.ACC23, Unit.DOCUMENTS, {"options": Options(epsilon=0.3)}),
+        (Level.SAMPLE, Coefficient.ACC23, Unit.BOTH, {"options": Options(epsilon=0.3)}),
+        (Level.SAMPLE, Coefficient.KENDALL_LIKE, Unit.DOCUMENTS,
+         {"options": Options(threshold=1.0), "average": Average.MICRO}),
+        (Level.SAMPLE, Coefficient.PDP, Unit.DOCUMENTS, {}),
+        (Level.SAMPLE, Coefficient.PDP, Unit.BOTH, {}),
+        (Level.SAMPLE, Coefficient.PEARSON, Unit.DOCUMENTS, {"average": Average.MICRO}),
+        (Level.SAMPLE, Coefficient.SPEARMAN, Unit.BOTH, {"average": Average.MICRO}),
+        (Level.DATASET, Coefficient.ACC23, Unit.DOCUMENTS, {"options": Options(epsilon=0.2)}),
+        (Level.DATASET, Coefficient.KENDALL_23, Unit.SYSTEMS, {}),
+        (Level.DATASET, Coefficient.PDP, Unit.BOTH, {}),
+    ],
+)  # fmt: skip
+def test_new_statistics_resample_as_their_materialised_resamples(level, coefficient, unit, kwargs):
+    docs, systems, metric, human = _study(seed=13)
+    plan = draw_resamples(np.random.default_rng(3), docs, systems, unit=unit, resamples=5)
+    estimate = correlate(metric, human, level=level, coefficient=coefficient, docs=docs,
+                         systems=systems, **kwargs)  # fmt: skip
+    got = bootstrap_distribution(plan, metric, human, level=level, coefficient=coefficient,
+                                 estimate=estimate if level is Level.SAMPLE else None, **kwargs)  # fmt: skip
+    expected = [_materialised_correlate(plan, b, docs, systems, metric, human, level, coefficient,
+                                        **kwargs) for b in range(5)]  # fmt: skip
+    np.testing.assert_allclose(got, expected, atol=1e-10)
+
+
+def test_a_nearly_constant_resample_is_correlated_as_correlate_does_not_called_constant():
+    # Document 0's metric scores vary by 1e-5 around 1000 (variance ~1e-10 of their
+    # sum of squares about the data's mean): a real correlation, not rounding.
+    rng = np.random.default_rng(0)
+    docs = np.repeat(np.arange(10), 6)
+    human = rng.normal(size=docs.size)
+    metric = rng.normal(size=docs.size)
+    noise = rng.normal(size=6)
+    metric[:6] = 1000.0 + 1e-5 * noise
+    human[:6] = noise + 0.5 * rng.normal(size=6)
+    metric[6:12] = 7.0  # document 1: exactly constant
+    index = Groups.from_keys(docs)
+    only = [np.zeros((1, 10), dtype=np.intp), np.ones((1, 10), dtype=np.intp)]
+    for doc, draws in enumerate(only):
+        plan = Resamples(unit=Unit.DOCUMENTS, docs=index, systems=None, doc_draws=draws,
+                         system_draws=None)  # fmt: skip
+        for policy in DegeneratePolicy:
+            settings = {
+                "level": Level.DATASET,
+                "coefficient": Coefficient.PEARSON,
+                "policy": policy,
+            }
+            got = bootstrap_distribution(plan, metric, human, **settings)[0]
+            rows = slice(6 * doc, 6 * doc + 6)
+            expected = correlate(metric[rows], human[rows], **settings).value
+            np.testing.assert_allclose(got, expected, rtol=1e-9)
+    assert np.isfinite(correlate(metric[:6], human[:6], level=Level.DATASET,
+                                 coefficient=Coefficient.PEARSON).value)  # fmt: skip
+
+
+def test_spa_intervals_resample_systems_only():
+    docs, systems, metric, human = _study(seed=2)
+    plan = draw_resamples(np.random.default_rng(0), docs, systems, unit=Unit.DOCUMENTS, resamples=3)
+    with pytest.raises(ValueError, match="resample systems only"):
+        bootstrap_distribution(plan, metric, human, level=Level.SYSTEM, coefficient=Coefficient.SPA)
+    plan = draw_resamples(np.random.default_rng(0), docs, systems, unit=Unit.SYSTEMS, resamples=50)
+    values = bootstrap_distribution(plan, metric, human, level=Level.SYSTEM,
+                                    coefficient=Coefficient.SPA)  # fmt: skip
+    assert values.shape == (50,) and np.all((values >= 0) & (values <= 1))

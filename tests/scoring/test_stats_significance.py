@@ -10,12 +10,16 @@ import scipy.stats
 
 from scoring.stats import (
     Alternative,
+    Average,
     Coefficient,
     Level,
+    Options,
     Swap,
     Unit,
+    bootstrap_distribution,
     correlate,
     draw_resamples,
+    paired_bootstrap_p,
     paired_bootstrap_test,
     permutation_test,
     williams_test,
@@ -34,6 +38,9 @@ def test_williams_test_matches_the_worked_example_of_psych_r_test():
     # One-sided: r12 > r13 is implausible here, r12 < r13 has half the two-sided p.
     assert williams_test(0.4, 0.5, 0.1, 103, Alternative.LESS) == pytest.approx(p / 2)
     assert williams_test(0.4, 0.5, 0.1, 103, Alternative.GREATER) == pytest.approx(1 - p / 2)
+    # Unsigned (mt-metrics-eval's one-sided): half the two-sided p whichever is larger.
+    assert williams_test(0.4, 0.5, 0.1, 103, Alternative.UNSIGNED) == pytest.approx(p / 2)
+    assert williams_test(0.5, 0.4, 0.1, 103, Alternative.UNSIGNED) == pytest.approx(p / 2)
 
 
 def test_williams_test_rejects_too_few_items_and_impossible_correlations():
@@ -94,10 +101,10 @@ def test_permutation_p_values_are_roughly_uniform_when_two_metrics_are_equally_g
     ("level", "swap"),
     [
         (Level.SAMPLE, Swap.DOCUMENTS),
-        (Level.SAMPLE, Swap.ITEMS),
-        (Level.DATASET, Swap.ITEMS),
+        (Level.SAMPLE, Swap.OUTPUTS),
+        (Level.DATASET, Swap.OUTPUTS),
         (Level.DATASET, Swap.DOCUMENTS),
-        (Level.SYSTEM, Swap.ITEMS),
+        (Level.SYSTEM, Swap.OUTPUTS),
     ],
 )
 def test_permutation_test_finds_a_clearly_better_metric(level, swap):
@@ -146,7 +153,7 @@ def test_document_swaps_give_the_exact_p_value_of_full_enumeration():
         (Coefficient.KENDALL_B, scipy.stats.kendalltau),  # recomputed rows
     ],
 )
-def test_item_swaps_at_dataset_level_give_the_exact_p_value_of_full_enumeration(
+def test_output_swaps_at_dataset_level_give_the_exact_p_value_of_full_enumeration(
     coefficient, function
 ):
     rng = np.random.default_rng(4)
@@ -239,3 +246,77 @@ def test_no_common_scored_outputs_gives_a_nan_p_value():
         rng=np.random.default_rng(0),
     )
     assert math.isnan(result.p_value)
+
+
+@pytest.mark.parametrize(
+    ("coefficient", "kwargs"),
+    [
+        (Coefficient.PDP, {}),  # pooled pair sums swap with their documents
+        (Coefficient.ACC23, {"average": Average.MICRO}),
+        (Coefficient.KENDALL_LIKE, {"options": Options(threshold=1.0)}),
+    ],
+)
+def test_document_swaps_of_the_pairwise_statistics_give_the_exact_p_value(coefficient, kwargs):
+    rng = np.random.default_rng(9)
+    docs, _, a, b, human = _null_study(rng, n_docs=6, n_systems=5, gap=0.7)
+    human = np.round(human)  # ties
+    settings = {"level": Level.SAMPLE, "coefficient": coefficient, "docs": docs, **kwargs}
+    za, zb = scipy.stats.zscore(a), scipy.stats.zscore(b)
+    observed = correlate(za, human, **settings).value - correlate(zb, human, **settings).value
+    extreme = 0
+    for flips in itertools.product([False, True], repeat=6):
+        swap = np.array(flips)[docs]
+        delta = (
+            correlate(np.where(swap, zb, za), human, **settings).value
+            - correlate(np.where(swap, za, zb), human, **settings).value
+        )
+        extreme += abs(delta) >= abs(observed) - 1e-12
+    result = permutation_test(a, b, human, rng=rng, resamples=20_000, **settings)
+    assert result.method == "permutation (documents)"
+    assert result.delta == pytest.approx(observed)
+    assert result.p_value == pytest.approx(extreme / 64, abs=0.01)
+
+
+def test_output_swaps_at_sample_level_are_mt_metrics_eval_scheme_and_work_for_pdp():
+    rng = np.random.default_rng(3)
+    docs, systems, a, b, human = _null_study(rng, n_docs=30, n_systems=6, gap=3.0)
+    result = permutation_test(a, b, human, level=Level.SAMPLE, coefficient=Coefficient.PDP,
+                              rng=rng, docs=docs, resamples=200, swap=Swap.OUTPUTS)  # fmt: skip
+    assert result.method == "permutation (outputs)" and result.p_value < 0.05
+
+
+def test_spa_permutation_test_finds_a_clearly_better_metric():
+    rng = np.random.default_rng(4)
+    docs, systems, a, b, human = _null_study(rng, n_docs=20, n_systems=6, gap=3.0)
+    human = human + 2.0 * systems  # systems clearly differ for the humans
+    a = a + 2.0 * systems
+    result = permutation_test(a, b, human, level=Level.SYSTEM, coefficient=Coefficient.SPA,
+                              rng=rng, docs=docs, systems=systems, resamples=60,
+                              options=Options(permutations=200))  # fmt: skip
+    assert result.delta > 0 and result.p_value < 0.05
+
+
+def test_tie_thresholds_and_the_unsigned_alternative_are_refused_where_they_do_not_apply():
+    rng = np.random.default_rng(0)
+    docs, _, a, b, human = _null_study(rng)
+    kwargs = {"level": Level.SAMPLE, "coefficient": Coefficient.ACC23, "docs": docs, "rng": rng}
+    with pytest.raises(ValueError, match="paired bootstrap"):
+        permutation_test(a, b, human, options=Options(epsilon=0.1), **kwargs)
+    with pytest.raises(ValueError, match="Williams"):
+        permutation_test(a, b, human, alternative=Alternative.UNSIGNED, **kwargs)
+
+
+def test_paired_bootstrap_p_is_the_paired_bootstrap_tests_p_and_keeps_each_metrics_epsilon():
+    rng = np.random.default_rng(5)
+    docs, systems, a, b, human = _null_study(rng, n_docs=40, gap=1.0)
+    plan = draw_resamples(rng, docs, systems, resamples=300)
+    settings = {"level": Level.SAMPLE, "coefficient": Coefficient.ACC23}
+    result = paired_bootstrap_test(plan, a, b, human, options=Options(epsilon=0.5),
+                                   options_b=Options(epsilon=0.1), **settings)  # fmt: skip
+    draws = [
+        bootstrap_distribution(plan, m, human, options=Options(epsilon=e), **settings)
+        for m, e in ((a, 0.5), (b, 0.1))
+    ]
+    assert result.p_value == paired_bootstrap_p(*draws, result.value_a, result.value_b)
+    expected_b = correlate(b, human, docs=docs, options=Options(epsilon=0.1), **settings).value
+    assert result.value_b == expected_b

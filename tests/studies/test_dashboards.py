@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -243,3 +244,196 @@ def test_paper_view_marks_ist_significantly_better_than_val(client, cast):
         and "†" in body.split('id="gptscore-table"')[1].split("</table>")[0]
     )
     assert 'id="geval-table"' in body
+
+
+# --- WMT's statistics, ranks and options ------------------------------------------------
+
+
+def file_arrays(records, metric, aspect):  # type: ignore[no-untyped-def]
+    """The file's outputs as aligned arrays (NaN where the aspect was not judged)."""
+    human = np.array([r["human"].get(aspect, np.nan) for r in records], dtype=float)
+    scores = np.array([r["metrics"][metric] for r in records], dtype=float)
+    docs = np.array([r["doc_id"] for r in records])
+    systems = np.array([r["system_id"] for r in records])
+    return scores, human, docs, systems
+
+
+def command_json(*args):  # type: ignore[no-untyped-def]
+    from io import StringIO
+
+    out = StringIO()
+    call_command("correlations", *args, "--format", "json", stdout=out)
+    return json.loads(out.getvalue())
+
+
+@pytest.mark.parametrize(
+    ("args", "coefficient", "level", "kwargs"),
+    [
+        (["--coef", "acc23", "--tie-calibration"], "ACC23", "SAMPLE", {"calibrate": True}),
+        (["--coef", "kendall_23", "--level", "dataset", "--tie-calibration"], "KENDALL_23",
+         "DATASET", {"calibrate": True}),
+        (["--coef", "kendall_like"], "KENDALL_LIKE", "SAMPLE", {"threshold": 1.0}),
+        (["--coef", "pdp"], "PDP", "SAMPLE", {}),
+        (["--coef", "spearman", "--average", "micro"], "SPEARMAN", "SAMPLE", {"micro": True}),
+        (["--coef", "spa", "--level", "system"], "SPA", "SYSTEM", {}),
+    ],
+)  # fmt: skip
+def test_command_gives_the_engines_value_for_each_new_statistic(scored, args, coefficient, level,
+                                                                kwargs):  # fmt: skip
+    from scoring.stats import Average, Coefficient, Level, Options, calibrate_ties, correlate
+
+    result = command_json("--dataset", "scored", *args)
+    coef, lvl = Coefficient[coefficient], Level[level]
+    average = Average.MICRO if kwargs.get("micro") else Average.MACRO
+    for column in result["columns"]:
+        aspect = column["aspect"]["name"].lower()
+        assert (column["aspect"]["scale_min"], column["aspect"]["scale_max"]) == (1.0, 5.0)
+        for run, cell in zip(result["runs"], column["cells"], strict=True):
+            x, y, docs, systems = file_arrays(scored, run["label"], aspect)
+            options = Options(threshold=kwargs.get("threshold", 1.0))  # a quarter of 1..5
+            if kwargs.get("calibrate"):
+                calibration = calibrate_ties(x, y, level=lvl, coefficient=coef, docs=docs)
+                options = Options(epsilon=calibration.epsilon)
+                assert cell["epsilon"] == calibration.epsilon
+            else:
+                assert cell["epsilon"] is None
+            expected = correlate(x, y, level=lvl, coefficient=coef, docs=docs, systems=systems,
+                                 average=average, options=options).value  # fmt: skip
+            assert cell["value"] == pytest.approx(expected, abs=1e-12), (run["label"], aspect)
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (["--coef", "spa"], "--coef: spa (soft pairwise accuracy) compares every pair of systems"),
+        (["--coef", "acc23", "--level", "system"], "--coef: acc23 compares pairs of outputs"),
+        (["--coef", "spearman", "--tie-calibration"], "--tie-calibration: tie calibration applies"),
+        (["--level", "dataset", "--average", "micro"], "--average: micro averaging weighs documents"),
+        (["--coef", "pdp", "--average", "micro"], "--average: pdp pools the pairs"),
+    ],
+)  # fmt: skip
+def test_command_refuses_a_statistic_where_it_does_not_exist_naming_the_flag(scored, args, flag):
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match=flag.replace("(", r"\(").replace(")", r"\)")):
+        call_command("correlations", "--dataset", "scored", *args)
+    assert (
+        cached_matrix(Dataset.objects.get(name="scored"), MatrixParams()) is None
+    )  # nothing computed
+
+
+def test_matrix_ranks_runs_in_significance_clusters_with_one_paired_bootstrap_function(scored):
+    from scoring.stats import (
+        Alternative,
+        Coefficient,
+        Groups,
+        Level,
+        Unit,
+        bootstrap_distribution,
+        draw_resamples,
+        paired_bootstrap_p,
+    )
+
+    params = MatrixParams(level="dataset", coefficient="pearson")
+    result = compute_and_cache(Dataset.objects.get(name="scored"), params)
+    labels = [r["label"] for r in result["runs"]]
+    for column in result["columns"]:
+        by_label = dict(zip(labels, column["cells"], strict=True))
+        if column["aspect"]["code"] == "COH":  # fluency is noise to both runs
+            assert by_label["good"]["rank"] == 1 and by_label["noise"]["rank"] == 2
+        aspect = column["aspect"]["name"].lower()
+        # p vs best is the paired bootstrap p on the matrix's own resamples.
+        arrays = {label: file_arrays(scored, label, aspect) for label in labels}
+        docs, systems = arrays["good"][2], arrays["good"][3]
+        plan = draw_resamples(np.random.default_rng(0), Groups.from_keys(docs),
+                              Groups.from_keys(systems), unit=Unit.DOCUMENTS, resamples=1000)  # fmt: skip
+        draws = {label: bootstrap_distribution(plan, arrays[label][0], arrays[label][1],
+                                               level=Level.DATASET, coefficient=Coefficient.PEARSON)
+                 for label in labels}  # fmt: skip
+        best, other = sorted(labels, key=lambda label: -by_label[label]["value"])
+        assert by_label[best]["best"] and by_label[best]["p_vs_best"] is None
+        expected = paired_bootstrap_p(draws[best], draws[other], by_label[best]["value"],
+                                      by_label[other]["value"], Alternative.GREATER)  # fmt: skip
+        assert by_label[other]["p_vs_best"] == pytest.approx(expected)
+    ranks = dict(zip(labels, result["average_rank"], strict=True))
+    cluster_ranks = [dict(zip(labels, [c["rank"] for c in col["cells"]], strict=True))
+                     for col in result["columns"]]  # fmt: skip
+    assert ranks == {label: np.mean([r[label] for r in cluster_ranks]) for label in labels}
+    assert ranks["good"] == 1.0 and ranks["noise"] > 1.0
+    unranked = compute_and_cache(Dataset.objects.get(name="scored"), replace(params, ci=False))
+    assert unranked["average_rank"] == [None, None]
+    assert all(c["rank"] is None for col in unranked["columns"] for c in col["cells"])
+
+
+def test_page_offers_each_statistic_where_it_exists_and_explains_a_combination_that_is_not(
+    client, scored, cast
+):
+    client.force_login(cast["owner"])
+    url = reverse("studies:correlations", args=[dataset_pk("scored")])
+    page = client.get(url + "?coef=spa&level=sample")
+    body = page.content.decode()
+    assert page.status_code == 200 and 'id="matrix-problem"' in body
+    assert "system-level statistic" in body and 'id="matrix-table"' not in body
+    assert 'value="spa" data-levels="system"' in body
+    assert 'value="acc23" data-levels="sample dataset"' in body
+    assert 'data-coefs="acc23 kendall_23"' in body
+    assert cached_matrix(Dataset.objects.get(name="scored"), page.context["params"]) is None
+    calibrated = client.get(url + "?coef=acc23&ties=calibrate",
+                            headers={"HX-Request": "true", "HX-Target": "matrix"})  # fmt: skip
+    assert b'class="epsilon"' in calibrated.content and b"tie-calibrated" in calibrated.content
+    # An option the statistic ignores is dropped, not an error: one cached matrix.
+    plain = client.get(url + "?coef=spearman&ties=calibrate&average=macro")
+    assert plain.context["params"] == MatrixParams(coefficient="spearman")
+    assert b"Avg. rank" in plain.content
+
+
+def test_drilldown_and_exports_carry_the_cells_epsilon_and_rank(client, scored, cast):
+    client.force_login(cast["owner"])
+    dataset = Dataset.objects.get(name="scored")
+    query = "?coef=acc23&ties=calibrate&level=sample"
+    result = compute_and_cache(dataset, MatrixParams.from_query(
+        {"coef": "acc23", "ties": "calibrate", "level": "sample"}))  # fmt: skip
+    run = dataset.runs.get(label="good")
+    aspect = Aspect.objects.get(code="COH")
+    column = next(c for c in result["columns"] if c["aspect"]["code"] == "COH")
+    cell = next(c for c in column["cells"] if c["run"] == run.pk)
+    details = client.get(reverse("studies:correlations-cell", args=[dataset.pk, run.pk, aspect.pk])
+                         + query, headers={"HX-Request": "true"}).context["d"]  # fmt: skip
+    assert (details["value"], details["epsilon"]) == (cell["value"], cell["epsilon"])
+    base = reverse("studies:correlations-export", args=[dataset.pk, "csv"]).rsplit(".", 1)[0]
+    csv_text = client.get(base + ".csv" + query).content.decode()
+    header = csv_text.splitlines()[0].split(",")
+    assert header[-1] == "average_rank" and "COH_rank" in header and "COH_epsilon" in header
+    latex = client.get(base + ".tex" + query).content.decode()
+    assert "Avg. rank" in latex and "(1)" in latex
+    bad = client.get(base + ".csv?coef=spa&level=dataset")
+    assert bad.status_code == 400 and b"system-level statistic" in bad.content
+
+
+def test_paper_view_shows_the_ranks_table(client, scored, cast):
+    client.force_login(cast["owner"])
+    url = reverse("studies:correlations-paper", args=[dataset_pk("scored")])
+    body = client.get(url + "?level=dataset").content.decode()
+    table = body.split('id="ranks-table"')[1].split("</table>")[0]
+    assert table.index("good") < table.index("noise")  # best average rank first
+    problem = client.get(url + "?coef=spa&level=sample").content.decode()
+    assert 'id="paper-problem"' in problem and 'id="ranks-table"' not in problem
+
+
+def test_command_averages_ranks_over_aspects_and_datasets(scored, write_jsonl, cast):
+    records = synthetic_records(n_docs=10, seed=5)
+    path = write_jsonl(records, name="scored2.jsonl")
+    import_file(path, ImportOptions(dataset="scored2", task="summarization", file_format="jsonl",
+                                    file_name=path.name, owner=cast["owner"]))  # fmt: skip
+    both = command_json("--dataset", "scored", "--dataset", "scored2", "--level", "dataset",
+                        "--ci", "--resamples", "300")  # fmt: skip
+    assert [d["n_documents"] for d in both["datasets"]] == [12, 10]
+    assert list(both["average_rank"]) == ["good", "noise"]
+    assert both["average_rank"]["good"] == 1.0
+    from io import StringIO
+
+    out = StringIO()
+    call_command("correlations", "--dataset", "scored", "--dataset", "scored2", "--ci",
+                 "--resamples", "300", stdout=out)  # fmt: skip
+    text = out.getvalue()
+    assert "== scored2" in text and "Average rank across aspects and datasets" in text

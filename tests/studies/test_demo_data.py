@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import statistics
@@ -12,7 +13,13 @@ from typing import Any
 import pytest
 
 import studies.demo_data as demo_data
-from studies.demo_data import ASPECTS, SYSTEMS, generate_demo_records, write_demo_jsonl
+from studies.demo_data import (
+    ASPECTS,
+    SYSTEMS,
+    generate_demo_records,
+    load_demo_documents,
+    write_demo_jsonl,
+)
 
 EXPECTED_SYSTEMS = {
     "faithful",
@@ -327,3 +334,51 @@ def test_write_demo_jsonl_accepts_str_path_and_seed(tmp_path: Path) -> None:
     with path.open(encoding="utf-8") as handle:
         loaded = [json.loads(line) for line in handle]
     assert loaded == generate_demo_records(3)
+
+
+# --------------------------------------------------------------------------
+# The documents are data (studies/defaults/demo_documents.json)
+# --------------------------------------------------------------------------
+
+# sha256 of the records (json.dumps(..., sort_keys=True, ensure_ascii=False)) that the
+# demo generated while its documents were still written out in Python (commit 543151c):
+# moving them into the JSON file must change nothing the demo creates.
+RECORDS_SHA256_BEFORE_THE_MOVE = {
+    0: "d2f537d70be9617564c0f8bd27440f55ddcd0e9a5e91883c0a32d431742399d0",
+    1: "a6807cf7afd25e5f67194076e3598e2aa9756b4f9994074297faa23aa341fa0f",
+    7: "1d5ed9685e1759b510a96e61ac7d600ea583579de6fb6af8b508294bce45ab83",
+}
+
+
+def _digest(records: list[dict[str, Any]]) -> str:
+    canonical = json.dumps(records, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+@pytest.mark.parametrize("seed", sorted(RECORDS_SHA256_BEFORE_THE_MOVE))
+def test_records_from_the_data_file_equal_those_the_python_documents_made(seed: int) -> None:
+    records = generate_demo_records(seed)
+    assert len(records) == 72
+    assert _digest(records) == RECORDS_SHA256_BEFORE_THE_MOVE[seed]
+
+
+def test_demo_documents_are_read_from_the_defaults_folder() -> None:
+    path = demo_data.DOCUMENTS_FILE
+    assert path.parent.name == "defaults" and path.suffix == ".json"
+    documents = load_demo_documents()
+    assert [d.doc_id for d in documents] == [f"demo-{i:02d}" for i in range(1, 13)]
+    raw = json.loads(path.read_text(encoding="utf-8"))["documents"]
+    assert [d.vague for d in documents] == [row["vague"] for row in raw]
+    assert all(len(pair) == 2 for d in documents for pair in d.errors)
+
+
+def test_an_edited_data_file_changes_the_records(tmp_path: Path, monkeypatch) -> None:
+    data = json.loads(demo_data.DOCUMENTS_FILE.read_text(encoding="utf-8"))
+    data["documents"] = data["documents"][:2]
+    data["documents"][0]["vague"] = "Something happened somewhere."
+    edited = tmp_path / "demo_documents.json"
+    edited.write_text(json.dumps(data), encoding="utf-8")
+    monkeypatch.setattr(demo_data, "DOCUMENTS_FILE", edited)
+    records = generate_demo_records()
+    assert len(records) == 12
+    assert records[2]["output"] == "Something happened somewhere."

@@ -127,7 +127,20 @@ def test_restore_undoes_neutralise_exactly(text):
 
 
 def test_correlation_csv_neutralises_labels_but_not_values():
-    cell = {"value": -0.25, "low": -0.5, "high": 0.1, "n_outputs": 4, "p_vs_best": None}
+    cell = {
+        "value": -0.25,
+        "low": -0.5,
+        "high": 0.1,
+        "n_outputs": 4,
+        "p_vs_best": None,
+        "coverage_outputs": 4,
+        "coverage_documents": 1,
+        "judged_outputs": 4,
+        "judged_documents": 1,
+        "coverage": 1.0,
+        "partial": False,
+        "n_shared_with_best": None,
+    }
     result = {
         "columns": [{"aspect": {"code": "=COH"}, "cells": [cell, cell]}],
         "runs": [

@@ -12,7 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from learned.models import TrainedMetric
 from learned.services.data import TrainingError
-from learned.services.jobs import TrainingRequest, create_job
+from learned.services.jobs import POOLINGS, TrainingRequest, create_job
 from learned.services.training import execute_job
 from scoring.lm.store import ModelNotInstalled
 
@@ -28,8 +28,13 @@ class Command(BaseCommand):
         parser.add_argument("--backbone", default="default",
                             help="'default' (SmolLM2-135M-Instruct), 'minilm', a path or hub id")  # fmt: skip
         parser.add_argument("--mode", default="head", choices=["head", "full"])
-        parser.add_argument("--pooling", default="", choices=["", "last", "mean", "first"])
-        parser.add_argument("--layer", type=int, help="features after the first N blocks")
+        parser.add_argument("--pooling", default="", choices=["", *POOLINGS])
+        parser.add_argument(
+            "--layer",
+            type=int,
+            help="features after the first N blocks (default: 40%% of a "
+            "decoder's blocks in head mode, else all)",
+        )
         parser.add_argument("--hidden", type=int, default=0, help="head: MLP units (0: linear)")
         parser.add_argument("--margin", type=float, default=0.5)
         parser.add_argument("--max-minutes", type=float, help="stop training after M minutes")
@@ -53,7 +58,7 @@ class Command(BaseCommand):
             layer=opts["layer"],
         )  # fmt: skip
         try:
-            job = create_job(request, enqueue=opts["enqueue"])
+            job = create_job(request, enqueue=opts["enqueue"], local_paths=True)
         except (TrainingError, ModelNotInstalled) as exc:
             raise CommandError(str(exc)) from exc
         if opts["enqueue"]:

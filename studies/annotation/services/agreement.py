@@ -1,6 +1,8 @@
 """Agreement of a campaign's annotators per aspect: Krippendorff's α (ordinal for Likert,
 nominal for pairwise) with a bootstrap interval over items, every pair of annotators'
-Spearman ρ, and each annotator against the mean of the others.
+Spearman ρ, and each annotator against the mean of the others; beside them each
+annotator's MACE competence (:mod:`.competence`), the annotators flagged on gold items,
+and for a pairwise campaign the position bias (:mod:`.position`).
 
 Results are cached under the dataset's data version (every stored answer bumps it); a
 small campaign is computed in the request, a large one by a worker while the page polls.
@@ -20,11 +22,13 @@ from django.core.cache import cache
 from scoring.stats.agreement import annotator_correlations, krippendorff_alpha, versus_others
 from studies.annotation.models import Campaign, PairwiseJudgment
 from studies.annotation.services.answers import scale_points
+from studies.annotation.services.gold import flagged_annotator_ids
 from studies.models import Dataset, Judgment
 
 RESAMPLES = 1000
 INLINE_LIMIT = 5000  # answers; above this a worker computes the agreement
 CHOICE_CODES = {"a": 1.0, "tie": 0.0, "b": -1.0}  # ordered, so ρ reads "prefers A"
+VERSION = 2  # of the cached result's contents (2: competence, gold flags, position bias)
 
 
 def answers(campaign: Campaign) -> list[tuple[int, int, int, float]]:
@@ -66,6 +70,10 @@ def matrix(rows: list[tuple[int, int, float]], users: list[int]) -> np.ndarray:
 def compute_agreement(
     campaign: Campaign, resamples: int = RESAMPLES, seed: int = 0
 ) -> dict[str, Any]:
+    # these two read answers through this module: imported here, not at its top
+    from studies.annotation.services.competence import by_annotator, campaign_competence
+    from studies.annotation.services.position import position_report
+
     started = time.perf_counter()
     rng = np.random.default_rng(seed)
     all_rows = answers(campaign)
@@ -87,8 +95,13 @@ def compute_agreement(
             "others": [{"user": names[users[i]], "rho": _num(rho), "n": n}
                        for i, (rho, n) in enumerate(versus_others(data))],
         })  # fmt: skip
+    flagged = get_user_model().objects.filter(pk__in=flagged_annotator_ids(campaign))
     return {
         "aspects": result,
+        "competence": (competence := campaign_competence(campaign)),
+        "competence_rows": by_annotator(competence),
+        "flagged": sorted(flagged.values_list("username", flat=True)),
+        "position": position_report(campaign),
         "resamples": resamples,
         "n_answers": len(all_rows),
         "seconds": round(time.perf_counter() - started, 3),
@@ -99,12 +112,18 @@ def _num(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def cache_key(campaign: Campaign) -> str:
+def campaign_cache_key(kind: str, campaign: Campaign, *settings: object) -> str:
+    """A cache key for something computed from a campaign's answers: it changes with the
+    dataset's data version (any judgment added or changed) and with ``settings``."""
     version = Dataset.objects.filter(pk=campaign.study.dataset_id).values_list(
         "data_version", flat=True
     )[0]
-    raw = f"{campaign.pk}:{campaign.created_at.isoformat()}:{version}:{RESAMPLES}"
-    return "agreement:" + hashlib.sha256(raw.encode()).hexdigest()[:32]
+    raw = ":".join(map(str, (campaign.pk, campaign.created_at.isoformat(), version, *settings)))
+    return f"{kind}:" + hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+
+def cache_key(campaign: Campaign) -> str:
+    return campaign_cache_key("agreement", campaign, RESAMPLES, VERSION)
 
 
 def compute_and_cache(campaign: Campaign) -> dict[str, Any]:

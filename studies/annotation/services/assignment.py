@@ -6,6 +6,9 @@ so two annotators claiming at once are served one after the other (a claim is a 
 milliseconds) and a lease that lapses while its answer is on the way is never also
 given away. On PostgreSQL the lock is ``SELECT … FOR NO KEY UPDATE``; SQLite serialises
 write transactions anyway (``transaction_mode=IMMEDIATE``).
+
+A campaign with informative-first routing (:mod:`studies.annotation.services.routing`)
+ranks its documents at each claim, and the lease records the document's score and why.
 """
 
 from __future__ import annotations
@@ -17,12 +20,16 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, Exists, OuterRef, Q, Value
+from django.db.models import Count, Exists, Min, OuterRef, Q, QuerySet, Value
 from django.utils import timezone
 
 from studies.annotation.models import Assignment, Campaign, Item
+from studies.annotation.services.routing import Plan, plan_for
 
 CANDIDATES = 64  # items ranked per claim (a random sample of the queue); the rest wait
+FIRST_DOCUMENTS = 8  # informative routing: documents read per query, doubling until found
+ROW = ("pk", "system_key", "n", "position", "document_id")  # a candidate: n = its judgments
+REASON_LENGTH = Assignment._meta.get_field("routing_reason").max_length or 300
 HANDLED = (Assignment.Status.DONE, Assignment.Status.SKIPPED)
 
 
@@ -66,29 +73,33 @@ def current_lease(campaign: Campaign, user: Any) -> Assignment | None:
     return leases.order_by("leased_at").first()
 
 
-def _ranked_candidates(campaign: Campaign, user: Any) -> list[int]:
+def _ranked_candidates(campaign: Campaign, user: Any, plan: Plan | None = None) -> list[int]:
     """Items the user has not handled that still need judgments: fewest judgments first
     (so annotators spread out before they overlap), then the least-judged system, then
-    the system the user has seen least, then the seeded queue order."""
+    the system the user has seen least, then the seeded queue order. With a routing
+    ``plan`` the candidates are the items of its first documents that have any, and its
+    document order comes before the queue order."""
     handled = Assignment.objects.filter(
         annotator=user, item__campaign=campaign, status__in=HANDLED
     ).values("item_id")
     items = Item.objects.filter(campaign=campaign).exclude(pk__in=handled)
     # Untouched items first: an anti-join that stops after CANDIDATES rows of the queue
     # index, where counting every item's judgments would read the whole campaign.
-    untouched = items.exclude(Exists(Assignment.objects.filter(active(), item=OuterRef("pk"))))
-    rows = list(
-        untouched.order_by("position")
-        .annotate(n=Value(0))
-        .values_list("pk", "system_key", "n", "position")[:CANDIDATES]
-    )
+    untouched = items.exclude(
+        Exists(Assignment.objects.filter(active(), item=OuterRef("pk")))
+    ).annotate(n=Value(0))
+    if plan is None:
+        rows = list(untouched.order_by("position").values_list(*ROW)[:CANDIDATES])
+    else:
+        rows = _first_documents(untouched, plan.order)
     if not rows:
-        rows = list(
-            items.annotate(n=Count("assignments", filter=active("assignments__")))
-            .filter(n__lt=campaign.overlap)
-            .order_by("n", "position")
-            .values_list("pk", "system_key", "n", "position")[:CANDIDATES]
+        pending = items.annotate(n=Count("assignments", filter=active("assignments__"))).filter(
+            n__lt=campaign.overlap
         )
+        if plan is None:
+            rows = list(pending.order_by("n", "position").values_list(*ROW)[:CANDIDATES])
+        elif (fewest := pending.aggregate(least=Min("n"))["least"]) is not None:
+            rows = _first_documents(pending.filter(n=fewest), plan.order)
     if not rows:
         return []
     counts = (
@@ -101,8 +112,23 @@ def _ranked_candidates(campaign: Campaign, user: Any) -> list[int]:
         )
     )
     by_system = {key: (total, mine) for key, total, mine in counts}
-    rows.sort(key=lambda r: (r[2], *by_system.get(r[1], (0, 0)), r[3]))
+    rank = plan.rank if plan is not None else {}
+    rows.sort(key=lambda r: (r[2], *by_system.get(r[1], (0, 0)), rank.get(r[4], 0), r[3]))
     return [r[0] for r in rows]
+
+
+def _first_documents(candidates: QuerySet[Item], order: tuple[int, ...]) -> list[Any]:
+    """The candidate rows of the first documents in ``order`` that have any: a few
+    documents per query, twice as many each time, so a claim reads a handful of rows
+    however large the campaign."""
+    start, size = 0, FIRST_DOCUMENTS
+    while start < len(order):
+        chunk = order[start : start + size]
+        rows = list(candidates.filter(document_id__in=chunk).values_list(*ROW)[:CANDIDATES])
+        if rows:
+            return rows
+        start, size = start + size, size * 2
+    return []
 
 
 def _sides(campaign: Campaign, item: Item, user: Any) -> bool:
@@ -136,17 +162,21 @@ def claim_next(campaign: Campaign, user: Any) -> Assignment | None:
             lease.expires_at = expires
             lease.item.campaign = campaign
             return lease
-        ranked = _ranked_candidates(campaign, user)  # exact: no claim can commit meanwhile
+        plan = plan_for(campaign)
+        ranked = _ranked_candidates(campaign, user, plan)  # exact: no claim commits meanwhile
         if not ranked:
             return None
         item = Item.objects.select_related("document", "output_a", "output_b").get(pk=ranked[0])
         # one statement: a new lease, or the renewal of the user's own expired one
         lease = Assignment(item=item, annotator=user, status=Assignment.Status.LEASED,
                            leased_at=now, expires_at=expires,
-                           left_is_a=_sides(campaign, item, user))  # fmt: skip
+                           left_is_a=_sides(campaign, item, user),
+                           routing_score=plan.gain(item.document_id) if plan else None,
+                           routing_reason=plan.reason(item.document_id)[:REASON_LENGTH] if plan else "")  # fmt: skip
         Assignment.objects.bulk_create(
             [lease], update_conflicts=True, unique_fields=["item", "annotator"],
-            update_fields=["status", "leased_at", "expires_at", "left_is_a"],
+            update_fields=["status", "leased_at", "expires_at", "left_is_a", "routing_score",
+                           "routing_reason"],
         )  # fmt: skip
         if lease.pk is None:  # a backend without RETURNING on upserts
             lease = Assignment.objects.select_related(*ITEM_RELATED).get(item=item, annotator=user)

@@ -13,7 +13,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 
 from studies.annotation.models import Campaign, CampaignAnnotator, Item
-from studies.models import Aspect, Output, Study, StudyMember
+from studies.models import Aspect, MetricRun, Output, Study, StudyMember
 from studies.permissions import ANNOTATOR
 
 
@@ -37,6 +37,10 @@ class CampaignSpec:
     annotators: Sequence[Any] = ()
     lease_seconds: int = 300
     gold_threshold: float = 0.7
+    routing: str = Campaign.Routing.RANDOM
+    question_run_a: MetricRun | None = None  # informative routing's question: A vs B on an aspect
+    question_run_b: MetricRun | None = None
+    question_aspect: Aspect | None = None
 
 
 def study_systems(study: Study) -> list[str]:
@@ -75,10 +79,45 @@ def _check(study: Study, spec: CampaignSpec) -> None:
             raise CampaignError(f"Choose systems of the dataset (unknown: {sorted(unknown)}).")
     if spec.selection == Campaign.Selection.RANDOM and not spec.sample_size:
         raise CampaignError("A random subset needs a size.")
+    _check_question(study, spec)
     group = Group.objects.filter(name=ANNOTATOR).first()
     for user in spec.annotators:
         if group is None or not user.groups.filter(pk=group.pk).exists():
             raise CampaignError(f"{user.get_username()} is not an annotator account.")
+
+
+def _check_question(study: Study, spec: CampaignSpec) -> None:
+    """Informative routing needs its question: two finished runs of the study's dataset
+    and one of the campaign's aspects."""
+    if spec.routing not in Campaign.Routing.values:
+        raise CampaignError(f"Unknown routing {spec.routing!r}: use random or informative.")
+    if spec.routing != Campaign.Routing.INFORMATIVE:
+        return
+    a, b, aspect = spec.question_run_a, spec.question_run_b, spec.question_aspect
+    if a is None or b is None or aspect is None:
+        raise CampaignError(
+            "Informative-first routing needs its question: run A, run B and an aspect."
+        )
+    if a.pk == b.pk:
+        raise CampaignError("The question's runs A and B must be two different runs.")
+    for side, run in (("A", a), ("B", b)):
+        if run.dataset_id != study.dataset_id or run.status != MetricRun.Status.SUCCEEDED:
+            raise CampaignError(
+                f"Run {side} ({run.label}) must be a finished run of the study's dataset."
+            )
+    if aspect.pk not in {x.pk for x in spec.aspects}:
+        raise CampaignError(
+            f"The question's aspect ({aspect.name}) must be one of the campaign's aspects."
+        )
+
+
+def _question(spec: CampaignSpec) -> dict[str, Any]:
+    """The question's fields to store: only informative routing has one."""
+    informative = spec.routing == Campaign.Routing.INFORMATIVE
+    return {
+        name: getattr(spec, name) if informative else None
+        for name in ("question_run_a", "question_run_b", "question_aspect")
+    }
 
 
 @transaction.atomic
@@ -97,7 +136,8 @@ def create_campaign(study: Study, spec: CampaignSpec, created_by: Any) -> Campai
         study=study, name=spec.name, mode=spec.mode, overlap=spec.overlap,
         selection=spec.selection, systems=list(spec.systems), sample_size=spec.sample_size,
         seed=spec.seed, show_references=spec.show_references, lease_seconds=spec.lease_seconds,
-        gold_threshold=spec.gold_threshold, created_by=created_by,
+        gold_threshold=spec.gold_threshold, created_by=created_by, routing=spec.routing,
+        **_question(spec),
     )  # fmt: skip
     campaign.aspects.set(spec.aspects)
     Item.objects.bulk_create(

@@ -1,5 +1,5 @@
 """Pairwise judgments as preference pairs (the better and the worse output of a pair),
-the training data of a learned metric."""
+the training data of a learned metric, and the raw answers (ties included) they come from."""
 
 from __future__ import annotations
 
@@ -7,6 +7,24 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 from studies.annotation.models import Campaign, PairwiseJudgment
+from studies.models import Aspect, Dataset
+
+
+@dataclass(frozen=True)
+class PairwiseAnswer:
+    """One annotator's answer on a pair of outputs: ``choice`` is ``a``, ``b`` or ``tie``."""
+
+    aspect: str  # the aspect's code
+    doc_key: str
+    output_a_id: int
+    output_b_id: int
+    choice: str
+    annotator_id: int
+    left_output_id: int  # which one was shown on the left
+
+    @property
+    def is_tie(self) -> bool:
+        return self.choice == PairwiseJudgment.Choice.TIE
 
 
 @dataclass(frozen=True)
@@ -18,21 +36,48 @@ class PreferencePair:
     good_output_id: int
     bad_output_id: int
     annotator_id: int
-    left_output_id: int  # which one was shown on the left
+    left_output_id: int
+
+    @classmethod
+    def of(cls, answer: PairwiseAnswer) -> PreferencePair:
+        a, b = answer.output_a_id, answer.output_b_id
+        good, bad = (a, b) if answer.choice == PairwiseJudgment.Choice.A else (b, a)
+        return cls(answer.aspect, answer.doc_key, good, bad, answer.annotator_id,
+                   answer.left_output_id)  # fmt: skip
+
+
+def pairwise_answers(
+    *,
+    campaign: Campaign | None = None,
+    dataset: Dataset | None = None,
+    aspect: Aspect | None = None,
+    exclude_annotators: Collection[int] = (),
+) -> Iterator[PairwiseAnswer]:
+    """Every pairwise answer (ties included) of a campaign, or of every campaign on a
+    dataset, optionally on one aspect; in campaign, item, aspect and annotator order."""
+    if campaign is None and dataset is None:
+        raise ValueError("pairwise_answers needs a campaign or a dataset")
+    rows = PairwiseJudgment.objects.all()
+    if campaign is not None:
+        rows = rows.filter(item__campaign=campaign)
+    if dataset is not None:
+        rows = rows.filter(item__campaign__study__dataset=dataset)
+    if aspect is not None:
+        rows = rows.filter(aspect=aspect)
+    ordered = (
+        rows.exclude(annotator_id__in=list(exclude_annotators))
+        .order_by("item__campaign_id", "item__position", "aspect__code", "annotator_id")
+        .values_list("aspect__code", "item__document__doc_key", "item__output_a_id",
+                     "item__output_b_id", "choice", "annotator_id", "left_output_id")
+    )  # fmt: skip
+    for row in ordered:
+        yield PairwiseAnswer(*row)
 
 
 def preference_pairs(
     campaign: Campaign, *, exclude_annotators: Collection[int] = ()
 ) -> Iterator[PreferencePair]:
-    """Every non-tie pairwise judgment of the campaign, in item and aspect order."""
-    rows = (
-        PairwiseJudgment.objects.filter(item__campaign=campaign)
-        .exclude(choice=PairwiseJudgment.Choice.TIE)
-        .exclude(annotator_id__in=list(exclude_annotators))
-        .order_by("item__position", "aspect__code", "annotator_id")
-        .values_list("aspect__code", "item__document__doc_key", "item__output_a_id",
-                     "item__output_b_id", "choice", "annotator_id", "left_output_id")
-    )  # fmt: skip
-    for aspect, doc_key, a, b, choice, user, left in rows:
-        good, bad = (a, b) if choice == PairwiseJudgment.Choice.A else (b, a)
-        yield PreferencePair(aspect, doc_key, good, bad, user, left)
+    """Every non-tie pairwise answer of the campaign as a preference pair."""
+    for answer in pairwise_answers(campaign=campaign, exclude_annotators=exclude_annotators):
+        if not answer.is_tie:
+            yield PreferencePair.of(answer)

@@ -12,13 +12,13 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_POST
 
 from studies.annotation.models import Assignment, Campaign
 from studies.annotation.services import answers, assignment
 from studies.annotation.services.campaigns import annotator_campaigns
 from studies.annotation.services.items import item_context
+from studies.views.helpers import wants_partial
 
 
 def _campaign(request: HttpRequest, pk: int) -> Campaign:
@@ -43,11 +43,11 @@ def _render_item(request: HttpRequest, a: Assignment | None, campaign: Campaign,
     """The item (or the "nothing left" note when ``a`` is None), as a page or its partial."""
     context = item_context(a, draft) if a else {"campaign": campaign}
     context.update(progress=assignment.progress(campaign, request.user), error=error)
-    template = "annotation/partials/annotate.html" if request.htmx else "annotation/item.html"
+    partial = wants_partial(request)
+    template = "annotation/partials/annotate.html" if partial else "annotation/item.html"
     response = render(request, template, context, status=status)
-    if request.htmx and a is not None and status == 200:
+    if partial and a is not None and status == 200:
         response["HX-Push-Url"] = _item_url(a)
-    patch_vary_headers(response, ["HX-Request"])
     return response
 
 
@@ -64,7 +64,9 @@ def home(request: HttpRequest) -> HttpResponse:
 def guidelines(request: HttpRequest, pk: int) -> HttpResponse:
     campaign = _campaign(request, pk)
     aspects = [(a, a.current_version()) for a in campaign.aspects.order_by("code")]
-    return render(request, "annotation/guidelines.html", {"campaign": campaign, "aspects": aspects})
+    progress = assignment.progress(campaign, request.user)
+    return render(request, "annotation/guidelines.html",
+                  {"campaign": campaign, "aspects": aspects, "progress": progress})  # fmt: skip
 
 
 @require_POST
@@ -123,7 +125,7 @@ def _after(request: HttpRequest, campaign: Campaign, error: str = "") -> HttpRes
 
 def _show_next(request: HttpRequest, campaign: Campaign, following: Assignment | None,
                error: str = "") -> HttpResponse:  # fmt: skip
-    if not request.htmx:
+    if not wants_partial(request):
         if error:
             messages.warning(request, error)
         return redirect(_item_url(following) if following else reverse("annotation:home"))

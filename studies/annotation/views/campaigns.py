@@ -9,12 +9,11 @@ from dataclasses import asdict
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_POST
 
 from studies.annotation.forms import CampaignForm, GoldForm
 from studies.annotation.models import Campaign
-from studies.annotation.services import agreement, gold, report
+from studies.annotation.services import agreement, gold, report, routing
 from studies.annotation.services.answers import InvalidAnswer
 from studies.annotation.services.campaigns import (
     CampaignError,
@@ -22,7 +21,7 @@ from studies.annotation.services.campaigns import (
     researcher_campaigns,
 )
 from studies.annotation.services.preferences import preference_pairs
-from studies.views.datasets import HTMX_STOP_POLLING, researcher_required
+from studies.views.helpers import researcher_required, stop_polling_when, wants_partial
 
 
 def _campaign(request: HttpRequest, pk: int) -> Campaign:
@@ -56,15 +55,11 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
 def campaign_detail(request: HttpRequest, pk: int) -> HttpResponse:
     campaign = _campaign(request, pk)
     result = agreement.available_agreement(campaign)
-    if request.htmx and request.htmx.target == "agreement":
+    if wants_partial(request, "agreement"):
         response = render(request, "annotation/partials/agreement.html",
                           {"campaign": campaign, "agreement": result})  # fmt: skip
-        if result is not None and request.GET.get("poll"):
-            response.status_code = HTMX_STOP_POLLING
-    else:
-        response = render(request, "annotation/campaign_detail.html", _detail(campaign, result))
-    patch_vary_headers(response, ["HX-Request"])
-    return response
+        return stop_polling_when(response, result is not None and bool(request.GET.get("poll")))
+    return render(request, "annotation/campaign_detail.html", _detail(campaign, result))
 
 
 def _detail(campaign: Campaign, result: object, form: GoldForm | None = None) -> dict[str, object]:
@@ -74,6 +69,7 @@ def _detail(campaign: Campaign, result: object, form: GoldForm | None = None) ->
         "skipped": report.skipped_items(campaign), "gold_form": form or GoldForm(campaign=campaign),
         "gold_items": campaign.items.filter(gold_answer__isnull=False).select_related("document"),
         "item_list": campaign.items.select_related("document")[:200],
+        "routing": routing.page_context(campaign),
     }  # fmt: skip
 
 

@@ -48,7 +48,8 @@ class CampaignSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
         model = Campaign
         fields = ["id", "study", "name", "mode", "aspects", "overlap", "selection", "systems",
                   "sample_size", "seed", "show_references", "lease_seconds", "gold_threshold",
-                  "annotators", "status", "created_at", "n_items"]  # fmt: skip
+                  "annotators", "status", "created_at", "n_items", "routing", "question_run_a",
+                  "question_run_b", "question_aspect"]  # fmt: skip
         read_only_fields = fields
 
     def get_n_items(self, campaign: Campaign) -> int:
@@ -82,6 +83,37 @@ class CampaignCreateSerializer(serializers.Serializer):  # type: ignore[type-arg
                                        help_text="Usernames of annotator accounts.")  # fmt: skip
     lease_seconds = serializers.IntegerField(default=300, min_value=30, max_value=3600)
     gold_threshold = serializers.FloatField(default=0.7, min_value=0, max_value=1)
+    routing = serializers.ChoiceField(choices=Campaign.Routing.choices, default="random")
+    question_run_a = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=MAX_DB_INT,
+        help_text="Informative routing: run A's id (a finished run of the study's dataset).",
+    )  # fmt: skip
+    question_run_b = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=MAX_DB_INT,
+        help_text="Informative routing: run B's id.",
+    )  # fmt: skip
+    question_aspect = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=MAX_DB_INT,
+        help_text="Informative routing: the aspect's id (one of the campaign's aspects).",
+    )  # fmt: skip
+
+
+class RoutingDocumentSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    document = serializers.IntegerField()
+    doc_key = serializers.CharField()
+    rank = serializers.IntegerField(help_text="Place in the queue's document order, 0 first.")
+    score = serializers.FloatField(help_text="Drop in the question's variance if judged next.")
+    judged = serializers.BooleanField()
+    reason = serializers.CharField()
+
+
+class RoutingSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    routing = serializers.CharField()
+    question = serializers.DictField(allow_null=True)
+    estimate = serializers.DictField(
+        allow_null=True, help_text="null until every band has two judged documents"
+    )
+    documents = RoutingDocumentSerializer(many=True)
 
 
 class ProgressSerializer(serializers.Serializer):  # type: ignore[type-arg]

@@ -2,17 +2,37 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers
 
-from scoring.stats import Level
-from studies.services.dashboards import COEFFICIENT_NAMES
+from scoring.stats import Average, Level, unsupported
+from studies.services.dashboards import AVERAGES, COEFFICIENT_NAMES, DEFAULT_MIN_COVERAGE
+
+# Which query parameter to change when a combination names no statistic.
+_PARAMETER_OF = {"coefficient": "coef", "tie_calibration": "ties", "average": "average"}
 
 
 class MatrixQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
-    """The page's choices (unknown values are an error here, not a silent default)."""
+    """The page's choices (unknown values, and statistics asked where they do not
+    exist, are an error here, not a silent default)."""
 
     level = serializers.ChoiceField(choices=[lv.value for lv in Level], default="sample")
-    coef = serializers.ChoiceField(choices=sorted(COEFFICIENT_NAMES), default="spearman")
+    coef = serializers.ChoiceField(
+        choices=sorted(COEFFICIENT_NAMES), default="spearman",
+        help_text="acc23, kendall_23 and kendall_like exist at sample and dataset level; "
+                  "spa at system level only.",
+    )  # fmt: skip
+    average = serializers.ChoiceField(
+        choices=list(AVERAGES), default="macro",
+        help_text="Sample level: documents weighted equally (macro) or by their scored "
+                  "outputs (micro; Kendall-like: by its counted pairs).",
+    )  # fmt: skip
+    ties = serializers.ChoiceField(
+        choices=["exact", "calibrate"], default="exact",
+        help_text="calibrate (acc23, kendall_23): metric differences up to the ε that "
+                  "maximises the statistic count as ties; each cell reports its ε.",
+    )  # fmt: skip
     ci = serializers.BooleanField(
         default=True, help_text="95% bootstrap intervals and significance (as the page)."
     )
@@ -20,6 +40,24 @@ class MatrixQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
         choices=["include", "exclude"], default="include",
         help_text="exclude: leave out annotators flagged on gold items.",
     )  # fmt: skip
+    weights = serializers.ChoiceField(
+        choices=["equal", "competence"], default="equal",
+        help_text="competence: each output's judgments weighted by their annotators' MACE "
+                  "competence (annotators without an estimate weigh 1).",
+    )  # fmt: skip
+    mincov = serializers.FloatField(
+        min_value=0, max_value=100, default=round(DEFAULT_MIN_COVERAGE * 100, 6),
+        help_text="Coverage threshold in percent: a run that scored less of a column's "
+                  "judged outputs is marked partial, not ranked and never best.",
+    )  # fmt: skip
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        refusal = unsupported(COEFFICIENT_NAMES[attrs["coef"]], Level(attrs["level"]),
+                              average=Average(attrs["average"]),
+                              tie_calibration=attrs["ties"] == "calibrate")  # fmt: skip
+        if refusal is not None:
+            raise serializers.ValidationError({_PARAMETER_OF[refusal.option]: refusal.message})
+        return attrs
 
 
 class ExportQuerySerializer(MatrixQuerySerializer):
@@ -36,8 +74,29 @@ class CellSerializer(serializers.Serializer):  # type: ignore[type-arg]
     n_systems = serializers.IntegerField()
     n_skipped = serializers.IntegerField()
     best = serializers.BooleanField()
-    p_vs_best = serializers.FloatField(allow_null=True)
+    p_vs_best = serializers.FloatField(
+        allow_null=True, help_text="one-sided paired bootstrap p that the best is better"
+    )
     below_best = serializers.BooleanField(help_text="significantly below the column's best")
+    rank = serializers.IntegerField(
+        allow_null=True, help_text="significance cluster in the column (WMT's ranks); "
+        "null without intervals",
+    )  # fmt: skip
+    epsilon = serializers.FloatField(
+        allow_null=True, help_text="with tie calibration: the metric tie threshold ε"
+    )
+    coverage_outputs = serializers.IntegerField(help_text="judged outputs the run scored")
+    coverage_documents = serializers.IntegerField(help_text="documents of those outputs")
+    judged_outputs = serializers.IntegerField(help_text="outputs judged on this aspect")
+    judged_documents = serializers.IntegerField(help_text="documents with a judged output")
+    coverage = serializers.FloatField(help_text="coverage_outputs / judged_outputs")
+    partial = serializers.BooleanField(
+        help_text="below the coverage threshold (mincov): not ranked, never best"
+    )
+    n_shared_with_best = serializers.IntegerField(
+        allow_null=True, help_text="outputs scored by both this run and the best, on which "
+        "p_vs_best compares them",
+    )  # fmt: skip
 
 
 class AspectRefSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -67,10 +126,15 @@ class MatrixSerializer(serializers.Serializer):  # type: ignore[type-arg]
     params = serializers.DictField()
     coefficient_label = serializers.CharField()
     runs = RunRefSerializer(many=True)
+    average_rank = serializers.ListField(
+        child=serializers.FloatField(allow_null=True),
+        help_text="Each run's rank averaged over the aspects (aligned with runs).",
+    )
     columns = ColumnSerializer(many=True)
     intercorrelation = serializers.ListField(
         child=serializers.ListField(child=serializers.FloatField(allow_null=True))
     )
+    intercorrelation_label = serializers.CharField()
     n_outputs = serializers.IntegerField()
     n_documents = serializers.IntegerField()
     n_systems = serializers.IntegerField()
@@ -90,6 +154,7 @@ class PendingSerializer(serializers.Serializer):  # type: ignore[type-arg]
 class PaperSerializer(serializers.Serializer):  # type: ignore[type-arg]
     gptscore = serializers.DictField(help_text="GPTScore's layout (VAL/IST/IDM per model).")
     geval = serializers.DictField(help_text="G-Eval's ρ/τ table.")
+    ranks = serializers.DictField(help_text="Significance clusters per aspect and average rank.")
 
 
 class DrilldownSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -97,6 +162,7 @@ class DrilldownSerializer(serializers.Serializer):  # type: ignore[type-arg]
     aspect = serializers.DictField()
     value = serializers.FloatField(allow_null=True)
     coefficient_label = serializers.CharField()
+    epsilon = serializers.FloatField(allow_null=True)
     level = serializers.CharField()
     n_outputs = serializers.IntegerField()
     n_documents = serializers.IntegerField()

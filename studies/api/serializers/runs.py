@@ -43,13 +43,14 @@ class RunCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
         """Run the page's form on the request (raises the form's errors)."""
         data = {k: v for k, v in self.validated_data.items() if k != "dataset" and v is not None}
         data["aspects"] = [str(a) for a in data.get("aspects", [])]
-        form = RunForm(_form_data(data), dataset=dataset)
+        form = RunForm(form_data(data), dataset=dataset)
         if not form.is_valid():
             raise form_errors(form)
         return form
 
 
-def _form_data(data: dict[str, Any]) -> Any:
+def form_data(data: dict[str, Any]) -> Any:
+    """API data as a page form's POST data (lists become repeated keys)."""
     from django.http import QueryDict
 
     query = QueryDict(mutable=True)

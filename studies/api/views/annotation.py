@@ -19,7 +19,7 @@ from rest_framework.response import Response
 
 from studies.annotation.forms import CampaignForm
 from studies.annotation.models import Assignment, Campaign
-from studies.annotation.services import agreement, answers, assignment, report
+from studies.annotation.services import agreement, answers, assignment, report, routing
 from studies.annotation.services.campaigns import (
     CampaignError,
     annotator_campaigns,
@@ -37,6 +37,7 @@ from studies.api.serializers.annotation import (
     CampaignSerializer,
     MemberSerializer,
     ProgressSerializer,
+    RoutingSerializer,
     SkipSerializer,
     StudySerializer,
     SubmitSerializer,
@@ -167,6 +168,15 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
                    for a in report.skipped_items(campaign)]  # fmt: skip
         return Response({"annotators": annotators, "items": report.item_summary(campaign),
                          "aspects": aspects, "skipped": skipped})  # fmt: skip
+
+    @extend_schema(summary="Informative routing: the question, its estimate, the documents in "
+                   "queue order with why (empty for random routing)",
+                   responses={200: RoutingSerializer})  # fmt: skip
+    @action(
+        detail=True, methods=["get"], pagination_class=None, filterset_fields=[], ordering_fields=[]
+    )
+    def routing(self, request: Request, pk: Any = None) -> Response:
+        return Response(routing.summary(self.get_object()))
 
     @extend_schema(summary="Agreement per aspect (Krippendorff α with CI, pairwise ρ)",
                    responses={200: AgreementSerializer, 202: AgreementSerializer})  # fmt: skip

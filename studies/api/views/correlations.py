@@ -41,7 +41,15 @@ def _params(request: Request, serializer: type[MatrixQuerySerializer] = MatrixQu
     query.is_valid(raise_exception=True)
     data = query.validated_data
     params = MatrixParams.from_query(
-        {"level": data["level"], "coef": data["coef"], "flagged": data["flagged"]}
+        {
+            "level": data["level"],
+            "coef": data["coef"],
+            "average": data["average"],
+            "ties": data["ties"],
+            "flagged": data["flagged"],
+            "weights": data["weights"],
+            "mincov": data["mincov"],
+        }
     )
     return replace(params, ci=data["ci"]), data
 
@@ -87,7 +95,7 @@ def cell(request: Request, pk: int, run: int, aspect: int) -> Response:
 
 
 @extend_schema(
-    summary="The paper layouts: GPTScore's VAL/IST/IDM table and G-Eval's ρ/τ table",
+    summary="The paper layouts: GPTScore's VAL/IST/IDM table, G-Eval's ρ/τ table, WMT's ranks",
     parameters=[MatrixQuerySerializer],
     responses={200: PaperSerializer, 202: PendingSerializer},
 )
@@ -96,10 +104,12 @@ def cell(request: Request, pk: int, run: int, aspect: int) -> Response:
 def paper(request: Request, pk: int) -> Response:
     dataset = dataset_or_404(request.user, pk)
     params, _ = _params(request)
-    if dashboards.available_matrix(dataset, params) is None:
+    result = dashboards.available_matrix(dataset, params)
+    if result is None:
         return _pending(dataset, params)
     return Response({"gptscore": tables.gptscore_table(dataset, params),
-                     "geval": tables.geval_table(dataset, params)})  # fmt: skip
+                     "geval": tables.geval_table(dataset, params),
+                     "ranks": tables.ranks_table(result)})  # fmt: skip
 
 
 @extend_schema(

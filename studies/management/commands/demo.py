@@ -36,6 +36,11 @@ DEMO_USERS = {  # username: (password, role)
 }
 
 
+def _exit_on_signal(signum: int, frame: Any) -> None:
+    """SIGTERM or SIGHUP end the command like Ctrl+C, so its ``finally`` stops the worker."""
+    raise SystemExit(128 + signum)
+
+
 class Command(BaseCommand):
     help = "Load the synthetic demo study, then run the web server and a Celery worker."
 
@@ -56,8 +61,12 @@ class Command(BaseCommand):
                 log.warning("the default scoring model could not be installed: %s", exc)
         if opts["setup_only"]:
             return
-        worker = self.start_worker()
+        for stop in (signal.SIGTERM, signal.SIGHUP):  # not only Ctrl+C: the worker stops too
+            signal.signal(stop, _exit_on_signal)
+        cmd = worker_command("demo@%h", beat_schedule=settings.DATA_DIR / "celerybeat-schedule")
+        worker = subprocess.Popen(cmd, cwd=settings.BASE_DIR, env=os.environ.copy())
         try:
+            self.wait_for_worker()
             host, _, port = opts["addr"].rpartition(":")
             self.stdout.write(
                 self.style.SUCCESS(
@@ -123,11 +132,9 @@ class Command(BaseCommand):
             create_campaign(study, spec, researcher)
         self.stdout.write(f"Demo dataset {DEMO_DATASET}: {summary.records} outputs.")
 
-    def start_worker(self) -> subprocess.Popen[bytes]:
+    def wait_for_worker(self) -> None:
         from studies.tasks import heartbeat
 
-        cmd = worker_command("demo@%h", beat_schedule=settings.DATA_DIR / "celerybeat-schedule")
-        worker = subprocess.Popen(cmd, cwd=settings.BASE_DIR, env=os.environ.copy())
         result = heartbeat.delay("demo start")
         started = time.monotonic()
         try:
@@ -135,4 +142,3 @@ class Command(BaseCommand):
             self.stdout.write(f"Worker ready in {time.monotonic() - started:.1f} s.")
         except Exception as exc:  # the server still starts; the pages say when imports wait
             log.warning("the worker did not answer yet: %s", exc)
-        return worker

@@ -1,0 +1,122 @@
+"""MACE on simulated annotators whose competence is known."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from scoring.stats.competence import (
+    NOT_ENOUGH_ANNOTATORS,
+    NOT_ENOUGH_OVERLAP,
+    ONE_LABEL,
+    mace,
+)
+
+LABELS = np.arange(1, 6)  # a 1–5 Likert scale, as categories
+
+
+def simulate(seed: int, n_items: int = 300, competences: np.ndarray | None = None):  # type: ignore[no-untyped-def]
+    """8 annotators with competences spread over 0.2–0.95 (shuffled); each item judged
+    by 3 or 4 of them; a spamming annotator answers from a skewed distribution of its own."""
+    rng = np.random.default_rng(seed)
+    true_competence = np.linspace(0.2, 0.95, 8) if competences is None else competences
+    true_competence = rng.permutation(true_competence)
+    n_annotators = true_competence.size
+    truth = rng.choice(LABELS, n_items)
+    habits = rng.dirichlet(np.full(LABELS.size, 0.5), n_annotators)
+    items, annotators, answers = [], [], []
+    for i in range(n_items):
+        for j in rng.choice(n_annotators, rng.integers(3, 5), replace=False):
+            knows = rng.random() < true_competence[j]
+            items.append(i)
+            annotators.append(j)
+            answers.append(truth[i] if knows else rng.choice(LABELS, p=habits[j]))
+    return true_competence, truth, np.array(items), np.array(annotators), np.array(answers)
+
+
+def majority_vote(items: np.ndarray, answers: np.ndarray, n_items: int, seed: int) -> np.ndarray:
+    """Each item's most frequent answer, ties broken at random."""
+    rng = np.random.default_rng(seed)
+    counts = np.zeros((n_items, LABELS.size))
+    np.add.at(counts, (items, answers - 1), 1)
+    best = counts == counts.max(axis=1, keepdims=True)
+    return np.array([rng.choice(LABELS[row]) for row in best])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_mace_recovers_the_ranking_of_known_competences(seed):
+    true_competence, _, items, annotators, answers = simulate(seed)
+    result = mace(items, annotators, answers, labels=LABELS, rng=np.random.default_rng(seed))
+    assert result.fitted and list(result.annotators) == list(range(8))
+    rho = stats.spearmanr(result.competence, true_competence).statistic
+    assert rho >= 0.9, (rho, result.competence, true_competence)
+    # not only the order: the estimates are near the truth
+    assert np.max(np.abs(result.competence - true_competence)) < 0.2
+    np.testing.assert_allclose(result.posterior.sum(axis=1), 1.0)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_mace_labels_items_better_than_majority_vote_when_spammers_answer(seed):
+    _, truth, items, annotators, answers = simulate(seed)
+    result = mace(items, annotators, answers, labels=LABELS, rng=np.random.default_rng(seed))
+    mace_accuracy = np.mean(result.predicted_labels() == truth)
+    vote_accuracy = np.mean(majority_vote(items, answers, truth.size, seed) == truth)
+    assert mace_accuracy > vote_accuracy + 0.03, (mace_accuracy, vote_accuracy)
+
+
+def test_the_same_seed_gives_the_same_estimates_and_restarts_keep_the_best_likelihood():
+    _, _, items, annotators, answers = simulate(5)
+    first = mace(items, annotators, answers, labels=LABELS, rng=np.random.default_rng(7))
+    again = mace(items, annotators, answers, labels=LABELS, rng=np.random.default_rng(7))
+    np.testing.assert_array_equal(first.competence, again.competence)
+    np.testing.assert_array_equal(first.posterior, again.posterior)
+    singles = [mace(items, annotators, answers, labels=LABELS, restarts=1,
+                    rng=np.random.default_rng(s)).log_likelihood for s in range(10)]  # fmt: skip
+    best_of_ten = mace(items, annotators, answers, labels=LABELS, restarts=10,
+                       rng=np.random.default_rng(0)).log_likelihood  # fmt: skip
+    assert best_of_ten >= max(singles) - 1e-6 * abs(best_of_ten)
+
+
+def test_keys_and_labels_may_be_any_values_and_unused_scale_points_count():
+    items = ["x", "x", "y", "y", "z", "z"]
+    who = ["ann", "bob", "ann", "bob", "ann", "bob"]
+    answers = [4.0, 4.0, 2.0, 2.0, 5.0, 1.0]
+    result = mace(items, who, answers, labels=[1.0, 2.0, 3.0, 4.0, 5.0])
+    assert result.fitted and result.posterior.shape == (3, 5)
+    assert set(result.by_annotator()) == {"ann", "bob"}
+    assert list(result.predicted_labels()[:2]) == [4.0, 2.0]
+    with pytest.raises(ValueError, match="not one of the labels"):
+        mace(items, who, answers, labels=[1.0, 2.0, 4.0])
+
+
+def test_one_annotator_no_overlap_or_one_label_give_a_reason_not_estimates():
+    alone = mace([1, 2, 3], ["ann"] * 3, [1, 2, 3])
+    assert alone.reason == NOT_ENOUGH_ANNOTATORS and alone.by_annotator() == {"ann": None}
+    apart = mace([1, 2, 3, 4], ["ann", "ann", "bob", "bob"], [1, 2, 3, 1])
+    assert apart.reason == NOT_ENOUGH_OVERLAP
+    assert apart.by_annotator() == {"ann": None, "bob": None}
+    assert list(apart.n_answers) == [2, 2] and list(apart.n_shared) == [0, 0]
+    with pytest.raises(ValueError, match="no labels to predict"):
+        apart.predicted_labels()
+    same = mace([1, 1, 2, 2], ["ann", "bob", "ann", "bob"], [3, 3, 3, 3], labels=LABELS)
+    assert same.reason == ONE_LABEL and np.isnan(same.posterior).all()
+    assert mace([], [], []).reason == "no answers"
+
+
+def test_an_annotator_without_shared_items_gets_no_estimate_while_the_others_do():
+    items = [1, 1, 2, 2, 3, 3, 4]
+    who = ["ann", "bob", "ann", "bob", "ann", "bob", "cat"]
+    result = mace(items, who, [1, 1, 2, 2, 3, 1, 2], labels=[1, 2, 3])
+    estimates = result.by_annotator()
+    assert estimates["cat"] is None and estimates["ann"] is not None
+    assert list(result.n_shared) == [3, 3, 0]
+
+
+def test_bad_input_is_refused_with_a_clear_error():
+    with pytest.raises(ValueError, match="aligned"):
+        mace([1, 2], ["a"], [1, 2])
+    with pytest.raises(ValueError, match="answered an item twice"):
+        mace([1, 1], ["a", "a"], [1, 2])
+    with pytest.raises(ValueError, match="smoothing"):
+        mace([1, 1], ["a", "b"], [1, 2], smoothing=-1)

@@ -1,0 +1,83 @@
+"""``manage.py demo`` stops its Celery worker however it is stopped: Ctrl+C, SIGTERM or
+SIGHUP (a real demo process with its real worker, on the embedded defaults)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")
+@pytest.mark.parametrize("stop", [signal.SIGTERM])
+def test_stopping_the_demo_with_sigterm_stops_its_worker(tmp_path, stop):
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND")}  # fmt: skip
+    env["CONCORDIA_DATA_DIR"] = str(tmp_path)
+    demo = subprocess.Popen(
+        [sys.executable, "manage.py", "demo", "--skip-model", "--addr", f"127.0.0.1:{port}"],
+        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/login/", timeout=2)
+                break
+            except urllib.error.HTTPError:
+                break  # it answers
+            except OSError:
+                assert demo.poll() is None, "the demo exited before serving"
+                time.sleep(0.5)
+        else:
+            pytest.fail("the demo did not serve within 120 s")
+        workers = _children(demo.pid)
+        assert workers, "the demo runs its worker as a child process"
+        demo.send_signal(stop)
+        demo.wait(timeout=60)
+        deadline = time.monotonic() + 30
+        while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not any(_alive(w) for w in workers), "the worker outlived the demo"
+    finally:
+        for pid in [*_children(demo.pid), demo.pid]:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
