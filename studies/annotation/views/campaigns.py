@@ -19,6 +19,7 @@ from studies.annotation.services.campaigns import (
     CampaignError,
     create_campaign,
     researcher_campaigns,
+    researcher_studies,
 )
 from studies.annotation.services.preferences import preference_pairs
 from studies.views.helpers import researcher_required, stop_polling_when, wants_partial
@@ -37,7 +38,13 @@ def campaign_list(request: HttpRequest) -> HttpResponse:
 
 @researcher_required
 def campaign_new(request: HttpRequest) -> HttpResponse:
-    form = CampaignForm(request.POST or None, user=request.user)
+    """The form; opened for a study (``?study=``), it offers that study's aspects and
+    invites its annotator members."""
+    raw = request.GET.get("study", "")
+    study = None
+    if raw.isdigit() and len(raw) < 18:
+        study = researcher_studies(request.user).filter(pk=int(raw)).first()
+    form = CampaignForm(request.POST or None, user=request.user, study=study)
     if request.method == "POST" and form.is_valid():
         try:
             campaign = create_campaign(form.cleaned_data["study"], form.spec(), request.user)
