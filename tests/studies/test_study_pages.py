@@ -129,6 +129,7 @@ def test_a_researcher_creates_a_study_on_an_uploaded_dataset(client, cast):
 @pytest.mark.parametrize(
     ("change", "field"),
     [({"name": ""}, "name"), ({"dataset": 0}, "dataset"), ({"dataset": "theirs"}, "dataset"),
+     ({"dataset": 2**70}, "dataset"), ({"name": "   "}, "name"),
      ({"aspects": ["eng"]}, "aspects"), ({"aspects": [2**70]}, "aspects")],
 )  # fmt: skip
 def test_a_bad_study_is_a_400_naming_the_field_and_creates_nothing(client, cast, change, field):
@@ -297,6 +298,10 @@ def test_gold_items_are_chosen_from_the_campaigns_outputs(client, cast):
     bad = client.post(reverse("annotation:campaign-gold", args=[campaign.pk]),
                       {"item": foreign.pk, f"aspect-{coh.pk}": 4})  # fmt: skip
     assert bad.status_code == 400 and "item" in bad.context["gold_form"].errors
+    for value in (2**70, "d0", ""):  # beyond the database's range, not a number, missing
+        bad = client.post(reverse("annotation:campaign-gold", args=[campaign.pk]),
+                          {"item": value, f"aspect-{coh.pk}": 4})  # fmt: skip
+        assert bad.status_code == 400 and "item" in bad.context["gold_form"].errors, value
     foreign.refresh_from_db()
     assert foreign.gold_answer is None
 
