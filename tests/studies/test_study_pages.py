@@ -250,6 +250,11 @@ def test_the_campaign_form_offers_the_studys_aspects_and_members(client, cast):
     html = page.content.decode()
     for words in ("different annotators judge each item", "stays reserved", "gold items"):
         assert words in html
+    assert 'id="campaign-study-note"' in html
+    chooser = client.get(reverse("annotation:campaign-new")).content.decode()
+    assert f'href="?study={study.pk}"' in chooser
+    client.force_login(UserFactory(username="fresh", role="researcher"))
+    assert b'id="campaign-no-study"' in client.get(reverse("annotation:campaign-new")).content
 
 
 @pytest.mark.parametrize(

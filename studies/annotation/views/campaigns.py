@@ -54,7 +54,9 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
             messages.success(request, f"Campaign created with {campaign.items.count()} items.")
             return redirect("annotation:campaign-detail", pk=campaign.pk)
     status = 400 if request.method == "POST" else 200
-    return render(request, "annotation/campaign_new.html", {"form": form}, status=status)
+    context = {"form": form, "study": study,
+               "studies": [] if study else researcher_studies(request.user).order_by("name")[:50]}  # fmt: skip
+    return render(request, "annotation/campaign_new.html", context, status=status)
 
 
 @require_GET
