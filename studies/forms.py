@@ -8,7 +8,7 @@ from django import forms
 from django.conf import settings
 
 from studies.models import Aspect, TaskKind
-from studies.permissions import dataset_aspects
+from studies.permissions import dataset_aspects, visible_aspects, visible_datasets
 from studies.services.records import detect_format
 from studies.services.runs import RunRequest
 from studies.services.scales import parse_ranges
@@ -158,3 +158,50 @@ class RunForm(forms.Form):
         if data.get("metric") in ("gptscore", "geval") and not data.get("aspects"):
             self.add_error("aspects", "Choose at least one aspect for GPTScore or G-Eval.")
         return data
+
+
+class StudyForm(forms.Form):
+    """Create a study on a dataset (the service checks the aspects are of its task)."""
+
+    dataset = forms.ModelChoiceField(queryset=None)  # type: ignore[arg-type]
+    name = forms.CharField(max_length=200)
+    aspects = IdsField(
+        queryset=Aspect.objects.order_by("code"),
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+        help_text="The aspects annotators and metrics judge; only the dataset's task's "
+        "aspects are allowed (none: every aspect of the task).",
+    )
+    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
+
+    def __init__(self, *args: Any, user: Any, dataset: Any = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        from studies.services.studies import task_aspects
+
+        datasets = visible_datasets(user)
+        self.fields["dataset"].queryset = datasets.select_related("task").order_by("name")  # type: ignore[attr-defined]
+        if dataset is not None:  # the page was opened for one dataset: its task's aspects
+            self.fields["aspects"].queryset = task_aspects(dataset)  # type: ignore[attr-defined]
+        else:
+            tasks = datasets.values("task")
+            self.fields["aspects"].queryset = (  # type: ignore[attr-defined]
+                visible_aspects(user).filter(tasks__in=tasks).distinct().order_by("code")
+            )
+
+
+class MemberForm(forms.Form):
+    """Invite an existing account to a study."""
+
+    username = forms.CharField(max_length=150)
+    role = forms.ChoiceField(
+        choices=[("annotator", "Annotator"), ("researcher", "Researcher")], initial="annotator"
+    )
+
+
+class AnnotatorAccountForm(forms.Form):
+    """Create an annotator account and add it to the study."""
+
+    new_username = forms.CharField(max_length=150, label="Username")
+    password = forms.CharField(
+        widget=forms.PasswordInput, help_text="Give it to the annotator; they log in with it."
+    )

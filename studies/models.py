@@ -480,6 +480,8 @@ class Study(models.Model):
     class Meta:
         ordering = ["-created_at"]
         verbose_name_plural = "studies"
+        # granted by an admin; lets a researcher create annotator accounts for a study
+        permissions = [("create_annotator_accounts", "Can create annotator accounts")]
 
     def __str__(self) -> str:
         return self.name

@@ -34,7 +34,7 @@ def log_in(page: Page, base: str) -> None:
     page.fill("input[name=username]", "owner")
     page.fill("input[name=password]", "pw")
     page.click("button[type=submit]")
-    expect(page.locator("h1")).to_have_text("Datasets")
+    expect(page.locator("h1")).to_have_text("Your studies")
 
 
 def test_researcher_uploads_a_file_and_sees_it_imported(

@@ -106,7 +106,10 @@ def test_pages_work_under_the_content_security_policy_without_violations(
     for page_path in ("/", "/datasets/", f"{scored}/", "/datasets/upload/",
                       f"{scored}/runs/new/", f"/runs/{run.pk}/", "/steps/summarization/COH/",
                       "/campaigns/", f"/campaigns/{campaign.pk}/", "/campaigns/new/", "/learned/",
-                      f"/learned/new/?dataset={run.dataset_id}", f"/campaigns/{routed.pk}/"):  # fmt: skip
+                      f"/learned/new/?dataset={run.dataset_id}", f"/campaigns/{routed.pk}/",
+                      "/studies/new/", f"/studies/new/?dataset={run.dataset_id}",
+                      f"/studies/{campaign.study_id}/", f"/studies/{campaign.study_id}/members/",
+                      f"/campaigns/new/?study={campaign.study_id}"):  # fmt: skip
         researcher.open(page_path)
     researcher.open(f"{scored}/correlations/")
     page = researcher.page

@@ -145,7 +145,7 @@ def build(owner: Any, annotator: Any, write_jsonl: Any) -> dict[str, Any]:
     study = Study.objects.create(name=whole_vectors(200), dataset=runs[0].dataset, owner=owner)
     campaign: Campaign = new_campaign(study, owner, [annotator], aspect_codes=(aspect.code,),
                                       name=whole_vectors(200), show_references=True)  # fmt: skip
-    return {"dataset": runs[0].dataset, "run": runs[0], "campaign": campaign}
+    return {"dataset": runs[0].dataset, "run": runs[0], "campaign": campaign, "study": study}
 
 
 class Watch:
@@ -241,6 +241,11 @@ def test_hostile_text_is_shown_escaped_and_never_runs_on_any_page(
         check_page(page, watch, name, findings)
     visit(page, f"{base}/campaigns/{campaign.pk}/")
     check_page(page, watch, "campaign page", findings, shown=campaign.name)
+    study = built["study"]
+    for name, url in {"researcher's home": "/", "study page": f"/studies/{study.pk}/",
+                      "study members": f"/studies/{study.pk}/members/"}.items():  # fmt: skip
+        visit(page, base + url)
+        check_page(page, watch, name, findings, shown=study.name)
 
     context = browser.new_context()
     annotator_page = context.new_page()
@@ -256,4 +261,4 @@ def test_hostile_text_is_shown_escaped_and_never_runs_on_any_page(
     context.close()
 
     assert {name: problems for name, problems in findings.items() if problems} == {}
-    assert len(findings) == 10
+    assert len(findings) == 13

@@ -11,8 +11,9 @@ from django.contrib.auth import get_user_model
 from studies.annotation.models import Campaign
 from studies.annotation.services.campaigns import CampaignSpec, researcher_studies
 from studies.forms import IdsField
-from studies.models import Aspect, MetricRun
+from studies.models import Aspect, MetricRun, Study
 from studies.permissions import ANNOTATOR, visible_aspects, visible_datasets
+from studies.services.studies import campaign_aspects, campaign_aspects_of, study_annotators
 
 MAX_DB_INT = 2**31 - 1  # the integer columns' range on every database
 
@@ -24,7 +25,11 @@ class CampaignForm(forms.Form):
     aspects = IdsField(
         queryset=Aspect.objects.order_by("code"), widget=forms.CheckboxSelectMultiple
     )
-    overlap = forms.IntegerField(min_value=1, max_value=50, initial=3)
+    overlap = forms.IntegerField(
+        min_value=1, max_value=50, initial=3,
+        help_text="How many different annotators judge each item (at most the number of "
+        "annotators invited below); agreement needs at least 2.",
+    )  # fmt: skip
     selection = forms.ChoiceField(choices=Campaign.Selection.choices, initial="all")
     systems = forms.CharField(
         required=False, help_text="For chosen systems: their ids, separated by commas."
@@ -40,8 +45,16 @@ class CampaignForm(forms.Form):
         widget=forms.CheckboxSelectMultiple,
         required=False,
     )
-    lease_seconds = forms.IntegerField(min_value=30, max_value=3600, initial=300)
-    gold_threshold = forms.FloatField(min_value=0, max_value=1, initial=0.7)
+    lease_seconds = forms.IntegerField(
+        min_value=30, max_value=3600, initial=300, label="Lease (seconds)",
+        help_text="How long an item stays reserved for the annotator who opened it; an "
+        "unanswered item goes back to the queue after this.",
+    )  # fmt: skip
+    gold_threshold = forms.FloatField(
+        min_value=0, max_value=1, initial=0.7,
+        help_text="Between 0 and 1: annotators who agree with the gold items' expected "
+        "answers less often than this are flagged (and can be left out of the results).",
+    )  # fmt: skip
     routing = forms.ChoiceField(
         choices=Campaign.Routing.choices, initial=Campaign.Routing.RANDOM, required=False,
         help_text="Informative first hands out the documents that narrow the interval of "
@@ -59,17 +72,44 @@ class CampaignForm(forms.Form):
         help_text="Informative first: one of the campaign's aspects.",
     )  # fmt: skip
 
-    def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, user: Any, study: Study | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["study"].queryset = researcher_studies(user).select_related("dataset")  # type: ignore[attr-defined]
+        studies = researcher_studies(user).select_related("dataset")
+        self.fields["study"].queryset = studies  # type: ignore[attr-defined]
+        # only aspects of the study (or of its dataset's task) are offered; with no study
+        # chosen yet, those of any of the user's studies (clean() checks the pair)
+        aspects = campaign_aspects(study) if study else campaign_aspects_of(studies)
         # another researcher's imported aspects never show (admins see them all)
-        self.fields["aspects"].queryset = visible_aspects(user).order_by("code")  # type: ignore[attr-defined]
-        self.fields["question_aspect"].queryset = self.fields["aspects"].queryset  # type: ignore[attr-defined]
+        aspects = aspects.filter(pk__in=visible_aspects(user).values("pk"))
+        self.fields["aspects"].queryset = aspects  # type: ignore[attr-defined]
+        self.fields["question_aspect"].queryset = aspects  # type: ignore[attr-defined]
+        if study is not None:
+            self.fields["study"].initial = study.pk
+            self.fields["annotators"].initial = [u.pk for u in study_annotators(study)]
         runs = MetricRun.objects.filter(
             dataset__in=visible_datasets(user), status=MetricRun.Status.SUCCEEDED
         ).select_related("dataset")
         for name in ("question_run_a", "question_run_b"):
             self.fields[name].queryset = runs.order_by("dataset__name", "label")  # type: ignore[attr-defined]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        study, aspects = data.get("study"), data.get("aspects")
+        if study is not None and aspects:
+            allowed = set(campaign_aspects(study).values_list("pk", flat=True))
+            wrong = sorted(a.code for a in aspects if a.pk not in allowed)
+            if wrong:
+                self.add_error(
+                    "aspects", f"Not aspects of the study {study.name}: {', '.join(wrong)}."
+                )
+        overlap, annotators = data.get("overlap"), data.get("annotators")
+        if overlap is not None and annotators is not None and overlap > len(annotators):
+            self.add_error(
+                "overlap",
+                f"Overlap {overlap} needs at least {overlap} invited annotators; "
+                f"{len(annotators)} invited: invite more or lower the overlap.",
+            )
+        return data
 
     def spec(self) -> CampaignSpec:
         data = self.cleaned_data
@@ -86,15 +126,29 @@ class CampaignForm(forms.Form):
         )  # fmt: skip
 
 
+def _item_label(item: Any) -> str:
+    gold = " (gold)" if item.gold_answer is not None else ""
+    return f"{item.document.doc_key} · {item.system_key} · item {item.pk}{gold}"
+
+
 class GoldForm(forms.Form):
     """An item's expected answer per aspect: a score (Likert) or a, b, tie (pairwise)."""
 
-    item = forms.IntegerField(min_value=1, help_text="The item's number (see the item list).")
+    item = forms.ModelChoiceField(
+        queryset=None,  # type: ignore[arg-type]
+        help_text="The output(s) to make a gold item: document · system (gold ones marked).",
+        error_messages={"invalid_choice": "No such item in this campaign."},
+    )
     tolerance = forms.FloatField(min_value=0, initial=0, required=False)
 
     def __init__(self, *args: Any, campaign: Campaign, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.campaign = campaign
+        item = self.fields["item"]
+        item.queryset = campaign.items.select_related("document").order_by(  # type: ignore[attr-defined]
+            "document__doc_key", "system_key"
+        )
+        item.label_from_instance = _item_label  # type: ignore[attr-defined]
         for aspect in campaign.aspects.order_by("code"):
             if campaign.is_pairwise:
                 field: forms.Field = forms.ChoiceField(
@@ -104,12 +158,6 @@ class GoldForm(forms.Form):
                 field = forms.FloatField(min_value=aspect.scale_min, max_value=aspect.scale_max)
             field.label = f"{aspect.name} ({aspect.code})"
             self.fields[f"aspect-{aspect.pk}"] = field
-
-    def clean_item(self) -> Any:
-        item = self.campaign.items.filter(pk=self.cleaned_data["item"]).first()
-        if item is None:
-            raise forms.ValidationError("No such item in this campaign.")
-        return item
 
     def expected(self) -> dict[int, Any]:
         return {

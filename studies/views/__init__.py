@@ -12,12 +12,12 @@ from studies.views.datasets import (
     dataset_detail,
     dataset_export,
     dataset_list,
-    home,
     import_detail,
     upload,
 )
 from studies.views.runs import run_cancel, run_detail, run_new, run_resume, run_variant
 from studies.views.steps import steps_detail, steps_generate
+from studies.views.studies import home, study_detail, study_members, study_new
 
 __all__ = [
     "api_token",
@@ -38,5 +38,8 @@ __all__ = [
     "run_variant",
     "steps_detail",
     "steps_generate",
+    "study_detail",
+    "study_members",
+    "study_new",
     "upload",
 ]

@@ -3,7 +3,6 @@ partial that the page includes (so the markup exists once)."""
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
@@ -12,18 +11,12 @@ from django.views.decorators.http import require_GET
 
 from studies.forms import UploadForm
 from studies.models import ImportJob, Judgment, MetricRun
-from studies.permissions import is_researcher, visible_datasets
+from studies.permissions import visible_datasets
 from studies.services.datasets import export_dataset
 from studies.services.imports import create_import_job
 from studies.services.records import FORMATS
+from studies.services.studies import owned_studies
 from studies.views.helpers import researcher_required, stop_polling_when, wants_partial
-
-
-@login_required
-def home(request: HttpRequest) -> HttpResponse:
-    if is_researcher(request.user):
-        return redirect("studies:dataset-list")
-    return redirect("annotation:home")
 
 
 @researcher_required
@@ -53,7 +46,7 @@ def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "runs": MetricRun.objects.filter(dataset=dataset).annotate(n_scores=Count("scores")),
         "jobs": dataset.import_jobs.all()[:10],
         "formats": FORMATS,
-        "studies": dataset.studies.all(),
+        "studies": owned_studies(request.user).filter(dataset=dataset),
     }
     return render(request, "studies/dataset_detail.html", context)
 

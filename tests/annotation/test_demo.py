@@ -18,3 +18,7 @@ def test_demo_setup_creates_one_campaign_for_the_demo_annotator(settings, tmp_pa
     assert campaign.items.count() == 12 and campaign.overlap == 1
     assert list(campaign.annotators.values_list("username", flat=True)) == ["annotator"]
     assert sorted(campaign.aspects.values_list("code", flat=True)) == ["COH", "FLU"]
+    owner = campaign.study.owner
+    assert owner.username == "researcher" and owner.has_perm("studies.create_annotator_accounts")
+    annotator = campaign.annotators.get()
+    assert not annotator.has_perm("studies.create_annotator_accounts")

@@ -140,11 +140,14 @@ def test_researcher_creates_a_study_members_and_a_campaign(world):
      ({"name": "C", "annotators": ["owner"]}, "annotators"),
      ({"name": "C", "selection": "random"}, "non_field_errors"),
      ({"name": "C", "overlap": 0}, "overlap"),
+     ({"name": "C", "overlap": 2}, "overlap"),  # more than the one invited annotator
+     ({"name": "C", "annotators": []}, "overlap"),
      ({"name": "", }, "name")],
 )  # fmt: skip
 def test_bad_campaigns_are_a_400_naming_the_field_and_create_nothing(world, body, field):
     before = Campaign.objects.count()
-    body = {"study": world.study.pk, "aspects": [Aspect.objects.get(code="COH").pk], **body}
+    body = {"study": world.study.pk, "aspects": [Aspect.objects.get(code="COH").pk],
+            "annotators": ["annotator"], "overlap": 1, **body}  # fmt: skip
     response = world.client("owner").post("/api/campaigns/", body, format="json")
     assert response.status_code == 400, response.content
     assert field in errors_body(response)["errors"]
@@ -158,7 +161,8 @@ def test_studies_and_campaigns_of_other_researchers_cannot_be_used(world, role):
     assert (
         made.status_code == {**RESEARCH, "owner": 201, "admin": 201, "other_researcher": 400}[role]
     )
-    made = client.post("/api/campaigns/", {"study": world.study.pk, "name": "C",
+    made = client.post("/api/campaigns/", {"study": world.study.pk, "name": "C", "overlap": 1,
+                                           "annotators": ["annotator"],
                                            "aspects": [Aspect.objects.get(code="COH").pk]}, format="json")  # fmt: skip
     assert (
         made.status_code == {**RESEARCH, "owner": 201, "admin": 201, "other_researcher": 400}[role]

@@ -34,6 +34,7 @@ pytestmark = pytest.mark.django_db
 PK_RULES: tuple[tuple[str, Callable[[World], Any]], ...] = (
     (r"^studies:(dataset-|run-new|correlations)", lambda w: w.dataset.pk),
     (r"^studies:run-", lambda w: w.run.pk),
+    (r"^studies:study-", lambda w: w.study.pk),
     (r"^studies:import-", lambda w: w.job.pk),
     (r"^annotation:", lambda w: w.campaign.pk),
     (r"^api:(dataset-|correlations)", lambda w: w.dataset.pk),

@@ -22,6 +22,7 @@ from studies.models import (
     ImportJob,
     Judgment,
     Output,
+    Study,
     TaskKind,
 )
 from studies.services import steps as steps_service
@@ -151,6 +152,11 @@ def test_aspects_created_by_an_import_belong_to_the_researcher_and_stay_out_of_o
     _import(write_jsonl, cast["outsider"], records=[record(human={"wit": 1})], create_aspects=True)
     theirs = Aspect.objects.get(code="WIT", owner=cast["outsider"])  # their own, not the owner's
     assert theirs != wit and Judgment.objects.get(aspect=theirs).value == 1
+    # the campaign form offers the aspects of the researcher's studies' tasks: theirs only
+    for who in ("outsider", "owner"):
+        Study.objects.create(
+            name=who, dataset=Dataset.objects.get(owner=cast[who]), owner=cast[who]
+        )
     assert list(
         CampaignForm(user=cast["outsider"]).fields["aspects"].queryset.filter(code="WIT")
     ) == [theirs]

@@ -37,7 +37,8 @@ def test_pages_need_login(client):
 
 def test_login_page_logs_a_researcher_in(client, cast):
     response = client.post(reverse("login"), {"username": "owner", "password": "pw"}, follow=True)
-    assert response.redirect_chain[-1][0] == reverse("studies:dataset-list")
+    assert response.redirect_chain[-1][0] == reverse("studies:home")
+    assert b"Your studies" in response.content
     nav = response.content.decode().split("<nav>")[1].split("</nav>")[0]
     assert "Datasets</a>" in nav and "Campaigns</a>" in nav
 

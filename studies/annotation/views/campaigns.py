@@ -19,6 +19,7 @@ from studies.annotation.services.campaigns import (
     CampaignError,
     create_campaign,
     researcher_campaigns,
+    researcher_studies,
 )
 from studies.annotation.services.preferences import preference_pairs
 from studies.views.helpers import researcher_required, stop_polling_when, wants_partial
@@ -37,7 +38,13 @@ def campaign_list(request: HttpRequest) -> HttpResponse:
 
 @researcher_required
 def campaign_new(request: HttpRequest) -> HttpResponse:
-    form = CampaignForm(request.POST or None, user=request.user)
+    """The form; opened for a study (``?study=``), it offers that study's aspects and
+    invites its annotator members."""
+    raw = request.GET.get("study", "")
+    study = None
+    if raw.isdigit() and len(raw) < 18:
+        study = researcher_studies(request.user).filter(pk=int(raw)).first()
+    form = CampaignForm(request.POST or None, user=request.user, study=study)
     if request.method == "POST" and form.is_valid():
         try:
             campaign = create_campaign(form.cleaned_data["study"], form.spec(), request.user)
@@ -47,7 +54,9 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
             messages.success(request, f"Campaign created with {campaign.items.count()} items.")
             return redirect("annotation:campaign-detail", pk=campaign.pk)
     status = 400 if request.method == "POST" else 200
-    return render(request, "annotation/campaign_new.html", {"form": form}, status=status)
+    context = {"form": form, "study": study,
+               "studies": [] if study else researcher_studies(request.user).order_by("name")[:50]}  # fmt: skip
+    return render(request, "annotation/campaign_new.html", context, status=status)
 
 
 @require_GET

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -14,11 +15,19 @@ from studies.models import Study, StudyMember
 
 
 class StudySerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    """A study; created through ``studies.services.studies.create_study`` (its aspects
+    must be of the dataset's task)."""
+
     owner = serializers.CharField(source="owner.username", read_only=True)
+    campaigns = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
+    correlations = serializers.SerializerMethodField(
+        help_text="The dataset's correlation matrix (runs against human judgments)."
+    )
 
     class Meta:
         model = Study
-        fields = ["id", "name", "dataset", "aspects", "description", "owner", "created_at"]
+        fields = ["id", "name", "dataset", "aspects", "description", "owner", "created_at",
+                  "campaigns", "correlations"]  # fmt: skip
         read_only_fields = ["created_at"]
         extra_kwargs = {"aspects": {"required": False}}
 
@@ -27,6 +36,17 @@ class StudySerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
         datasets = self.context.get("datasets")
         if datasets is not None:
             self.fields["dataset"].queryset = datasets  # type: ignore[attr-defined]
+
+    def get_correlations(self, study: Study) -> str:
+        return reverse("api:correlations", args=[study.dataset_id])
+
+
+class AnnotatorAccountSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    """A new annotator account for the study (needs the create_annotator_accounts
+    permission)."""
+
+    username = serializers.CharField(max_length=150)
+    password = serializers.CharField(write_only=True, max_length=128)
 
 
 class MemberSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]

@@ -13,6 +13,7 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -31,6 +32,7 @@ from studies.api.errors import error_response, form_errors
 from studies.api.permissions import IsResearcher
 from studies.api.serializers.annotation import (
     AgreementSerializer,
+    AnnotatorAccountSerializer,
     AnnotatorCampaignSerializer,
     AssignmentSerializer,
     CampaignCreateSerializer,
@@ -43,7 +45,8 @@ from studies.api.serializers.annotation import (
     SubmitSerializer,
 )
 from studies.api.views.common import datasets_of
-from studies.models import Study, StudyMember
+from studies.models import Study
+from studies.services import studies
 
 
 @extend_schema_view(list=extend_schema(summary="Studies you own or research in"),
@@ -63,7 +66,7 @@ class StudyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Crea
         return (
             researcher_studies(self.request.user)
             .select_related("owner")
-            .prefetch_related("aspects")
+            .prefetch_related("aspects", "campaigns")
         )
 
     def get_serializer_context(self) -> dict[str, Any]:
@@ -73,7 +76,14 @@ class StudyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Crea
         return context
 
     def perform_create(self, serializer: Any) -> None:
-        serializer.save(owner=self.request.user)
+        data = serializer.validated_data
+        try:
+            serializer.instance = studies.create_study(
+                data["dataset"], data["name"], self.request.user,
+                aspects=list(data.get("aspects", [])), description=data.get("description", ""),
+            )  # fmt: skip
+        except studies.StudyError as exc:
+            raise ValidationError({exc.field: [str(exc)]}) from None
 
     @extend_schema(
         methods=["GET"], summary="The study's members", responses={200: MemberSerializer(many=True)}
@@ -89,12 +99,34 @@ class StudyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Crea
             return Response(MemberSerializer(rows, many=True).data)
         body = MemberSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        member, _ = StudyMember.objects.update_or_create(
-            study=study,
-            user=body.validated_data["user"],
-            defaults={"role": body.validated_data["role"]},
-        )
+        data = body.validated_data
+        try:
+            member = studies.add_member(study, data["user"].get_username(), data["role"])
+        except studies.StudyError as exc:
+            raise ValidationError({_member_field(exc.field): [str(exc)]}) from None
         return Response(MemberSerializer(member).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(summary="Create an annotator account in the study (with the permission "
+                   "create_annotator_accounts)", request=AnnotatorAccountSerializer,
+                   responses={201: MemberSerializer})  # fmt: skip
+    @action(detail=True, methods=["post"], pagination_class=None, filterset_fields=[],
+            ordering_fields=[])  # fmt: skip
+    def annotators(self, request: Request, pk: Any = None) -> Response:
+        study = self.get_object()
+        body = AnnotatorAccountSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        try:
+            member = studies.create_annotator(
+                study, data["username"], data["password"], request.user
+            )
+        except studies.StudyError as exc:
+            raise ValidationError({exc.field: [str(exc)]}) from None
+        return Response(MemberSerializer(member).data, status=status.HTTP_201_CREATED)
+
+
+def _member_field(field: str) -> str:
+    return "user" if field == "username" else field
 
 
 def _form_data(data: dict[str, Any]) -> QueryDict:
@@ -105,8 +137,6 @@ def _form_data(data: dict[str, Any]) -> QueryDict:
             found = dict(users.filter(username__in=value).values_list("username", "pk"))
             unknown = sorted(set(value) - set(found))
             if unknown:
-                from rest_framework.exceptions import ValidationError
-
                 raise ValidationError({"annotators": [f"Unknown accounts: {', '.join(unknown)}."]})
             query.setlist(key, [str(found[u]) for u in value])
         elif key == "aspects":

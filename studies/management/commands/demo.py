@@ -15,7 +15,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, Permission
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
@@ -26,6 +26,7 @@ from studies.annotation.services.campaigns import CampaignSpec, create_campaign
 from studies.demo_data import write_demo_jsonl
 from studies.models import Aspect, Dataset, Study, StudyMember
 from studies.services.datasets import ImportOptions, import_file
+from studies.services.studies import CREATE_ANNOTATORS
 
 log = logging.getLogger(__name__)
 DEMO_DATASET = "demo-synthetic"
@@ -95,6 +96,11 @@ class Command(BaseCommand):
             if role != "admin":
                 user.groups.add(Group.objects.get(name=role))
         researcher = users.get(username="researcher")
+        # the demo researcher may create annotator accounts on a study's Members page
+        app, codename = CREATE_ANNOTATORS.split(".")
+        researcher.user_permissions.add(
+            Permission.objects.get(content_type__app_label=app, codename=codename)
+        )
         path = settings.DATA_DIR / "demo" / "demo-synthetic.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
         write_demo_jsonl(path)
