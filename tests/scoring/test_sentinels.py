@@ -9,8 +9,7 @@ import pytest
 from scoring.lm import FakeLanguageModel
 from scoring.metrics import sentinels
 from scoring.metrics.base import Item
-from scoring.metrics.gptscore import GPTScoreConfig, Template, build_requests, score
-from scoring.metrics.gptscore import Demonstration
+from scoring.metrics.gptscore import Demonstration, GPTScoreConfig, Template, build_requests, score
 
 SUMMARY = Template("Generate a coherent summary for the following text: {src}\n\nTl;dr", "{hypo}")
 ITEMS = [

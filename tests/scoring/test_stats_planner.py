@@ -23,7 +23,9 @@ def test_size_grid_doubles_past_the_dataset_and_contains_its_size():
 
 def test_resampled_means_equal_a_brute_force_weighted_mean():
     values, weights = np.array([0.1, 0.5, 0.9]), np.array([1.0, 2.0, 3.0])
-    means = planner.resampled_means(values, 4, np.random.default_rng(5), weights=weights, resamples=50)
+    means = planner.resampled_means(
+        values, 4, np.random.default_rng(5), weights=weights, resamples=50
+    )
     idx = np.random.default_rng(5).integers(0, 3, size=(50, 4))
     expected = [np.average(values[row], weights=weights[row]) for row in idx]
     np.testing.assert_allclose(means, expected, rtol=1e-12)
@@ -81,7 +83,9 @@ def test_power_matches_a_brute_force_simulation_with_the_paired_test():
 def test_documents_needed_is_the_first_size_reaching_the_target_or_none():
     a, rng = _docs(10)
     b = a - 0.08 + rng.normal(0, 0.2, a.size)
-    curve = planner.documents_needed(a, b, [10, 40, 160, 640], np.random.default_rng(11), trials=150)
+    curve = planner.documents_needed(
+        a, b, [10, 40, 160, 640], np.random.default_rng(11), trials=150
+    )
     reached = [n for n, p in zip(curve.sizes, curve.power, strict=True) if p >= 0.8]
     assert curve.needed == (reached[0] if reached else None)
     assert curve.needed is not None and curve.needed > 10

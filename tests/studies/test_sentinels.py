@@ -17,7 +17,22 @@ from studies.services.sentinels import add_sentinels
 from tests.tiny_models import tiny_gpt2
 
 pytestmark = pytest.mark.django_db
-WORDS = "the council approved a budget after a long debate on schools roads and parks".split()
+WORDS = [
+    "the",
+    "council",
+    "approved",
+    "a",
+    "budget",
+    "after",
+    "a",
+    "long",
+    "debate",
+    "on",
+    "schools",
+    "roads",
+    "and",
+    "parks",
+]
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +68,9 @@ def dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
     return Dataset.objects.get(name="lengthy")
 
 
-def test_the_action_adds_the_three_sentinels_once(dataset, tiny_model, django_capture_on_commit_callbacks):
+def test_the_action_adds_the_three_sentinels_once(
+    dataset, tiny_model, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         added = add_sentinels(dataset, model=tiny_model, local_paths=True, seed=3)
     assert added.skipped == [] and added.existing == []
@@ -63,7 +80,9 @@ def test_the_action_adds_the_three_sentinels_once(dataset, tiny_model, django_ca
     assert by_metric["random"].config["seed"] == 3 and by_metric["random"].config["sentinel"]
     assert by_metric["length"].config["tokenizer"] == "whitespace"
     gpt = by_metric["gptscore"].config
-    assert gpt["dimension"] == "hypo" and gpt["aspect"] == "COH" and "{src}" in gpt["template"]["text"]
+    assert (
+        gpt["dimension"] == "hypo" and gpt["aspect"] == "COH" and "{src}" in gpt["template"]["text"]
+    )
     assert all(r.status == "pending" and r.total == 60 for r in added.created)
 
     again = add_sentinels(dataset, model=tiny_model, local_paths=True, seed=3)
@@ -76,7 +95,9 @@ def test_the_action_adds_the_three_sentinels_once(dataset, tiny_model, django_ca
 def test_a_failed_sentinel_is_added_again(dataset, tiny_model):
     first = add_sentinels(dataset, model=tiny_model, local_paths=True, enqueue=False)
     MetricRun.objects.filter(pk=first.created[0].pk).update(status=MetricRun.Status.FAILED)
-    assert len(add_sentinels(dataset, model=tiny_model, local_paths=True, enqueue=False).created) == 1
+    assert (
+        len(add_sentinels(dataset, model=tiny_model, local_paths=True, enqueue=False).created) == 1
+    )
 
 
 def test_a_missing_model_skips_only_the_gptscore_sentinel(dataset):
@@ -95,7 +116,9 @@ def _run_sentinels(dataset, tiny_model):  # type: ignore[no-untyped-def]
 
 def test_sentinel_runs_score_length_and_seeded_random(dataset, tiny_model):
     runs = _run_sentinels(dataset, tiny_model)
-    lengths = dict(MetricScore.objects.filter(run=runs["length"]).values_list("output__text", "value"))
+    lengths = dict(
+        MetricScore.objects.filter(run=runs["length"]).values_list("output__text", "value")
+    )
     assert len(lengths) > 1 and all(v == len(t.split()) for t, v in lengths.items())
     randoms = list(MetricScore.objects.filter(run=runs["random"]).values_list("value", flat=True))
     assert len(randoms) == 60 and all(0 <= v < 1 for v in randoms) and len(set(randoms)) == 60
@@ -138,14 +161,18 @@ def test_the_button_adds_sentinels_for_the_owner_only(client, dataset, cast, set
     client.force_login(cast["owner"])
     assert client.get(url).status_code == 405  # a POST only
     response = client.post(url)
-    assert response.status_code == 302 and response["Location"].endswith(f"/datasets/{dataset.pk}/correlations/")
+    assert response.status_code == 302 and response["Location"].endswith(
+        f"/datasets/{dataset.pk}/correlations/"
+    )
     first = MetricRun.objects.filter(dataset=dataset, kind="computed").count()
     assert first >= 2  # length and random; GPTScore too when the default model is installed
     client.post(url)
     assert MetricRun.objects.filter(dataset=dataset, kind="computed").count() == first
 
 
-def test_the_correlations_page_shows_the_badge_the_mark_and_the_button(client, dataset, cast, tiny_model):
+def test_the_correlations_page_shows_the_badge_the_mark_and_the_button(
+    client, dataset, cast, tiny_model
+):
     _run_sentinels(dataset, tiny_model)
     client.force_login(cast["owner"])
     page = client.get(reverse("studies:correlations", args=[dataset.pk])).content.decode()
