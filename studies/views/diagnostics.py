@@ -27,7 +27,10 @@ def sentinels(request: HttpRequest, pk: int) -> HttpResponse:
     dataset = _dataset(request, pk)
     added = add_sentinels(dataset, user=request.user)
     if added.created:
-        messages.success(request, f"Started {len(added.created)} sentinel run(s).")
+        messages.success(
+            request,
+            f"Started {len(added.created)} sentinel run(s); they join the matrix as they score.",
+        )
     if added.existing:
         messages.info(request, f"{len(added.existing)} sentinel run(s) already there.")
     for why in added.skipped:
