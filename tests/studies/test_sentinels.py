@@ -179,3 +179,21 @@ def test_the_correlations_page_shows_the_badge_the_mark_and_the_button(
     assert 'id="add-sentinels"' in page and 'id="planner-link"' in page
     assert page.count("sentinel-badge") == 3
     assert "does not significantly beat the sentinel " in page and "≈S</span>" in page
+
+
+def test_the_command_adds_and_scores_the_sentinels_once(dataset, tiny_model):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("run_metric", "--dataset", "lengthy", "--sentinels", "--model", tiny_model,
+                 "--seed", "2", stdout=out)  # fmt: skip
+    runs = MetricRun.objects.filter(dataset=dataset, kind="computed")
+    assert sorted(runs.values_list("metric", flat=True)) == ["gptscore", "length", "random"]
+    assert all(r.status == "succeeded" and r.done == 60 for r in runs)
+    assert out.getvalue().count(": succeeded") == 3
+    again = StringIO()
+    call_command("run_metric", "--dataset", "lengthy", "--sentinels", "--model", tiny_model,
+                 "--seed", "2", stdout=again)  # fmt: skip
+    assert again.getvalue().count("already there") == 3 and runs.count() == 3
