@@ -97,7 +97,9 @@ class RunForm(forms.Form):
         choices=[("gptscore", "GPTScore"), ("geval", "G-Eval"),
                  ("rouge", "ROUGE-1/2/L (three runs)"), ("bleu", "BLEU"), ("chrf", "chrF"),
                  ("bertscore", "BERTScore-style similarity"),
-                 ("learned", "Learned metric (model: its id)")],
+                 ("learned", "Learned metric (model: its id)"),
+                 ("length", "Output length in tokens (sentinel)"),
+                 ("random", "Random score (sentinel)")],
         initial="gptscore",
         required=False,
     )  # fmt: skip
@@ -111,7 +113,8 @@ class RunForm(forms.Form):
                                          ("IDM", "IDM: instruction + demonstrations")],
                                 help_text="GPTScore only")  # fmt: skip
     dimension = forms.ChoiceField(choices=[("src_hypo", "src→hypo"), ("ref_hypo", "ref→hypo"),
-                                           ("hypo_ref", "hypo→ref"), ("avg_f", "avg of ref→hypo and hypo→ref")],
+                                           ("hypo_ref", "hypo→ref"), ("avg_f", "avg of ref→hypo and hypo→ref"),
+                                           ("hypo", "hypo only (source-free sentinel)")],
                                   help_text="GPTScore only")  # fmt: skip
     model = forms.CharField(
         initial="default",

@@ -37,6 +37,19 @@ def compute_correlations(dataset_id: int, params: dict[str, object]) -> str:
     return f"{len(result['runs'])} runs × {len(result['columns'])} aspects in {result['seconds']} s"
 
 
+@shared_task(name="studies.tasks.compute_planner", queue="cpu")
+def compute_planner(dataset_id: int, params: dict[str, object]) -> str:
+    """Compute and cache a sample-size plan (see :mod:`studies.services.planner`)."""
+    from studies.models import Dataset
+    from studies.services.planner import PlannerParams, compute_and_cache
+
+    dataset = Dataset.objects.filter(pk=dataset_id).first()
+    if dataset is None:
+        return "dataset gone"
+    result = compute_and_cache(dataset, PlannerParams(**params))  # type: ignore[arg-type]
+    return f"{len(result['sizes'])} sizes in {result['seconds']} s"
+
+
 @shared_task(name="studies.tasks.run_metric", queue="gpu", acks_late=True)
 def run_metric(run_id: int) -> str:
     """Execute a metric run (claims it first; a second delivery does nothing)."""

@@ -7,8 +7,10 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from studies.models import MetricRun
+from studies.models import Aspect, MetricRun
+from studies.services import planner
 from studies.services.datasets import ImportOptions, import_file
+from studies.services.planner import PlannerParams
 from tests.annotation.conftest import make_study, new_campaign
 from tests.annotation.routing_data import informative_campaign, make_routed_study
 from tests.conftest import wait_until_true
@@ -137,6 +139,20 @@ def test_pages_work_under_the_content_security_policy_without_violations(
         page.select_option("#ppi-vs", "sys3")  # app.js submits the form
     assert "vs=sys3" in page.url
     expect(page.locator("#ppi-differences")).to_contain_text("System − sys3")
+    researcher.collect()
+    runs = list(MetricRun.objects.filter(dataset__name="scored").order_by("pk"))
+    plan = PlannerParams(aspect=Aspect.objects.get(code="COH").pk, a=runs[0].pk, b=runs[1].pk)
+    planner.compute_and_cache(runs[0].dataset, plan)  # as the worker would
+    researcher.open(f"{scored}/planner/?{plan.query}")
+    expect(page.locator("#planner-chart polyline").first).to_be_attached()
+    expect(page.locator("#planner-table tbody tr").first).to_be_visible()
+    researcher.open(f"{scored}/planner/")
+    with page.expect_navigation():
+        page.select_option("#planner-aspect", str(plan.aspect))  # app.js submits the form
+    researcher.open(f"{scored}/correlations/")
+    with page.expect_navigation():
+        page.click("#add-sentinels")  # a POST, then back to the matrix
+    expect(page.locator(".messages")).to_contain_text("Started 3 sentinel run(s)")
     researcher.collect()
     researcher.open("/api/docs/")  # Swagger UI: its start script is a file, not inline
     expect(page.locator(".swagger-ui .info .title")).to_contain_text("Concordia")

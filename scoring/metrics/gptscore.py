@@ -8,7 +8,10 @@ model's answers back into one score per output. Dimensions:
 * ``ref_hypo``: p(hypothesis | reference); ``hypo_ref``: p(reference | hypothesis);
   with several references each is scored and the scores aggregated (``max``, as the
   reference code does, or ``mean``);
-* ``avg_f``: the average of ``ref_hypo`` and ``hypo_ref`` (two templates).
+* ``avg_f``: the average of ``ref_hypo`` and ``hypo_ref`` (two templates);
+* ``hypo``: p(hypothesis) under the ``src_hypo`` template with the source (and a
+  dialogue's history) left empty: the source-free sentinel of Perrella et al. (2024),
+  which shows how much of GPTScore's correlation owes nothing to the source.
 
 Settings: VAL and IST differ only in the template the caller passes (vanilla or with
 instruction); IDM prepends ``k`` demonstrations, each the same template filled with
@@ -20,14 +23,15 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from scoring.lm.base import LanguageModel, Reduction, TargetRequest, TargetScore
 from scoring.metrics.base import Item, ScoreResult
 from scoring.prompts import render
 
-DIMENSIONS = ("src_hypo", "ref_hypo", "hypo_ref", "avg_f")
+DIMENSIONS = ("src_hypo", "ref_hypo", "hypo_ref", "avg_f", "hypo")
+WITHOUT_REFERENCE = ("src_hypo", "hypo")  # one request per output, no reference
 SETTINGS = ("VAL", "IST", "IDM")
 REFERENCE_AGGREGATIONS = ("max", "mean")
 DEMO_SEPARATOR = "\n\n"
@@ -117,13 +121,17 @@ def _values(config: GPTScoreConfig, item: Item, hypo: str, ref: str, src: str) -
 
 def _request(config: GPTScoreConfig, template: Template, item: Item, ref: str,
              demos: Sequence[Demonstration], key: Hashable) -> TargetRequest:  # fmt: skip
+    blind = config.dimension == "hypo"  # the source-free sentinel sees no source, no history
+    if blind:
+        item = replace(item, source="", history=())
     prompt, target = fill(template, _values(config, item, item.hypothesis, ref, item.source))
     if demos:
         shown = []
         for demo in demos:
-            demo_item = Item(key=None, doc_key="", source=demo.source, hypothesis=demo.hypothesis)
+            source = "" if blind else demo.source
+            demo_item = Item(key=None, doc_key="", source=source, hypothesis=demo.hypothesis)
             p, t = fill(
-                template, _values(config, demo_item, demo.hypothesis, demo.reference, demo.source)
+                template, _values(config, demo_item, demo.hypothesis, demo.reference, source)
             )
             shown.append(p + t)
         prompt = DEMO_SEPARATOR.join(shown) + DEMO_SEPARATOR + prompt
@@ -139,9 +147,9 @@ def build_requests(
     requests: list[TargetRequest] = []
     for item in items:
         demos = (demonstrations or {}).get(item.doc_key, ()) if config.setting == "IDM" else ()
-        if config.dimension == "src_hypo":
+        if config.dimension in WITHOUT_REFERENCE:
             requests.append(
-                _request(config, config.template, item, "", demos, (item.key, "src_hypo", 0))
+                _request(config, config.template, item, "", demos, (item.key, config.dimension, 0))
             )
             continue
         directions: list[tuple[str, Template | None]] = (
@@ -175,7 +183,7 @@ def combine(
         directions = by_item.get(item.key, {})
         if not directions:
             results.append(ScoreResult(item.key, None, error="no reference to score against"
-                                       if config.dimension != "src_hypo" else "nothing was scored"))  # fmt: skip
+                                       if config.dimension not in WITHOUT_REFERENCE else "nothing was scored"))  # fmt: skip
             continue
         failed = [s.error for d in directions.values() for s in d if not s.ok]
         if failed:

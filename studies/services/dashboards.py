@@ -46,6 +46,7 @@ from scoring.stats import (
 )
 from studies.models import Dataset, Output
 from studies.services.frames import AspectInfo, ScoreFrame, load_frame, restrict_to_documents
+from studies.services.sentinels import mark_sentinels
 
 log = logging.getLogger(__name__)
 ALPHA = 0.05
@@ -397,8 +398,11 @@ def compute_matrix(
             if report:
                 report(j * len(frame.runs) + i + 1, total)
         used = [scored(frame.metrics[:, i], human) for i in range(len(frame.runs))]
-        rank_column(cells, draws if plan is not None else None, used,
-                    comparer(plan, frame.metrics, human, options, params))  # fmt: skip
+        compare = comparer(plan, frame.metrics, human, options, params)
+        for cell, run in zip(cells, frame.runs, strict=True):
+            cell["sentinel"] = run.sentinel  # never ranked or best
+        rank_column(cells, draws if plan is not None else None, used, compare)
+        mark_sentinels(cells, frame.runs, draws if plan is not None else None, used, compare)
         columns.append({"aspect": asdict(aspect), "cells": cells})
     ranked = average_ranks([{str(c["run"]): c["rank"] for c in col["cells"]} for col in columns])
     inter_coefficient = (
@@ -455,8 +459,8 @@ def rank_column(
     cell and those significantly below it (p ≤ ALPHA against the best). Without
     ``draws`` (no intervals asked) there is no test: no ranks, no marks but the best.
 
-    Only runs that are not ``partial`` (below the coverage threshold) are ranked and
-    may be best; a partial run is only tested against the best. Two runs are compared
+    Only runs that are not ``partial`` (below the coverage threshold) nor ``sentinel``
+    are ranked and may be best; a partial run is only tested against the best. Two runs are compared
     on the outputs both scored (``used``): with the same outputs, on their draws; else
     ``p_on_shared`` recomputes both on the shared outputs. Each cell records how many
     outputs it shares with the best (``n_shared_with_best``)."""
@@ -471,7 +475,8 @@ def rank_column(
             return p_on_shared(a, b)
         return paired_bootstrap_p(draw_a, draw_b, values[a], values[b], Alternative.GREATER)
 
-    ranked = [np.nan if c["partial"] else v for c, v in zip(cells, values, strict=True)]
+    ranked = [np.nan if c["partial"] or c.get("sentinel") else v
+              for c, v in zip(cells, values, strict=True)]  # fmt: skip
     clusters = cluster(ranked, p_better if draws is not None else None, ALPHA)
     position = {int(k): n for n, k in enumerate(clusters.order)}
     best = int(clusters.order[0]) if clusters.order.size else -1

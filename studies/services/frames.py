@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from django.db import connection
 
+from scoring.metrics.sentinels import is_sentinel
 from scoring.stats import Aggregate, aggregate_judgments
 from studies.models import Aspect, Dataset, Judgment, MetricRun, MetricScore, Output
 
@@ -32,6 +33,7 @@ class RunInfo:
     dimension: str
     aspect: str  # the aspect a GPTScore run was prompted for ("" for imported metrics)
     trained_on: int = 0  # a learned metric: documents of its training and validation splits
+    sentinel: bool = False  # length, random or source-free GPTScore: never ranked or best
 
     @classmethod
     def of(cls, run: MetricRun) -> RunInfo:
@@ -47,6 +49,7 @@ class RunInfo:
             dimension=str(config.get("dimension") or ""),
             aspect=str(config.get("aspect") or ""),
             trained_on=sum(len(v) for v in (config.get("trained_on") or {}).values()),
+            sentinel=run.kind == MetricRun.Kind.COMPUTED and is_sentinel(run.metric, config),
         )
 
 

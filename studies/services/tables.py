@@ -48,6 +48,7 @@ def matrix_rows(result: dict[str, Any], sort_by: str | None = None) -> list[dict
         j = codes.index(sort_by)
         rows.sort(key=lambda r: -np.inf if r["cells"][j]["value"] is None else r["cells"][j]["value"],
                   reverse=True)  # fmt: skip
+    rows.sort(key=lambda r: bool(r["run"].get("sentinel")))  # sentinels last, as a group
     return rows
 
 

@@ -15,6 +15,7 @@ from studies.views.datasets import (
     import_detail,
     upload,
 )
+from studies.views.diagnostics import planner_page, sentinels
 from studies.views.runs import run_cancel, run_detail, run_new, run_resume, run_variant
 from studies.views.steps import steps_detail, steps_generate
 from studies.views.studies import home, study_detail, study_members, study_new
@@ -36,6 +37,8 @@ __all__ = [
     "run_new",
     "run_resume",
     "run_variant",
+    "planner_page",
+    "sentinels",
     "steps_detail",
     "steps_generate",
     "study_detail",

@@ -64,6 +64,12 @@ class ExportQuerySerializer(MatrixQuerySerializer):
     file_format = serializers.ChoiceField(choices=["csv", "json", "tex"], default="csv")
 
 
+class SentinelFailSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    run = serializers.IntegerField(help_text="the sentinel run")
+    label = serializers.CharField()
+    p = serializers.FloatField(help_text="one-sided paired bootstrap p that the metric beats it")
+
+
 class CellSerializer(serializers.Serializer):  # type: ignore[type-arg]
     run = serializers.IntegerField()
     value = serializers.FloatField(allow_null=True)
@@ -93,6 +99,13 @@ class CellSerializer(serializers.Serializer):  # type: ignore[type-arg]
     partial = serializers.BooleanField(
         help_text="below the coverage threshold (mincov): not ranked, never best"
     )
+    sentinel = serializers.BooleanField(
+        help_text="a sentinel baseline (length, random, source-free GPTScore): never ranked or best"
+    )
+    fails_sentinel = SentinelFailSerializer(
+        allow_null=True, help_text="the sentinel this metric does not beat significantly "
+        "(the one with the largest one-sided paired bootstrap p > 0.05); null if it beats them all",
+    )  # fmt: skip
     n_shared_with_best = serializers.IntegerField(
         allow_null=True, help_text="outputs scored by both this run and the best, on which "
         "p_vs_best compares them",
@@ -120,6 +133,7 @@ class RunRefSerializer(serializers.Serializer):  # type: ignore[type-arg]
     kind = serializers.CharField()
     status = serializers.CharField()
     aspect = serializers.CharField(allow_blank=True)
+    sentinel = serializers.BooleanField(help_text="a sentinel baseline")
 
 
 class MatrixSerializer(serializers.Serializer):  # type: ignore[type-arg]

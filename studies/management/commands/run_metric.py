@@ -2,7 +2,10 @@
 --setting IST --dimension src-hypo --model default [--limit-docs N]``; also
 ``--metric geval`` (with ``--steps``, ``--weighting``, ``--estimation``) and the baselines
 ``rouge`` (three runs: ROUGE-1, -2, -L), ``rouge1``, ``rouge2``, ``rougeL``, ``bleu``,
-``chrf``, ``bertscore``; ``--metric learned --model ID`` scores with a trained metric."""
+``chrf``, ``bertscore``, the sentinels ``length`` and ``random``; ``--metric learned
+--model ID`` scores with a trained metric. ``--sentinels`` adds the three sentinel
+baselines (length, random with ``--seed``, a source-free GPTScore for ``--aspect``) that
+the dataset lacks, as the correlations page's button does."""
 
 from __future__ import annotations
 
@@ -33,7 +36,8 @@ class Command(BaseCommand):
         parser.add_argument("--aspect", help="aspect code or name, e.g. coherence or COH")
         parser.add_argument("--setting", default="IST", choices=["VAL", "IST", "IDM"])
         parser.add_argument("--dimension", default="src-hypo",
-                            choices=["src-hypo", "ref-hypo", "hypo-ref", "avg-f"])  # fmt: skip
+                            choices=["src-hypo", "ref-hypo", "hypo-ref", "avg-f", "hypo"],
+                            help="hypo: the source-free GPTScore (a sentinel)")  # fmt: skip
         parser.add_argument(
             "--model",
             default="default",
@@ -60,6 +64,10 @@ class Command(BaseCommand):
                             help="only the test documents of trained metric ID")  # fmt: skip
         parser.add_argument("--enqueue", action="store_true", help="hand the run to the workers")
         parser.add_argument("--resume", type=int, metavar="RUN_ID", help="resume a stopped run")
+        parser.add_argument("--sentinels", action="store_true",
+                            help="add the sentinel baselines the dataset lacks (length, random "
+                                 "with --seed, source-free GPTScore for --aspect, default the most "
+                                 "judged, with --model, default that of the latest GPTScore run)")  # fmt: skip
 
     def handle(self, *args: Any, **opts: Any) -> None:
         if opts["resume"]:
@@ -67,6 +75,8 @@ class Command(BaseCommand):
             if run is None or not resume_run(run, force=True, enqueue=opts["enqueue"]):
                 raise CommandError(f"run {opts['resume']} cannot be resumed")
             runs = [run]
+        elif opts["sentinels"]:
+            runs = self.sentinels(opts)
         else:
             runs = self.start(opts)
         if opts["enqueue"]:
@@ -100,6 +110,22 @@ class Command(BaseCommand):
         if not docs:
             raise CommandError(f"trained metric {trained_id} has no test documents in {dataset}")
         return tuple(docs)
+
+    def sentinels(self, opts: dict[str, Any]) -> list[MetricRun]:
+        from studies.services.sentinels import add_sentinels
+
+        try:
+            dataset = find_dataset(opts["dataset"] or "")
+        except DatasetNotFound as exc:
+            raise CommandError(str(exc)) from exc
+        model = "" if opts["model"] == "default" else opts["model"]
+        added = add_sentinels(dataset, aspect=opts["aspect"] or "", model=model, seed=opts["seed"],
+                              enqueue=opts["enqueue"], local_paths=True)  # fmt: skip
+        for run in added.existing:
+            self.stdout.write(f"run {run.pk} ({run.label}) already there")
+        for why in added.skipped:
+            self.stderr.write(f"sentinel skipped: {why}")
+        return added.created
 
     def start(self, opts: dict[str, Any]) -> list[MetricRun]:
         needs_aspect = opts["metric"] in ("gptscore", "geval")

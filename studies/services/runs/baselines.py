@@ -1,19 +1,20 @@
 """Runs of the classic baselines on the ``cpu`` queue: ROUGE-1/2/L, BLEU, chrF and
-BERTScore-style similarity, all against the document's references."""
+BERTScore-style similarity, all against the document's references; and the sentinels
+that need no model, output length and a seeded random score."""
 
 from __future__ import annotations
 
 from importlib import metadata
 from typing import Any
 
-from scoring.metrics import bertscore, rouge, sacrebleu_metrics
+from scoring.metrics import bertscore, rouge, sacrebleu_metrics, sentinels
 from scoring.metrics.base import Item, ScoreResult
 from studies.models import Dataset, MetricRun, Output
 from studies.services.models import fingerprint, resolve_encoder
 from studies.services.runs.core import ModelFactory, Plan, RunError, Scorer
 from studies.services.runs.request import RunRequest
 
-METRICS = (*rouge.ROUGE_TYPES, *sacrebleu_metrics.METRICS, "bertscore")
+METRICS = (*rouge.ROUGE_TYPES, *sacrebleu_metrics.METRICS, "bertscore", *sentinels.METRICS)
 
 
 def _version(package: str) -> str:
@@ -40,6 +41,12 @@ def build(dataset: Dataset, request: RunRequest) -> Plan:
                       reference_aggregation="sacrebleu multi-reference",
                       versions={"sacrebleu": _version("sacrebleu")})  # fmt: skip
         return Plan(metric, metric, config)
+    if metric == "length":
+        config.update(tokenizer=sentinels.TOKENIZER, sentinel=True)
+        return Plan(metric, f"length:{sentinels.TOKENIZER}", config)
+    if metric == "random":
+        config.update(seed=request.seed, sentinel=True)
+        return Plan(metric, f"random:seed{request.seed}", config)
     if metric == "bertscore":
         aggregation = request.reference_aggregation or "max"
         if aggregation not in bertscore.AGGREGATIONS:
@@ -70,6 +77,10 @@ def prepare(run: MetricRun, todo: list[Output], model_factory: ModelFactory | No
         return lambda items: rouge.score(items, run.metric, c["reference_aggregation"])
     if run.metric in sacrebleu_metrics.METRICS:
         return lambda items: sacrebleu_metrics.score(items, run.metric)
+    if run.metric == "length":
+        return sentinels.score_length
+    if run.metric == "random":
+        return lambda items: sentinels.score_random(items, int(c["seed"]))
     encoder = (model_factory or load_encoder)(run)
 
     def score(items: list[Item]) -> list[ScoreResult]:

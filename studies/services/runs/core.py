@@ -25,7 +25,8 @@ from studies.services import queue
 from studies.services.models import fingerprint, resolve_model
 
 log = logging.getLogger(__name__)
-CPU_METRICS = frozenset({"rouge1", "rouge2", "rougeL", "bleu", "chrf", "bertscore"})
+CPU_METRICS = frozenset({"rouge1", "rouge2", "rougeL", "bleu", "chrf", "bertscore", "length",
+                         "random"})  # fmt: skip
 
 Scorer = Callable[[list[Item]], list[ScoreResult]]
 ModelFactory = Callable[[MetricRun], Any]

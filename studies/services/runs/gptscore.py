@@ -17,7 +17,8 @@ from studies.services.runs.core import ModelFactory, Plan, RunError, Scorer, mod
 from studies.services.runs.request import RunRequest, find_aspect
 
 DIMENSION_ALIASES = {"src-hypo": "src_hypo", "ref-hypo": "ref_hypo", "hypo-ref": "hypo_ref",
-                     "avg-f": "avg_f", "avg": "avg_f"}  # fmt: skip
+                     "avg-f": "avg_f", "avg": "avg_f", "hypo-only": "hypo",
+                     "source-free": "hypo"}  # fmt: skip
 
 
 def _template(
@@ -48,7 +49,8 @@ def build(dataset: Dataset, request: RunRequest) -> Plan:
     dimension = DIMENSION_ALIASES.get(request.dimension, request.dimension)
     if dimension not in gptscore.DIMENSIONS:
         raise RunError(
-            f"Unknown dimension {request.dimension!r}; use src-hypo, ref-hypo, hypo-ref or avg-f."
+            f"Unknown dimension {request.dimension!r}; use src-hypo, ref-hypo, hypo-ref, avg-f "
+            "or hypo (source-free)."
         )
     if request.setting not in gptscore.SETTINGS:
         raise RunError(f"Unknown setting {request.setting!r}; use VAL, IST or IDM.")
@@ -56,7 +58,8 @@ def build(dataset: Dataset, request: RunRequest) -> Plan:
         raise RunError("IDM needs k ≥ 1 demonstrations.")
     aspect = find_aspect(request.aspect, dataset)
     setting_template = "VAL" if request.setting == "VAL" else "IST"
-    first_dimension = "ref_hypo" if dimension == "avg_f" else dimension
+    # avg_f starts with ref→hypo; the source-free "hypo" blanks the source of src→hypo's
+    first_dimension = {"avg_f": "ref_hypo", "hypo": "src_hypo"}.get(dimension, dimension)
     template = _template(dataset, aspect, setting_template, first_dimension, request.variant)
     reverse = (
         _template(dataset, aspect, setting_template, "hypo_ref", request.variant)

@@ -11,7 +11,7 @@ from studies.services.models import check_model
 from studies.services.runs.core import RunError, save_run
 
 METRICS = ("gptscore", "geval", "rouge1", "rouge2", "rougeL", "bleu", "chrf", "bertscore",
-           "learned")  # fmt: skip
+           "learned", "length", "random")  # fmt: skip
 METRIC_GROUPS = {"rouge": ("rouge1", "rouge2", "rougeL")}  # one request, several runs
 
 

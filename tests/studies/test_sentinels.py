@@ -1,0 +1,199 @@
+"""Sentinel baselines: one action adds length, random and a source-free GPTScore once;
+they run through the normal run machinery; the matrix never makes them best and marks
+a metric that does not beat them (here, a metric that is just the output's length)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from django.urls import reverse
+
+from scoring.lm import FakeLanguageModel
+from studies.models import Dataset, MetricRun, MetricScore
+from studies.services import dashboards
+from studies.services.dashboards import MatrixParams
+from studies.services.runs import execute_run
+from studies.services.sentinels import add_sentinels
+from tests.tiny_models import tiny_gpt2
+
+pytestmark = pytest.mark.django_db
+WORDS = [
+    "the",
+    "council",
+    "approved",
+    "a",
+    "budget",
+    "after",
+    "a",
+    "long",
+    "debate",
+    "on",
+    "schools",
+    "roads",
+    "and",
+    "parks",
+]
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):  # type: ignore[no-untyped-def]
+    return tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2"))
+
+
+def length_records(n_docs: int = 12, n_systems: int = 5, seed: int = 1) -> list[dict[str, object]]:
+    """Humans like longer outputs (plus noise); ``just_length`` is the token count and
+    ``good`` follows the humans closely."""
+    rng = np.random.default_rng(seed)
+    records = []
+    for d in range(n_docs):
+        for s in range(n_systems):
+            n = int(rng.integers(3, 15))
+            human = float(np.clip(round(1 + n / 3.5 + rng.normal(0, 0.8)), 1, 5))
+            records.append({
+                "doc_id": f"d{d:02d}", "system_id": f"s{s}", "source": f"Source {d}.",
+                "references": [f"Reference {d}."], "output": " ".join(WORDS[:n]),
+                "human": {"coherence": human},
+                "metrics": {"just_length": float(n), "good": human + float(rng.normal(0, 0.1))},
+            })  # fmt: skip
+    return records
+
+
+@pytest.fixture
+def dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
+    from studies.services.datasets import ImportOptions, import_file
+
+    path = write_jsonl(length_records(), name="lengthy.jsonl")
+    import_file(path, ImportOptions(dataset="lengthy", task="summarization", file_format="jsonl",
+                                    file_name=path.name, owner=cast["owner"]))  # fmt: skip
+    return Dataset.objects.get(name="lengthy")
+
+
+def test_the_action_adds_the_three_sentinels_once(
+    dataset, tiny_model, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        added = add_sentinels(dataset, model=tiny_model, local_paths=True, seed=3)
+    assert added.skipped == [] and added.existing == []
+    assert sorted(r.metric for r in added.created) == ["gptscore", "length", "random"]
+    assert len(callbacks) == 3  # each enqueued on commit, like any run
+    by_metric = {r.metric: r for r in added.created}
+    assert by_metric["random"].config["seed"] == 3 and by_metric["random"].config["sentinel"]
+    assert by_metric["length"].config["tokenizer"] == "whitespace"
+    gpt = by_metric["gptscore"].config
+    assert (
+        gpt["dimension"] == "hypo" and gpt["aspect"] == "COH" and "{src}" in gpt["template"]["text"]
+    )
+    assert all(r.status == "pending" and r.total == 60 for r in added.created)
+
+    again = add_sentinels(dataset, model=tiny_model, local_paths=True, seed=3)
+    assert again.created == [] and {r.pk for r in again.existing} == {r.pk for r in added.created}
+    assert MetricRun.objects.filter(dataset=dataset, kind="computed").count() == 3
+    other_seed = add_sentinels(dataset, model=tiny_model, local_paths=True, seed=4)
+    assert [r.metric for r in other_seed.created] == ["random"]  # a new configuration
+
+
+def test_a_failed_sentinel_is_added_again(dataset, tiny_model):
+    first = add_sentinels(dataset, model=tiny_model, local_paths=True, enqueue=False)
+    MetricRun.objects.filter(pk=first.created[0].pk).update(status=MetricRun.Status.FAILED)
+    assert (
+        len(add_sentinels(dataset, model=tiny_model, local_paths=True, enqueue=False).created) == 1
+    )
+
+
+def test_a_missing_model_skips_only_the_gptscore_sentinel(dataset):
+    added = add_sentinels(dataset, model="no-such-model", enqueue=False)
+    assert sorted(r.metric for r in added.created) == ["length", "random"]
+    assert len(added.skipped) == 1 and added.skipped[0].startswith("gptscore")
+
+
+def _run_sentinels(dataset, tiny_model):  # type: ignore[no-untyped-def]
+    added = add_sentinels(dataset, model=tiny_model, local_paths=True, enqueue=False)
+    for run in added.created:
+        assert execute_run(run.pk, model_factory=lambda r: FakeLanguageModel()) == "succeeded"
+        assert execute_run(run.pk) == "not pending"  # a second call writes nothing
+    return {r.metric: r for r in added.created}
+
+
+def test_sentinel_runs_score_length_and_seeded_random(dataset, tiny_model):
+    runs = _run_sentinels(dataset, tiny_model)
+    lengths = dict(
+        MetricScore.objects.filter(run=runs["length"]).values_list("output__text", "value")
+    )
+    assert len(lengths) > 1 and all(v == len(t.split()) for t, v in lengths.items())
+    randoms = list(MetricScore.objects.filter(run=runs["random"]).values_list("value", flat=True))
+    assert len(randoms) == 60 and all(0 <= v < 1 for v in randoms) and len(set(randoms)) == 60
+
+
+def _matrix(dataset):  # type: ignore[no-untyped-def]
+    params = MatrixParams(resamples=300)
+    result = dashboards.compute_matrix(dashboards.frame_for(dataset, params), params)
+    labels = [r["label"] for r in result["runs"]]
+    return result, {label: result["columns"][0]["cells"][i] for i, label in enumerate(labels)}
+
+
+def test_the_matrix_marks_a_metric_that_does_not_beat_a_sentinel(dataset, tiny_model):
+    runs = _run_sentinels(dataset, tiny_model)
+    result, cells = _matrix(dataset)
+    sentinel_labels = {r.label for r in runs.values()}
+    assert {r["label"] for r in result["runs"] if r["sentinel"]} == sentinel_labels
+    assert not any(cells[label]["best"] or cells[label]["rank"] for label in sentinel_labels)
+    length = runs["length"]
+    # the metric that is just the length cannot beat the length sentinel
+    fails = cells["just_length"]["fails_sentinel"]
+    assert fails is not None and fails["p"] > 0.05 and fails["run"] in {r.pk for r in runs.values()}
+    assert cells["just_length"]["value"] == pytest.approx(cells[length.label]["value"])
+    # a metric that follows the humans beats every sentinel, and is the best
+    assert cells["good"]["fails_sentinel"] is None and cells["good"]["best"]
+    assert all(cells[label]["fails_sentinel"] is None for label in sentinel_labels)
+
+
+def test_without_intervals_nothing_is_marked(dataset, tiny_model):
+    _run_sentinels(dataset, tiny_model)
+    params = MatrixParams(ci=False)
+    result = dashboards.compute_matrix(dashboards.frame_for(dataset, params), params)
+    assert all(c["fails_sentinel"] is None for c in result["columns"][0]["cells"])
+
+
+def test_the_button_adds_sentinels_for_the_owner_only(client, dataset, cast, settings):
+    url = reverse("studies:sentinels", args=[dataset.pk])
+    client.force_login(cast["outsider"])
+    assert client.post(url).status_code == 404
+    client.force_login(cast["owner"])
+    assert client.get(url).status_code == 405  # a POST only
+    response = client.post(url)
+    assert response.status_code == 302 and response["Location"].endswith(
+        f"/datasets/{dataset.pk}/correlations/"
+    )
+    first = MetricRun.objects.filter(dataset=dataset, kind="computed").count()
+    assert first >= 2  # length and random; GPTScore too when the default model is installed
+    client.post(url)
+    assert MetricRun.objects.filter(dataset=dataset, kind="computed").count() == first
+
+
+def test_the_correlations_page_shows_the_badge_the_mark_and_the_button(
+    client, dataset, cast, tiny_model
+):
+    _run_sentinels(dataset, tiny_model)
+    client.force_login(cast["owner"])
+    page = client.get(reverse("studies:correlations", args=[dataset.pk])).content.decode()
+    assert 'id="add-sentinels"' in page and 'id="planner-link"' in page
+    assert page.count("sentinel-badge") == 3
+    assert "does not significantly beat the sentinel " in page and "≈S</span>" in page
+
+
+def test_the_command_adds_and_scores_the_sentinels_once(dataset, tiny_model):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("run_metric", "--dataset", "lengthy", "--sentinels", "--model", tiny_model,
+                 "--seed", "2", stdout=out)  # fmt: skip
+    runs = MetricRun.objects.filter(dataset=dataset, kind="computed")
+    assert sorted(runs.values_list("metric", flat=True)) == ["gptscore", "length", "random"]
+    assert all(r.status == "succeeded" and r.done == 60 for r in runs)
+    assert out.getvalue().count(": succeeded") == 3
+    again = StringIO()
+    call_command("run_metric", "--dataset", "lengthy", "--sentinels", "--model", tiny_model,
+                 "--seed", "2", stdout=again)  # fmt: skip
+    assert again.getvalue().count("already there") == 3 and runs.count() == 3
