@@ -24,6 +24,7 @@ urlpatterns = [
     path("steps/<slug:task>/<str:aspect>/generate/", views.steps_generate, name="steps-generate"),
     path("datasets/<int:pk>/correlations/", views.correlations, name="correlations"),
     path("datasets/<int:pk>/ppi/", views.dataset_ppi, name="dataset-ppi"),
+    path("datasets/<int:pk>/diagnostics/", views.dataset_diagnostics, name="dataset-diagnostics"),
     path(
         "datasets/<int:pk>/correlations/paper/",
         views.correlation_paper,

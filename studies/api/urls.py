@@ -4,7 +4,16 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
-from studies.api.views import annotation, catalog, correlations, datasets, learned, ppi, runs
+from studies.api.views import (
+    annotation,
+    catalog,
+    correlations,
+    datasets,
+    diagnostics,
+    learned,
+    ppi,
+    runs,
+)
 from studies.api.views.auth import TokenView
 
 app_name = "api"
@@ -37,6 +46,11 @@ urlpatterns = [
         name="correlations-cell",
     ),  # fmt: skip
     path("datasets/<int:pk>/ppi/", ppi.table, name="dataset-ppi"),
+    path(
+        "datasets/<int:pk>/diagnostics/",
+        diagnostics.diagnostics_view,
+        name="dataset-diagnostics",
+    ),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     # the split view serves Swagger UI's start script as a file (no inline script: CSP)
     path(

@@ -119,10 +119,7 @@ def test_leave_one_out_matches_a_dense_brute_force_at_each_level():
     dense[0, 3] = 4.0  # annotator 3 judged one output: no correlation
     rows, who = np.nonzero(np.isfinite(dense))
     for level in Level:
-        if level is Level.SYSTEM:
-            coefficient = Coefficient.PEARSON
-        else:
-            coefficient = Coefficient.SPEARMAN
+        coefficient = Coefficient.PEARSON if level is Level.SYSTEM else Coefficient.SPEARMAN
 
         def corr(out, a, b, level=level, coefficient=coefficient):  # type: ignore[no-untyped-def]
             return correlate(a, b, level=level, coefficient=coefficient,

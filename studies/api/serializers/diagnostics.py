@@ -1,0 +1,46 @@
+"""A dataset's diagnostics (length bias, per-system and per-document agreement)."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from scoring.stats import Level
+
+
+class DiagnosticsQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+    """The page's choices; run and aspect default to the first run and judged aspect."""
+
+    level = serializers.ChoiceField(choices=[lv.value for lv in Level], default="sample")
+    coef = serializers.ChoiceField(
+        choices=["spearman", "pearson", "kendall"], default="spearman",
+        help_text="Length bias uses Pearson's r for pearson, else Spearman's ρ (a partial "
+                  "correlation exists for these); within documents: Spearman's ρ for "
+                  "pearson and spearman, Kendall τ-b for kendall.",
+    )  # fmt: skip
+    run = serializers.IntegerField(required=False, min_value=1, help_text="A metric run's id.")
+    aspect = serializers.IntegerField(required=False, min_value=1, help_text="An aspect's id.")
+    flagged = serializers.ChoiceField(
+        choices=["include", "exclude"], default="include",
+        help_text="exclude: leave out annotators flagged on gold items.",
+    )  # fmt: skip
+    weights = serializers.ChoiceField(
+        choices=["equal", "competence"], default="equal",
+        help_text="competence: weight judgments by their annotators' MACE competence.",
+    )  # fmt: skip
+
+
+class DiagnosticsSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    runs = serializers.ListField(child=serializers.DictField(), help_text="The run choices.")
+    aspects = serializers.ListField(child=serializers.DictField(), help_text="The aspects.")
+    run = serializers.IntegerField(allow_null=True, help_text="The chosen run's id.")
+    aspect = serializers.IntegerField(allow_null=True, help_text="The chosen aspect's id.")
+    level = serializers.CharField()
+    length = serializers.DictField(
+        help_text="Each aspect's and run's correlation with output length (whitespace "
+        "tokens), and each run × aspect correlation raw and with length partialled out."
+    )
+    agreement = serializers.DictField(
+        allow_null=True,
+        help_text="For the chosen run and aspect: systems by rank gap (largest first) and "
+        "the documents with the lowest within-document correlation, with their outputs.",
+    )
