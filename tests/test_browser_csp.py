@@ -133,6 +133,14 @@ def test_pages_work_under_the_content_security_policy_without_violations(
     assert "vs=sys3" in page.url
     expect(page.locator("#ppi-differences")).to_contain_text("System − sys3")
     researcher.collect()
+    researcher.open(f"{scored}/diagnostics/")
+    expect(page.locator("#length-table")).to_be_visible()
+    expect(page.locator("#system-gaps tbody tr")).to_have_count(5)
+    with page.expect_navigation():
+        page.select_option("#diag-level", "system")  # app.js submits the form
+    assert "level=system" in page.url
+    page.locator("details.doc-disagreement summary").first.click()
+    researcher.collect()
     researcher.open("/api/docs/")  # Swagger UI: its start script is a file, not inline
     expect(page.locator(".swagger-ui .info .title")).to_contain_text("Concordia")
     researcher.collect()

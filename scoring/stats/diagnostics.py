@@ -141,7 +141,7 @@ def partial_correlation(
     if coefficient is Coefficient.SPEARMAN:
         a, b, c = rankdata(a), rankdata(b), rankdata(c)
     with np.errstate(invalid="ignore", divide="ignore"):
-        r = np.corrcoef(np.vstack([a, b, c]))
+        r = np.atleast_2d(np.corrcoef(np.vstack([a, b, c])))
     if not np.all(np.isfinite(r)):
         return float("nan")
     return float(_partial_from(r[0, 1], r[0, 2], r[1, 2]))
@@ -178,7 +178,7 @@ def partial_correlate(
             / count[present]
             for v in (a, b, c)
         ]
-        value = partial_correlation(*means, coefficient)
+        value = partial_correlation(means[0], means[1], means[2], coefficient)
         return PartialResult(value, n, int(np.isfinite(value)))
     if docs is None:
         raise ValueError("sample level needs document keys (docs=...)")

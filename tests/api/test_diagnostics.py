@@ -29,14 +29,18 @@ def test_the_diagnostics_are_the_pages(world):
     assert len(body["agreement"]["documents"]) == expected["agreement"]["n_documents"]
     assert {r["label"] for r in body["runs"]} == {"m_good", "m_noise"}
     default = world.client("owner").get(url).json()
-    assert default["run"] == body["runs"][0]["pk"] and default["length"]["coefficient"] == "spearman"
+    assert (
+        default["run"] == body["runs"][0]["pk"] and default["length"]["coefficient"] == "spearman"
+    )
 
 
 def test_bad_diagnostics_queries_are_refused_with_their_reason(world):
     url = f"/api/datasets/{world.dataset.pk}/diagnostics/"
     owner = world.client("owner")
     unknown = owner.get(url, {"aspect": 999999})
-    assert unknown.status_code == 404 and "No judged aspect with id 999999" in unknown.json()["detail"]
+    assert (
+        unknown.status_code == 404 and "No judged aspect with id 999999" in unknown.json()["detail"]
+    )
     bad = owner.get(url, {"coef": "acc23"})
     assert bad.status_code == 400 and "coef" in bad.json()["errors"]
     assert world.client("other_researcher").get(url).status_code == 404
