@@ -246,3 +246,17 @@ def test_the_diagnostics_page_without_runs_or_judgments(client, cast):
     client.force_login(cast["owner"])
     body = client.get(reverse("studies:dataset-diagnostics", args=[dataset.pk])).content.decode()
     assert 'id="length-empty"' in body and 'id="agreement-empty"' in body
+
+
+def test_the_ceiling_exists_for_every_statistic_the_matrix_offers(judged):
+    from scoring.stats import Level, unsupported
+    from studies.services.dashboards import COEFFICIENT_NAMES
+
+    for name, coefficient in COEFFICIENT_NAMES.items():
+        for level in Level:
+            if unsupported(coefficient, level) is not None:
+                continue
+            params = MatrixParams(level=level.value, coefficient=name, ci=False)
+            coh = compute_and_cache(judged, params)["ceiling"][0]
+            assert coh["aspect"] == "COH" and coh["n_overlapping"] == 3, (name, level)
+            assert coh["value"] is not None and -1 <= coh["value"] <= 1, (name, level)
