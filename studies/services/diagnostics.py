@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 from django.core.cache import cache
+from scipy.stats import rankdata
 
 from scoring.stats import Coefficient, Groups, correlate
 from scoring.stats.diagnostics import (
@@ -31,6 +32,7 @@ from studies.services.dashboards import MatrixParams, frame_for
 from studies.services.frames import ScoreFrame, _rows
 
 TOP_DOCUMENTS = 15
+TOP_OUTPUTS = 5  # per system: its outputs the metric and the humans rank most differently
 TEXT_CHARS = 300
 
 
@@ -162,26 +164,41 @@ def disagreements(
          "n_outputs": int(ranks.n_outputs[k])}
         for k in listed
     ]  # fmt: skip
+    both = np.isfinite(metric) & np.isfinite(human)
+    # an output's disagreement: its percentile by metric minus its percentile by humans
+    # (pooled, as the drill-down ranks them); each system's most misjudged outputs
+    gap = np.full(metric.size, np.nan)
+    if both.any():
+        n = int(both.sum())
+        gap[both] = (rankdata(metric[both]) - rankdata(human[both])) / n
+    picked = {}
+    for k in listed:
+        rows = np.flatnonzero(both & (frame.system_codes == k))
+        picked[k] = rows[np.argsort(-np.abs(gap[rows]), kind="stable")][:TOP_OUTPUTS]
     coefficient = document_coefficient(params)
     values = per_document(metric, human, docs, coefficient)
-    both = np.isfinite(metric) & np.isfinite(human)
     scored = np.bincount(frame.doc_codes[both], minlength=len(frame.doc_keys))
     defined = np.flatnonzero(np.isfinite(values))
     worst = defined[np.lexsort((defined, values[defined]))][:TOP_DOCUMENTS]
     rows_of = {int(d): np.flatnonzero(both & (frame.doc_codes == d)) for d in worst}
-    wanted = [int(frame.output_ids[k]) for rows in rows_of.values() for k in rows]
+    wanted = [int(frame.output_ids[k]) for rows in [*rows_of.values(), *picked.values()]
+              for k in rows]  # fmt: skip
     texts = dict(Output.objects.filter(pk__in=wanted).values_list("pk", "text"))
+
+    def describe(k: int) -> dict[str, Any]:
+        pk = int(frame.output_ids[k])
+        return {"output": pk, "doc": frame.doc_keys[frame.doc_codes[k]],
+                "system": frame.system_names[frame.system_codes[k]], "metric": float(metric[k]),
+                "human": float(human[k]), "gap": float(gap[k]),
+                "text": texts.get(pk, "")[:TEXT_CHARS]}  # fmt: skip
+
+    for row, k in zip(system_rows, listed, strict=True):
+        row["outputs"] = [describe(int(o)) for o in picked[k]]
     documents = []
     for d in worst:
         rows = sorted(rows_of[int(d)], key=lambda k: (-human[k], -metric[k]))
-        documents.append({
-            "doc": frame.doc_keys[d], "value": float(values[d]), "n_outputs": int(scored[d]),
-            "outputs": [{"output": int(frame.output_ids[k]),
-                         "system": frame.system_names[frame.system_codes[k]],
-                         "metric": float(metric[k]), "human": float(human[k]),
-                         "text": texts.get(int(frame.output_ids[k]), "")[:TEXT_CHARS]}
-                        for k in rows],
-        })  # fmt: skip
+        documents.append({"doc": frame.doc_keys[d], "value": float(values[d]),
+                          "n_outputs": int(scored[d]), "outputs": [describe(k) for k in rows]})  # fmt: skip
     label = "Spearman ρ" if coefficient is Coefficient.SPEARMAN else "Kendall τ-b"
     return {
         "run": asdict(frame.runs[i]),

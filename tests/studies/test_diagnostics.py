@@ -193,6 +193,19 @@ def test_agreement_lists_systems_by_rank_gap_and_documents_worst_first(judged):
     assert {s["system"]: s["gap"] for s in listed} == gaps
     assert [abs(s["gap"]) for s in listed] == sorted((abs(g) for g in gaps.values()), reverse=True)
     assert listed[0]["metric_mean"] == pytest.approx(means[listed[0]["system"]][0])
+    # each system's most misjudged outputs: pooled percentile gaps, largest first
+    pks = sorted(o.pk for o in Output.objects.filter(document__dataset=judged))
+    metric_all = np.array([r["metric"]["good"] for r in rows])
+    human_all = np.array([np.mean(list(r["judged"]["COH"].values())) for r in rows])
+    gap_of = dict(zip(pks, (stats.rankdata(metric_all) - stats.rankdata(human_all)) / len(rows),
+                      strict=True))  # fmt: skip
+    for system in listed:
+        outputs = system["outputs"]
+        assert len(outputs) == 5 and {o["system"] for o in outputs} == {system["system"]}
+        assert [o["gap"] for o in outputs] == pytest.approx([gap_of[o["output"]] for o in outputs])
+        mine = sorted((abs(g) for pk, g in gap_of.items()
+                       if rows[pks.index(pk)]["system"] == system["system"]), reverse=True)  # fmt: skip
+        assert [abs(o["gap"]) for o in outputs] == pytest.approx(mine[:5])
     documents = agreement["documents"]
     assert agreement["document_coefficient"] == "Kendall τ-b"
     assert [d["value"] for d in documents] == sorted(d["value"] for d in documents)
