@@ -229,6 +229,7 @@ CELERY_TASK_ROUTES = {
     "studies.tasks.run_metric": {"queue": "gpu"},
     "studies.tasks.generate_steps": {"queue": "gpu"},
     "studies.tasks.run_metric_cpu": {"queue": "cpu"},
+    "studies.tasks.compute_diagnostics": {"queue": "cpu"},
 }
 CELERY_TASK_ALWAYS_EAGER = False
 # Workers run an embedded beat (`worker -B`) or a `celery beat` beside them; the sweeper

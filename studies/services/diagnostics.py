@@ -28,8 +28,9 @@ from scoring.stats.diagnostics import (
     whitespace_tokens,
 )
 from studies.models import Dataset, Output
-from studies.services.dashboards import MatrixParams, frame_for
+from studies.services.dashboards import MatrixParams, frame_for, is_small
 from studies.services.frames import ScoreFrame, _rows
+from studies.services.queue import COMPUTE_DIAGNOSTICS, send
 
 TOP_DOCUMENTS = 15
 TOP_OUTPUTS = 5  # per system: its outputs the metric and the humans rank most differently
@@ -84,6 +85,60 @@ def diagnostics(
             cache.set(key, agreement)
     return {**choices, "run": run_pk, "aspect": aspect_pk, "level": params.level,
             "length": length, "agreement": agreement}  # fmt: skip
+
+
+def cached_diagnostics(
+    dataset: Dataset, params: MatrixParams, run: Any = None, aspect: Any = None
+) -> dict[str, Any] | None:
+    """:func:`diagnostics` from the cache alone; None when a part is not there yet."""
+    base = "diag:" + params.key(dataset)
+    choices: dict[str, Any] | None = cache.get(base + ":choices")
+    if choices is None:
+        return None
+    run_pk = _pick(run, choices["runs"], "run")
+    aspect_pk = _pick(aspect, choices["aspects"], "judged aspect")
+    length = cache.get(base + ":length")
+    agreement = None
+    if run_pk is not None and aspect_pk is not None:
+        agreement = cache.get(base + f":agree:{run_pk}:{aspect_pk}")
+        if agreement is None:
+            return None
+    if length is None:
+        return None
+    return {**choices, "run": run_pk, "aspect": aspect_pk, "level": params.level,
+            "length": length, "agreement": agreement}  # fmt: skip
+
+
+def available_diagnostics(
+    dataset: Dataset, params: MatrixParams, run: Any = None, aspect: Any = None
+) -> dict[str, Any] | None:
+    """What a request may show now: the diagnostics, computed in the request for a small
+    dataset (as the matrix is); for a large one, from the cache, or None after asking a
+    worker to compute them. :class:`UnknownChoice` as :func:`diagnostics`."""
+    if is_small(dataset):
+        return diagnostics(dataset, params, run, aspect)
+    found = cached_diagnostics(dataset, params, run, aspect)
+    if found is None:
+        key = _progress_key(dataset, params, run, aspect)
+        if cache.add(key, True, 600):  # not asked already
+            send(COMPUTE_DIAGNOSTICS, dataset.pk, asdict(params), str(run or ""),
+                 str(aspect or ""))  # fmt: skip
+    return found
+
+
+def _progress_key(dataset: Dataset, params: MatrixParams, run: Any, aspect: Any) -> str:
+    return "diag:" + params.key(dataset) + f":asked:{run or ''}:{aspect or ''}"
+
+
+def compute_in_worker(dataset: Dataset, params: MatrixParams, run: str, aspect: str) -> str:
+    """The worker's side of :func:`available_diagnostics`."""
+    try:
+        found = diagnostics(dataset, params, run or None, aspect or None)
+    except UnknownChoice as exc:
+        return str(exc)
+    finally:
+        cache.delete(_progress_key(dataset, params, run, aspect))
+    return f"{len(found['runs'])} runs, {len(found['aspects'])} aspects"
 
 
 def _pick(raw: Any, choices: list[dict[str, Any]], what: str) -> int | None:

@@ -8,8 +8,8 @@ from django.shortcuts import get_object_or_404, render
 
 from studies.permissions import visible_datasets
 from studies.services.dashboards import MatrixParams
-from studies.services.diagnostics import UnknownChoice, diagnostics
-from studies.views.helpers import researcher_required
+from studies.services.diagnostics import UnknownChoice, available_diagnostics
+from studies.views.helpers import researcher_required, stop_polling_when, wants_partial
 
 LEVELS = (("sample", "Sample-level"), ("dataset", "Dataset-level"), ("system", "System-level"))
 COEFFICIENTS = (("spearman", "Spearman ρ"), ("pearson", "Pearson r"), ("kendall", "Kendall τ-b"))
@@ -17,13 +17,23 @@ COEFFICIENTS = (("spearman", "Spearman ρ"), ("pearson", "Pearson r"), ("kendall
 
 @researcher_required
 def dataset_diagnostics(request: HttpRequest, pk: int) -> HttpResponse:
-    """``?run=<id>&aspect=<id>&level=…&coef=…`` (the correlations page's choices)."""
+    """``?run=<id>&aspect=<id>&level=…&coef=…`` (the correlations page's choices); a
+    large dataset's are computed by a worker while the page polls."""
     dataset = get_object_or_404(visible_datasets(request.user), pk=pk)
     params = MatrixParams.from_query(request.GET)
     try:
-        data = diagnostics(dataset, params, request.GET.get("run"), request.GET.get("aspect"))
+        data = available_diagnostics(dataset, params, request.GET.get("run"),
+                                     request.GET.get("aspect"))  # fmt: skip
     except UnknownChoice as exc:
         raise Http404(str(exc)) from exc
+    poll = request.GET.copy()
+    poll["poll"] = "1"
     context = {"dataset": dataset, "params": params, "d": data, "levels": LEVELS,
-               "coefficients": COEFFICIENTS}  # fmt: skip
-    return render(request, "studies/diagnostics.html", context)
+               "coefficients": COEFFICIENTS, "poll_query": poll.urlencode()}  # fmt: skip
+    partial = wants_partial(request, "diagnostics")
+    template = "studies/partials/diagnostics.html" if partial else "studies/diagnostics.html"
+    response = render(request, template, context)
+    finished = partial and data is not None and "poll" in request.GET
+    if finished:  # reload the page: its run and aspect choices come with the data
+        response["HX-Refresh"] = "true"
+    return stop_polling_when(response, finished)

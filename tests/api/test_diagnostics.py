@@ -46,3 +46,20 @@ def test_bad_diagnostics_queries_are_refused_with_their_reason(world):
     assert world.client("other_researcher").get(url).status_code == 404
     assert world.client("annotator").get(url).status_code == 403
     assert world.client("anonymous").get(url).status_code in (401, 403)
+
+
+def test_a_large_datasets_diagnostics_answer_202_until_a_worker_has_computed_them(
+    world, settings, monkeypatch
+):
+    from studies import tasks
+    from studies.services import diagnostics as service
+
+    settings.CONCORDIA = {**settings.CONCORDIA, "DASHBOARD_INLINE_LIMIT": 1}
+    sent = []
+    monkeypatch.setattr(service, "send", lambda name, *args: sent.append(args))
+    url = f"/api/datasets/{world.dataset.pk}/diagnostics/"
+    pending = world.client("owner").get(url)
+    assert pending.status_code == 202 and pending["Retry-After"] == "5" and len(sent) == 1
+    tasks.compute_diagnostics(*sent[0])
+    done = world.client("owner").get(url)
+    assert done.status_code == 200 and done.json()["length"]["unit"] == "whitespace tokens"

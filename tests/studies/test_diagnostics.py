@@ -273,3 +273,34 @@ def test_the_ceiling_exists_for_every_statistic_the_matrix_offers(judged):
             coh = compute_and_cache(judged, params)["ceiling"][0]
             assert coh["aspect"] == "COH" and coh["n_overlapping"] == 3, (name, level)
             assert coh["value"] is not None and -1 <= coh["value"] <= 1, (name, level)
+
+
+def test_a_large_datasets_diagnostics_are_computed_by_a_worker_while_the_page_polls(
+    client, judged, cast, settings, monkeypatch
+):
+    from dataclasses import asdict
+
+    from studies import tasks
+    from studies.services import diagnostics as service
+
+    settings.CONCORDIA = {**settings.CONCORDIA, "DASHBOARD_INLINE_LIMIT": 10}
+    sent = []
+    monkeypatch.setattr(service, "send", lambda name, *args: sent.append((name, args)))
+    client.force_login(cast["owner"])
+    url = reverse("studies:dataset-diagnostics", args=[judged.pk])
+    good = judged.runs.get(label="good")
+    waiting = client.get(url, {"run": good.pk, "level": "dataset"}).content.decode()
+    assert 'id="diagnostics-waiting"' in waiting and 'hx-trigger="every 2s"' in waiting
+    assert 'id="length-table"' not in waiting and "poll=1" in waiting
+    client.get(url, {"run": good.pk, "level": "dataset"})  # asked already: not sent twice
+    assert len(sent) == 1 and sent[0][0] == "studies.tasks.compute_diagnostics"
+    params = MatrixParams.from_query({"level": "dataset"})
+    assert sent[0][1] == (judged.pk, asdict(params), str(good.pk), "")
+    tasks.compute_diagnostics(*sent[0][1])
+    done = client.get(url, {"run": good.pk, "level": "dataset", "poll": "1"},
+                      headers={"HX-Request": "true", "HX-Target": "diagnostics"})  # fmt: skip
+    assert done.status_code == 286 and done["HX-Refresh"] == "true"
+    assert b'id="length-table"' in done.content and b"<html" not in done.content
+    page = client.get(url, {"run": good.pk, "level": "dataset"}).content.decode()
+    assert 'id="diag-run"' in page and 'id="system-gaps"' in page and len(sent) == 1
+    assert client.get(url, {"run": 999999, "level": "dataset"}).status_code == 404

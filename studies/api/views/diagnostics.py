@@ -9,19 +9,20 @@ from rest_framework.response import Response
 
 from studies.api.errors import error_response
 from studies.api.permissions import IsResearcher
+from studies.api.serializers.correlations import PendingSerializer
 from studies.api.serializers.diagnostics import (
     DiagnosticsQuerySerializer,
     DiagnosticsSerializer,
 )
 from studies.api.views.common import dataset_or_404
 from studies.services.dashboards import MatrixParams
-from studies.services.diagnostics import UnknownChoice, diagnostics
+from studies.services.diagnostics import UnknownChoice, available_diagnostics
 
 
 @extend_schema(
     summary="Length bias, and the systems and documents a metric gets most wrong",
     parameters=[DiagnosticsQuerySerializer],
-    responses={200: DiagnosticsSerializer},
+    responses={200: DiagnosticsSerializer, 202: PendingSerializer},
 )
 @api_view(["GET"])
 @permission_classes([IsResearcher])
@@ -32,6 +33,11 @@ def diagnostics_view(request: Request, pk: int) -> Response:
     data = query.validated_data
     params = MatrixParams.from_query({k: data[k] for k in ("level", "coef", "flagged", "weights")})
     try:
-        return Response(diagnostics(dataset, params, data.get("run"), data.get("aspect")))
+        found = available_diagnostics(dataset, params, data.get("run"), data.get("aspect"))
     except UnknownChoice as exc:
         return error_response(404, str(exc))
+    if found is None:
+        body = {"detail": "A worker is computing the diagnostics; ask again in a few seconds.",
+                "progress": None}  # fmt: skip
+        return Response(body, status=202, headers={"Retry-After": "5"})
+    return Response(found)
