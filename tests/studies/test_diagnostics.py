@@ -305,3 +305,12 @@ def test_a_large_datasets_diagnostics_are_computed_by_a_worker_while_the_page_po
     page = client.get(url, {"run": good.pk, "level": "dataset"}).content.decode()
     assert 'id="diag-run"' in page and 'id="system-gaps"' in page and len(sent) == 1
     assert client.get(url, {"run": 999999, "level": "dataset"}).status_code == 404
+
+
+def test_the_correlations_command_prints_the_ceiling(judged, capsys):
+    from django.core.management import call_command
+
+    call_command("correlations", "--dataset", "judged", "--level", "dataset", "--format", "table")
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("human ceiling"))
+    coh = next(c for c in compute_and_cache(judged, MatrixParams(level="dataset"))["ceiling"])
+    assert line.split()[2:] == [f"{coh['value']:.3f}", "—"]  # COH, then FLU judged once
