@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from django.contrib.auth import get_user_model
 
 from scoring.stats import Groups
 from scoring.stats.diagnostics import leave_one_out
@@ -22,15 +23,39 @@ NO_OVERLAP = "fewer than 2 annotators judged the same outputs of this aspect"
 UNDEFINED = "the annotators' scores leave the statistic undefined where they overlap (constant)"
 
 
-def _judgments(dataset: Dataset, frame: ScoreFrame, excluded: set[int]) -> list[tuple[Any, ...]]:
+def _judgments(
+    dataset: Dataset, frame: ScoreFrame, excluded: set[int]
+) -> tuple[np.ndarray, list[str]]:
+    """The judgments of the frame's aspects as rows (output id, aspect id, annotator
+    code, value), and each code's name: annotator accounts by username, then each
+    import file as one annotator."""
     judged = Judgment.objects.filter(
         output__document__dataset=dataset, aspect_id__in=[a.pk for a in frame.aspects]
     )
+    by_account = judged.filter(annotator__isnull=False)
     if excluded:
-        judged = judged.exclude(annotator_id__in=excluded)
-    return _rows(
-        judged.values_list("output_id", "aspect_id", "annotator__username", "import_file", "value")
+        by_account = by_account.exclude(annotator_id__in=excluded)
+    accounts = np.array(
+        _rows(by_account.values_list("output_id", "aspect_id", "annotator_id", "value")),
+        dtype=np.float64,
+    ).reshape(-1, 4)
+    imported = _rows(
+        judged.filter(annotator__isnull=True).values_list(
+            "output_id", "aspect_id", "import_file", "value"
+        )
     )
+    user_ids, codes = np.unique(accounts[:, 2].astype(np.int64), return_inverse=True)
+    usernames = dict(
+        get_user_model().objects.filter(pk__in=user_ids.tolist()).values_list("pk", "username")
+    )
+    files = sorted({row[2] for row in imported})
+    file_code = {name: user_ids.size + k for k, name in enumerate(files)}
+    accounts[:, 2] = codes
+    from_files = np.array(
+        [(o, a, file_code[f], v) for o, a, f, v in imported], dtype=np.float64
+    ).reshape(-1, 4)
+    names = [str(usernames.get(int(pk), f"user {pk}")) for pk in user_ids]
+    return np.vstack([accounts, from_files]), names + [f"file {f}" for f in files]
 
 
 def ceiling_row(dataset: Dataset, frame: ScoreFrame, params: MatrixParams) -> list[dict[str, Any]]:
@@ -47,21 +72,23 @@ def ceiling_row(dataset: Dataset, frame: ScoreFrame, params: MatrixParams) -> li
         from studies.annotation.services.gold import flagged_for_dataset
 
         excluded = flagged_for_dataset(dataset)
-    rows = _judgments(dataset, frame, excluded) if frame.aspects and frame.n_outputs else []
-    table = np.array(rows, dtype=object).reshape(-1, 5)
+    table, names = (
+        _judgments(dataset, frame, excluded)
+        if frame.aspects and frame.n_outputs
+        else (np.zeros((0, 4)), [])
+    )
     # the frame's outputs are sorted by id; judgments of other outputs (a restriction to
     # test documents) are dropped
     output_ids = table[:, 0].astype(np.int64)
     found = np.searchsorted(frame.output_ids, output_ids)
     found = np.minimum(found, max(frame.n_outputs - 1, 0))
     inside = frame.output_ids[found] == output_ids if frame.n_outputs else found < 0
-    names = np.array([str(u) if u is not None else f"file {f}" for u, f in
-                      zip(table[:, 2], table[:, 3], strict=True)], dtype=object)  # fmt: skip
     docs_all, systems_all = frame.doc_codes, frame.system_codes
     entries = []
     for aspect in frame.aspects:
         mask = inside & (table[:, 1] == aspect.pk)
-        labels, who = np.unique(names[mask], return_inverse=True)
+        codes, who = np.unique(table[mask, 2].astype(np.int64), return_inverse=True)
+        labels = [names[c] for c in codes]
 
         def statistic(outputs: np.ndarray, own: np.ndarray, others: np.ndarray,
                       aspect: Any = aspect) -> float:  # fmt: skip
@@ -69,7 +96,7 @@ def ceiling_row(dataset: Dataset, frame: ScoreFrame, params: MatrixParams) -> li
             systems = Groups.from_keys(systems_all[outputs])
             return float(cell_statistic(own, others, aspect, params, docs, systems).value)
 
-        result = leave_one_out(found[mask], who, table[mask, 4].astype(np.float64),
+        result = leave_one_out(found[mask], who, table[mask, 3],
                                frame.n_outputs, len(labels), statistic)  # fmt: skip
         per_annotator = [
             {"annotator": str(label), "value": _num(v), "n_outputs": int(n)}

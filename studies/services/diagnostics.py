@@ -79,8 +79,9 @@ def diagnostics(
     if run_pk is not None and aspect_pk is not None:
         key = base + f":agree:{run_pk}:{aspect_pk}"
         agreement = cache.get(key)
-        if agreement is None:
-            frame = frame or frame_for(dataset, params)
+        if agreement is None:  # reading only this run and aspect when nothing is loaded
+            frame = frame or frame_for(dataset, params, only_runs=[run_pk],
+                                       only_aspects=[aspect_pk])  # fmt: skip
             agreement = disagreements(frame, run_pk, aspect_pk, params)
             cache.set(key, agreement)
     return {**choices, "run": run_pk, "aspect": aspect_pk, "level": params.level,

@@ -314,3 +314,24 @@ def test_the_correlations_command_prints_the_ceiling(judged, capsys):
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("human ceiling"))
     coh = next(c for c in compute_and_cache(judged, MatrixParams(level="dataset"))["ceiling"])
     assert line.split()[2:] == [f"{coh['value']:.3f}", "—"]  # COH, then FLU judged once
+
+
+def test_each_import_file_counts_as_one_annotator_of_the_ceiling(cast, write_jsonl):
+    from studies.services.datasets import ImportOptions, import_file
+    from tests.studies.test_dashboards import synthetic_records
+
+    first = synthetic_records(seed=3)
+    second = synthetic_records(seed=4)  # the same outputs, judged again
+    for name, records in (("one.jsonl", first), ("two.jsonl", second)):
+        path = write_jsonl(records, name=name)
+        import_file(path, ImportOptions(dataset="twice", task="summarization", file_format="jsonl",
+                                        file_name=name, owner=cast["owner"]))  # fmt: skip
+    dataset = Dataset.objects.get(name="twice")
+    result = compute_and_cache(dataset, MatrixParams(level="dataset", coefficient="pearson"))
+    coh = next(c for c in result["ceiling"] if c["aspect"] == "COH")
+    a = [r["human"]["coherence"] for r in first]
+    b = [r["human"]["coherence"] for r in second]
+    expected = stats.pearsonr(a, b)[0]  # with two annotators, each one's "others" is the other
+    assert [x["annotator"] for x in coh["per_annotator"]] == ["file one.jsonl", "file two.jsonl"]
+    assert [x["value"] for x in coh["per_annotator"]] == pytest.approx([expected, expected])
+    assert coh["value"] == pytest.approx(expected) and coh["n_annotators"] == 2
