@@ -147,6 +147,9 @@ def to_latex(result: dict[str, Any]) -> str:
         if ranked:
             cells.append(_fmt(row["average_rank"], 2))
         lines.append(_tex(row["label"]) + " & " + " & ".join(cells) + r" \\")
+    if result.get("ceiling"):  # one annotator against the others' mean, per aspect
+        values = [_fmt(c["value"]) or "--" for c in result["ceiling"]] + [""] * ranked
+        lines += [r"\midrule", r"\textit{Human ceiling} & " + " & ".join(values) + r" \\"]
     lines += [r"\bottomrule", r"\end{tabular}", ""]
     return "\n".join(lines)
 

@@ -122,6 +122,9 @@ def test_the_matrix_page_and_csv_show_the_ceiling_row(client, judged, cast):
     assert last[0] == "human ceiling" and len(last) == len(header)
     assert float(last[header.index("COH")]) == pytest.approx(coh["value"], abs=1e-6)
     assert last[header.index("FLU")] == ""
+    latex = reverse("studies:correlations-export", args=[judged.pk, "tex"])
+    tex = client.get(latex + "?level=dataset").content.decode()
+    assert rf"\textit{{Human ceiling}} & {coh['value']:.3f} & -- &  \\" in tex  # avg. rank blank
 
 
 def test_a_dataset_judged_once_has_no_ceiling_value(client, cast, write_jsonl):
