@@ -230,6 +230,7 @@ CELERY_TASK_ROUTES = {
     "studies.tasks.generate_steps": {"queue": "gpu"},
     "studies.tasks.run_metric_cpu": {"queue": "cpu"},
     "studies.tasks.compute_planner": {"queue": "cpu"},
+    "studies.tasks.compute_diagnostics": {"queue": "cpu"},
 }
 CELERY_TASK_ALWAYS_EAGER = False
 # Workers run an embedded beat (`worker -B`) or a `celery beat` beside them; the sweeper

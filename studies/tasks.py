@@ -50,6 +50,22 @@ def compute_planner(dataset_id: int, params: dict[str, object]) -> str:
     return f"{len(result['sizes'])} sizes in {result['seconds']} s"
 
 
+@shared_task(name="studies.tasks.compute_diagnostics", queue="cpu")
+def compute_diagnostics(
+    dataset_id: int, params: dict[str, object], run: str = "", aspect: str = ""
+) -> str:
+    """Compute and cache a large dataset's diagnostics (see
+    :mod:`studies.services.diagnostics`)."""
+    from studies.models import Dataset
+    from studies.services.dashboards import MatrixParams
+    from studies.services.diagnostics import compute_in_worker
+
+    dataset = Dataset.objects.filter(pk=dataset_id).first()
+    if dataset is None:
+        return "dataset gone"
+    return compute_in_worker(dataset, MatrixParams(**params), run, aspect)  # type: ignore[arg-type]
+
+
 @shared_task(name="studies.tasks.run_metric", queue="gpu", acks_late=True)
 def run_metric(run_id: int) -> str:
     """Execute a metric run (claims it first; a second delivery does nothing)."""

@@ -29,6 +29,7 @@ urlpatterns = [
     path("datasets/<int:pk>/ppi/", views.dataset_ppi, name="dataset-ppi"),
     path("datasets/<int:pk>/sentinels/", views.sentinels, name="sentinels"),
     path("datasets/<int:pk>/planner/", views.planner_page, name="planner"),
+    path("datasets/<int:pk>/diagnostics/", views.dataset_diagnostics, name="dataset-diagnostics"),
     path(
         "datasets/<int:pk>/correlations/paper/",
         views.correlation_paper,

@@ -140,6 +140,14 @@ def test_pages_work_under_the_content_security_policy_without_violations(
     assert "vs=sys3" in page.url
     expect(page.locator("#ppi-differences")).to_contain_text("System − sys3")
     researcher.collect()
+    researcher.open(f"{scored}/diagnostics/")
+    expect(page.locator("#length-table")).to_be_visible()
+    expect(page.locator("#system-gaps > tbody > tr")).to_have_count(5)
+    with page.expect_navigation():
+        page.select_option("#diag-level", "system")  # app.js submits the form
+    assert "level=system" in page.url
+    page.locator("details.doc-disagreement summary").first.click()
+    researcher.collect()
     runs = list(MetricRun.objects.filter(dataset__name="scored").order_by("pk"))
     plan = PlannerParams(aspect=Aspect.objects.get(code="COH").pk, a=runs[0].pk, b=runs[1].pk)
     planner.compute_and_cache(runs[0].dataset, plan)  # as the worker would

@@ -11,6 +11,7 @@ from studies.api.views import (
     datasets,
     diagnostics,
     learned,
+    planner,
     ppi,
     runs,
 )
@@ -46,8 +47,13 @@ urlpatterns = [
         name="correlations-cell",
     ),  # fmt: skip
     path("datasets/<int:pk>/ppi/", ppi.table, name="dataset-ppi"),
-    path("datasets/<int:pk>/sentinels/", diagnostics.sentinels, name="dataset-sentinels"),
-    path("datasets/<int:pk>/planner/", diagnostics.plan, name="dataset-planner"),
+    path("datasets/<int:pk>/sentinels/", planner.sentinels, name="dataset-sentinels"),
+    path("datasets/<int:pk>/planner/", planner.plan, name="dataset-planner"),
+    path(
+        "datasets/<int:pk>/diagnostics/",
+        diagnostics.diagnostics_view,
+        name="dataset-diagnostics",
+    ),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     # the split view serves Swagger UI's start script as a file (no inline script: CSP)
     path(

@@ -288,7 +288,11 @@ def compute_and_cache(dataset: Dataset, params: MatrixParams) -> dict[str, Any]:
     def report(done: int, total: int) -> None:
         cache.set(key + ":progress", {"done": done, "total": total}, 600)
 
-    result = compute_matrix(frame_for(dataset, params), params, report)
+    frame = frame_for(dataset, params)
+    result = compute_matrix(frame, params, report)
+    from studies.services.ceiling import ceiling_row  # it imports this module
+
+    result["ceiling"] = ceiling_row(dataset, frame, params)
     cache.set(key, result)
     cache.delete(key + ":progress")
     return result

@@ -12,6 +12,7 @@ RUN_METRIC = "studies.tasks.run_metric"  # language-model metrics, queue gpu
 RUN_METRIC_CPU = "studies.tasks.run_metric_cpu"  # the baselines, queue cpu
 IMPORT_UPLOAD = "studies.tasks.import_upload"
 COMPUTE_PLANNER = "studies.tasks.compute_planner"  # a sample-size plan, queue cpu
+COMPUTE_DIAGNOSTICS = "studies.tasks.compute_diagnostics"  # a large dataset's, queue cpu
 
 
 def send(name: str, *args: object) -> None:

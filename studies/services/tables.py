@@ -12,6 +12,7 @@ import numpy as np
 
 from scoring.stats import Alternative, Coefficient, Level, Swap, permutation_test
 from studies.models import Dataset
+from studies.services.ceiling import csv_row
 from studies.services.dashboards import (
     COEFFICIENT_LABELS,
     MatrixParams,
@@ -99,6 +100,8 @@ def to_csv(result: dict[str, Any], *, raw: bool = False) -> str:
                      cell["n_outputs"], _fmt(cell["p_vs_best"], 4), cell.get("rank") or "",
                      _fmt(cell.get("epsilon"), 6), *coverage_fields(cell)]  # fmt: skip
         writer.writerow([*line, _fmt(row["average_rank"], 2)])
+    if (ceiling := csv_row(result)) is not None:  # the human ceiling, when judged twice
+        writer.writerow(ceiling)
     return buffer.getvalue()
 
 
@@ -145,6 +148,9 @@ def to_latex(result: dict[str, Any]) -> str:
         if ranked:
             cells.append(_fmt(row["average_rank"], 2))
         lines.append(_tex(row["label"]) + " & " + " & ".join(cells) + r" \\")
+    if result.get("ceiling"):  # one annotator against the others' mean, per aspect
+        values = [_fmt(c["value"]) or "--" for c in result["ceiling"]] + [""] * ranked
+        lines += [r"\midrule", r"\textit{Human ceiling} & " + " & ".join(values) + r" \\"]
     lines += [r"\bottomrule", r"\end{tabular}", ""]
     return "\n".join(lines)
 

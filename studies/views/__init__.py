@@ -15,7 +15,8 @@ from studies.views.datasets import (
     import_detail,
     upload,
 )
-from studies.views.diagnostics import planner_page, sentinels
+from studies.views.diagnostics import dataset_diagnostics
+from studies.views.planner import planner_page, sentinels
 from studies.views.runs import run_cancel, run_detail, run_new, run_resume, run_variant
 from studies.views.steps import steps_detail, steps_generate
 from studies.views.studies import home, study_detail, study_members, study_new
@@ -27,6 +28,7 @@ __all__ = [
     "correlation_paper",
     "correlations",
     "dataset_detail",
+    "dataset_diagnostics",
     "dataset_export",
     "dataset_list",
     "dataset_ppi",

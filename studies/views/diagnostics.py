@@ -1,59 +1,39 @@
-"""Meta-evaluation diagnostics beside the matrix: the sentinel baselines (one POST adds
-them) and the sample-size planner (computed by a worker while the page polls)."""
+"""A dataset's diagnostics: length bias, and the systems and documents a metric gets
+most wrong (studies.services.diagnostics builds the data; this only shows it)."""
 
 from __future__ import annotations
 
-from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
+from django.shortcuts import get_object_or_404, render
 
 from studies.permissions import visible_datasets
-from studies.services import planner
-from studies.services.planner import PlannerParams
-from studies.services.sentinels import add_sentinels
-from studies.views.dashboards import COEFFICIENTS
+from studies.services.dashboards import MatrixParams
+from studies.services.diagnostics import UnknownChoice, available_diagnostics
 from studies.views.helpers import researcher_required, stop_polling_when, wants_partial
 
-
-def _dataset(request: HttpRequest, pk: int):  # type: ignore[no-untyped-def]
-    return get_object_or_404(visible_datasets(request.user).select_related("task"), pk=pk)
-
-
-@require_POST
-@researcher_required
-def sentinels(request: HttpRequest, pk: int) -> HttpResponse:
-    """Start the sentinel runs the dataset lacks (length, random, source-free GPTScore)."""
-    dataset = _dataset(request, pk)
-    added = add_sentinels(dataset, user=request.user)
-    if added.created:
-        messages.success(
-            request,
-            f"Started {len(added.created)} sentinel run(s); they join the matrix as they score.",
-        )
-    if added.existing:
-        messages.info(request, f"{len(added.existing)} sentinel run(s) already there.")
-    for why in added.skipped:
-        messages.warning(request, f"Sentinel skipped: {why}")
-    return redirect("studies:correlations", pk=pk)
+LEVELS = (("sample", "Sample-level"), ("dataset", "Dataset-level"), ("system", "System-level"))
+COEFFICIENTS = (("spearman", "Spearman ρ"), ("pearson", "Pearson r"), ("kendall", "Kendall τ-b"))
 
 
 @researcher_required
-def planner_page(request: HttpRequest, pk: int) -> HttpResponse:
-    """How the CI narrows with more documents, and how many separate two runs."""
-    dataset = _dataset(request, pk)
-    params = PlannerParams.from_query(request.GET)
+def dataset_diagnostics(request: HttpRequest, pk: int) -> HttpResponse:
+    """``?run=<id>&aspect=<id>&level=…&coef=…`` (the correlations page's choices); a
+    large dataset's are computed by a worker while the page polls."""
+    dataset = get_object_or_404(visible_datasets(request.user), pk=pk)
+    params = MatrixParams.from_query(request.GET)
     try:
-        planner.validate(dataset, params)
-    except planner.UnknownChoice as exc:
+        data = available_diagnostics(dataset, params, request.GET.get("run"),
+                                     request.GET.get("aspect"))  # fmt: skip
+    except UnknownChoice as exc:
         raise Http404(str(exc)) from exc
-    runs, aspects = planner.choices(dataset)
-    plan = planner.available_plan(dataset, params) if params.ready else None
-    context = {"dataset": dataset, "params": params, "plan": plan, "runs": runs,
-               "aspects": aspects, "coefficients": COEFFICIENTS}  # fmt: skip
-    partial = wants_partial(request, "planner")
-    template = "studies/partials/planner.html" if partial else "studies/planner.html"
-    return stop_polling_when(render(request, template, context), partial and plan is not None)
-
-
-__all__ = ["planner_page", "sentinels"]
+    poll = request.GET.copy()
+    poll["poll"] = "1"
+    context = {"dataset": dataset, "params": params, "d": data, "levels": LEVELS,
+               "coefficients": COEFFICIENTS, "poll_query": poll.urlencode()}  # fmt: skip
+    partial = wants_partial(request, "diagnostics")
+    template = "studies/partials/diagnostics.html" if partial else "studies/diagnostics.html"
+    response = render(request, template, context)
+    finished = partial and data is not None and "poll" in request.GET
+    if finished:  # reload the page: its run and aspect choices come with the data
+        response["HX-Refresh"] = "true"
+    return stop_polling_when(response, finished)

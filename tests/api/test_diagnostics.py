@@ -1,61 +1,65 @@
-"""Sentinel baselines and the sample-size planner through the API: the same services
-as the pages."""
+"""A dataset's diagnostics through the API: the page's service, its refusals."""
 
 from __future__ import annotations
 
 import pytest
 
-from studies.models import Aspect, MetricRun
-from studies.services import planner
-from studies.services.planner import PlannerParams
+from studies.models import Aspect
+from studies.services.dashboards import MatrixParams
+from studies.services.diagnostics import diagnostics
 
 pytestmark = pytest.mark.django_db
 
 
-def test_posting_sentinels_adds_them_once(world):
-    url = f"/api/datasets/{world.dataset.pk}/sentinels/"
-    owner = world.client("owner")
-    first = owner.post(url, {"seed": 7}, format="json")
-    assert first.status_code == 201, first.content
-    body = first.json()
-    created = {r["metric"] for r in body["created"]}
-    assert {"length", "random"} <= created and body["existing"] == []
-    assert next(r for r in body["created"] if r["metric"] == "random")["config"]["seed"] == 7
-    again = owner.post(url, {"seed": 7}, format="json")
-    assert again.status_code == 200 and again.json()["created"] == []
-    assert {r["id"] for r in again.json()["existing"]} == {r["id"] for r in body["created"]}
-    assert world.client("other_researcher").post(url, {}, format="json").status_code == 404
-    assert world.client("anonymous").post(url, {}, format="json").status_code in (401, 403)
-    bad = owner.post(url, {"seed": -1}, format="json")
-    assert bad.status_code == 400
-
-
-def test_the_planner_answers_202_then_the_pages_plan(world, django_capture_on_commit_callbacks):
+def test_the_diagnostics_are_the_pages(world):
     coh = Aspect.objects.get(code="COH")
-    runs = list(MetricRun.objects.filter(dataset=world.dataset).order_by("pk"))
-    url = f"/api/datasets/{world.dataset.pk}/planner/"
-    query = {"aspect": coh.pk, "a": runs[0].pk, "b": runs[1].pk, "coef": "pearson"}
-    owner = world.client("owner")
-    with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        pending = owner.get(url, query)
-    assert pending.status_code == 202 and pending["Retry-After"] == "5" and len(callbacks) == 1
-    params = PlannerParams.from_query({k: str(v) for k, v in query.items()})
-    expected = planner.compute_and_cache(world.dataset, params)
-    done = owner.get(url, query)
-    assert done.status_code == 200
-    body = done.json()
-    assert body["rows"] == expected["rows"] and body["label"] == "Pearson r"
-    assert body["a"]["run"] == runs[0].pk and body["b"]["run"] == runs[1].pk
-
-
-def test_bad_planner_queries_are_refused(world):
-    url = f"/api/datasets/{world.dataset.pk}/planner/"
-    owner = world.client("owner")
-    coh = Aspect.objects.get(code="COH")
-    run = world.run.pk
-    assert owner.get(url, {"aspect": coh.pk}).status_code == 400  # a is required
-    assert owner.get(url, {"aspect": coh.pk, "a": run, "level": "system"}).status_code == 400
-    assert owner.get(url, {"aspect": coh.pk, "a": 999999}).status_code == 404
+    url = f"/api/datasets/{world.dataset.pk}/diagnostics/"
+    query = {"run": world.run.pk, "aspect": coh.pk, "level": "dataset", "coef": "pearson"}
+    response = world.client("owner").get(url, query)
+    assert response.status_code == 200
+    body = response.json()
+    expected = diagnostics(world.dataset, MatrixParams(level="dataset", coefficient="pearson"),
+                           world.run.pk, coh.pk)  # fmt: skip
+    assert body["run"] == world.run.pk and body["aspect"] == coh.pk
+    assert body["length"]["coefficient"] == "pearson" and body["level"] == "dataset"
+    assert body["length"] == expected["length"]  # constant lengths here: no correlation
+    assert [s["system"] for s in body["agreement"]["systems"]] == [
+        s["system"] for s in expected["agreement"]["systems"]
+    ]
+    assert len(body["agreement"]["documents"]) == expected["agreement"]["n_documents"]
+    assert {r["label"] for r in body["runs"]} == {"m_good", "m_noise"}
+    default = world.client("owner").get(url).json()
     assert (
-        world.client("other_researcher").get(url, {"aspect": coh.pk, "a": run}).status_code == 404
+        default["run"] == body["runs"][0]["pk"] and default["length"]["coefficient"] == "spearman"
     )
+
+
+def test_bad_diagnostics_queries_are_refused_with_their_reason(world):
+    url = f"/api/datasets/{world.dataset.pk}/diagnostics/"
+    owner = world.client("owner")
+    unknown = owner.get(url, {"aspect": 999999})
+    assert (
+        unknown.status_code == 404 and "No judged aspect with id 999999" in unknown.json()["detail"]
+    )
+    bad = owner.get(url, {"coef": "acc23"})
+    assert bad.status_code == 400 and "coef" in bad.json()["errors"]
+    assert world.client("other_researcher").get(url).status_code == 404
+    assert world.client("annotator").get(url).status_code == 403
+    assert world.client("anonymous").get(url).status_code in (401, 403)
+
+
+def test_a_large_datasets_diagnostics_answer_202_until_a_worker_has_computed_them(
+    world, settings, monkeypatch
+):
+    from studies import tasks
+    from studies.services import diagnostics as service
+
+    settings.CONCORDIA = {**settings.CONCORDIA, "DASHBOARD_INLINE_LIMIT": 1}
+    sent = []
+    monkeypatch.setattr(service, "send", lambda name, *args: sent.append(args))
+    url = f"/api/datasets/{world.dataset.pk}/diagnostics/"
+    pending = world.client("owner").get(url)
+    assert pending.status_code == 202 and pending["Retry-After"] == "5" and len(sent) == 1
+    tasks.compute_diagnostics(*sent[0])
+    done = world.client("owner").get(url)
+    assert done.status_code == 200 and done.json()["length"]["unit"] == "whitespace tokens"

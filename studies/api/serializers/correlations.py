@@ -136,6 +136,23 @@ class RunRefSerializer(serializers.Serializer):  # type: ignore[type-arg]
     sentinel = serializers.BooleanField(help_text="a sentinel baseline")
 
 
+class AnnotatorCeilingSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    annotator = serializers.CharField(help_text="username, or 'file <name>' for an import")
+    value = serializers.FloatField(allow_null=True)
+    n_outputs = serializers.IntegerField(help_text="its outputs judged by someone else too")
+
+
+class CeilingSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    """An aspect's human ceiling: each annotator against the mean of the others."""
+
+    aspect = serializers.CharField()
+    value = serializers.FloatField(allow_null=True, help_text="mean over the annotators")
+    n_annotators = serializers.IntegerField()
+    n_overlapping = serializers.IntegerField()
+    per_annotator = AnnotatorCeilingSerializer(many=True)
+    reason = serializers.CharField(allow_null=True, help_text="why value is null")
+
+
 class MatrixSerializer(serializers.Serializer):  # type: ignore[type-arg]
     params = serializers.DictField()
     coefficient_label = serializers.CharField()
@@ -153,6 +170,10 @@ class MatrixSerializer(serializers.Serializer):  # type: ignore[type-arg]
     n_documents = serializers.IntegerField()
     n_systems = serializers.IntegerField()
     seconds = serializers.FloatField()
+    ceiling = CeilingSerializer(
+        many=True, required=False,
+        help_text="The human ceiling per column (leave one annotator out, same statistic).",
+    )  # fmt: skip
     excluded_annotators = serializers.ListField(
         child=serializers.CharField(), help_text="Usernames left out (flagged on gold items)."
     )

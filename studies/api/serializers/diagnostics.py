@@ -1,76 +1,46 @@
-"""Sentinel baselines and the sample-size planner: requests and answers."""
+"""A dataset's diagnostics (length bias, per-system and per-document agreement)."""
 
 from __future__ import annotations
 
 from rest_framework import serializers
 
-from studies.api.serializers.runs import RunSerializer
+from scoring.stats import Level
 
 
-class SentinelRequestSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    aspect = serializers.CharField(
-        required=False, allow_blank=True, max_length=64,
-        help_text="The aspect (code) the source-free GPTScore is prompted for (default: the most judged).",
-    )  # fmt: skip
-    model = serializers.CharField(
-        required=False, allow_blank=True, max_length=200,
-        help_text="Its model (default: that of the dataset's latest GPTScore run, else the default).",
-    )  # fmt: skip
-    seed = serializers.IntegerField(required=False, default=0, min_value=0, max_value=2**31 - 1,
-                                    help_text="The random sentinel's seed.")  # fmt: skip
+class DiagnosticsQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+    """The page's choices; run and aspect default to the first run and judged aspect."""
 
-
-class SentinelsSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    created = RunSerializer(many=True, help_text="Sentinel runs started now.")
-    existing = RunSerializer(
-        many=True, help_text="Sentinel runs with the same configuration already there."
-    )
-    skipped = serializers.ListField(
-        child=serializers.CharField(), help_text="Sentinels not added, and why."
-    )
-
-
-class PlannerQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
-    aspect = serializers.IntegerField(min_value=1, help_text="An aspect's id.")
-    a = serializers.IntegerField(min_value=1, help_text="A metric run's id.")
-    b = serializers.IntegerField(
-        required=False, min_value=1, help_text="A second run to compare with."
-    )
-    level = serializers.ChoiceField(choices=["sample"], default="sample")
+    level = serializers.ChoiceField(choices=[lv.value for lv in Level], default="sample")
     coef = serializers.ChoiceField(
-        choices=["pearson", "spearman", "kendall", "kendall_c", "kendall_23", "acc23", "kendall_like"],
-        default="spearman",
+        choices=["spearman", "pearson", "kendall"], default="spearman",
+        help_text="Length bias uses Pearson's r for pearson, else Spearman's ρ (a partial "
+                  "correlation exists for these); within documents: Spearman's ρ for "
+                  "pearson and spearman, Kendall τ-b for kendall.",
     )  # fmt: skip
-    average = serializers.ChoiceField(choices=["macro", "micro"], default="macro")
-    seed = serializers.IntegerField(required=False, default=0, min_value=0, max_value=2**31 - 1)
+    run = serializers.IntegerField(required=False, min_value=1, help_text="A metric run's id.")
+    aspect = serializers.IntegerField(required=False, min_value=1, help_text="An aspect's id.")
+    flagged = serializers.ChoiceField(
+        choices=["include", "exclude"], default="include",
+        help_text="exclude: leave out annotators flagged on gold items.",
+    )  # fmt: skip
+    weights = serializers.ChoiceField(
+        choices=["equal", "competence"], default="equal",
+        help_text="competence: weight judgments by their annotators' MACE competence.",
+    )  # fmt: skip
 
 
-class PlannerRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    n = serializers.IntegerField(help_text="documents")
-    here = serializers.BooleanField(help_text="the dataset's own number of usable documents")
-    half_width_a = serializers.FloatField(help_text="95% CI half-width of run a's correlation")
-    half_width_b = serializers.FloatField(required=False)
-    half_width_diff = serializers.FloatField(required=False, help_text="of a − b")
-    power = serializers.FloatField(
-        required=False, help_text="share of simulated studies with p < 0.05"
+class DiagnosticsSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    runs = serializers.ListField(child=serializers.DictField(), help_text="The run choices.")
+    aspects = serializers.ListField(child=serializers.DictField(), help_text="The aspects.")
+    run = serializers.IntegerField(allow_null=True, help_text="The chosen run's id.")
+    aspect = serializers.IntegerField(allow_null=True, help_text="The chosen aspect's id.")
+    level = serializers.CharField()
+    length = serializers.DictField(
+        help_text="Each aspect's and run's correlation with output length (whitespace "
+        "tokens), and each run × aspect correlation raw and with length partialled out."
     )
-
-
-class PlannerSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    params = serializers.DictField()
-    label = serializers.CharField()
-    aspect = serializers.CharField()
-    a = serializers.DictField()
-    b = serializers.DictField(allow_null=True)
-    n_documents = serializers.IntegerField(
-        help_text="documents every chosen run and the humans scored"
+    agreement = serializers.DictField(
+        allow_null=True,
+        help_text="For the chosen run and aspect: systems by rank gap (largest first) and "
+        "the documents with the lowest within-document correlation, with their outputs.",
     )
-    n_outputs = serializers.IntegerField()
-    sizes = serializers.ListField(child=serializers.IntegerField())
-    rows = PlannerRowSerializer(many=True)
-    needed = serializers.IntegerField(
-        allow_null=True, help_text="smallest size with 80% power; null: more than the largest"
-    )
-    target_power = serializers.FloatField()
-    alpha = serializers.FloatField()
-    seconds = serializers.FloatField()

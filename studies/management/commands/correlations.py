@@ -117,6 +117,11 @@ class Command(BaseCommand):
             average = ("      —" if rank is None else f"{rank:7.2f}") if ci else ""
             lines.append(row["label"].ljust(name_width) + "".join(c.rjust(width) for c in cells)
                          + (f"   {average}" if ci else ""))  # fmt: skip
+        if result.get("ceiling"):  # one annotator against the others' mean, per aspect
+            values = ["—" if c["value"] is None else f"{c['value']:.3f}" for c in result["ceiling"]]
+            lines.append(
+                "human ceiling".ljust(name_width) + "".join(v.rjust(width) for v in values)
+            )
         lines.append("(r): significance cluster (WMT's ranks: one-sided paired bootstrap, p <= 0.05); "
                      "* significantly below the best run of its column" if ci
                      else "(add --ci for intervals, significance marks and ranks)")  # fmt: skip
