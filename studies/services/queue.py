@@ -13,13 +13,13 @@ RUN_METRIC_CPU = "studies.tasks.run_metric_cpu"  # the baselines, queue cpu
 IMPORT_UPLOAD = "studies.tasks.import_upload"
 
 
-def send(name: str, *args: object) -> None:
-    """Send the task ``name`` with ``args`` now (its queue comes from the task routes)."""
+def send(name: str, *args: object, queue: str | None = None) -> None:
+    """Send the task ``name`` with ``args`` now (its queue: ``queue``, else the task routes')."""
     from evalsite.celery import app
 
-    app.send_task(name, args=list(args))
+    app.send_task(name, args=list(args), **({"queue": queue} if queue else {}))
 
 
-def send_on_commit(name: str, *args: object) -> None:
+def send_on_commit(name: str, *args: object, queue: str | None = None) -> None:
     """Send the task once the current transaction commits, so the worker finds its rows."""
-    transaction.on_commit(lambda: send(name, *args))
+    transaction.on_commit(lambda: send(name, *args, queue=queue))
