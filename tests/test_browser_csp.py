@@ -72,7 +72,9 @@ class Watched:
         """Wait until htmx has finished settling a swap: the swapped-in elements get their
         htmx listeners only in the settle step (a few ms after the new DOM appears), so a
         change made in that window would be lost."""
-        wait_until_true(self.page, "!document.querySelector('.htmx-request, .htmx-settling, .htmx-swapping')")
+        wait_until_true(
+            self.page, "!document.querySelector('.htmx-request, .htmx-settling, .htmx-swapping')"
+        )
 
     def collect(self) -> list[str]:
         """Violations seen by the current document so far (each document starts afresh)."""

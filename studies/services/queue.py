@@ -22,4 +22,5 @@ def send(name: str, *args: object, queue: str | None = None) -> None:
 
 def send_on_commit(name: str, *args: object, queue: str | None = None) -> None:
     """Send the task once the current transaction commits, so the worker finds its rows."""
-    transaction.on_commit(lambda: send(name, *args, queue=queue))
+    extra = {"queue": queue} if queue else {}
+    transaction.on_commit(lambda: send(name, *args, **extra))

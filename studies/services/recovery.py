@@ -33,7 +33,7 @@ from django.db.models import F, QuerySet
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from studies.models import ImportJob, MetricRun
+from studies.models import ImportJob, MetricRun, RunShard
 from studies.services import queue
 from studies.services.runs import enqueue_run, run_lease, shards
 from studies.services.runs.core import send_shard
@@ -53,11 +53,7 @@ def sweep_stale_work(now: datetime | None = None) -> dict[str, int]:
 
     runs = MetricRun.objects.filter(kind=MetricRun.Kind.COMPUTED)
     for shard in shards.stale(now - run_lease()):  # its worker died; others may still work
-        if shards.take_back(shard):
-            send_shard(shard.run, shard.index)
-            counts["running_shards"] += 1
-            log.warning("shard %s of run %s taken back from %s", shard.index, shard.run_id,
-                        shard.worker)  # fmt: skip
+        counts["running_shards"] += _recover_shard(shard, now)
     for run in _older(runs.filter(status=MetricRun.Status.RUNNING), now - run_lease()):
         seconds = (now - run.last).total_seconds()
         counts["running_runs"] += _recover_run(run, f"no heartbeat for {seconds:.0f} s", now)
@@ -104,6 +100,26 @@ def _recover_run(run: MetricRun, reason: str, now: datetime) -> int:
     if changed:
         log.warning("run %s recovered (%s): enqueued again", run.pk, reason)
     return changed
+
+
+def _recover_shard(shard: RunShard, now: datetime) -> int:
+    """A dead worker's shard back to PENDING and a message sent for it; logged in the run's
+    recoveries, and the run's heartbeat renewed (a worker is on its way: the run itself
+    is not lost)."""
+    assert shard.heartbeat_at is not None
+    seconds = (now - shard.heartbeat_at).total_seconds()
+    entry = {"at": now.isoformat(), "was": "running", "shard": shard.index,
+             "reason": f"no heartbeat for {seconds:.0f} s from {shard.worker} (shard {shard.index})"}  # fmt: skip
+    with transaction.atomic():
+        if not shards.take_back(shard):
+            return 0
+        run = MetricRun.objects.select_for_update().get(pk=shard.run_id)
+        provenance = dict(run.provenance or {})
+        provenance["recoveries"] = [*provenance.get("recoveries", []), entry]
+        MetricRun.objects.filter(pk=run.pk).update(provenance=provenance, heartbeat_at=now)
+        send_shard(run, shard.index)
+    log.warning("run %s: %s, taken back and enqueued again", shard.run_id, entry["reason"])
+    return 1
 
 
 def _recover_job(job: ImportJob, now: datetime) -> int:

@@ -215,8 +215,12 @@ def test_two_workers_share_one_run_and_each_output_is_scored_once(cast, write_js
            "TEST_SLOW_CHUNK_SECONDS": "0.3"}  # fmt: skip
     logs = [settings.DATA_DIR / f"share-{k}.log" for k in range(2)]
     workers = [
-        subprocess.Popen(worker_command(f"share{k}-{os.getpid()}@%h", queues="share-test"),
-                         env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)  # fmt: skip
+        subprocess.Popen(
+            worker_command(f"share{k}-{os.getpid()}@%h", queues="share-test"),
+            env=env,
+            stdout=log.open("wb"),
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
         for k, log in enumerate(logs)
     ]
     try:
