@@ -268,6 +268,8 @@ CONCORDIA = {
     "DASHBOARD_INLINE_LIMIT": env_int("DASHBOARD_INLINE_LIMIT", 200_000, minimum=0),
     # Outputs scored between two database writes (whole documents are kept together).
     "RUN_CHUNK_OUTPUTS": env_int("RUN_CHUNK_OUTPUTS", 32, minimum=1),
+    # whole documents per shard: the unit of work workers share (more shards, more workers)
+    "RUN_SHARD_DOCUMENTS": env_int("RUN_SHARD_DOCUMENTS", 10, minimum=1),
     "MODEL_DIR": Path(env_str("CONCORDIA_MODEL_DIR") or DATA_DIR / "models"),
     # A RUNNING run whose worker wrote no heartbeat (one per chunk) for this long is taken
     # back by the sweeper; longer than the slowest chunk (or model load) on a slow worker.

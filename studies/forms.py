@@ -138,6 +138,13 @@ class RunForm(forms.Form):
     limit_docs = forms.IntegerField(
         min_value=1, required=False, help_text="only the first N documents"
     )
+    precision = forms.ChoiceField(
+        choices=[("auto", "auto: exact under 1B parameters or on the CPU, fast above"),
+                 ("exact", "exact: float32, equal to the CPU's numbers"),
+                 ("fast", "fast: bfloat16 on a GPU (scores move by up to ~0.03)")],
+        required=False,
+        help_text="GPTScore and G-Eval; recorded with the run (with the device it ran on)",
+    )  # fmt: skip
 
     def __init__(self, *args, dataset, **kwargs):  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
@@ -151,12 +158,17 @@ class RunForm(forms.Form):
             metric=data["metric"], setting=data["setting"], dimension=data["dimension"],
             model=data["model"], k=data["k"] or 0, limit_docs=data["limit_docs"],
             steps=data["steps"], weighting=data["weighting"],
-            reference_aggregation=data["references"] or "",
+            reference_aggregation=data["references"] or "", precision=data["precision"],
         )  # fmt: skip
 
     def clean(self):  # type: ignore[no-untyped-def]
         data = super().clean()
-        for name, default in (("metric", "gptscore"), ("steps", "auto"), ("weighting", "prob")):
+        for name, default in (
+            ("metric", "gptscore"),
+            ("steps", "auto"),
+            ("weighting", "prob"),
+            ("precision", "auto"),
+        ):
             data[name] = data.get(name) or default
         if data.get("metric") in ("gptscore", "geval") and not data.get("aspects"):
             self.add_error("aspects", "Choose at least one aspect for GPTScore or G-Eval.")

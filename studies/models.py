@@ -580,6 +580,38 @@ class MetricRun(models.Model):
         return self.status in {self.Status.SUCCEEDED, self.Status.FAILED, self.Status.CANCELLED}
 
 
+class RunShard(models.Model):
+    """Whole documents of a metric run that one worker scores at a time. Any number of
+    workers share a run by claiming its shards (a conditional PENDING → RUNNING update);
+    a shard whose worker stops writing is taken back after the run's lease."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        DONE = "done"
+
+    run = models.ForeignKey(MetricRun, on_delete=models.CASCADE, related_name="shards")
+    index = models.PositiveIntegerField()
+    doc_keys = models.JSONField(default=list)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    worker = models.CharField(max_length=200, blank=True, help_text="Who holds or finished it.")
+    attempts = models.PositiveIntegerField(default=0)
+    outputs = models.PositiveIntegerField(default=0, help_text="Outputs scored by its attempts.")
+    tokens = models.PositiveBigIntegerField(default=0)
+    seconds = models.FloatField(default=0.0)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "index"], name="shard_unique_index"),
+        ]
+        indexes = [models.Index(fields=["run", "status"], name="shard_run_status")]
+
+    def __str__(self) -> str:
+        return f"shard {self.index} of run {self.run_id} ({self.status})"
+
+
 class MetricScore(models.Model):
     """A metric's score of one output in one run; a failure stores ``error``, never 0."""
 

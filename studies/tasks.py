@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import socket
 
-from celery import shared_task
+from celery import Task, shared_task
 
 from studies.models import WorkerHeartbeat
 from studies.services import imports
@@ -66,20 +66,28 @@ def compute_diagnostics(
     return compute_in_worker(dataset, MatrixParams(**params), run, aspect)  # type: ignore[arg-type]
 
 
-@shared_task(name="studies.tasks.run_metric", queue="gpu", acks_late=True)
-def run_metric(run_id: int) -> str:
-    """Execute a metric run (claims it first; a second delivery does nothing)."""
+@shared_task(name="studies.tasks.run_metric", queue="gpu", acks_late=True, bind=True)
+def run_metric(self: Task, run_id: int, shard: int | None = None) -> str:  # type: ignore[type-arg]
+    """Execute a metric run, or join it for a shard (a message with nothing left to
+    claim does nothing). Messages for the other shards go to the queue this one came from."""
     from studies.services.runs import execute_run
 
-    return execute_run(run_id)
+    return execute_run(run_id, shard=shard, fan_out=True, queue=_queue_of(self))
 
 
-@shared_task(name="studies.tasks.run_metric_cpu", queue="cpu", acks_late=True)
-def run_metric_cpu(run_id: int) -> str:
-    """Execute a run of a metric that needs no language model (ROUGE, BLEU, chrF, BERTScore)."""
+@shared_task(name="studies.tasks.run_metric_cpu", queue="cpu", acks_late=True, bind=True)
+def run_metric_cpu(self: Task, run_id: int, shard: int | None = None) -> str:  # type: ignore[type-arg]
+    """Execute (or join) a run of a metric that needs no language model (ROUGE, BLEU,
+    chrF, BERTScore)."""
     from studies.services.runs import execute_run
 
-    return execute_run(run_id)
+    return execute_run(run_id, shard=shard, fan_out=True, queue=_queue_of(self))
+
+
+def _queue_of(task: Task) -> str | None:  # type: ignore[type-arg]
+    """The queue a message was delivered from (None when run eagerly or unknown)."""
+    info = getattr(task.request, "delivery_info", None) or {}
+    return info.get("routing_key") or None
 
 
 @shared_task(name="studies.tasks.generate_steps", queue="gpu")

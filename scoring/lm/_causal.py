@@ -548,8 +548,21 @@ def _probe_tree(lm: CausalModel) -> bool:
     tree_short = torch.tensor(by_member[1])
     error = float((tree_short - right).abs().max())
     confusion = float((wrong - right).abs().max())
-    tolerance = 1e-4 if next(lm.model.parameters()).dtype == torch.float32 else 2e-2
-    ok = error <= tolerance and (confusion > 4 * error or error <= 1e-6)
+    eps = torch.finfo(next(lm.model.parameters()).dtype).eps
+    ok = tree_probe_passes(error, confusion, eps, float(right.abs().max()))
     if not ok:
         logger.info("tree attention probe: error %.2e, ordinary-mask error %.2e", error, confusion)
     return ok
+
+
+def tree_probe_passes(error: float, confusion: float, eps: float, magnitude: float) -> bool:
+    """The probe's verdict. ``error``: the tree's largest difference from the plain
+    forward (same model, same dtype); ``confusion``: the difference an ordinary causal
+    mask makes (the branch sees its sibling). Rounding grows with the dtype's machine
+    epsilon and the log-probabilities' size, so the tolerance scales with both (1e-4 at
+    least, float32's old bound): a 7B model in bfloat16, whose rounding alone exceeds a
+    fixed 2e-2, keeps the tree. What guards against a kernel that ignores the mask is the
+    second test: the tree must be clearly closer to the plain forward than the ordinary
+    mask is (an ignored mask makes the two errors equal)."""
+    tolerance = max(1e-4, 8 * eps * max(1.0, magnitude))
+    return error <= tolerance and (confusion > 4 * error or error <= 1e-6)

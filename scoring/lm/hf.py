@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from scoring.lm import _causal, _seq2seq
+from scoring.lm import precision as _precision
 from scoring.lm._hf_rating import RatingMixin
 from scoring.lm._util import sane_limit
 from scoring.lm.base import TargetRequest, TargetScore
@@ -71,19 +72,42 @@ _LOCK = threading.Lock()
 
 
 def pick_device(device: str | None = None, dtype: str | None = None) -> tuple[str, str]:
-    """``(device, dtype)``: CUDA with bfloat16 (float16 if unsupported), else CPU float32."""
+    """``(device, dtype)``: CUDA when present, else the CPU; ``dtype`` defaults to float32
+    (the ``exact`` precision; :func:`load` chooses by the run's precision policy)."""
     import torch
 
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
     if dtype is None:
-        if device.startswith("cuda"):
-            dtype = "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
-        else:
-            dtype = "float32"
+        dtype = "float32"
     if dtype not in ("float32", "bfloat16", "float16"):
         raise ValueError(f"dtype must be float32, bfloat16 or float16, not {dtype!r}")
     return device, dtype
+
+
+def choose_precision(
+    name: str, gguf_file: str | None, device: str | None, dtype: str | None, policy: str
+) -> tuple[str, str, str]:
+    """``(device, dtype, precision)`` for loading ``name``: an explicit ``dtype`` wins
+    (float32 is ``exact``, anything else ``fast``); otherwise the policy decides
+    (:mod:`scoring.lm.precision`), counting the model's parameters from its
+    configuration alone when ``auto`` needs the size (on a GPU)."""
+    import torch
+
+    _precision.resolve(policy, "cpu", None)  # an unknown policy is an error either way
+    device, _ = pick_device(device, dtype)
+    if dtype is not None:
+        return device, dtype, "exact" if dtype == "float32" else "fast"
+    parameters = None
+    if policy == "auto" and device.startswith("cuda"):
+        from transformers import AutoConfig
+
+        extra: dict[str, Any] = {"gguf_file": gguf_file} if gguf_file else {}
+        parameters = _precision.count_parameters(AutoConfig.from_pretrained(name, **extra))
+    chosen = _precision.resolve(policy, device, parameters)
+    bf16 = device.startswith("cuda") and torch.cuda.is_bf16_supported()
+    dtype = _precision.dtype_for(chosen, device, bf16)
+    return device, dtype, "exact" if dtype == "float32" else "fast"  # fast on a CPU is float32
 
 
 def resolve(model: str | os.PathLike[str]) -> tuple[str, str | None]:
@@ -104,11 +128,17 @@ def resolve(model: str | os.PathLike[str]) -> tuple[str, str | None]:
 
 
 def load(
-    model: str | os.PathLike[str], *, device: str | None = None, dtype: str | None = None
+    model: str | os.PathLike[str],
+    *,
+    device: str | None = None,
+    dtype: str | None = None,
+    precision: str = "auto",
 ) -> LoadedModel:
     """Load ``model`` once per process (cached by model, device and dtype)."""
     name, gguf_file = resolve(model)
-    device, dtype = pick_device(device, dtype)
+    device, dtype, chosen = choose_precision(name, gguf_file, device, dtype, precision)
+    if chosen == "exact":
+        _precision.use_exact_matmul()
     key = (f"{name}::{gguf_file or ''}", device, dtype)
     with _LOCK:
         loaded = _CACHE.get(key)
@@ -302,12 +332,14 @@ class HFLanguageModel(RatingMixin):
         max_length: int | None = None,
         device: str | None = None,
         dtype: str | None = None,
+        precision: str = "auto",
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         if max_length is not None and max_length < 2:
             raise ValueError("max_length must be at least 2")
-        self.loaded = load(model, device=device, dtype=dtype)
+        self.loaded = load(model, device=device, dtype=dtype, precision=precision)
+        self.policy = precision
         self.batch_size = batch_size
         limit = self.loaded.context_limit
         if max_length is not None:
@@ -326,6 +358,31 @@ class HFLanguageModel(RatingMixin):
     @property
     def is_seq2seq(self) -> bool:
         return self.loaded.is_seq2seq
+
+    @property
+    def precision(self) -> str:
+        """The precision scored in: ``exact`` (float32) or ``fast`` (bfloat16/float16)."""
+        return "exact" if self.loaded.dtype == "float32" else "fast"
+
+    def provenance(self) -> dict[str, Any]:
+        """How this model scores, for a run's record: device, dtype, the precision policy
+        asked for and the one used, the attention implementation, whether tree attention
+        passed its probe, the per-forward budgets, library and CUDA versions."""
+        lm = self.loaded
+        found = {
+            **_precision.environment(lm.device),
+            "dtype": lm.dtype,
+            "precision": self.precision,
+            "precision_asked": self.policy,
+            "attention": getattr(lm.model.config, "_attn_implementation", None),
+            "parameters": sum(p.numel() for p in lm.model.parameters()),
+            "batch_size": self.batch_size,
+            "context_limit": self.max_length,
+        }
+        if self._causal is not None:
+            found["tree_attention"] = _causal.tree_attention_works(self._causal)
+            found["pack_tokens"] = self._causal.pack_tokens
+        return found
 
     def score_targets(self, requests: Sequence[TargetRequest]) -> list[TargetScore]:
         """Fast path: one result per request, in order; failures carry ``error``."""

@@ -15,13 +15,14 @@ COMPUTE_PLANNER = "studies.tasks.compute_planner"  # a sample-size plan, queue c
 COMPUTE_DIAGNOSTICS = "studies.tasks.compute_diagnostics"  # a large dataset's, queue cpu
 
 
-def send(name: str, *args: object) -> None:
-    """Send the task ``name`` with ``args`` now (its queue comes from the task routes)."""
+def send(name: str, *args: object, queue: str | None = None) -> None:
+    """Send the task ``name`` with ``args`` now (its queue: ``queue``, else the task routes')."""
     from evalsite.celery import app
 
-    app.send_task(name, args=list(args))
+    app.send_task(name, args=list(args), **({"queue": queue} if queue else {}))
 
 
-def send_on_commit(name: str, *args: object) -> None:
+def send_on_commit(name: str, *args: object, queue: str | None = None) -> None:
     """Send the task once the current transaction commits, so the worker finds its rows."""
-    transaction.on_commit(lambda: send(name, *args))
+    extra = {"queue": queue} if queue else {}
+    transaction.on_commit(lambda: send(name, *args, **extra))

@@ -6,7 +6,10 @@ takes it (a Redis restart without persistence, a purged queue: the run stays PEN
 :func:`sweep_stale_work` runs periodically (celery beat) and
 
 - puts a RUNNING metric run whose heartbeat is older than ``RUN_LEASE_SECONDS`` back to
-  PENDING and enqueues it;
+  PENDING and enqueues it (every worker on it is gone; its held shards reopen);
+- puts a RUNNING shard whose worker has not written for ``RUN_LEASE_SECONDS`` back to
+  PENDING and sends a message for it, while other workers go on with the run's other
+  shards;
 - enqueues again a PENDING run or import not started ``PENDING_GRACE_SECONDS`` after it was
   last enqueued, waiting twice as long after each recovery (a long queue is not a lost
   task, and each extra message is a no-op that should stay rare);
@@ -30,9 +33,10 @@ from django.db.models import F, QuerySet
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from studies.models import ImportJob, MetricRun
+from studies.models import ImportJob, MetricRun, RunShard
 from studies.services import queue
-from studies.services.runs import enqueue_run, run_lease
+from studies.services.runs import enqueue_run, run_lease, shards
+from studies.services.runs.core import send_shard
 
 log = logging.getLogger(__name__)
 MAX_BACKOFF_DOUBLINGS = 6  # at most 64 × the grace period between two re-enqueues
@@ -44,9 +48,12 @@ def sweep_stale_work(now: datetime | None = None) -> dict[str, int]:
     conf = settings.CONCORDIA
     grace = timedelta(seconds=conf["PENDING_GRACE_SECONDS"])
     import_lease = timedelta(seconds=conf["IMPORT_LEASE_SECONDS"])
-    counts = {"running_runs": 0, "pending_runs": 0, "running_imports": 0, "pending_imports": 0}
+    counts = {"running_runs": 0, "pending_runs": 0, "running_imports": 0, "pending_imports": 0,
+              "running_shards": 0}  # fmt: skip
 
     runs = MetricRun.objects.filter(kind=MetricRun.Kind.COMPUTED)
+    for shard in shards.stale(now - run_lease()):  # its worker died; others may still work
+        counts["running_shards"] += _recover_shard(shard, now)
     for run in _older(runs.filter(status=MetricRun.Status.RUNNING), now - run_lease()):
         seconds = (now - run.last).total_seconds()
         counts["running_runs"] += _recover_run(run, f"no heartbeat for {seconds:.0f} s", now)
@@ -93,6 +100,26 @@ def _recover_run(run: MetricRun, reason: str, now: datetime) -> int:
     if changed:
         log.warning("run %s recovered (%s): enqueued again", run.pk, reason)
     return changed
+
+
+def _recover_shard(shard: RunShard, now: datetime) -> int:
+    """A dead worker's shard back to PENDING and a message sent for it; logged in the run's
+    recoveries, and the run's heartbeat renewed (a worker is on its way: the run itself
+    is not lost)."""
+    assert shard.heartbeat_at is not None
+    seconds = (now - shard.heartbeat_at).total_seconds()
+    entry = {"at": now.isoformat(), "was": "running", "shard": shard.index,
+             "reason": f"no heartbeat for {seconds:.0f} s from {shard.worker} (shard {shard.index})"}  # fmt: skip
+    with transaction.atomic():
+        if not shards.take_back(shard):
+            return 0
+        run = MetricRun.objects.select_for_update().get(pk=shard.run_id)
+        provenance = dict(run.provenance or {})
+        provenance["recoveries"] = [*provenance.get("recoveries", []), entry]
+        MetricRun.objects.filter(pk=run.pk).update(provenance=provenance, heartbeat_at=now)
+        send_shard(run, shard.index)
+    log.warning("run %s: %s, taken back and enqueued again", shard.run_id, entry["reason"])
+    return 1
 
 
 def _recover_job(job: ImportJob, now: datetime) -> int:

@@ -45,10 +45,13 @@ def test_gptscore_starts_one_run_per_aspect(world):
     aspects = list(Aspect.objects.filter(code__in=["COH", "FLU"]).values_list("pk", flat=True))
     response = world.client("owner").post(
         "/api/runs/", {"dataset": world.dataset.pk, "metric": "gptscore", "aspects": aspects,
-                       "setting": "IST", "dimension": "src_hypo", "limit_docs": 1}, format="json",
+                       "setting": "IST", "dimension": "src_hypo", "limit_docs": 1,
+                       "precision": "fast"}, format="json",
     )  # fmt: skip
     assert response.status_code == 201, response.content
     assert sorted(r["aspect"] for r in response.json()) == ["COH", "FLU"]
+    runs = MetricRun.objects.filter(pk__in=[r["id"] for r in response.json()])
+    assert {r.config["precision"] for r in runs} == {"fast"}  # frozen with each run
 
 
 @pytest.mark.parametrize(
@@ -59,6 +62,7 @@ def test_gptscore_starts_one_run_per_aspect(world):
      ({"metric": "gptscore", "aspects": [999999]}, "aspects"),
      ({"metric": "gptscore", "aspects": "COH"}, "aspects"),
      ({"metric": "rouge", "k": 99}, "k"),
+     ({"metric": "gptscore", "aspects": [1], "precision": "half"}, "precision"),
      ({"metric": "bertscore", "model": "/no/such/model"}, "non_field_errors"),
      ({}, "dataset")],
 )  # fmt: skip

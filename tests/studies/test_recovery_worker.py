@@ -144,6 +144,8 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_sweeper_finishes_the_run(ru
     w.start("rescuer")  # no one presses Resume
     wait_for(lambda: MetricRun.objects.get(pk=run.pk).status == "succeeded", 120, w.logs)
     assert_finished_once_each(run, kept)
+    # the run itself (the rescuer found it silent) or the dead worker's shard (the rescuer
+    # had joined through the other shards' messages) was taken back, once
     (entry,) = run.provenance["recoveries"]
     assert entry["was"] == "running" and entry["reason"].startswith("no heartbeat for")
 

@@ -180,3 +180,38 @@ def test_idm_and_avg_f_runs_record_k_seed_and_both_templates(dataset, tiny_model
     )
     assert execute_run(run.pk, model_factory=lambda r: FakeLanguageModel()) == "succeeded"
     assert MetricScore.objects.filter(run=run, value__isnull=False).count() == 12
+
+
+def test_a_run_freezes_its_precision_and_records_the_engine_it_scored_with(
+    dataset, tiny_model, client, cast
+):
+    import torch
+
+    run = start_run(dataset, RunRequest(aspect="COH", model=tiny_model, precision="exact"),
+                    enqueue=False, local_paths=True)  # fmt: skip
+    assert run.config["precision"] == "exact"
+    assert execute_run(run.pk) == "succeeded"
+    run.refresh_from_db()
+    (engine,) = run.provenance["engines"]
+    assert (engine["device"], engine["dtype"], engine["precision"]) == ("cpu", "float32", "exact")
+    assert engine["torch"] == torch.__version__ and engine["tree_attention"] is True
+    client.force_login(cast["owner"])
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    assert "Precision exact: scored in <strong>exact</strong> (float32 on cpu" in page
+    assert "scored by different engines" not in page
+
+    # resumed on a worker that scores differently: both engines are kept, and the page says so
+    from studies.services.runs.core import record_engine
+
+    record_engine(run, {**engine, "device": "cuda:0", "dtype": "bfloat16", "precision": "fast"})
+    record_engine(run, {**engine, "device": "cuda:0", "dtype": "bfloat16", "precision": "fast"})
+    run.refresh_from_db()
+    assert [e["precision"] for e in run.provenance["engines"]] == ["exact", "fast"]
+    assert "scored by different engines" in client.get(f"/runs/{run.pk}/").content.decode()
+
+
+def test_an_unknown_precision_is_refused_and_saves_nothing(dataset, tiny_model):
+    with pytest.raises(RunError, match="Unknown precision 'half'"):
+        start_run(dataset, RunRequest(aspect="COH", model=tiny_model, precision="half"),
+                  enqueue=False, local_paths=True)  # fmt: skip
+    assert not MetricRun.objects.filter(metric="gptscore").exists()

@@ -187,3 +187,62 @@ def test_two_researchers_uploads_naming_one_new_dataset_each_land_in_their_own(
         texts = set(Output.objects.filter(document__dataset=dataset).values_list("text", flat=True))
         assert texts == {f"by {dataset.owner.username}"}
         assert dataset.import_jobs.get().created_by == dataset.owner
+
+
+def test_two_workers_share_one_run_and_each_output_is_scored_once(cast, write_jsonl):
+    """Two real worker processes on one queue: the one that claims the run sends a
+    message per other shard, the second joins, both score, every output once."""
+    import os
+    import subprocess
+
+    from django.conf import settings
+
+    from evalsite.celery import worker_command
+    from studies.models import Dataset, MetricScore
+    from studies.services.datasets import ImportOptions, import_file
+    from studies.services.runs import RunRequest, start_run
+    from studies.tasks import run_metric_cpu
+    from tests.conftest import _worker_env, record
+
+    records = [record(f"d{d:02d}", f"s{s}", output=f"The council approved budget {d} {s}.")
+               for d in range(12) for s in range(3)]  # fmt: skip
+    path = write_jsonl(records)
+    import_file(path, ImportOptions(dataset="shared", task="summarization", file_format="jsonl",
+                                    file_name=path.name))  # fmt: skip
+    run = start_run(Dataset.objects.get(name="shared"), RunRequest(metric="rouge1"), enqueue=False)
+    # two documents per shard, a pause per chunk so that both workers get some
+    env = {**_worker_env(), "RUN_SHARD_DOCUMENTS": "2", "RUN_CHUNK_OUTPUTS": "3",
+           "TEST_SLOW_CHUNK_SECONDS": "0.3"}  # fmt: skip
+    logs = [settings.DATA_DIR / f"share-{k}.log" for k in range(2)]
+    workers = [
+        subprocess.Popen(
+            worker_command(f"share{k}-{os.getpid()}@%h", queues="share-test"),
+            env=env,
+            stdout=log.open("wb"),
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        for k, log in enumerate(logs)
+    ]
+    try:
+        deadline = time.monotonic() + 90
+        while not all(" ready." in log.read_text(errors="replace") for log in logs):
+            assert time.monotonic() < deadline, [log.read_text()[-2000:] for log in logs]
+            assert all(w.poll() is None for w in workers)
+            time.sleep(0.2)
+        run_metric_cpu.apply_async((run.pk,), queue="share-test")
+        deadline = time.monotonic() + 120
+        while run.status != "succeeded" and time.monotonic() < deadline:
+            time.sleep(0.2)
+            run.refresh_from_db()
+    finally:
+        for w in workers:
+            w.terminate()
+        for w in workers:
+            w.wait(timeout=30)
+    assert run.status == "succeeded", (run.status, run.error)
+    scores = list(MetricScore.objects.filter(run=run).values_list("output_id", flat=True))
+    assert len(scores) == len(set(scores)) == 36 == run.done
+    held = dict(run.shards.values_list("index", "worker"))
+    assert len(held) == 6 and set(run.shards.values_list("status", flat=True)) == {"done"}
+    assert len(set(held.values())) == 2, held  # both workers scored shards
+    assert run.timings["workers"] == 2

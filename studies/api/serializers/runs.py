@@ -38,6 +38,9 @@ class RunCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
         choices=RunForm.base_fields["references"].choices, default=""
     )  # type: ignore[attr-defined]
     limit_docs = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    precision = serializers.ChoiceField(
+        choices=RunForm.base_fields["precision"].choices, default="auto"
+    )  # type: ignore[attr-defined]
 
     def validate_with_form(self, dataset: Any) -> RunForm:
         """Run the page's form on the request (raises the form's errors)."""

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from scoring.lm.precision import PRECISIONS
 from scoring.lm.store import ModelNotInstalled
 from studies.models import MetricRun
 from studies.services.lookup import DatasetNotFound, find_dataset
@@ -59,6 +60,9 @@ class Command(BaseCommand):
         parser.add_argument("--samples", type=int, default=20, help="G-Eval sampled: n")
         parser.add_argument("--layer", type=int, help="BERTScore: encoder layer (default last)")
         parser.add_argument("--batch-size", type=int, default=8)
+        parser.add_argument("--precision", choices=PRECISIONS, default="auto",
+                            help="GPTScore, G-Eval: exact (float32), fast (bf16 on a GPU) or auto "
+                                 "(exact under 1B parameters or on the CPU)")  # fmt: skip
         parser.add_argument("--limit-docs", type=int, help="only the first N documents (by key)")
         parser.add_argument("--test-docs-of", type=int, metavar="ID",
                             help="only the test documents of trained metric ID")  # fmt: skip
@@ -141,7 +145,7 @@ class Command(BaseCommand):
             reduction=opts["reduction"], reference_aggregation=opts["references"],
             batch_size=opts["batch_size"], limit_docs=opts["limit_docs"], steps=opts["steps"],
             weighting=opts["weighting"], estimation=opts["estimation"],
-            n_samples=opts["samples"], layer=opts["layer"],
+            n_samples=opts["samples"], layer=opts["layer"], precision=opts["precision"],
             doc_keys=self.test_docs(opts["test_docs_of"], dataset.name),
         )  # fmt: skip
         try:

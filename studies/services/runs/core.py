@@ -17,12 +17,15 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Sum
 from django.utils import timezone
 
+from scoring.lm.precision import PRECISIONS
 from scoring.metrics.base import Item, ScoreResult
-from studies.models import AspectVersion, Dataset, MetricRun, MetricScore, Output
+from studies.models import AspectVersion, Dataset, MetricRun, MetricScore, Output, RunShard
 from studies.services import queue
 from studies.services.models import fingerprint, resolve_model
+from studies.services.runs import shards
 
 log = logging.getLogger(__name__)
 CPU_METRICS = frozenset({"rouge1", "rouge2", "rougeL", "bleu", "chrf", "bertscore", "length",
@@ -49,10 +52,14 @@ class Plan:
 
 
 def model_config(
-    metric: str, model: str, dataset: Dataset, aspect_version: AspectVersion
-) -> dict[str, Any]:
+    metric: str, model: str, dataset: Dataset, aspect_version: AspectVersion,
+    precision: str = "auto",
+) -> dict[str, Any]:  # fmt: skip
     """The frozen fields every model-based run shares: the metric, the model (as asked,
-    its label, location and files' hashes), the aspect version and the task."""
+    its label, location and files' hashes), the precision policy, the aspect version and
+    the task."""
+    if precision not in PRECISIONS:
+        raise RunError(f"Unknown precision {precision!r}; use {', '.join(PRECISIONS)}.")
     location, model_label = resolve_model(model)
     return {
         "metric": metric,
@@ -60,11 +67,39 @@ def model_config(
         "model_label": model_label,
         "model_location": location,
         "model_files": fingerprint(location),
+        "precision": precision,
         "aspect": aspect_version.aspect.code,
         "aspect_version": aspect_version.version,
         "aspect_definition": aspect_version.definition,
         "task": dataset.task.code,
     }
+
+
+def load_language_model(run: MetricRun) -> Any:
+    """The run's language model (GPTScore, G-Eval), loaded in the run's precision; how
+    the engine scores (device, dtype, attention, versions) goes into the run's
+    provenance, one entry per distinct engine (a run resumed on another worker adds one)."""
+    from scoring.lm.hf import HFLanguageModel
+
+    model = HFLanguageModel(
+        run.config["model_location"], batch_size=run.config.get("batch_size", 8),
+        precision=run.config.get("precision", "auto"),
+    )  # fmt: skip
+    record_engine(run, model.provenance())
+    return model
+
+
+def record_engine(run: MetricRun, engine: dict[str, Any]) -> None:
+    """Add ``engine`` to the run's provenance unless it is the latest one already there."""
+    with transaction.atomic():
+        row = MetricRun.objects.select_for_update().only("provenance").get(pk=run.pk)
+        provenance = dict(row.provenance or {})
+        engines = list(provenance.get("engines", []))
+        if not engines or engines[-1] != engine:
+            engines.append(engine)
+        provenance["engines"] = engines
+        MetricRun.objects.filter(pk=run.pk).update(provenance=provenance)
+    run.provenance = provenance
 
 
 def queue_for(metric: str) -> str:
@@ -128,23 +163,30 @@ def item_of(output: Output) -> Item:
 
 
 def execute_run(
-    run_id: int, *, model_factory: ModelFactory | None = None, chunk_outputs: int | None = None
-) -> str:
-    """Claim a PENDING run and score what is not scored yet; safe to call twice.
+    run_id: int, *, model_factory: ModelFactory | None = None, chunk_outputs: int | None = None,
+    shard: int | None = None, fan_out: bool = False, queue: str | None = None,
+) -> str:  # fmt: skip
+    """Claim a PENDING run (or join a RUNNING one that has shards left) and score its
+    shards until none is left to claim; safe to call twice.
 
-    ``model_factory`` replaces the metric's own model loader (tests).
+    ``shard``: the shard this message names, claimed first. ``fan_out`` (the worker's
+    task): once the model is loaded, send one more message per pending shard so other
+    workers join. ``model_factory`` replaces the metric's own model loader (tests).
     """
     now = timezone.now()
     claimed = MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.PENDING).update(
         status=MetricRun.Status.RUNNING, error="", started_at=now, heartbeat_at=now
     )
-    if not claimed:
+    run = MetricRun.objects.select_related("dataset").filter(pk=run_id).first()
+    if run is None or run.status != MetricRun.Status.RUNNING:
         return "not pending"
-    run = MetricRun.objects.select_related("dataset").get(pk=run_id)
+    if not claimed and not shards.has_work(run):
+        return "not pending"  # a second delivery, or every shard is taken
     try:
-        return _score_all(
-            run, model_factory, chunk_outputs or settings.CONCORDIA["RUN_CHUNK_OUTPUTS"]
-        )
+        return _score_shards(
+            run, model_factory, chunk_outputs or settings.CONCORDIA["RUN_CHUNK_OUTPUTS"],
+            leader=bool(claimed), prefer=shard, fan_out=fan_out, queue=queue,
+        )  # fmt: skip
     except Exception as exc:  # the run ends FAILED with its error; finished scores stay
         log.exception("run %s failed", run_id)
         MetricRun.objects.filter(pk=run_id).update(
@@ -178,25 +220,60 @@ def _n_tokens(results: list[ScoreResult]) -> int:
     )
 
 
-def _score_all(run: MetricRun, model_factory: ModelFactory | None, chunk_outputs: int) -> str:
+def _score_shards(
+    run: MetricRun, model_factory: ModelFactory | None, chunk_outputs: int, *, leader: bool,
+    prefer: int | None, fan_out: bool, queue: str | None = None,
+) -> str:  # fmt: skip
     outputs = outputs_of(run.dataset, run.config.get("limit_docs"), run.config.get("doc_keys"))
+    if leader:  # the run was PENDING: nobody holds a shard, so none is lost by reopening
+        shards.plan(run, outputs)
+        shards.reopen(run)
     scored = set(MetricScore.objects.filter(run=run).values_list("output_id", flat=True))
-    todo = [o for o in outputs if o.pk not in scored]
-    timings = dict(run.timings or {})
+    remaining = [o for o in outputs if o.pk not in scored]
     started = time.perf_counter()
-    scorer = _prepare(run, todo, model_factory)
-    timings["prepare_s"] = round(time.perf_counter() - started, 3)  # model load (+ G-Eval steps)
-    MetricRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())
+    scorer = _prepare(run, remaining, model_factory)
+    if leader:
+        _start_timings(run, len(scored), round(time.perf_counter() - started, 3))
+        if fan_out:  # the model loads: other workers may join for the other shards
+            for index in shards.pending(run)[1:]:
+                send_shard(run, index, queue)
+    worker = shards.worker_name()
+    while (shard := shards.claim(run, worker, prefer)) is not None:
+        prefer = None
+        keys = set(shard.doc_keys)
+        todo = [o for o in remaining if o.document.doc_key in keys]
+        if not _score_shard(run, shard, todo, scorer, chunk_outputs):
+            shards.release(shard)
+            return "cancelled"
+        shards.finish(shard)
+    if not shards.all_done(run):
+        return "shards done"  # others still hold shards; the last to finish ends the run
+    MetricRun.objects.filter(pk=run.pk, status=MetricRun.Status.RUNNING).update(
+        status=MetricRun.Status.SUCCEEDED, finished_at=timezone.now()
+    )
+    return "succeeded"
+
+
+def _start_timings(run: MetricRun, done: int, prepare_s: float) -> None:
+    """What an attempt's rates are measured from: the scores and seconds before it."""
+    timings = dict(run.timings or {})
+    timings.update(prior_seconds=float(timings.get("seconds", 0.0)), done_at_start=done,
+                   tokens_at_start=int(timings.get("target_tokens", 0)), prepare_s=prepare_s)  # fmt: skip
+    MetricRun.objects.filter(pk=run.pk).update(timings=timings, heartbeat_at=timezone.now())
+
+
+def _score_shard(
+    run: MetricRun, shard: RunShard, todo: list[Output], scorer: Scorer, chunk_outputs: int
+) -> bool:
+    """Score a shard's outputs chunk by chunk; False when the run was cancelled."""
     slow = settings.CONCORDIA["TEST_SLOW_CHUNK_SECONDS"]  # tests only: time to kill a worker
-    tokens = int(timings.get("target_tokens", 0))
-    prior_seconds = float(timings.get("seconds", 0.0))  # from an earlier attempt, when resumed
-    scored_now = 0
     for chunk in chunks_by_document(todo, chunk_outputs):
         if MetricRun.objects.filter(pk=run.pk, status=MetricRun.Status.CANCELLED).exists():
-            return "cancelled"
+            return False
         items = [item_of(o) for o in chunk]
         if slow:
             time.sleep(slow)
+        started = time.perf_counter()
         try:
             results = scorer(items)
         except Exception as exc:  # a failing document marks its outputs, the others go on
@@ -204,17 +281,8 @@ def _score_all(run: MetricRun, model_factory: ModelFactory | None, chunk_outputs
             results = [
                 ScoreResult(i.key, None, error=f"{type(exc).__name__}: {exc}") for i in items
             ]
-        tokens += _n_tokens(results)
-        scored_now += len(results)
-        elapsed = time.perf_counter() - started
-        timings.update(seconds=round(prior_seconds + elapsed, 3), target_tokens=tokens,
-                       outputs_per_s=round(scored_now / elapsed, 3) if elapsed else None,
-                       tokens_per_s=round(tokens / elapsed, 1) if elapsed else None)  # fmt: skip
-        _write(run, results, timings)
-    MetricRun.objects.filter(pk=run.pk, status=MetricRun.Status.RUNNING).update(
-        status=MetricRun.Status.SUCCEEDED, finished_at=timezone.now(), timings=timings
-    )
-    return "succeeded"
+        _write(run, shard, results, time.perf_counter() - started)
+    return True
 
 
 def chunks_by_document(outputs: list[Output], size: int) -> list[list[Output]]:
@@ -231,7 +299,9 @@ def chunks_by_document(outputs: list[Output], size: int) -> list[list[Output]]:
     return chunks
 
 
-def _write(run: MetricRun, results: list[ScoreResult], timings: dict[str, Any]) -> None:
+def _write(run: MetricRun, shard: RunShard, results: list[ScoreResult], seconds: float) -> None:
+    """Save a chunk's scores, count them on the shard, and update the run's progress and
+    rates (over every worker: scores done, tokens summed over the shards, wall time)."""
     rows = [
         MetricScore(run=run, output_id=r.key, value=r.value, details=r.details, error=r.error or "")
         if r.value is not None else MetricScore(run=run, output_id=r.key, details=r.details,
@@ -240,11 +310,30 @@ def _write(run: MetricRun, results: list[ScoreResult], timings: dict[str, Any]) 
     ]  # fmt: skip
     with transaction.atomic():
         MetricScore.objects.bulk_create(rows, ignore_conflicts=True)  # unique (run, output)
+        shards.progress(shard, len(results), _n_tokens(results), seconds)
         done = MetricScore.objects.filter(run=run).count()
+        row = MetricRun.objects.select_for_update().only("timings", "started_at").get(pk=run.pk)
+        timings = dict(row.timings or {})
+        wall = max((timezone.now() - (row.started_at or timezone.now())).total_seconds(), 1e-9)
+        tokens = int(run.shards.aggregate(t=Sum("tokens"))["t"] or 0)
+        this_attempt = done - int(timings.get("done_at_start", 0))
+        timings.update(
+            seconds=round(float(timings.get("prior_seconds", 0.0)) + wall, 3),
+            target_tokens=tokens, workers=shards.summary(run)["workers"],
+            outputs_per_s=round(this_attempt / wall, 3),
+            tokens_per_s=round((tokens - int(timings.get("tokens_at_start", 0))) / wall, 1),
+        )  # fmt: skip
         MetricRun.objects.filter(pk=run.pk).update(
             done=done, timings=timings, heartbeat_at=timezone.now()
         )
         run.dataset.bump_data_version()
+
+
+def send_shard(run: MetricRun, index: int, on: str | None = None) -> None:
+    """One more message for the run, naming a shard: whoever takes it joins the run
+    (``on``: the queue, else the run's own)."""
+    task = queue.RUN_METRIC_CPU if queue_for(run.metric) == "cpu" else queue.RUN_METRIC
+    queue.send_on_commit(task, run.pk, index, queue=on)
 
 
 def cancel_run(run: MetricRun) -> bool:

@@ -13,7 +13,14 @@ from scoring.metrics.base import Item, ScoreResult
 from studies.models import Dataset, MetricRun, MetricScore, Output
 from studies.services import steps as steps_service
 from studies.services.models import library_versions
-from studies.services.runs.core import ModelFactory, Plan, RunError, Scorer, model_config
+from studies.services.runs.core import (
+    ModelFactory,
+    Plan,
+    RunError,
+    Scorer,
+    load_language_model,
+    model_config,
+)
 from studies.services.runs.request import RunRequest, find_aspect
 
 STEPS_MODES = ("auto", "none")
@@ -47,7 +54,7 @@ def build(dataset: Dataset, request: RunRequest, user: Any = None) -> Plan:
         else None
     )
     config = {
-        **model_config("geval", request.model, dataset, aspect_version),
+        **model_config("geval", request.model, dataset, aspect_version, request.precision),
         "introduction": base.introduction,
         "criteria": base.criteria,
         "aspect_name": base.aspect_name,
@@ -71,12 +78,6 @@ def build(dataset: Dataset, request: RunRequest, user: Any = None) -> Plan:
          request.weighting] + (["sampled"] if request.estimation == "sampled" else [])
     )  # fmt: skip
     return Plan("geval", label, config, aspect_version, steps_id=steps.pk if steps else None)
-
-
-def load_model(run: MetricRun) -> Any:
-    from scoring.lm.hf import HFLanguageModel
-
-    return HFLanguageModel(run.config["model_location"], batch_size=run.config.get("batch_size", 8))
 
 
 def _ensure_steps(run: MetricRun, model: Any) -> None:
@@ -110,7 +111,7 @@ def config_of(run: MetricRun) -> geval.GEvalConfig:
 
 
 def prepare(run: MetricRun, todo: list[Output], model_factory: ModelFactory | None) -> Scorer:
-    model = (model_factory or load_model)(run)
+    model = (model_factory or load_language_model)(run)
     if run.config["estimation"] == "probs" and not isinstance(model, RatingModel):
         raise RunError(
             f"{type(model).__name__} gives no probabilities; start the run with sampled "

@@ -13,7 +13,14 @@ from scoring.metrics import gptscore
 from scoring.metrics.base import Item
 from studies.models import Aspect, Dataset, Judgment, MetricRun, Output, PromptTemplate
 from studies.services.models import library_versions
-from studies.services.runs.core import ModelFactory, Plan, RunError, Scorer, model_config
+from studies.services.runs.core import (
+    ModelFactory,
+    Plan,
+    RunError,
+    Scorer,
+    load_language_model,
+    model_config,
+)
 from studies.services.runs.request import RunRequest, find_aspect
 
 DIMENSION_ALIASES = {"src-hypo": "src_hypo", "ref-hypo": "ref_hypo", "hypo-ref": "hypo_ref",
@@ -68,7 +75,7 @@ def build(dataset: Dataset, request: RunRequest) -> Plan:
     )
     aspect_version = aspect.current_version()
     config = {
-        **model_config("gptscore", request.model, dataset, aspect_version),
+        **model_config("gptscore", request.model, dataset, aspect_version, request.precision),
         "task_description": dataset.task.description,
         "setting": request.setting,
         "dimension": dimension,
@@ -116,12 +123,6 @@ def _demonstration_pool(run: MetricRun) -> dict[str, gptscore.Demonstration]:
             source=best.document.source, hypothesis=best.text, reference=refs[0]
         )
     return pool
-
-
-def load_language_model(run: MetricRun) -> LanguageModel:
-    from scoring.lm.hf import HFLanguageModel
-
-    return HFLanguageModel(run.config["model_location"], batch_size=run.config.get("batch_size", 8))
 
 
 def prepare(run: MetricRun, todo: list[Output], model_factory: ModelFactory | None) -> Scorer:

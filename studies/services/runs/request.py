@@ -41,6 +41,7 @@ class RunRequest:
     n_samples: int = 20
     layer: int | None = None  # BERTScore: the encoder layer (default: the last)
     doc_keys: tuple[str, ...] = ()  # only these documents (say, a learned metric's test set)
+    precision: str = "auto"  # GPTScore, G-Eval: "auto", "exact" (float32) or "fast" (bf16 on a GPU)
 
 
 def find_aspect(name: str, dataset: Dataset) -> Aspect:

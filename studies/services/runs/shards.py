@@ -1,0 +1,133 @@
+"""A run's shards: whole documents that one worker scores at a time, so any number of
+workers (on any number of machines) share one run through Celery.
+
+The worker that claims a PENDING run loads the model, then sends one more run message
+per pending shard ("help with this run"); any worker that takes one joins the RUNNING
+run and claims shards with a conditional PENDING → RUNNING update, preferring the run
+whose model it has loaded (it keeps claiming that run's shards before it returns to the
+queue). A message that finds nothing left to claim does nothing. Scores are unique per
+(run, output), so a shard scored twice (a worker thought dead that was not) writes each
+score once. A shard whose worker stops writing for the run's lease goes back to PENDING
+(the sweeper); the last worker to finish a shard, seeing none left pending or running,
+marks the run SUCCEEDED.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterable
+from datetime import datetime
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from studies.models import MetricRun, Output, RunShard
+
+
+def worker_name() -> str:
+    """This process, as the shards record who holds them."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def plan(run: MetricRun, outputs: Iterable[Output]) -> list[RunShard]:
+    """Create the run's shards (``RUN_SHARD_DOCUMENTS`` whole documents each, in the
+    order the run scores them) unless it has some; the run's shards."""
+    existing = list(run.shards.order_by("index"))
+    if existing:
+        return existing
+    size = settings.CONCORDIA["RUN_SHARD_DOCUMENTS"]
+    keys = list(dict.fromkeys(o.document.doc_key for o in outputs))
+    rows = [RunShard(run=run, index=k, doc_keys=keys[start:start + size])
+            for k, start in enumerate(range(0, len(keys), size))]  # fmt: skip
+    RunShard.objects.bulk_create(rows, ignore_conflicts=True)
+    return list(run.shards.order_by("index"))
+
+
+def claim(run: MetricRun, worker: str, prefer: int | None = None) -> RunShard | None:
+    """Take a PENDING shard of ``run`` (``prefer`` first, then in order), or None."""
+    candidates = list(
+        run.shards.filter(status=RunShard.Status.PENDING).values_list("index", flat=True)
+    )
+    if prefer in candidates:
+        candidates.remove(prefer)
+        candidates.insert(0, prefer)
+    for index in candidates:
+        taken = RunShard.objects.filter(
+            run=run, index=index, status=RunShard.Status.PENDING
+        ).update(
+            status=RunShard.Status.RUNNING, worker=worker, heartbeat_at=timezone.now(),
+            attempts=F("attempts") + 1,
+        )  # fmt: skip
+        if taken:
+            return RunShard.objects.get(run=run, index=index)
+    return None
+
+
+def pending(run: MetricRun) -> list[int]:
+    return list(run.shards.filter(status=RunShard.Status.PENDING).values_list("index", flat=True))
+
+
+def has_work(run: MetricRun) -> bool:
+    """Whether a joining worker would find a shard to claim."""
+    return run.shards.filter(status=RunShard.Status.PENDING).exists()
+
+
+def progress(shard: RunShard, outputs: int, tokens: int, seconds: float) -> None:
+    """Count what an attempt scored on the shard and renew its lease."""
+    RunShard.objects.filter(pk=shard.pk).update(
+        outputs=F("outputs") + outputs, tokens=F("tokens") + tokens,
+        seconds=F("seconds") + seconds, heartbeat_at=timezone.now(),
+    )  # fmt: skip
+
+
+def finish(shard: RunShard) -> None:
+    RunShard.objects.filter(pk=shard.pk, status=RunShard.Status.RUNNING).update(
+        status=RunShard.Status.DONE, heartbeat_at=timezone.now()
+    )
+
+
+def release(shard: RunShard) -> None:
+    """Give a shard back (the run was cancelled while it was held)."""
+    RunShard.objects.filter(pk=shard.pk, status=RunShard.Status.RUNNING).update(
+        status=RunShard.Status.PENDING
+    )
+
+
+def all_done(run: MetricRun) -> bool:
+    return not run.shards.exclude(status=RunShard.Status.DONE).exists()
+
+
+def reopen(run: MetricRun) -> int:
+    """Every shard not DONE back to PENDING (a run resumed or taken back by the sweeper)."""
+    return run.shards.exclude(status=RunShard.Status.DONE).update(status=RunShard.Status.PENDING)
+
+
+def stale(before: datetime) -> list[RunShard]:
+    """RUNNING shards of RUNNING runs whose worker has not written since ``before``."""
+    return list(
+        RunShard.objects.filter(
+            status=RunShard.Status.RUNNING, run__status=MetricRun.Status.RUNNING,
+            heartbeat_at__lt=before,
+        ).select_related("run")
+    )  # fmt: skip
+
+
+def take_back(shard: RunShard) -> bool:
+    """A stale shard back to PENDING (if nothing changed since it was read)."""
+    with transaction.atomic():
+        return bool(
+            RunShard.objects.filter(
+                pk=shard.pk, status=RunShard.Status.RUNNING, heartbeat_at=shard.heartbeat_at
+            ).update(status=RunShard.Status.PENDING)
+        )
+
+
+def summary(run: MetricRun) -> dict[str, int]:
+    """Shards per state and the number of workers that held one (for the run's timings)."""
+    rows = list(run.shards.values_list("status", "worker"))
+    counts = {state: sum(1 for s, _ in rows if s == state) for state in RunShard.Status.values}
+    counts["workers"] = len({w for _, w in rows if w})
+    return counts
