@@ -72,6 +72,12 @@ def coverage_fields(cell: dict[str, Any]) -> list[Any]:
             "" if shared is None else shared]  # fmt: skip
 
 
+def sentinel_fields(cell: dict[str, Any], writer: Any) -> list[str]:
+    """The sentinel a metric does not beat significantly (its label) and that test's p."""
+    failed = cell.get("fails_sentinel")
+    return [writer.text(failed["label"]), _fmt(failed["p"], 4)] if failed else ["", ""]
+
+
 def _fmt(value: float | None, digits: int = 3) -> str:
     return "" if value is None else f"{value:.{digits}f}"
 
@@ -87,8 +93,9 @@ def to_csv(result: dict[str, Any], *, raw: bool = False) -> str:
         header += [code, f"{code}_low", f"{code}_high", f"{code}_n", f"{code}_p_vs_best",
                    f"{code}_rank", f"{code}_epsilon", f"{code}_coverage_outputs",
                    f"{code}_coverage_documents", f"{code}_judged_outputs",
-                   f"{code}_judged_documents", f"{code}_partial", f"{code}_n_shared_with_best"]  # fmt: skip
-    writer.writerow(header + ["average_rank"])
+                   f"{code}_judged_documents", f"{code}_partial", f"{code}_n_shared_with_best",
+                   f"{code}_not_above_sentinel", f"{code}_not_above_sentinel_p"]  # fmt: skip
+    writer.writerow(header + ["average_rank", "sentinel"])
     for row in matrix_rows(result):
         run = row["run"]
         line = [
@@ -98,8 +105,9 @@ def to_csv(result: dict[str, Any], *, raw: bool = False) -> str:
         for cell in row["cells"]:
             line += [_fmt(cell["value"], 6), _fmt(cell["low"], 6), _fmt(cell["high"], 6),
                      cell["n_outputs"], _fmt(cell["p_vs_best"], 4), cell.get("rank") or "",
-                     _fmt(cell.get("epsilon"), 6), *coverage_fields(cell)]  # fmt: skip
-        writer.writerow([*line, _fmt(row["average_rank"], 2)])
+                     _fmt(cell.get("epsilon"), 6), *coverage_fields(cell),
+                     *sentinel_fields(cell, writer)]  # fmt: skip
+        writer.writerow([*line, _fmt(row["average_rank"], 2), "yes" if run.get("sentinel") else ""])
     if (ceiling := csv_row(result)) is not None:  # the human ceiling, when judged twice
         writer.writerow(ceiling)
     return buffer.getvalue()
@@ -142,6 +150,8 @@ def to_latex(result: dict[str, Any]) -> str:
                 text = rf"\textbf{{{text}}}"
             elif cell.get("below_best"):
                 text += r"$^\dagger$"
+            if cell.get("fails_sentinel") and text:
+                text += r"$^{\approx S}$"
             if cell.get("rank") and text:
                 text += f" ({cell['rank']})"
             cells.append(text)
@@ -151,7 +161,11 @@ def to_latex(result: dict[str, Any]) -> str:
     if result.get("ceiling"):  # one annotator against the others' mean, per aspect
         values = [_fmt(c["value"]) or "--" for c in result["ceiling"]] + [""] * ranked
         lines += [r"\midrule", r"\textit{Human ceiling} & " + " & ".join(values) + r" \\"]
-    lines += [r"\bottomrule", r"\end{tabular}", ""]
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    if any(cell.get("fails_sentinel") for column in result["columns"] for cell in column["cells"]):
+        lines.append(r"% $^{\approx S}$: not significantly above a sentinel baseline (length, "
+                     "random or source-free GPTScore; one-sided paired test, p > 0.05)")  # fmt: skip
+    lines.append("")
     return "\n".join(lines)
 
 

@@ -145,6 +145,23 @@ def test_the_matrix_marks_a_metric_that_does_not_beat_a_sentinel(dataset, tiny_m
     # a metric that follows the humans beats every sentinel, and is the best
     assert cells["good"]["fails_sentinel"] is None and cells["good"]["best"]
     assert all(cells[label]["fails_sentinel"] is None for label in sentinel_labels)
+    # the exports carry it: CSV columns per aspect and a sentinel flag per run, a LaTeX mark
+    import csv
+    import io
+
+    from studies.services.tables import to_csv, to_latex
+
+    rows = {r["run"]: r for r in csv.DictReader(io.StringIO(to_csv(result, raw=True)))}
+    code = result["columns"][0]["aspect"]["code"]
+    assert rows["just_length"][f"{code}_not_above_sentinel"] == fails["label"]
+    assert float(rows["just_length"][f"{code}_not_above_sentinel_p"]) == pytest.approx(
+        fails["p"], abs=1e-4
+    )
+    assert rows["good"][f"{code}_not_above_sentinel"] == "" and rows["good"]["sentinel"] == ""
+    assert all(rows[label]["sentinel"] == "yes" for label in sentinel_labels)
+    latex = to_latex(result)
+    just = next(line for line in latex.splitlines() if line.startswith("just"))
+    assert r"$^{\approx S}$" in just and r"% $^{\approx S}$: not significantly above" in latex
 
 
 def test_without_intervals_nothing_is_marked(dataset, tiny_model):
