@@ -38,7 +38,7 @@ from scoring.stats.ranking import (
     rank_rows,
     tie_runs,
 )
-from scoring.stats.spa import SpaResult, sign_flips, soft_pairwise_accuracy
+from scoring.stats.spa import SpaResult, soft_pairwise_accuracy
 
 
 class Level(Enum):
@@ -492,8 +492,8 @@ def _spa(
 ) -> CorrelationResult:
     if docs is None:
         raise ValueError("spa compares systems document by document: it needs docs=...")
-    flips = sign_flips(np.random.default_rng(options.seed), options.permutations, docs.n_groups)
-    spa = soft_pairwise_accuracy(x, y, docs=docs, systems=systems, flips=flips)
+    spa = soft_pairwise_accuracy(x, y, docs=docs, systems=systems, seed=options.seed,
+                                 permutations=options.permutations)  # fmt: skip
     return CorrelationResult(
         value=spa.value,
         coefficient=Coefficient.SPA,
