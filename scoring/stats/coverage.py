@@ -58,6 +58,11 @@ def coverage(metric: npt.ArrayLike, human: npt.ArrayLike, docs: npt.ArrayLike) -
 def _distinct(codes: npt.NDArray[np.generic]) -> int:
     """How many distinct keys: by counting for small non-negative integer codes (a
     frame's), which is several times faster than sorting them."""
-    if codes.dtype.kind in "iu" and codes.size and 0 <= int(codes.min()) and int(codes.max()) < (1 << 26):
+    if (
+        codes.dtype.kind in "iu"
+        and codes.size
+        and int(codes.min()) >= 0
+        and int(codes.max()) < (1 << 26)
+    ):
         return int(np.count_nonzero(np.bincount(codes)))
     return int(np.unique(codes).size)

@@ -445,7 +445,7 @@ class _Side:
         rows = weight.shape[0]
         size = rows * self.n_values
         per_value = np.bincount(self.flat[: weight.size], weights=weight.ravel(), minlength=size)
-        per_value = per_value.reshape(rows, self.n_values)
+        per_value = np.asarray(per_value, dtype=np.float64).reshape(rows, self.n_values)
         below = np.cumsum(per_value, axis=1) - per_value
         return per_value, below + (per_value - total[:, None]) / 2.0
 
