@@ -444,8 +444,8 @@ class _Side:
         average rank among all copies minus the mean rank."""
         rows = weight.shape[0]
         size = rows * self.n_values
-        per_value = np.bincount(self.flat[: weight.size], weights=weight.ravel(), minlength=size)
-        per_value = np.asarray(per_value, dtype=np.float64).reshape(rows, self.n_values)
+        counts = np.bincount(self.flat[: weight.size], weights=weight.ravel(), minlength=size)
+        per_value: FloatArray = np.asarray(counts, dtype=np.float64).reshape(rows, self.n_values)
         below = np.cumsum(per_value, axis=1) - per_value
         return per_value, below + (per_value - total[:, None]) / 2.0
 
