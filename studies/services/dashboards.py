@@ -320,6 +320,7 @@ def cell_statistic(
     with tie calibration, ``result.options.epsilon`` is the calibrated ε."""
     level, coefficient, average = params.level_enum, params.coefficient_enum, params.average_enum
     options = statistic_options(aspect)
+    calibration = None
     if params.tie_calibration:
         calibration = calibrate_ties(metric, human, level=level, coefficient=coefficient,
                                      docs=docs, average=average,
@@ -327,7 +328,7 @@ def cell_statistic(
         options = replace(options, epsilon=calibration.epsilon)
     return correlate(metric, human, level=level, coefficient=coefficient, docs=docs,
                      systems=systems, policy=DegeneratePolicy(params.policy), average=average,
-                     options=options)  # fmt: skip
+                     options=options, calibration=calibration)  # fmt: skip
 
 
 def compute_matrix(
