@@ -475,7 +475,9 @@ def _pair_effects(
             if isinstance(rows, int):
                 listed_in.append(np.full(d.size, rows, dtype=np.intp))
             else:
-                listed_in.append(np.broadcast_to(rows[:, None], dx.shape)[change])
+                # row-major like the selection: each row's group, once per change
+                per_row = change.view(np.uint8).sum(axis=1, dtype=np.intp)
+                listed_in.append(np.repeat(rows, per_row))
         diffs.append(d)
         effects.append(e)
         return counts
