@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from django.conf import settings
+from django.core.cache import cache
 
 from scoring.stats import Level, Unit
 from scoring.stats.cost import MatrixSize, matrix_seconds
@@ -20,16 +21,23 @@ if TYPE_CHECKING:
 
 
 def matrix_size(dataset: Dataset) -> MatrixSize:
-    """The dataset's outputs, documents, systems, runs and judged aspects."""
+    """The dataset's outputs, documents, systems, runs and judged aspects; cached per
+    data version (a page polling a worker's progress asks on every poll)."""
+    key = f"matrix-size:{dataset.pk}:{dataset.created_at.isoformat()}:{dataset.data_version}"
+    found = cache.get(key)
+    if isinstance(found, MatrixSize):
+        return found
     outputs = Output.objects.filter(document__dataset=dataset)
     judged = Judgment.objects.filter(output__document__dataset=dataset)
-    return MatrixSize(
+    size = MatrixSize(
         outputs=outputs.count(),
         documents=dataset.documents.count(),
         systems=outputs.order_by().values("system_id").distinct().count(),
         runs=max(dataset.runs.count(), 1),
         aspects=max(judged.order_by().values("aspect_id").distinct().count(), 1),
     )
+    cache.set(key, size, 24 * 3600)
+    return size
 
 
 def estimated_seconds(size: MatrixSize, params: MatrixParams) -> float:
