@@ -263,9 +263,9 @@ CONCORDIA = {
     "IMPORT_BATCH_SIZE": env_int("IMPORT_BATCH_SIZE", 2000, minimum=1),
     # aspects one import may create with "create unknown aspects" (a researcher's own)
     "IMPORT_MAX_NEW_ASPECTS": env_int("IMPORT_MAX_NEW_ASPECTS", 20, minimum=0),
-    # Below this many outputs × runs a cold correlation matrix is computed in the request;
-    # above it a worker computes it while the page polls.
-    "DASHBOARD_INLINE_LIMIT": env_int("DASHBOARD_INLINE_LIMIT", 200_000, minimum=0),
+    # A cold correlation matrix estimated (scoring.stats.cost) to take at most this many
+    # seconds is computed in the request; a costlier one by a worker while the page polls.
+    "DASHBOARD_INLINE_SECONDS": env_float("DASHBOARD_INLINE_SECONDS", 1.0, minimum=0.0),
     # Outputs scored between two database writes (whole documents are kept together).
     "RUN_CHUNK_OUTPUTS": env_int("RUN_CHUNK_OUTPUTS", 32, minimum=1),
     # whole documents per shard: the unit of work workers share (more shards, more workers)

@@ -22,6 +22,7 @@ import scipy.stats
 
 from scoring.stats.pairwise import (
     CALIBRATION_MAX_PAIRS,
+    RightPairs,
     TieCalibration,
     calibrate_groups,
     like_counts,
@@ -38,7 +39,7 @@ from scoring.stats.ranking import (
     rank_rows,
     tie_runs,
 )
-from scoring.stats.spa import SpaResult, sign_flips, soft_pairwise_accuracy
+from scoring.stats.spa import SpaResult, soft_pairwise_accuracy
 
 
 class Level(Enum):
@@ -371,10 +372,15 @@ def sample_level(
     policy: DegeneratePolicy,
     average: Average,
     options: Options = DEFAULT_OPTIONS,
+    right: FloatArray | None = None,
 ) -> SampleLevel:
     """The per-document values and their weighted mean (scored outputs only); for PDP
-    the pooled pairs of every document instead of a mean."""
-    per_doc = group_correlations(x, y, groups, coefficient, options)
+    the pooled pairs of every document instead of a mean. ``right``: acc23's or τ23's
+    pairs right per document at ``options.epsilon``, already counted."""
+    if right is None:
+        per_doc = group_correlations(x, y, groups, coefficient, options)
+    else:
+        per_doc = _tie_counts_to_rows(right, groups.sizes, coefficient)
     values = per_doc.values(policy)
     if coefficient is Coefficient.PDP:
         totals = pdp_sums(x, y, groups)[groups.sizes >= 2].sum(axis=0)
@@ -383,6 +389,40 @@ def sample_level(
     total = float(weights.sum())
     value = float(np.sum(weights * np.nan_to_num(values)) / total) if total > 0 else float("nan")
     return SampleLevel(value, per_doc, values, weights)
+
+
+def _calibrated_counts(
+    calibration: TieCalibration | None,
+    coefficient: Coefficient,
+    options: Options,
+    groups: Groups,
+) -> FloatArray | None:
+    """The per-document right pairs a tie calibration counted, when they apply."""
+    if (
+        calibration is None
+        or calibration.group_right is None
+        or coefficient not in TIE_COEFFICIENTS
+        or calibration.epsilon != options.epsilon
+        or calibration.group_right.size != groups.n_groups
+    ):
+        return None
+    return calibration.group_right
+
+
+def _tie_counts_to_rows(
+    right: FloatArray, sizes: IntArray, coefficient: Coefficient
+) -> GroupCorrelations:
+    """acc23 or τ23 per group from its right pairs, as :func:`_pairwise_rows` gives it."""
+    n = sizes.astype(np.intp)
+    count = n.astype(np.float64)
+    counts = RightPairs(right, count * (count - 1) / 2)
+    r = counts.acc23() if coefficient is Coefficient.ACC23 else counts.tau23()
+    return GroupCorrelations(
+        r=np.where(n >= 2, r, np.nan),
+        n=n,
+        constant=np.zeros(n.size, dtype=bool),
+        size=count,
+    )
 
 
 def system_means(
@@ -408,6 +448,7 @@ def correlate(
     policy: DegeneratePolicy = DegeneratePolicy.SKIP,
     average: Average = Average.MACRO,
     options: Options = DEFAULT_OPTIONS,
+    calibration: TieCalibration | None = None,
 ) -> CorrelationResult:
     """Correlate metric scores with human judgments, aligned by output.
 
@@ -417,6 +458,10 @@ def correlate(
     the result is the mean of the per-document values, unweighted (``MACRO``) or
     weighted by size (``MICRO``; mt-metrics-eval's ``macro=False``); PDP pools the pairs
     of all documents instead. A combination :func:`unsupported` names is refused.
+
+    ``calibration``, the :func:`calibrate_ties` result of these same scores and
+    documents whose ε is ``options.epsilon``, saves recounting acc23's and τ23's pairs
+    per document at sample level (it counted them at ε).
     """
     x, y = _aligned(metric, human, coefficient, level, average)
     doc_groups = None if docs is None else as_groups(docs, x.size, "docs")
@@ -432,7 +477,8 @@ def correlate(
             raise ValueError("sample level needs document keys (docs=...)")
         groups = doc_groups if all_valid else doc_groups.subset(valid)
         xs, ys = (x, y) if all_valid else (x[valid], y[valid])
-        sample = sample_level(xs, ys, groups, coefficient, policy, average, options)
+        counted = _calibrated_counts(calibration, coefficient, options, groups)
+        sample = sample_level(xs, ys, groups, coefficient, policy, average, options, counted)
         per_doc = sample.per_doc
         used = per_doc.n >= 2 if sample.weights is None else ~np.isnan(sample.values)
         n_used = int(used.sum())
@@ -492,8 +538,8 @@ def _spa(
 ) -> CorrelationResult:
     if docs is None:
         raise ValueError("spa compares systems document by document: it needs docs=...")
-    flips = sign_flips(np.random.default_rng(options.seed), options.permutations, docs.n_groups)
-    spa = soft_pairwise_accuracy(x, y, docs=docs, systems=systems, flips=flips)
+    spa = soft_pairwise_accuracy(x, y, docs=docs, systems=systems, seed=options.seed,
+                                 permutations=options.permutations)  # fmt: skip
     return CorrelationResult(
         value=spa.value,
         coefficient=Coefficient.SPA,

@@ -49,7 +49,20 @@ def coverage(metric: npt.ArrayLike, human: npt.ArrayLike, docs: npt.ArrayLike) -
         raise ValueError("metric, human and docs must have one entry per output")
     return Coverage(
         n_outputs=int(used.sum()),
-        n_documents=int(np.unique(codes[used]).size),
+        n_documents=_distinct(codes[used]),
         of_outputs=int(judged.sum()),
-        of_documents=int(np.unique(codes[judged]).size),
+        of_documents=_distinct(codes[judged]),
     )
+
+
+def _distinct(codes: npt.NDArray[np.generic]) -> int:
+    """How many distinct keys: by counting for small non-negative integer codes (a
+    frame's), which is several times faster than sorting them."""
+    if (
+        codes.dtype.kind in "iu"
+        and codes.size
+        and int(codes.min()) >= 0
+        and int(codes.max()) < (1 << 26)
+    ):
+        return int(np.count_nonzero(np.bincount(codes)))
+    return int(np.unique(codes).size)

@@ -285,6 +285,9 @@ class TieCalibration:
     sampled: bool
     thresholds: FloatArray | None = field(default=None, repr=False)
     values: FloatArray | None = field(default=None, repr=False)
+    # Per group, the pairs right for acc23 at ``epsilon`` (None when sampled): what
+    # :func:`right_pairs` would count, for correlate() to reuse instead of recounting.
+    group_right: FloatArray | None = field(default=None, repr=False)
 
 
 def calibrate_groups(
@@ -322,7 +325,11 @@ def calibrate_groups(
     per_pair = weights / np.maximum(group_pairs, 1.0) / total_weight
     rng = rng or np.random.default_rng(0)
     keep = min(1.0, max_pairs / n_pairs) if n_pairs else 1.0
-    right, diffs, effects = _pair_effects(metric, human, groups, per_pair, keep, max_pairs, rng)
+    right, diffs, effects, listed_in = _pair_effects(
+        metric, human, groups, per_pair, keep, max_pairs, rng
+    )
+    if np.any(used & (weights <= 0)):
+        listed_in = None  # a weightless group's effects are 0: their signs are lost
     # The statistic at ε = 0, from the pairs each group gets right (all of them).
     start = float(np.sum(weights * right / np.maximum(group_pairs, 1.0)) / total_weight)
     n_searched = diffs.size
@@ -331,13 +338,33 @@ def calibrate_groups(
         effects = effects * (n_pairs / n_searched)  # estimate the full curve's steps
     if not curve and diffs.size > _SORT_ALL_PAIRS:
         epsilon, value = _bounded_search(diffs, effects, start)
-        return TieCalibration(epsilon, value, n_pairs, n_searched, sampled)
+        return TieCalibration(epsilon, value, n_pairs, n_searched, sampled,
+                              group_right=_right_at(epsilon, right, diffs, effects, listed_in))  # fmt: skip
     thresholds, values = _curve(diffs, effects, start)
     best = _first_best(values)
+    epsilon = float(thresholds[best])
     return TieCalibration(
-        float(thresholds[best]), float(values[best]), n_pairs, n_searched, sampled,
-        thresholds, values,
+        epsilon, float(values[best]), n_pairs, n_searched, sampled, thresholds, values,
+        _right_at(epsilon, right, diffs, effects, listed_in),
     )  # fmt: skip
+
+
+def _right_at(
+    epsilon: float,
+    right: FloatArray,
+    diffs: FloatArray,
+    effects: FloatArray,
+    listed_in: IntArray | None,
+) -> FloatArray | None:
+    """Per group, the pairs right at ``epsilon``: those right at 0, plus one for each
+    listed pair whose change (+1 or −1, the sign of its effect) ε reaches. None when
+    the pairs were sampled (not all listed)."""
+    if listed_in is None:
+        return None
+    reached = diffs <= epsilon
+    steps = np.bincount(listed_in[reached], weights=np.sign(effects[reached]),
+                        minlength=right.size)  # fmt: skip
+    return np.asarray(right + steps, dtype=np.float64)
 
 
 # Pairs up to which the curve is simply sorted; beyond, the bounded search.
@@ -397,7 +424,7 @@ def _bounded_search(diffs: FloatArray, effects: FloatArray, start: float) -> tup
 
 def _effects(
     dx: FloatArray, dy: FloatArray, weight: FloatArray, scored: BoolArray | None
-) -> tuple[FloatArray, FloatArray, FloatArray]:
+) -> tuple[FloatArray, FloatArray, FloatArray, BoolArray]:
     """For rows of pairs: how many each row gets right at ε = 0, then the metric
     differences of the scored pairs that change the statistic as ε grows, and by how
     much (``weight``: one per row, as a column)."""
@@ -412,7 +439,7 @@ def _effects(
         effects = sign * weight.flat[0]
     else:
         effects = sign * np.broadcast_to(weight, dx.shape)[change]
-    return counts, np.abs(dx[change]), effects
+    return counts, np.abs(dx[change]), effects, change
 
 
 def _pair_effects(
@@ -423,22 +450,34 @@ def _pair_effects(
     keep: float,
     max_pairs: int,
     rng: np.random.Generator,
-) -> tuple[FloatArray, FloatArray, FloatArray]:
+) -> tuple[FloatArray, FloatArray, FloatArray, IntArray | None]:
     """Per group the pairs right at ε = 0 (all of them), and the differences and effects
-    of the pairs listed (a sample of them when ``keep`` < 1)."""
+    of the pairs listed (a sample of them when ``keep`` < 1), with the group of each
+    listed pair when all are listed (else None)."""
     right = np.zeros(groups.n_groups)
     diffs: list[FloatArray] = []
     effects: list[FloatArray] = []
+    listed_in: list[IntArray] = []
 
     def add(
-        dx: FloatArray, dy: FloatArray, weight: FloatArray, scored: BoolArray | None
+        dx: FloatArray,
+        dy: FloatArray,
+        weight: FloatArray,
+        scored: BoolArray | None,
+        rows: IntArray | int,
     ) -> FloatArray:
         if keep < 1.0:
             listed = rng.random(dx.shape) < keep
             counts = _effects(dx, dy, weight, scored)[0]
-            _, d, e = _effects(dx, dy, weight, listed if scored is None else listed & scored)
+            _, d, e, _ = _effects(dx, dy, weight, listed if scored is None else listed & scored)
         else:
-            counts, d, e = _effects(dx, dy, weight, scored)
+            counts, d, e, change = _effects(dx, dy, weight, scored)
+            if isinstance(rows, int):
+                listed_in.append(np.full(d.size, rows, dtype=np.intp))
+            else:
+                # row-major like the selection: each row's group, once per change
+                per_row = change.view(np.uint8).sum(axis=1, dtype=np.intp)
+                listed_in.append(np.repeat(rows, per_row))
         diffs.append(d)
         effects.append(e)
         return counts
@@ -452,15 +491,16 @@ def _pair_effects(
         j = rng.integers(0, n - 1, size=max_pairs)
         j = j + (j >= i)
         dx, dy = x[j] - x[i], y[j] - y[i]
-        _, d, e = _effects(dx[None, :], dy[None, :], per_pair[:1, None], None)
-        return right, d, e
+        _, d, e, _ = _effects(dx[None, :], dy[None, :], per_pair[:1, None], None)
+        return right, d, e, None
     for block in groups.blocks:
         width = block.index.shape[1]
         if width <= PAIRWISE_MAX:
             bx, by = block.gather(x), block.gather(y)
             weight_rows = per_pair[block.rows]
             for rows, dx, dy, scored in _pair_blocks(bx, by):
-                right[block.rows[rows]] = add(dx, dy, weight_rows[rows][:, None], scored)
+                in_rows = block.rows[rows]
+                right[in_rows] = add(dx, dy, weight_rows[rows][:, None], scored, in_rows)
             continue
         for r, g in enumerate(block.rows):
             items = block.index[r, block.mask[r]]
@@ -472,10 +512,12 @@ def _pair_effects(
                 i = np.repeat(left, later)
                 j = i + 1 + np.arange(i.size) - np.repeat(np.cumsum(later) - later, later)
                 dx, dy = (gx[j] - gx[i])[None, :], (gy[j] - gy[i])[None, :]
-                right[g] += add(dx, dy, per_pair[g : g + 1, None], None)[0]
+                right[g] += add(dx, dy, per_pair[g : g + 1, None], None, int(g))[0]
+    every = keep >= 1.0
     if not diffs:
-        return right, np.zeros(0), np.zeros(0)
-    return right, np.concatenate(diffs), np.concatenate(effects)
+        return right, np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.intp) if every else None
+    groups_of = np.concatenate(listed_in) if every else None
+    return right, np.concatenate(diffs), np.concatenate(effects), groups_of
 
 
 # --- pairwise difference Pearson -----------------------------------------------------

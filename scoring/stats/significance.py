@@ -46,7 +46,12 @@ from scoring.stats.correlation import (
 from scoring.stats.pairwise import pdp_from_sums, pdp_sums
 from scoring.stats.ranking import BoolArray, FloatArray, Groups
 from scoring.stats.resampling import NEAR_CONSTANT, Resamples, bootstrap_distribution
-from scoring.stats.spa import cell_means, pairwise_p_values, sign_flips, soft_pairwise_accuracy
+from scoring.stats.spa import (
+    cell_means,
+    pairwise_p_values,
+    shared_sign_flips,
+    soft_pairwise_accuracy,
+)
 
 # Rows × outputs per chunk of permuted score rows (8 MiB of float64).
 _CHUNK_CELLS = 1 << 20
@@ -400,9 +405,7 @@ class _RowStatistic:
                     raise ValueError("spa compares systems document by document: it needs docs=...")
                 self.docs, self.systems = docs.subset(valid), systems.subset(valid)
                 options = settings.options
-                self.flips = sign_flips(
-                    np.random.default_rng(options.seed), options.permutations, docs.n_groups
-                )
+                self.flips = shared_sign_flips(options.seed, options.permutations, docs.n_groups)
                 every = np.ones(y.size, dtype=bool)
                 human_cells = cell_means(y, self.docs, self.systems, every)
                 self.human_p = pairwise_p_values(human_cells, self.flips)

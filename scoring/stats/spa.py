@@ -22,7 +22,11 @@ complete data; with gaps, one (permutations × documents) @ (documents × pairs)
 
 from __future__ import annotations
 
+import hashlib
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -40,6 +44,46 @@ def sign_flips(rng: np.random.Generator, permutations: int, n_docs: int) -> Floa
     draws = rng.random(size=(permutations, n_docs), dtype=np.float32)
     np.rint(draws, out=draws)
     return np.asarray(2.0 * draws.astype(np.float64) - 1.0, dtype=np.float64)
+
+
+@lru_cache(maxsize=4)
+def shared_sign_flips(seed: int, permutations: int, n_docs: int) -> FloatArray:
+    """:func:`sign_flips` from ``default_rng(seed)``, drawn once per (seed, permutations,
+    documents) and shared read-only: every cell of a matrix (and its intercorrelation)
+    uses the same flips, so drawing them again per cell only repeats work."""
+    flips = sign_flips(np.random.default_rng(seed), permutations, n_docs)
+    flips.setflags(write=False)
+    return flips
+
+
+# Pairwise p-values already computed, keyed by the seed of their flips and the cells'
+# bytes: a matrix asks for the same human p-values once per run, and for a run's
+# p-values once per aspect (its cell means are the same when every aspect judged the
+# same outputs). Small (systems² floats each) and bounded.
+_P_CACHE: OrderedDict[tuple[object, ...], FloatArray] = OrderedDict()
+_P_CACHE_SIZE = 64
+_P_LOCK = threading.Lock()
+
+
+def shared_p_values(cells: FloatArray, seed: int, permutations: int) -> FloatArray:
+    """:func:`pairwise_p_values` of ``cells`` with :func:`shared_sign_flips`, memoised
+    on the cells' content (the same values as computing them afresh)."""
+    cells = np.ascontiguousarray(cells, dtype=np.float64)
+    digest = hashlib.blake2b(cells.tobytes(), digest_size=16).digest()
+    key = (seed, permutations, cells.shape, digest)
+    with _P_LOCK:
+        found = _P_CACHE.get(key)
+        if found is not None:
+            _P_CACHE.move_to_end(key)
+            return found
+    flips = shared_sign_flips(seed, permutations, cells.shape[1])
+    values = pairwise_p_values(cells, flips)
+    values.setflags(write=False)
+    with _P_LOCK:
+        _P_CACHE[key] = values
+        while len(_P_CACHE) > _P_CACHE_SIZE:
+            _P_CACHE.popitem(last=False)
+    return values
 
 
 def cell_means(x: FloatArray, docs: Groups, systems: Groups, valid: BoolArray) -> FloatArray:
@@ -120,17 +164,27 @@ def soft_pairwise_accuracy(
     *,
     docs: Groups,
     systems: Groups,
-    flips: FloatArray,
+    flips: FloatArray | None = None,
     human_p: FloatArray | None = None,
+    seed: int | None = None,
+    permutations: int | None = None,
 ) -> SpaResult:
     """SPA of aligned metric and human scores (one per output; NaN on either side drops
     the output). ``flips`` (permutations × documents, ±1) come from :func:`sign_flips`;
     ``human_p``, the human p-values of a previous call on the same outputs, saves
-    recomputing them."""
+    recomputing them. Without ``flips``, ``seed`` and ``permutations`` name
+    :func:`shared_sign_flips` and the p-values are memoised (:func:`shared_p_values`)."""
     valid = np.isfinite(metric) & np.isfinite(human)
-    if human_p is None:
-        human_p = pairwise_p_values(cell_means(human, docs, systems, valid), flips)
-    metric_p = pairwise_p_values(cell_means(metric, docs, systems, valid), flips)
+    if flips is None:
+        if seed is None or permutations is None:
+            raise ValueError("pass flips, or the seed and permutations of shared ones")
+        if human_p is None:
+            human_p = shared_p_values(cell_means(human, docs, systems, valid), seed, permutations)
+        metric_p = shared_p_values(cell_means(metric, docs, systems, valid), seed, permutations)
+    else:
+        if human_p is None:
+            human_p = pairwise_p_values(cell_means(human, docs, systems, valid), flips)
+        metric_p = pairwise_p_values(cell_means(metric, docs, systems, valid), flips)
     errors = np.abs(human_p - metric_p)
     defined = np.isfinite(errors)
     value = 1.0 - float(errors[defined].mean()) if defined.any() else float("nan")
@@ -149,8 +203,10 @@ def resampled_spa(result: SpaResult, system_counts: FloatArray) -> FloatArray:
     err = np.where(defined, errors, 0.0)
     err, pairs = err + err.T, (defined | defined.T).astype(np.float64)
     counts = system_counts
-    total = np.einsum("bi,ij,bj->b", counts, err, counts, optimize=True) / 2
-    n_pairs = np.einsum("bi,ij,bj->b", counts, pairs, counts, optimize=True) / 2
+    # c_b^T E c_b for every resample b: one (resamples × systems) @ (systems × systems)
+    # product, then a row-wise dot (einsum's three-operand path is several times slower)
+    total = np.einsum("bj,bj->b", counts @ err, counts) / 2
+    n_pairs = np.einsum("bj,bj->b", counts @ pairs, counts) / 2
     n_pairs += (counts * (counts - 1) / 2) @ result.present.astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.asarray(np.where(n_pairs > 0, 1.0 - total / n_pairs, np.nan), dtype=np.float64)

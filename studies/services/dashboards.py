@@ -15,7 +15,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 import numpy as np
-from django.conf import settings
 from django.core.cache import cache
 
 from scoring.stats import (
@@ -44,8 +43,9 @@ from scoring.stats import (
     scored,
     unsupported,
 )
-from studies.models import Dataset, Output
+from studies.models import Dataset
 from studies.services.frames import AspectInfo, ScoreFrame, load_frame, restrict_to_documents
+from studies.services.matrix_cost import is_cheap
 from studies.services.sentinels import mark_sentinels
 
 log = logging.getLogger(__name__)
@@ -260,17 +260,12 @@ def progress(dataset: Dataset, params: MatrixParams) -> dict[str, int] | None:
     return value
 
 
-def is_small(dataset: Dataset) -> bool:
-    n_outputs = Output.objects.filter(document__dataset=dataset).count()
-    limit: int = settings.CONCORDIA["DASHBOARD_INLINE_LIMIT"]
-    return n_outputs * max(dataset.runs.count(), 1) <= limit
-
-
 def available_matrix(dataset: Dataset, params: MatrixParams) -> dict[str, Any] | None:
-    """What a page may show now: the cached matrix, or one computed in the request for a
-    small dataset; for a large one, None after asking a worker to compute it."""
+    """What a page may show now: the cached matrix, or one computed in the request when
+    it is estimated cheap (:func:`~studies.services.matrix_cost.is_cheap`); else None
+    after asking a worker to compute it."""
     result = cached_matrix(dataset, params)
-    if result is None and is_small(dataset):
+    if result is None and is_cheap(dataset, params):
         result = compute_and_cache(dataset, params)
     if result is None:
         request_matrix(dataset, params)
@@ -330,6 +325,7 @@ def cell_statistic(
     with tie calibration, ``result.options.epsilon`` is the calibrated ε."""
     level, coefficient, average = params.level_enum, params.coefficient_enum, params.average_enum
     options = statistic_options(aspect)
+    calibration = None
     if params.tie_calibration:
         calibration = calibrate_ties(metric, human, level=level, coefficient=coefficient,
                                      docs=docs, average=average,
@@ -337,7 +333,7 @@ def cell_statistic(
         options = replace(options, epsilon=calibration.epsilon)
     return correlate(metric, human, level=level, coefficient=coefficient, docs=docs,
                      systems=systems, policy=DegeneratePolicy(params.policy), average=average,
-                     options=options)  # fmt: skip
+                     options=options, calibration=calibration)  # fmt: skip
 
 
 def compute_matrix(

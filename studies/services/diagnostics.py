@@ -13,7 +13,7 @@ Plain dicts, cached under the matrix's key (the dataset's data version included)
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 import numpy as np
@@ -28,8 +28,9 @@ from scoring.stats.diagnostics import (
     whitespace_tokens,
 )
 from studies.models import Dataset, Output
-from studies.services.dashboards import MatrixParams, frame_for, is_small
+from studies.services.dashboards import MatrixParams, frame_for
 from studies.services.frames import ScoreFrame, _rows
+from studies.services.matrix_cost import is_cheap
 from studies.services.queue import COMPUTE_DIAGNOSTICS, send
 
 TOP_DOCUMENTS = 15
@@ -116,7 +117,7 @@ def available_diagnostics(
     """What a request may show now: the diagnostics, computed in the request for a small
     dataset (as the matrix is); for a large one, from the cache, or None after asking a
     worker to compute them. :class:`UnknownChoice` as :func:`diagnostics`."""
-    if is_small(dataset):
+    if is_cheap(dataset, replace(params, ci=False)):  # a few correlations per run, no bootstrap
         return diagnostics(dataset, params, run, aspect)
     found = cached_diagnostics(dataset, params, run, aspect)
     if found is None:

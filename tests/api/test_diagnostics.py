@@ -54,7 +54,7 @@ def test_a_large_datasets_diagnostics_answer_202_until_a_worker_has_computed_the
     from studies import tasks
     from studies.services import diagnostics as service
 
-    settings.CONCORDIA = {**settings.CONCORDIA, "DASHBOARD_INLINE_LIMIT": 1}
+    settings.CONCORDIA = {**settings.CONCORDIA, "DASHBOARD_INLINE_SECONDS": 0.0}
     sent = []
     monkeypatch.setattr(service, "send", lambda name, *args: sent.append(args))
     url = f"/api/datasets/{world.dataset.pk}/diagnostics/"

@@ -225,3 +225,52 @@ def test_spa_on_resampled_systems_equals_spa_of_the_materialised_resample():
                           options=options)  # fmt: skip
         assert resampled_spa(result.spa, counts[b : b + 1])[0] == pytest.approx(again.value)
     assert 0.0 <= result.value <= 1.0
+
+
+@pytest.mark.parametrize("average", [Average.MACRO, Average.MICRO])
+@pytest.mark.parametrize("coefficient", [Coefficient.ACC23, Coefficient.KENDALL_23])
+@pytest.mark.parametrize(("n_docs", "width"), [(30, 7), (300, 40)])  # curve; bounded search
+def test_a_calibration_s_counts_give_correlate_s_value_without_recounting(
+    n_docs, width, coefficient, average
+):
+    rng = np.random.default_rng(n_docs + width)
+    docs = np.repeat(np.arange(n_docs), width)
+    keep = rng.random(docs.size) < 0.9  # ragged documents
+    docs = docs[keep]
+    human = rng.integers(1, 5, docs.size).astype(float)
+    metric = np.round(human + rng.normal(0, 1.0, docs.size), 1)  # ties on both sides
+    metric[rng.random(docs.size) < 0.05] = np.nan
+    human[rng.random(docs.size) < 0.05] = np.nan
+    calibration = calibrate_ties(metric, human, level=Level.SAMPLE, coefficient=coefficient,
+                                 docs=docs, average=average)  # fmt: skip
+    assert calibration.group_right is not None and not calibration.sampled
+    assert (calibration.thresholds is None) == (n_docs > 100)  # the search path taken
+    options = Options(epsilon=calibration.epsilon)
+    args = {"level": Level.SAMPLE, "coefficient": coefficient, "docs": docs,
+            "average": average, "options": options}  # fmt: skip
+    recounted = correlate(metric, human, **args)
+    reused = correlate(metric, human, calibration=calibration, **args)
+    assert reused.value == recounted.value
+    np.testing.assert_array_equal(reused.per_group, recounted.per_group)
+    np.testing.assert_array_equal(reused.weights, recounted.weights)
+    assert (reused.n_outputs, reused.n_documents, reused.n_skipped) == (
+        recounted.n_outputs, recounted.n_documents, recounted.n_skipped,
+    )  # fmt: skip
+    # the calibrated value is the statistic at ε, as correlate computes it
+    assert reused.value == pytest.approx(calibration.value, abs=1e-12)
+    # a calibration at another ε is not reused
+    other = correlate(metric, human, calibration=calibration,
+                      **{**args, "options": Options(epsilon=calibration.epsilon + 0.05)})  # fmt: skip
+    alone = correlate(
+        metric, human, **{**args, "options": Options(epsilon=calibration.epsilon + 0.05)}
+    )
+    assert other.value == alone.value
+
+
+def test_a_sampled_calibration_has_no_counts_to_reuse():
+    rng = np.random.default_rng(0)
+    docs = np.repeat(np.arange(40), 30)
+    human = rng.integers(1, 5, docs.size).astype(float)
+    metric = human + rng.normal(size=docs.size)
+    calibration = calibrate_ties(metric, human, level=Level.SAMPLE, docs=docs, max_pairs=1000)
+    assert calibration.sampled and calibration.group_right is None

@@ -265,3 +265,64 @@ def test_spa_intervals_resample_systems_only():
     values = bootstrap_distribution(plan, metric, human, level=Level.SYSTEM,
                                     coefficient=Coefficient.SPA)  # fmt: skip
     assert values.shape == (50,) and np.all((values >= 0) & (values <= 1))
+
+
+def _loop_reference(plan, metric, human, coefficient, policy):
+    """The previous dataset-level path, kept as the reference: each resample
+    materialised output by output (multiplicity = document draws x system draws) and
+    passed to correlate()."""
+    valid = np.isfinite(metric) & np.isfinite(human)
+    x, y = metric[valid], human[valid]
+    doc_codes = plan.docs.codes[valid]
+    sys_codes = None if plan.systems is None else plan.systems.codes[valid]
+    out = np.full(plan.size, np.nan)
+    for b in range(plan.size):
+        times = np.ones(x.size, dtype=np.intp)
+        if plan.doc_counts is not None:
+            times = times * plan.doc_counts[b].astype(np.intp)[doc_codes]
+        if plan.system_counts is not None:
+            times = times * plan.system_counts[b].astype(np.intp)[sys_codes]
+        items = np.repeat(np.arange(x.size), times)
+        out[b] = correlate(
+            x[items], y[items], level=Level.DATASET, coefficient=coefficient, policy=policy
+        ).value
+    return out
+
+
+@pytest.mark.parametrize("policy", list(DegeneratePolicy))
+@pytest.mark.parametrize("unit", list(Unit))
+@pytest.mark.parametrize("seed", [3, 11])
+def test_vectorised_dataset_spearman_equals_the_resample_loop(seed, unit, policy):
+    docs, systems, metric, human = _study(seed=seed, n_docs=9, n_systems=4)
+    # heavy ties on both sides, and some documents whose every output is tied
+    metric = np.where(np.isfinite(metric), np.round(metric / 2), np.nan)
+    human = np.where(docs % 4 == 0, 3.0, human)
+    plan = draw_resamples(np.random.default_rng(seed), docs, systems, unit=unit, resamples=60)
+    got = bootstrap_distribution(
+        plan, metric, human, level=Level.DATASET, coefficient=Coefficient.SPEARMAN, policy=policy
+    )
+    expected = _loop_reference(plan, metric, human, Coefficient.SPEARMAN, policy)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("policy", list(DegeneratePolicy))
+def test_vectorised_dataset_spearman_handles_constant_resamples(policy):
+    # Two documents, one all-tied in the metric: resamples drawing it twice are constant.
+    docs = np.array([0, 0, 0, 1, 1, 1])
+    systems = np.array([0, 1, 2, 0, 1, 2])
+    metric = np.array([1.0, 1.0, 1.0, 1.0, 2.0, 3.0])
+    human = np.array([1.0, 2.0, 3.0, 3.0, 2.0, 1.0])
+    plan = draw_resamples(np.random.default_rng(0), docs, systems, resamples=40)
+    got = bootstrap_distribution(
+        plan, metric, human, level=Level.DATASET, coefficient=Coefficient.SPEARMAN, policy=policy
+    )
+    expected = _loop_reference(plan, metric, human, Coefficient.SPEARMAN, policy)
+    constant = plan.doc_counts[:, 0] == 2  # only the all-tied document drawn
+    assert constant.any() and (~constant).any()
+    if policy is DegeneratePolicy.SKIP:
+        assert np.isnan(got[constant]).all() and np.isfinite(got[~constant]).all()
+    else:
+        assert (got[constant] == 0.0).all()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)

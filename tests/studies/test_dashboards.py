@@ -12,6 +12,7 @@ from django.core.management import call_command
 from django.urls import reverse
 from scipy import stats
 
+from scoring.stats.cost import MatrixSize
 from studies.models import Aspect, Dataset, MetricScore, Output, TaskKind
 from studies.services.dashboards import (
     MatrixParams,
@@ -20,6 +21,7 @@ from studies.services.dashboards import (
     request_matrix,
 )
 from studies.services.datasets import ImportOptions, import_file
+from studies.services.matrix_cost import estimated_seconds, matrix_size
 from studies.tasks import compute_correlations
 from tests.factories import MetricRunFactory, dataset_pk
 
@@ -161,7 +163,7 @@ def test_cached_page_is_read_from_the_cache_until_the_data_changes(client, score
 
 
 def test_large_dataset_is_computed_by_the_task_while_the_page_polls(client, scored, cast, settings):
-    settings.CONCORDIA = {**settings.CONCORDIA, "DASHBOARD_INLINE_LIMIT": 10}
+    settings.CONCORDIA = {**settings.CONCORDIA, "DASHBOARD_INLINE_SECONDS": 0.0}
     client.force_login(cast["owner"])
     url = reverse("studies:correlations", args=[dataset_pk("scored")])
     waiting = client.get(url)
@@ -173,6 +175,28 @@ def test_large_dataset_is_computed_by_the_task_while_the_page_polls(client, scor
     compute_correlations(dataset.pk, MatrixParams().__dict__)
     done = client.get(url + "?poll=1", headers={"HX-Request": "true", "HX-Target": "matrix"})
     assert done.status_code == 286 and b'id="matrix-table"' in done.content
+
+
+def test_the_route_follows_the_estimated_cost_not_the_size(client, scored, cast, settings):
+    # One dataset (60 outputs, 2 runs, 2 aspects): a cheap sample-level Pearson matrix is
+    # computed in the request; a dataset-level Kendall matrix with 1,000 resamples is
+    # estimated above a budget that the Pearson one is well under, and goes to a worker.
+    dataset = Dataset.objects.get(name="scored")
+    size = matrix_size(dataset)
+    assert size == MatrixSize(outputs=60, documents=12, systems=5, runs=2, aspects=2)
+    cheap = MatrixParams(level="sample", coefficient="pearson")
+    costly = MatrixParams(level="dataset", coefficient="kendall_c")
+    assert estimated_seconds(size, costly) > 20 * estimated_seconds(size, cheap)
+    budget = estimated_seconds(size, costly) / 2
+    settings.CONCORDIA = {**settings.CONCORDIA, "DASHBOARD_INLINE_SECONDS": budget}
+    client.force_login(cast["owner"])
+    url = reverse("studies:correlations", args=[dataset_pk("scored")])
+    assert b'id="matrix-table"' in client.get(url + "?level=sample&coef=pearson").content
+    assert cached_matrix(dataset, cheap) is not None
+    waiting = client.get(url + "?level=dataset&coef=kendall_c")
+    assert b"Computing the matrix" in waiting.content
+    assert cached_matrix(dataset, costly) is None
+    assert not request_matrix(dataset, costly)  # the page already asked a worker
 
 
 def test_exports_in_csv_json_and_latex(client, scored, cast):

@@ -286,7 +286,7 @@ def test_a_large_datasets_diagnostics_are_computed_by_a_worker_while_the_page_po
     from studies import tasks
     from studies.services import diagnostics as service
 
-    settings.CONCORDIA = {**settings.CONCORDIA, "DASHBOARD_INLINE_LIMIT": 10}
+    settings.CONCORDIA = {**settings.CONCORDIA, "DASHBOARD_INLINE_SECONDS": 0.0}
     sent = []
     monkeypatch.setattr(service, "send", lambda name, *args: sent.append((name, args)))
     client.force_login(cast["owner"])
