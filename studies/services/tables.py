@@ -95,7 +95,7 @@ def to_csv(result: dict[str, Any], *, raw: bool = False) -> str:
                    f"{code}_coverage_documents", f"{code}_judged_outputs",
                    f"{code}_judged_documents", f"{code}_partial", f"{code}_n_shared_with_best",
                    f"{code}_not_above_sentinel", f"{code}_not_above_sentinel_p"]  # fmt: skip
-    writer.writerow(header + ["average_rank", "sentinel"])
+    writer.writerow(header + ["sentinel", "average_rank"])
     for row in matrix_rows(result):
         run = row["run"]
         line = [
@@ -107,7 +107,7 @@ def to_csv(result: dict[str, Any], *, raw: bool = False) -> str:
                      cell["n_outputs"], _fmt(cell["p_vs_best"], 4), cell.get("rank") or "",
                      _fmt(cell.get("epsilon"), 6), *coverage_fields(cell),
                      *sentinel_fields(cell, writer)]  # fmt: skip
-        writer.writerow([*line, _fmt(row["average_rank"], 2), "yes" if run.get("sentinel") else ""])
+        writer.writerow([*line, "yes" if run.get("sentinel") else "", _fmt(row["average_rank"], 2)])
     if (ceiling := csv_row(result)) is not None:  # the human ceiling, when judged twice
         writer.writerow(ceiling)
     return buffer.getvalue()
