@@ -119,14 +119,15 @@ def _num(value: float) -> float | None:
     return float(value) if np.isfinite(value) else None
 
 
-def csv_row(result: dict[str, Any]) -> list[Any] | None:
+def csv_row(result: dict[str, Any], per_aspect: int, trailing: int) -> list[Any] | None:
     """The ceiling as a line of the matrix's CSV (its value in each aspect's value
-    column, its annotators in the ``_n`` column; None when the matrix has none)."""
+    column, its annotators in the ``_n`` column, ``per_aspect`` columns per aspect and
+    ``trailing`` run columns after them; None when the matrix has none)."""
     ceiling = result.get("ceiling")
     if not ceiling:
         return None
     line: list[Any] = ["human ceiling", "", "", "", ""]
     for entry in ceiling:
         value = "" if entry["value"] is None else f"{entry['value']:.6f}"
-        line += [value, "", "", entry["n_annotators"], *[""] * 9]
-    return [*line, ""]
+        line += [value, "", "", entry["n_annotators"], *[""] * (per_aspect - 4)]
+    return [*line, *[""] * trailing]

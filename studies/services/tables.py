@@ -88,14 +88,14 @@ def to_csv(result: dict[str, Any], *, raw: bool = False) -> str:
     buffer = io.StringIO()
     writer = ExportWriter(buffer, raw=raw)
     header = ["run", "metric", "model", "setting", "dimension"]
+    suffixes = ["", "_low", "_high", "_n", "_p_vs_best", "_rank", "_epsilon", "_coverage_outputs",
+                "_coverage_documents", "_judged_outputs", "_judged_documents", "_partial",
+                "_n_shared_with_best", "_not_above_sentinel", "_not_above_sentinel_p"]  # fmt: skip
     for column in result["columns"]:
         code = writer.text(column["aspect"]["code"])
-        header += [code, f"{code}_low", f"{code}_high", f"{code}_n", f"{code}_p_vs_best",
-                   f"{code}_rank", f"{code}_epsilon", f"{code}_coverage_outputs",
-                   f"{code}_coverage_documents", f"{code}_judged_outputs",
-                   f"{code}_judged_documents", f"{code}_partial", f"{code}_n_shared_with_best",
-                   f"{code}_not_above_sentinel", f"{code}_not_above_sentinel_p"]  # fmt: skip
-    writer.writerow(header + ["sentinel", "average_rank"])
+        header += [code + suffix for suffix in suffixes]
+    trailing = ["sentinel", "average_rank"]
+    writer.writerow(header + trailing)
     for row in matrix_rows(result):
         run = row["run"]
         line = [
@@ -108,7 +108,9 @@ def to_csv(result: dict[str, Any], *, raw: bool = False) -> str:
                      _fmt(cell.get("epsilon"), 6), *coverage_fields(cell),
                      *sentinel_fields(cell, writer)]  # fmt: skip
         writer.writerow([*line, "yes" if run.get("sentinel") else "", _fmt(row["average_rank"], 2)])
-    if (ceiling := csv_row(result)) is not None:  # the human ceiling, when judged twice
+    if (
+        ceiling := csv_row(result, len(suffixes), len(trailing))
+    ) is not None:  # the human ceiling, when judged twice
         writer.writerow(ceiling)
     return buffer.getvalue()
 
