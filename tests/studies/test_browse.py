@@ -223,7 +223,9 @@ def test_output_browser_page_and_partial(client, world, cast):
     assert "second beta text" not in body and "2 outputs" in body
     detail = reverse("studies:output-detail", args=[world["outputs"]["alpha-doc", "A"].pk])
     assert f'href="{detail}"' in body
-    partial = client.get(url, {"q": "delta"}, headers={"HX-Request": "true", "HX-Target": "outputs"})
+    partial = client.get(
+        url, {"q": "delta"}, headers={"HX-Request": "true", "HX-Target": "outputs"}
+    )
     text = partial.content.decode()
     assert partial.status_code == 200 and "<html" not in text and "fourth delta cat" in text
     assert text.strip().startswith('<div id="outputs"')
@@ -236,7 +238,9 @@ def test_bad_parameters_give_a_message_not_a_server_error(client, world, cast):
     url = reverse("studies:dataset-outputs", args=[world["dataset"].pk])
     page = client.get(url, {"run": world["one"].pk, "min": "2", "max": "1"})
     assert page.status_code == 400 and "min (2) is above max (1)" in page.content.decode()
-    partial = client.get(url, {"sort": "nope"}, headers={"HX-Request": "true", "HX-Target": "outputs"})
+    partial = client.get(
+        url, {"sort": "nope"}, headers={"HX-Request": "true", "HX-Target": "outputs"}
+    )
     assert partial.status_code == 200 and 'id="outputs-problem"' in partial.content.decode()
 
 
