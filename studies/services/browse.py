@@ -190,9 +190,12 @@ def _within(queryset: QuerySet[Output], field: str, low: float | None, high: flo
     return queryset
 
 
-def outputs(dataset: Dataset, query: BrowseQuery, offered: Choices) -> QuerySet[Output]:
-    """The dataset's outputs that match ``query``, in its order."""
-    found = Output.objects.filter(document__dataset=dataset).select_related("document")
+def outputs(
+    dataset: Dataset, query: BrowseQuery, offered: Choices, base: QuerySet[Output] | None = None
+) -> QuerySet[Output]:
+    """The dataset's outputs (of ``base``, when given) that match ``query``, in its order."""
+    found = (Output.objects.all() if base is None else base).filter(document__dataset=dataset)
+    found = found.select_related("document")
     if query.q:
         found = found.filter(
             Q(text__icontains=query.q) | Q(document__source__icontains=query.q)

@@ -286,3 +286,33 @@ def test_drilldown_points_and_disagreements_link_to_output_pages(client, scored,
         judgments__aspect=coh,
     ).distinct().count()  # fmt: skip
     assert listed.status_code == 200 and f"{both} outputs" in listed.content.decode()
+
+
+# --- the API, through the same service ----------------------------------------------------
+
+
+def test_api_lists_outputs_searched_filtered_and_sorted_like_the_page(world, cast):
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_authenticate(cast["owner"])
+    pk, one = world["dataset"].pk, world["one"].pk
+    listed = client.get(
+        "/api/outputs/", {"dataset": pk, "sort": f"-run:{one}", "include": "scores"}
+    )
+    assert listed.status_code == 200, listed.content
+    rows = listed.json()["results"]
+    assert [(r["doc_key"], r["system_id"]) for r in rows] == expected_order(lambda v: v[1], True)
+    assert {s["value"] for s in rows[0]["scores"]} == {0.9, 1.0}
+    ranged = client.get("/api/outputs/", {"dataset": pk, "aspect": "COH", "hmin": 3, "q": "text"})
+    assert [(r["doc_key"], r["system_id"]) for r in ranged.json()["results"]] == [
+        ("alpha-doc", "A"), ("beta-doc", "A")
+    ]  # fmt: skip
+    plain = client.get("/api/outputs/", {"dataset": pk, "ordering": "-system_id"}).json()
+    assert [r["system_id"] for r in plain["results"]] == ["B", "B", "A", "A"]  # DRF's own
+    bad = client.get("/api/outputs/", {"dataset": pk, "run": one, "min": 3, "max": 1})
+    assert bad.status_code == 400 and "min (3) is above max (1)" in bad.content.decode()
+    assert client.get("/api/outputs/", {"sort": f"run:{one}"}).status_code == 400  # no dataset
+    client.force_authenticate(cast["outsider"])
+    hidden = client.get("/api/outputs/", {"dataset": pk, "sort": f"run:{one}"})
+    assert hidden.status_code == 200 and hidden.json()["count"] == 0
