@@ -76,5 +76,20 @@ def test_researcher_filters_sorts_opens_an_output_and_comes_back(
         best.output.document.doc_key
     )
     expect(page.locator("#out-system")).to_have_value("sys2")
+
+    researcher.settled()
+    page.select_option("#out-system", "sys3")  # a new filter keeps the sort
+    best3 = (
+        MetricScore.objects.filter(run=run, output__system_id="sys3")
+        .select_related("output__document")
+        .order_by("-value")
+        .first()
+    )
+    assert best3 is not None
+    expect(page.locator("#outputs-table tbody tr").first.locator("td").nth(1)).to_have_text("sys3")
+    expect(page.locator("#outputs-table tbody tr").first.locator("td").first).to_have_text(
+        best3.output.document.doc_key
+    )
+    wait_until_true(page, f"location.search.includes('sort=-run%3A{run.pk}')")
     problems = researcher.collect()
     assert problems == [], "\n".join(problems)
