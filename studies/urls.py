@@ -11,6 +11,7 @@ urlpatterns = [
     path("datasets/<int:pk>/", views.dataset_detail, name="dataset-detail"),
     path("datasets/<int:pk>/outputs/", views.dataset_outputs, name="dataset-outputs"),
     path("outputs/<int:pk>/", views.output_detail, name="output-detail"),
+    path("documents/<int:pk>/", views.document_detail, name="document-detail"),
     re_path(
         r"^datasets/(?P<pk>[0-9]+)/export\.(?P<file_format>jsonl|csv)$",
         views.dataset_export,

@@ -19,7 +19,7 @@ from django.core.paginator import Page, Paginator
 from django.db.models import Avg, F, OuterRef, Q, QuerySet, Subquery
 from django.urls import reverse
 
-from studies.models import Aspect, Dataset, Judgment, MetricRun, MetricScore, Output
+from studies.models import Aspect, Dataset, Document, Judgment, MetricRun, MetricScore, Output
 
 PAGE_SIZE = 25
 MAX_QUERY = 200  # characters of search text
@@ -260,13 +260,8 @@ def _column(query: BrowseQuery, key: str, label: str, **extra: Any) -> dict[str,
             "sort": toggled, **extra}  # fmt: skip
 
 
-def browse(dataset: Dataset, query: BrowseQuery, offered: Choices,
-           per_page: int = PAGE_SIZE) -> Browse:  # fmt: skip
-    """One page of matching outputs, each with every run's score and every aspect's mean
-    judgment (two queries for the page, whatever the dataset's size)."""
-    paginator = Paginator(outputs(dataset, query, offered), per_page)
-    page = paginator.get_page(query.page)
-    shown = list(page.object_list)
+def rows_of(shown: list[Output], offered: Choices) -> list[Row]:
+    """Each output with every run's score and every aspect's mean judgment (two queries)."""
     ids = [o.pk for o in shown]
     scores = {
         (o, r): v
@@ -280,12 +275,26 @@ def browse(dataset: Dataset, query: BrowseQuery, offered: Choices,
         .values("output_id", "aspect_id")
         .annotate(mean=Avg("value"))
     }
-    rows = [
+    return [
         Row(o, [scores.get((o.pk, r.pk)) for r in offered.runs],
             [means.get((o.pk, a.pk)) for a in offered.aspects],
             reverse("studies:output-detail", args=[o.pk]))
         for o in shown
     ]  # fmt: skip
+
+
+def document_rows(document: Document, offered: Choices) -> list[Row]:
+    """A document's outputs, by system, with their scores and mean judgments."""
+    return rows_of(list(document.outputs.select_related("document").order_by("system_id")), offered)
+
+
+def browse(dataset: Dataset, query: BrowseQuery, offered: Choices,
+           per_page: int = PAGE_SIZE) -> Browse:  # fmt: skip
+    """One page of matching outputs, each with every run's score and every aspect's mean
+    judgment (two queries for the page, whatever the dataset's size)."""
+    paginator = Paginator(outputs(dataset, query, offered), per_page)
+    page = paginator.get_page(query.page)
+    rows = rows_of(list(page.object_list), offered)
     query = replace(query, page=page.number)
     return Browse(
         query, page, rows, paginator.count,
@@ -302,6 +311,13 @@ def judgment_source(judgment: Judgment) -> str:
     if judgment.annotator_id:
         return judgment.annotator.get_username()
     return f"imported from {judgment.import_file}"
+
+
+def document_context(document: Document) -> dict[str, Any]:
+    """The document, with its context as dialogue turns (a list) or as it is stored."""
+    context = document.context
+    turns = context if isinstance(context, list) else None
+    return {"document": document, "turns": turns, "context": None if turns is not None else context}
 
 
 def output_details(output: Output) -> dict[str, Any]:
@@ -329,13 +345,9 @@ def output_details(output: Output) -> dict[str, Any]:
     means: dict[str, list[float]] = {}
     for j in judgments:
         means.setdefault(j["aspect"].code, []).append(j["value"])
-    context = output.document.context
-    turns = context if isinstance(context, list) else None
     return {
         "output": output,
-        "document": output.document,
-        "turns": turns,
-        "context": None if turns is not None else context,
+        **document_context(output.document),
         "scores": scores,
         "judgments": judgments,
         "means": {code: sum(v) / len(v) for code, v in means.items()},

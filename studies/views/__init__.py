@@ -1,7 +1,7 @@
 """The app's pages, one module per area; each view serves its page and its htmx partial."""
 
 from studies.views.account import api_token
-from studies.views.browse import dataset_outputs, output_detail
+from studies.views.browse import dataset_outputs, document_detail, output_detail
 from studies.views.dashboards import (
     correlation_cell,
     correlation_export,
@@ -33,6 +33,7 @@ __all__ = [
     "dataset_export",
     "dataset_list",
     "dataset_outputs",
+    "document_detail",
     "dataset_ppi",
     "home",
     "import_detail",

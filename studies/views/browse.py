@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
-from studies.models import Output
+from studies.models import Document, Output
 from studies.permissions import visible_datasets
 from studies.services import browse
 from studies.views.helpers import researcher_required, wants_partial
@@ -32,6 +32,21 @@ def dataset_outputs(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @researcher_required
+def document_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """A document's source and references with all its outputs side by side."""
+    document = get_object_or_404(
+        Document.objects.filter(dataset__in=visible_datasets(request.user)).select_related(
+            "dataset"
+        ),
+        pk=pk,
+    )
+    offered = browse.choices(document.dataset)
+    context = {"dataset": document.dataset, "document": document, "offered": offered,
+               "rows": browse.document_rows(document, offered), **browse.document_context(document)}  # fmt: skip
+    return render(request, "studies/document_detail.html", context)
+
+
+@researcher_required
 def output_detail(request: HttpRequest, pk: int) -> HttpResponse:
     output = get_object_or_404(
         Output.objects.filter(document__dataset__in=visible_datasets(request.user)).select_related(
@@ -43,4 +58,4 @@ def output_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "studies/output_detail.html", context)
 
 
-__all__ = ["dataset_outputs", "output_detail"]
+__all__ = ["dataset_outputs", "document_detail", "output_detail"]

@@ -316,3 +316,22 @@ def test_api_lists_outputs_searched_filtered_and_sorted_like_the_page(world, cas
     client.force_authenticate(cast["outsider"])
     hidden = client.get("/api/outputs/", {"dataset": pk, "sort": f"run:{one}"})
     assert hidden.status_code == 200 and hidden.json()["count"] == 0
+
+
+def test_document_page_groups_its_outputs_with_their_scores(client, world, cast):
+    client.force_login(cast["owner"])
+    document = world["outputs"]["alpha-doc", "A"].document
+    rows = browse.document_rows(document, browse.choices(world["dataset"]))
+    assert [(r.output.system_id, r.scores, r.means) for r in rows] == [
+        ("A", [0.5, 2.0], [4.0]), ("B", [0.9, 1.0], [2.0])
+    ]  # fmt: skip
+    url = reverse("studies:document-detail", args=[document.pk])
+    body = client.get(url).content.decode()
+    assert "The cat sat on the mat." in body and "first alpha text" in body
+    assert "second beta text" in body and "third gamma text" not in body
+    for row in rows:
+        assert f'href="{row.href}"' in body
+    output_page = client.get(reverse("studies:output-detail", args=[rows[0].output.pk]))
+    assert f'href="{url}"' in output_page.content.decode()
+    client.force_login(cast["outsider"])
+    assert client.get(url).status_code == 404
