@@ -9,6 +9,9 @@ urlpatterns = [
     path("datasets/", views.dataset_list, name="dataset-list"),
     path("datasets/upload/", views.upload, name="upload"),
     path("datasets/<int:pk>/", views.dataset_detail, name="dataset-detail"),
+    path("datasets/<int:pk>/outputs/", views.dataset_outputs, name="dataset-outputs"),
+    path("outputs/<int:pk>/", views.output_detail, name="output-detail"),
+    path("documents/<int:pk>/", views.document_detail, name="document-detail"),
     re_path(
         r"^datasets/(?P<pk>[0-9]+)/export\.(?P<file_format>jsonl|csv)$",
         views.dataset_export,

@@ -111,7 +111,10 @@ def test_pages_work_under_the_content_security_policy_without_violations(
                       f"/learned/new/?dataset={run.dataset_id}", f"/campaigns/{routed.pk}/",
                       "/studies/new/", f"/studies/new/?dataset={run.dataset_id}",
                       f"/studies/{campaign.study_id}/", f"/studies/{campaign.study_id}/members/",
-                      f"/campaigns/new/?study={campaign.study_id}"):  # fmt: skip
+                      f"/campaigns/new/?study={campaign.study_id}", f"{scored}/outputs/",
+                      f"{scored}/outputs/?system=sys1&sort=-run:{run.pk}",
+                      f"/outputs/{run.scores.first().output_id}/",
+                      f"/documents/{run.scores.first().output.document_id}/"):  # fmt: skip
         researcher.open(page_path)
     researcher.open(f"{scored}/correlations/")
     page = researcher.page

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from typing import Any
+from urllib.parse import urlencode
 
 import numpy as np
 from django.core.cache import cache
+from django.urls import reverse
 from scipy.stats import rankdata
 
 from scoring.stats import Groups, Level
@@ -66,7 +68,8 @@ def _compute(
     def describe(k: int) -> dict[str, Any]:
         pk = int(frame.output_ids[k])
         return {"doc": frame.doc_keys[frame.doc_codes[k]], "system": frame.system_names[frame.system_codes[k]],
-                "metric": float(metric[k]), "human": float(human[k]), "text": texts.get(pk, "")[:400]}  # fmt: skip
+                "metric": float(metric[k]), "human": float(human[k]), "text": texts.get(pk, "")[:400],
+                "id": pk, "href": reverse("studies:output-detail", args=[pk])}  # fmt: skip
 
     details: dict[str, Any] = {
         "run": asdict(frame.runs[i]),
@@ -84,6 +87,10 @@ def _compute(
             {**describe(k), "gap": float(d)} for k, d in zip(top, disagreement[order], strict=True)
         ],
         "histogram": None,
+        # the output browser showing this cell's outputs (scored by the run, judged on the aspect)
+        "browse": reverse("studies:dataset-outputs", args=[dataset.pk])
+        + "?"
+        + urlencode({"run": run_pk, "aspect": frame.aspects[j].code, "sort": f"-run:{run_pk}"}),
     }
     if params.level_enum is Level.SAMPLE and result.per_group is not None:
         details["histogram"] = _histogram(result.per_group)

@@ -1,6 +1,7 @@
 """The app's pages, one module per area; each view serves its page and its htmx partial."""
 
 from studies.views.account import api_token
+from studies.views.browse import dataset_outputs, document_detail, output_detail
 from studies.views.dashboards import (
     correlation_cell,
     correlation_export,
@@ -31,9 +32,12 @@ __all__ = [
     "dataset_diagnostics",
     "dataset_export",
     "dataset_list",
+    "dataset_outputs",
+    "document_detail",
     "dataset_ppi",
     "home",
     "import_detail",
+    "output_detail",
     "run_cancel",
     "run_detail",
     "run_new",

@@ -36,6 +36,8 @@ PK_RULES: tuple[tuple[str, Callable[[World], Any]], ...] = (
     (r"^studies:run-", lambda w: w.run.pk),
     (r"^studies:study-", lambda w: w.study.pk),
     (r"^studies:import-", lambda w: w.job.pk),
+    (r"^studies:output-", lambda w: w.dataset.documents.first().outputs.first().pk),
+    (r"^studies:document-", lambda w: w.dataset.documents.first().pk),
     (r"^annotation:", lambda w: w.campaign.pk),
     (r"^api:(dataset-|correlations)", lambda w: w.dataset.pk),
     (r"^api:import-", lambda w: w.job.pk),

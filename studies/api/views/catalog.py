@@ -24,6 +24,7 @@ from studies.api.views.common import datasets_of
 from studies.forms import MAX_ID
 from studies.models import Aspect, Document, Judgment, MetricScore, Output, PromptTemplate
 from studies.permissions import visible_aspects
+from studies.services import browse
 
 
 class IdField(forms.IntegerField):
@@ -42,6 +43,19 @@ INCLUDE = OpenApiParameter(
     description="Comma-separated: judgments, scores (each output's human judgments and metric scores).",
 )  # fmt: skip
 INCLUDABLE = {"judgments", "scores"}
+# the output browser's parameters (studies.services.browse), with a dataset
+BROWSE = [
+    OpenApiParameter("q", OpenApiTypes.STR, description="Text in the output, its source or its document key."),
+    OpenApiParameter("system", OpenApiTypes.STR, description="One system's outputs."),
+    OpenApiParameter("sort", OpenApiTypes.STR, description="run:<id> (a run's score) or aspect:<code> (the mean "
+                     "human judgment), with a leading - for descending; missing values last."),
+    OpenApiParameter("run", OpenApiTypes.INT, description="Only outputs this run scored (within min..max)."),
+    OpenApiParameter("min", OpenApiTypes.NUMBER), OpenApiParameter("max", OpenApiTypes.NUMBER),
+    OpenApiParameter("aspect", OpenApiTypes.STR, description="Only outputs judged on this aspect code "
+                     "(mean within hmin..hmax)."),
+    OpenApiParameter("hmin", OpenApiTypes.NUMBER), OpenApiParameter("hmax", OpenApiTypes.NUMBER),
+]  # fmt: skip
+BROWSE_NAMES = {p.name for p in BROWSE}
 
 
 class DocumentFilter(django_filters.FilterSet):
@@ -79,7 +93,12 @@ class OutputFilter(django_filters.FilterSet):
 
 
 @extend_schema_view(
-    list=extend_schema(summary="Outputs of your datasets", parameters=[INCLUDE]),
+    list=extend_schema(
+        summary="Outputs of your datasets",
+        parameters=[INCLUDE, *BROWSE],
+        description="With ``dataset``: searched, filtered and sorted as the output "
+        "browser page does (q, system, sort, run, min, max, aspect, hmin, hmax).",
+    ),
     retrieve=extend_schema(summary="An output", parameters=[INCLUDE]),
 )
 class OutputViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]
@@ -116,6 +135,26 @@ class OutputViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]
 
     def get_serializer_context(self) -> dict[str, Any]:
         return {**super().get_serializer_context(), "include": self._include()}
+
+    def filter_queryset(self, queryset: Any) -> Any:
+        queryset = super().filter_queryset(queryset)
+        params = self.request.query_params
+        if self.action != "list" or not BROWSE_NAMES & {k for k, v in params.items() if v}:
+            return queryset
+        if not params.get("dataset"):
+            raise ValidationError(
+                {"dataset": [f"{', '.join(sorted(BROWSE_NAMES))} need a dataset."]}
+            )
+        dataset = datasets_of(self.request.user).filter(pk=params["dataset"]).first()
+        if dataset is None:
+            return queryset.none()
+        offered = browse.choices(dataset)
+        try:
+            query = browse.parse_query(params, offered)
+        except browse.BadQuery as exc:
+            raise ValidationError({"detail": [str(exc)]}) from exc
+        found = browse.outputs(dataset, query, offered, base=queryset.order_by())
+        return found if query.sort else found.order_by(*queryset.query.order_by)
 
 
 class JudgmentFilter(django_filters.FilterSet):

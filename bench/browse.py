@@ -1,0 +1,112 @@
+"""Benchmark of the output browser on SummEval's size.
+
+Run from the repository root::
+
+    .venv/bin/python bench/browse.py              # ../shared/data/summeval.jsonl
+    .venv/bin/python bench/browse.py --repeat 7
+
+Imports SummEval (1,600 outputs, 6,400 judgments) into a throwaway SQLite database,
+adds ``--runs`` metric runs with a score for every output, then renders the output
+browser through Django's test client: the plain first page, sorted by a run's score and
+by an aspect's mean judgment (both ways), with a score range, a judgment range, a search
+and a system filter, the htmx partial and one output page. Prints the median (min-max)
+of ``--repeat`` renders of each, in milliseconds. Target: each under 300 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench._django import setup_django  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", default=str(REPO.parent / "shared" / "data" / "summeval.jsonl"))
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    os.environ.setdefault("DEBUG", "false")  # no query log: time what production does
+    os.environ.setdefault("SECRET_KEY", "bench-only-secret-key-" + "x" * 40)
+    os.environ.setdefault("ALLOWED_HOSTS", "testserver")
+    with tempfile.TemporaryDirectory() as tmp:
+        setup_django(Path(tmp))
+        from django.conf import settings
+
+        # production settings without a collectstatic run: serve static names unhashed
+        settings.STORAGES["staticfiles"] = {
+            "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        }
+        import numpy as np
+        from django.contrib.auth.models import Group, User
+        from django.test import Client
+        from django.urls import reverse
+
+        from studies.models import Dataset, MetricRun, MetricScore, Output
+        from studies.services.datasets import ImportOptions, import_file
+
+        owner = User.objects.create_user("bench")
+        owner.groups.add(Group.objects.get_or_create(name="researcher")[0])
+        import_file(
+            Path(args.data),
+            ImportOptions(dataset="summeval", task="summarization", file_format="jsonl",
+                          file_name="summeval.jsonl", owner=owner),
+        )  # fmt: skip
+        dataset = Dataset.objects.get(name="summeval", owner=owner)
+        ids = list(Output.objects.filter(document__dataset=dataset).values_list("pk", flat=True))
+        rng = np.random.default_rng(0)
+        runs = []
+        for k in range(args.runs):
+            run = MetricRun.objects.create(dataset=dataset, metric="gptscore", label=f"run-{k}",
+                                           status=MetricRun.Status.SUCCEEDED)  # fmt: skip
+            MetricScore.objects.bulk_create(
+                MetricScore(run=run, output_id=pk, value=float(v))
+                for pk, v in zip(ids, rng.normal(size=len(ids)), strict=True)
+            )
+            runs.append(run)
+        client = Client()
+        client.force_login(owner)
+        url = reverse("studies:dataset-outputs", args=[dataset.pk])
+        r = runs[0].pk
+        cases = {
+            "first page": {},
+            "sort run desc": {"sort": f"-run:{r}"},
+            "sort run asc, page 20": {"sort": f"run:{r}", "page": 20},
+            "sort aspect desc": {"sort": "-aspect:COH"},
+            "score + judgment ranges": {"run": r, "min": -0.5, "max": 0.5, "aspect": "REL",
+                                        "hmin": 3, "sort": "aspect:REL"},
+            "search 'police'": {"q": "police", "sort": f"-run:{runs[-1].pk}"},
+            "system M11": {"system": "M11", "sort": f"-run:{r}"},
+        }  # fmt: skip
+        print(f"{len(ids)} outputs, {args.runs} runs; median (min-max) of {args.repeat} renders")
+        for name, params in cases.items():
+            report(name, lambda p=params: client.get(url, p, secure=True), args.repeat)
+        report("htmx partial, sorted",
+               lambda: client.get(url, {"sort": f"-run:{r}"},
+                                  headers={"HX-Request": "true", "HX-Target": "outputs"}, secure=True),
+               args.repeat)  # fmt: skip
+        one = reverse("studies:output-detail", args=[ids[len(ids) // 2]])
+        report("output page", lambda: client.get(one, secure=True), args.repeat)
+
+
+def report(name: str, render, repeat: int) -> None:  # type: ignore[no-untyped-def]
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        response = render()
+        times.append((time.perf_counter() - start) * 1000)
+        assert response.status_code == 200, (name, response.status_code)
+    print(f"{name:28s} {statistics.median(times):7.1f} ms ({min(times):.1f}-{max(times):.1f})")
+
+
+if __name__ == "__main__":
+    main()
