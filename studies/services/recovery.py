@@ -103,22 +103,12 @@ def _recover_run(run: MetricRun, reason: str, now: datetime) -> int:
 
 
 def _recover_shard(shard: RunShard, now: datetime) -> int:
-    """A dead worker's shard back to PENDING and a message sent for it; logged in the run's
-    recoveries, and the run's heartbeat renewed (a worker is on its way: the run itself
-    is not lost)."""
-    assert shard.heartbeat_at is not None
-    seconds = (now - shard.heartbeat_at).total_seconds()
-    entry = {"at": now.isoformat(), "was": "running", "shard": shard.index,
-             "reason": f"no heartbeat for {seconds:.0f} s from {shard.worker} (shard {shard.index})"}  # fmt: skip
+    """A dead worker's shard back to PENDING (logged in the run's recoveries) and a
+    message sent for it."""
     with transaction.atomic():
-        if not shards.take_back(shard):
+        if not shards.take_back(shard, now):
             return 0
-        run = MetricRun.objects.select_for_update().get(pk=shard.run_id)
-        provenance = dict(run.provenance or {})
-        provenance["recoveries"] = [*provenance.get("recoveries", []), entry]
-        MetricRun.objects.filter(pk=run.pk).update(provenance=provenance, heartbeat_at=now)
-        send_shard(run, shard.index)
-    log.warning("run %s: %s, taken back and enqueued again", shard.run_id, entry["reason"])
+        send_shard(shard.run, shard.index)
     return 1
 
 

@@ -113,3 +113,30 @@ def test_a_cancelled_run_gives_its_shard_back_and_a_resumed_one_scores_only_the_
     assert resume_run(run, enqueue=False)
     assert execute_run(run.pk) == "succeeded"
     assert MetricScore.objects.filter(run=run).count() == 15
+
+
+def test_a_worker_out_of_shards_takes_back_a_dead_workers_shard_itself(run, sent):
+    shards.plan(run, outputs_of(run.dataset, None))
+    MetricRun.objects.filter(pk=run.pk).update(status="running", started_at=timezone.now())
+    dead = shards.claim(run, "gone-host:9")
+    assert dead is not None
+    RunShard.objects.filter(pk=dead.pk).update(heartbeat_at=timezone.now() - timedelta(hours=1))
+    # joining for the pending shards, it then finds shard 0 silent for the lease and takes it
+    assert execute_run(run.pk) == "succeeded"
+    run.refresh_from_db()
+    assert run.done == 15 == MetricScore.objects.filter(run=run).count()
+    (entry,) = run.provenance["recoveries"]
+    assert entry["shard"] == 0 and entry["by"] == shards.worker_name()
+    assert entry["reason"].startswith("no heartbeat for 3600 s from gone-host:9")
+    assert sent == []  # no message needed: it scored the shard itself
+
+
+def test_a_shard_within_its_lease_is_left_to_its_worker(run, sent):
+    shards.plan(run, outputs_of(run.dataset, None))
+    MetricRun.objects.filter(pk=run.pk).update(status="running", started_at=timezone.now())
+    busy = shards.claim(run, "busy-host:1")
+    assert busy is not None
+    assert execute_run(run.pk) == "shards done"  # the others; shard 0 is still its worker's
+    assert RunShard.objects.get(pk=busy.pk).status == "running"
+    run.refresh_from_db()
+    assert run.status == "running" and "recoveries" not in run.provenance

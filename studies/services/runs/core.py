@@ -238,7 +238,7 @@ def _score_shards(
             for index in shards.pending(run)[1:]:
                 send_shard(run, index, queue)
     worker = shards.worker_name()
-    while (shard := shards.claim(run, worker, prefer)) is not None:
+    while (shard := _next_shard(run, worker, prefer)) is not None:
         prefer = None
         keys = set(shard.doc_keys)
         todo = [o for o in remaining if o.document.doc_key in keys]
@@ -252,6 +252,18 @@ def _score_shards(
         status=MetricRun.Status.SUCCEEDED, finished_at=timezone.now()
     )
     return "succeeded"
+
+
+def _next_shard(run: MetricRun, worker: str, prefer: int | None) -> RunShard | None:
+    """A PENDING shard of the run; failing that, one whose worker has been silent for the
+    run's lease (taken back here, as the sweeper would, without waiting for it), or None."""
+    found = shards.claim(run, worker, prefer)
+    if found is None:
+        now = timezone.now()
+        for lost in shards.stale(now - run_lease(), run):
+            if shards.take_back(lost, now, by=worker):
+                return shards.claim(run, worker, lost.index)
+    return found
 
 
 def _start_timings(run: MetricRun, done: int, prepare_s: float) -> None:

@@ -14,6 +14,7 @@ marks the run SUCCEEDED.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 from collections.abc import Iterable
@@ -25,6 +26,8 @@ from django.db.models import F
 from django.utils import timezone
 
 from studies.models import MetricRun, Output, RunShard
+
+log = logging.getLogger(__name__)
 
 
 def worker_name() -> str:
@@ -105,24 +108,37 @@ def reopen(run: MetricRun) -> int:
     return run.shards.exclude(status=RunShard.Status.DONE).update(status=RunShard.Status.PENDING)
 
 
-def stale(before: datetime) -> list[RunShard]:
-    """RUNNING shards of RUNNING runs whose worker has not written since ``before``."""
-    return list(
-        RunShard.objects.filter(
-            status=RunShard.Status.RUNNING, run__status=MetricRun.Status.RUNNING,
-            heartbeat_at__lt=before,
-        ).select_related("run")
+def stale(before: datetime, run: MetricRun | None = None) -> list[RunShard]:
+    """RUNNING shards of RUNNING runs (of ``run``) whose worker has not written since
+    ``before``."""
+    found = RunShard.objects.filter(
+        status=RunShard.Status.RUNNING, run__status=MetricRun.Status.RUNNING,
+        heartbeat_at__lt=before,
     )  # fmt: skip
+    if run is not None:
+        found = found.filter(run=run)
+    return list(found.select_related("run"))
 
 
-def take_back(shard: RunShard) -> bool:
-    """A stale shard back to PENDING (if nothing changed since it was read)."""
+def take_back(shard: RunShard, now: datetime, by: str = "the sweeper") -> bool:
+    """A stale shard back to PENDING, if nothing changed since it was read; logged in the
+    run's recoveries, with the run's heartbeat renewed (someone is on it: the run itself
+    is not lost)."""
+    assert shard.heartbeat_at is not None
+    seconds = (now - shard.heartbeat_at).total_seconds()
+    entry = {"at": now.isoformat(), "was": "running", "shard": shard.index, "by": by,
+             "reason": f"no heartbeat for {seconds:.0f} s from {shard.worker} (shard {shard.index})"}  # fmt: skip
     with transaction.atomic():
-        return bool(
-            RunShard.objects.filter(
-                pk=shard.pk, status=RunShard.Status.RUNNING, heartbeat_at=shard.heartbeat_at
-            ).update(status=RunShard.Status.PENDING)
-        )
+        if not RunShard.objects.filter(
+            pk=shard.pk, status=RunShard.Status.RUNNING, heartbeat_at=shard.heartbeat_at
+        ).update(status=RunShard.Status.PENDING):
+            return False
+        run = MetricRun.objects.select_for_update().get(pk=shard.run_id)
+        provenance = dict(run.provenance or {})
+        provenance["recoveries"] = [*provenance.get("recoveries", []), entry]
+        MetricRun.objects.filter(pk=run.pk).update(provenance=provenance, heartbeat_at=now)
+    log.warning("run %s: %s, taken back by %s", shard.run_id, entry["reason"], by)
+    return True
 
 
 def summary(run: MetricRun) -> dict[str, int]:
