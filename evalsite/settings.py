@@ -266,8 +266,9 @@ CONCORDIA = {
     # Below this many outputs × runs a cold correlation matrix is computed in the request;
     # above it a worker computes it while the page polls.
     "DASHBOARD_INLINE_LIMIT": env_int("DASHBOARD_INLINE_LIMIT", 200_000, minimum=0),
-    # Outputs scored between two database writes (whole documents are kept together).
-    "RUN_CHUNK_OUTPUTS": env_int("RUN_CHUNK_OUTPUTS", 32, minimum=1),
+    # Outputs scored between two database writes, in whole documents (a document's outputs
+    # are batched together). 1: every document is written, and progress moves, as it ends.
+    "RUN_CHUNK_OUTPUTS": env_int("RUN_CHUNK_OUTPUTS", 1, minimum=1),
     # whole documents per shard: the unit of work workers share (more shards, more workers)
     "RUN_SHARD_DOCUMENTS": env_int("RUN_SHARD_DOCUMENTS", 10, minimum=1),
     "MODEL_DIR": Path(env_str("CONCORDIA_MODEL_DIR") or DATA_DIR / "models"),

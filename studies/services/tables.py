@@ -53,6 +53,13 @@ def matrix_rows(result: dict[str, Any], sort_by: str | None = None) -> list[dict
     return rows
 
 
+def partial_note(run: dict[str, Any]) -> str:
+    """How a run that has not scored every output is labelled in exports ("" otherwise)."""
+    if not run.get("partial_run"):
+        return ""
+    return f"{run.get('status', '')}: {run.get('done', 0)} of {run.get('total', 0)} outputs"
+
+
 def row_coverage(cells: list[dict[str, Any]]) -> dict[str, Any] | None:
     """A run's coverage for a one-line summary: its least covered aspect's numbers, and
     whether it is partial in any aspect (None without aspects)."""
@@ -95,7 +102,7 @@ def to_csv(result: dict[str, Any], *, raw: bool = False) -> str:
                    f"{code}_coverage_documents", f"{code}_judged_outputs",
                    f"{code}_judged_documents", f"{code}_partial", f"{code}_n_shared_with_best",
                    f"{code}_not_above_sentinel", f"{code}_not_above_sentinel_p"]  # fmt: skip
-    writer.writerow(header + ["average_rank", "sentinel"])
+    writer.writerow(header + ["average_rank", "sentinel", "partial_run"])
     for row in matrix_rows(result):
         run = row["run"]
         line = [
@@ -107,7 +114,8 @@ def to_csv(result: dict[str, Any], *, raw: bool = False) -> str:
                      cell["n_outputs"], _fmt(cell["p_vs_best"], 4), cell.get("rank") or "",
                      _fmt(cell.get("epsilon"), 6), *coverage_fields(cell),
                      *sentinel_fields(cell, writer)]  # fmt: skip
-        writer.writerow([*line, _fmt(row["average_rank"], 2), "yes" if run.get("sentinel") else ""])
+        writer.writerow([*line, _fmt(row["average_rank"], 2), "yes" if run.get("sentinel") else "",
+                         partial_note(run)])  # fmt: skip
     if (ceiling := csv_row(result)) is not None:  # the human ceiling, when judged twice
         writer.writerow(ceiling)
     return buffer.getvalue()
@@ -124,9 +132,30 @@ def _tex(text: str) -> str:
     return text
 
 
-def to_latex(result: dict[str, Any]) -> str:
+LATEX_LEGEND = (
+    r"\textbf{bold}: the best value of its column",
+    r"$^\dagger$: significantly below the best (paired bootstrap, p < 0.05)",
+    r"(k): significance cluster k (1 = tied with the best)",
+    r"$^{\approx S}$: not significantly above a sentinel baseline (length, random or "
+    r"source-free GPTScore; one-sided paired test, p > 0.05)",
+    r"$^{p}$: a partial run (cancelled, failed or still running): scored only some outputs",
+    r"[low, high]: 95\% bootstrap confidence interval",
+)
+
+
+def latex_legend(marks: set[str]) -> list[str]:
+    """Comment lines explaining the marks a LaTeX table uses (keys: bold, dagger, rank,
+    sentinel, partial, ci), for a reader who gets the table without its page."""
+    keys = ("bold", "dagger", "rank", "sentinel", "partial", "ci")
+    lines = [f"% {text}" for key, text in zip(keys, LATEX_LEGEND, strict=True) if key in marks]
+    return ["% Legend:", *lines] if lines else []
+
+
+def to_latex(result: dict[str, Any], *, ci: bool = False) -> str:
     """A booktabs table: best value per column in bold, † where significantly below it,
-    each value's significance cluster in parentheses and the average rank last."""
+    each value's significance cluster in parentheses and the average rank last; with
+    ``ci``, each value's bootstrap interval [low, high]. A legend (LaTeX comments) follows
+    for the marks the table uses."""
     params = result["params"]
     columns = result["columns"]
     ranked = any(a is not None for a in result.get("average_rank") or [])
@@ -142,30 +171,38 @@ def to_latex(result: dict[str, Any]) -> str:
         + r" \\",  # fmt: skip
         r"\midrule",
     ]
+    marks: set[str] = set()
     for row in matrix_rows(result):
         cells = []
         for cell in row["cells"]:
             text = _fmt(cell["value"])
             if cell.get("best") and text:
                 text = rf"\textbf{{{text}}}"
+                marks.add("bold")
             elif cell.get("below_best"):
                 text += r"$^\dagger$"
+                marks.add("dagger")
             if cell.get("fails_sentinel") and text:
                 text += r"$^{\approx S}$"
+                marks.add("sentinel")
             if cell.get("rank") and text:
                 text += f" ({cell['rank']})"
+                marks.add("rank")
+            if ci and text and cell.get("low") is not None and cell.get("high") is not None:
+                text += f" [{_fmt(cell['low'], 2)}, {_fmt(cell['high'], 2)}]"
+                marks.add("ci")
             cells.append(text)
         if ranked:
             cells.append(_fmt(row["average_rank"], 2))
-        lines.append(_tex(row["label"]) + " & " + " & ".join(cells) + r" \\")
+        label = _tex(row["label"])
+        if row["run"].get("partial_run"):
+            label += r"$^{p}$"
+            marks.add("partial")
+        lines.append(label + " & " + " & ".join(cells) + r" \\")
     if result.get("ceiling"):  # one annotator against the others' mean, per aspect
         values = [_fmt(c["value"]) or "--" for c in result["ceiling"]] + [""] * ranked
         lines += [r"\midrule", r"\textit{Human ceiling} & " + " & ".join(values) + r" \\"]
-    lines += [r"\bottomrule", r"\end{tabular}"]
-    if any(cell.get("fails_sentinel") for column in result["columns"] for cell in column["cells"]):
-        lines.append(r"% $^{\approx S}$: not significantly above a sentinel baseline (length, "
-                     "random or source-free GPTScore; one-sided paired test, p > 0.05)")  # fmt: skip
-    lines.append("")
+    lines += [r"\bottomrule", r"\end{tabular}", *latex_legend(marks), ""]
     return "\n".join(lines)
 
 
