@@ -48,6 +48,7 @@ def correlations(request: HttpRequest, pk: int) -> HttpResponse:
         "sort": request.GET.get("sort", ""), "levels": LEVELS, "coefficients": COEFFICIENTS,
         "progress": None if result or problem else dashboards.progress(dataset, params),
         "trained": dashboards.trained_metrics(dataset),
+        "sources": dashboards.judgment_sources(dataset),
     }  # fmt: skip
     if result and not (context["rows"] and result["columns"]):  # say what is there instead
         context["contents"] = dataset_contents(dataset)

@@ -197,3 +197,18 @@ def test_cancelling_bumps_the_data_version_so_no_table_shows_a_stale_status(data
     assert cancel_run(run)
     dataset.refresh_from_db()
     assert MatrixParams().key(dataset) != before
+
+
+def test_the_api_gives_a_runs_phase_and_what_a_cancelled_run_kept(dataset, tiny_model, cast):
+    from rest_framework.test import APIClient
+
+    run = _run(dataset, tiny_model)
+    api = APIClient()
+    api.force_authenticate(cast["owner"])
+    MetricRun.objects.filter(pk=run.pk).update(status="running", timings={"phase": "loading model"})
+    body = api.get(f"/api/runs/{run.pk}/").json()
+    assert body["phase"] == "loading model" and body["is_partial"] is False
+    MetricRun.objects.filter(pk=run.pk).update(status="cancelled", done=3)
+    body = api.get(f"/api/runs/{run.pk}/").json()
+    assert body["is_partial"] is True and body["phase"] == ""
+    assert body["outcome"].startswith(f"Cancelled after 3 of {run.total} outputs")
