@@ -449,8 +449,10 @@ def paper_to_latex(which: str, table: dict[str, Any], *, ci: bool = False) -> st
                     cells.append("--" if not e or e["value"] is None
                                  else _value_tex(e, e.get("mark", ""), ci, marks))  # fmt: skip
             lines.append(_tex(row["aspect"]["code"]) + " & " + " & ".join(cells) + r" \\")
-        legend = [r"% $^\dagger$: IST significantly better than VAL; $^\ddagger$: IDM "
-                  r"significantly better than IST (one-sided paired permutation, p < 0.05)"]
+        legend = [
+            r"% $^\dagger$: IST significantly better than VAL; $^\ddagger$: IDM "
+            r"significantly better than IST (one-sided paired permutation, p < 0.05)"
+        ]
     else:
         aspects = table["aspects"]
         lines += [f"% Concordia: G-Eval layout ({table['labels'][0]}; {table['labels'][1]})",

@@ -65,8 +65,11 @@ def test_the_campaign_page_flags_answers_given_under_an_older_definition(
     page = client.get(reverse("annotation:campaign-detail", args=[campaign.pk])).content.decode()
     n = Judgment.objects.filter(aspect=coh, aspect_version__version=old).count()
     assert n == len(given) == 4
-    assert f"{n} answers were given under {coh.name} v{old}; the definition is now v{coh.version}." in page
-    assert page.count("(v%d)</li>" % old) == n  # each answer listed
+    assert (
+        f"{n} answers were given under {coh.name} v{old}; the definition is now v{coh.version}."
+        in page
+    )
+    assert page.count(f"(v{old})</li>") == n  # each answer listed
 
 
 def test_answers_without_a_recorded_version_are_not_flagged(make_campaign, annotators):

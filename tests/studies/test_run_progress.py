@@ -76,9 +76,7 @@ def _watching(run_pk: int, seen: list[tuple[int, str, int]]):  # type: ignore[no
     return factory
 
 
-def test_progress_moves_once_per_document_by_default_and_loading_comes_first(
-    dataset, tiny_model
-):
+def test_progress_moves_once_per_document_by_default_and_loading_comes_first(dataset, tiny_model):
     run = _run(dataset, tiny_model)
     seen: list[tuple[int, str, int]] = []
     assert execute_run(run.pk, model_factory=_watching(run.pk, seen)) == "succeeded"
@@ -165,7 +163,9 @@ def test_cancel_stops_after_the_current_document_and_every_page_says_what_was_ke
             "as a partial run; Resume scores the rest.") in body  # fmt: skip
     assert "Resume</button>" in body
 
-    listing = owner_client.get(reverse("studies:dataset-detail", args=[dataset.pk])).content.decode()
+    listing = owner_client.get(
+        reverse("studies:dataset-detail", args=[dataset.pk])
+    ).content.decode()
     assert f"partial: {kept} of {total}" in listing
 
     matrix = owner_client.get(reverse("studies:correlations", args=[dataset.pk])).content.decode()
