@@ -167,6 +167,8 @@ def test_cancel_stops_after_the_current_document_and_every_page_says_what_was_ke
         reverse("studies:dataset-detail", args=[dataset.pk])
     ).content.decode()
     assert f"partial: {kept} of {total}" in listing
+    home = owner_client.get(reverse("studies:home")).content.decode()
+    assert f"partial: {kept} of {total}" in home  # the recent runs
 
     matrix = owner_client.get(reverse("studies:correlations", args=[dataset.pk])).content.decode()
     assert f"cancelled, partial {kept}/{total}" in matrix
