@@ -46,7 +46,7 @@ from scoring.stats import (
     scored,
     unsupported,
 )
-from studies.models import Dataset, ImportJob, Output
+from studies.models import Dataset, ImportJob, Judgment, Output
 from studies.services.frames import AspectInfo, ScoreFrame, load_frame, restrict_to_documents
 from studies.services.sentinels import mark_sentinels
 
@@ -75,7 +75,7 @@ COEFFICIENT_LABELS = {
     Coefficient.SPA: "Soft pairwise accuracy (SPA)",
 }
 AVERAGES = ("macro", "micro")
-SOURCE_PATTERN = re.compile(r"(import|campaign):[0-9]{1,12}")
+SOURCE_PATTERN = re.compile(r"(import|campaign):[0-9]{1,12}|file:[^\x00-\x1f]{1,255}")
 NO_JUDGMENT = Q(pk__isnull=True)  # matches no row (an empty IN list cannot be raw SQL)
 DEFAULT_MIN_COVERAGE = 0.9
 # Kendall-like counts the pairs whose human scores differ by at least this share of the
@@ -99,8 +99,9 @@ class MatrixParams:
     exclude_flagged: bool = False  # leave out annotators flagged on gold items
     weight_by_competence: bool = False  # mean of judgments weighted by MACE competence
     test_of: int = 0  # a trained metric's id: only its test documents (0: every document)
-    # whose judgments make the human side: "" (all), "import:<job id>" (one imported
-    # file) or "campaign:<id>" (the answers given in one campaign)
+    # whose judgments make the human side: "" (all), "import:<job id>" (one uploaded
+    # file), "file:<name>" (a file imported without a job, e.g. by the import command)
+    # or "campaign:<id>" (the answers given in one campaign)
     source: str = ""
     # a run scoring less than this share of a column's judged outputs is greyed, never best
     min_coverage: float = DEFAULT_MIN_COVERAGE
@@ -243,12 +244,14 @@ def frame_for(
 
 
 def source_filter(dataset: Dataset, source: str) -> Q | None:
-    """The judgments a ``source`` choice keeps (None: all): one import file's (an import
-    job of this dataset, by its file name) or one campaign's answers (a campaign of a
-    study on this dataset); an unknown one keeps none."""
+    """The judgments a ``source`` choice keeps (None: all): one imported file's (an import
+    job of this dataset, by its file name, or a file name) or one campaign's answers (a
+    campaign of a study on this dataset); an unknown one keeps none."""
     if not source:
         return None
     kind, _, raw = source.partition(":")
+    if kind == "file":
+        return Q(annotator__isnull=True, import_file=raw)
     if kind == "import":
         name = ImportJob.objects.filter(pk=int(raw), dataset=dataset).values_list(
             "original_name", flat=True
@@ -263,13 +266,18 @@ def source_filter(dataset: Dataset, source: str) -> Q | None:
 
 
 def judgment_sources(dataset: Dataset) -> list[tuple[str, str]]:
-    """What the page's source control offers: the dataset's imported files, then the
-    campaigns of its studies (value, label)."""
+    """What the page's source control offers: the dataset's uploaded files, the files
+    imported without an upload (the import command), then the campaigns of its studies
+    (value, label)."""
     from studies.annotation.models import Campaign
 
     jobs = ImportJob.objects.filter(dataset=dataset, status=ImportJob.Status.SUCCEEDED)
-    choices = [(f"import:{pk}", f"imported file {name}")
-               for pk, name in jobs.order_by("created_at").values_list("pk", "original_name")]  # fmt: skip
+    uploaded = list(jobs.order_by("created_at").values_list("pk", "original_name"))
+    choices = [(f"import:{pk}", f"imported file {name}") for pk, name in uploaded]
+    files = (Judgment.objects.filter(output__document__dataset=dataset, annotator__isnull=True)
+             .order_by("import_file").values_list("import_file", flat=True).distinct())  # fmt: skip
+    named = {name for _, name in uploaded}
+    choices += [(f"file:{name}", f"imported file {name}") for name in files if name not in named]
     campaigns = Campaign.objects.filter(study__dataset=dataset).order_by("created_at")
     choices += [(f"campaign:{pk}", f"campaign {name}")
                 for pk, name in campaigns.values_list("pk", "name")]  # fmt: skip

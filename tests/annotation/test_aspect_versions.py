@@ -133,6 +133,7 @@ def test_the_source_filter_keeps_one_files_or_one_campaigns_judgments(sourced):
 
     np.testing.assert_allclose(human(""), both)
     np.testing.assert_allclose(human(f"import:{sourced['job'].pk}"), imported)
+    np.testing.assert_allclose(human("file:human.jsonl"), imported)  # the same file by name
     np.testing.assert_allclose(human(f"campaign:{sourced['campaign'].pk}"), campaign_only)
     # a campaign or a file of another dataset keeps nothing: no aspect is judged
     assert frame_for(dataset, MatrixParams(source="campaign:999999")).aspects == []
@@ -144,7 +145,7 @@ def test_the_source_is_in_the_query_string_and_the_cache_key_and_bad_values_are_
     chosen = MatrixParams.from_query({"source": f"campaign:{sourced['campaign'].pk}"})
     assert f"source=campaign%3A{sourced['campaign'].pk}" in chosen.query
     assert chosen.key(dataset) != MatrixParams().key(dataset)
-    for bad in ("campaign:", "import:x", "user:1", "campaign:1;drop"):
+    for bad in ("campaign:", "import:x", "user:1", "campaign:1;drop", "file:", "file:a\nb"):
         assert MatrixParams.from_query({"source": bad}).source == ""
 
 
@@ -154,6 +155,9 @@ def test_the_correlations_page_lists_the_files_and_campaigns_and_keeps_the_choic
     dataset, campaign, job = sourced["dataset"], sourced["campaign"], sourced["job"]
     assert judgment_sources(dataset) == [(f"import:{job.pk}", "imported file human.jsonl"),
                                         (f"campaign:{campaign.pk}", f"campaign {campaign.name}")]  # fmt: skip
+    Judgment.objects.filter(import_file="human.jsonl").update(import_file="=cli file.jsonl")
+    assert ("file:=cli file.jsonl", "imported file =cli file.jsonl") in judgment_sources(dataset)
+    Judgment.objects.filter(import_file="=cli file.jsonl").update(import_file="human.jsonl")
     client.force_login(cast["owner"])
     url = reverse("studies:correlations", args=[dataset.pk])
     page = client.get(url, {"source": f"campaign:{campaign.pk}"}).content.decode()

@@ -46,9 +46,11 @@ class MatrixQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
                   "competence (annotators without an estimate weigh 1).",
     )  # fmt: skip
     source = serializers.RegexField(
-        r"^((import|campaign):[0-9]{1,12})?$", required=False, default="", allow_blank=True,
+        r"^((import|campaign):[0-9]{1,12}|file:[^\x00-\x1f]{1,255})?$", required=False,
+        default="", allow_blank=True,
         help_text="Whose judgments make the human side: empty (all), import:<import job id> "
-                  "(one imported file) or campaign:<campaign id> (one campaign's answers).",
+                  "(one uploaded file), file:<file name> (a file imported by the command) "
+                  "or campaign:<campaign id> (one campaign's answers).",
     )  # fmt: skip
     mincov = serializers.FloatField(
         min_value=0, max_value=100, default=round(DEFAULT_MIN_COVERAGE * 100, 6),
