@@ -266,8 +266,9 @@ CONCORDIA = {
     # A cold correlation matrix estimated (scoring.stats.cost) to take at most this many
     # seconds is computed in the request; a costlier one by a worker while the page polls.
     "DASHBOARD_INLINE_SECONDS": env_float("DASHBOARD_INLINE_SECONDS", 1.0, minimum=0.0),
-    # Outputs scored between two database writes (whole documents are kept together).
-    "RUN_CHUNK_OUTPUTS": env_int("RUN_CHUNK_OUTPUTS", 32, minimum=1),
+    # Outputs scored between two database writes, in whole documents (a document's outputs
+    # are batched together). 1: every document is written, and progress moves, as it ends.
+    "RUN_CHUNK_OUTPUTS": env_int("RUN_CHUNK_OUTPUTS", 1, minimum=1),
     # whole documents per shard: the unit of work workers share (more shards, more workers)
     "RUN_SHARD_DOCUMENTS": env_int("RUN_SHARD_DOCUMENTS", 10, minimum=1),
     "MODEL_DIR": Path(env_str("CONCORDIA_MODEL_DIR") or DATA_DIR / "models"),

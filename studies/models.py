@@ -430,6 +430,15 @@ class Judgment(models.Model):
         related_name="judgments",
     )
     import_file = models.CharField(max_length=255, blank=True, default="")
+    aspect_version = models.ForeignKey(
+        "AspectVersion",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="judgments",
+        help_text="The aspect's definition the annotator saw (a campaign answer: the version "
+        "current when the item was handed out); empty for imported and older rows.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -578,6 +587,13 @@ class MetricRun(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in {self.Status.SUCCEEDED, self.Status.FAILED, self.Status.CANCELLED}
+
+    @property
+    def is_partial(self) -> bool:
+        """A computed run that ended without scoring every output (cancelled, failed or
+        short): its correlations cover only what it scored."""
+        return (self.kind == self.Kind.COMPUTED and self.is_finished
+                and (self.status != self.Status.SUCCEEDED or self.done < self.total))  # fmt: skip
 
 
 class RunShard(models.Model):

@@ -44,6 +44,11 @@ urlpatterns = [
         name="correlations-cell",
     ),
     re_path(
+        r"^datasets/(?P<pk>[0-9]+)/correlations/paper/export\.(?P<file_format>csv|json|tex)$",
+        views.paper_export,
+        name="correlations-paper-export",
+    ),
+    re_path(
         r"^datasets/(?P<pk>[0-9]+)/correlations/export\.(?P<file_format>csv|json|tex)$",
         views.correlation_export,
         name="correlations-export",

@@ -30,6 +30,9 @@
   document.addEventListener("DOMContentLoaded", function () {
     document.querySelectorAll("form").forEach(syncChoices);
   });
+  document.addEventListener("concordia:choices", function () {
+    document.querySelectorAll("form").forEach(syncChoices);
+  });
   // <select data-autosubmit>: submit its form when the choice changes.
   document.addEventListener("change", function (event) {
     const field = event.target;
@@ -38,6 +41,54 @@
     }
     if (field instanceof HTMLElement && field.hasAttribute("data-autosubmit") && field.form) {
       field.form.submit();
+    }
+  });
+})();
+// A filter form whose choices live in the URL (<form data-url-state>, swapped by htmx with
+// hx-push-url): after Back or Forward, htmx restores the page's old body, but the form
+// may show the choices of another entry. Set every named control from the URL again
+// (absent: its data-default, else unchecked / the first option / empty).
+(function () {
+  "use strict";
+  function syncFromUrl() {
+    const query = new URLSearchParams(window.location.search);
+    document.querySelectorAll("form[data-url-state]").forEach(function (form) {
+      form.querySelectorAll("select[name], input[name]").forEach(function (field) {
+        const value = query.get(field.name);
+        const fallback = field.getAttribute("data-default");
+        if (field.type === "checkbox") {
+          field.checked = value !== null && value === field.value;
+        } else if (field.tagName === "SELECT") {
+          const wanted = value !== null ? value : fallback;
+          const option = Array.from(field.options).find(function (o) { return o.value === wanted; });
+          field.value = option ? option.value : (field.options[0] ? field.options[0].value : "");
+        } else {
+          field.value = value !== null ? value : (fallback !== null ? fallback : "");
+        }
+      });
+    });
+    document.dispatchEvent(new Event("concordia:choices"));  // the choices of that level
+  }
+  document.addEventListener("htmx:historyRestore", syncFromUrl);
+  // a sort link pushes its URL: the form's hidden sort follows it
+  document.addEventListener("htmx:pushedIntoHistory", function () {
+    const sort = new URLSearchParams(window.location.search).get("sort") || "";
+    document.querySelectorAll("form[data-url-state] input[type=hidden][name=sort]").forEach(
+      function (field) { field.value = sort; });
+  });
+  window.addEventListener("pageshow", function (event) {
+    if (event.persisted) {
+      syncFromUrl();
+    }
+  });
+  // Matrix cells (<td data-keyboard-cell tabindex="0" hx-get>): Enter or Space opens the
+  // drill-down, as a click does.
+  document.addEventListener("keydown", function (event) {
+    const cell = event.target;
+    if (cell instanceof HTMLElement && cell.hasAttribute("data-keyboard-cell") &&
+        (event.key === "Enter" || event.key === " ")) {
+      event.preventDefault();
+      cell.click();
     }
   });
 })();

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import time
 from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass, replace
@@ -16,6 +17,7 @@ from urllib.parse import urlencode
 
 import numpy as np
 from django.core.cache import cache
+from django.db.models import Q
 
 from scoring.stats import (
     TIE_COEFFICIENTS,
@@ -43,7 +45,7 @@ from scoring.stats import (
     scored,
     unsupported,
 )
-from studies.models import Dataset
+from studies.models import Dataset, ImportJob, Judgment
 from studies.services.frames import AspectInfo, ScoreFrame, load_frame, restrict_to_documents
 from studies.services.matrix_cost import is_cheap
 from studies.services.sentinels import mark_sentinels
@@ -73,6 +75,8 @@ COEFFICIENT_LABELS = {
     Coefficient.SPA: "Soft pairwise accuracy (SPA)",
 }
 AVERAGES = ("macro", "micro")
+SOURCE_PATTERN = re.compile(r"(import|campaign):[0-9]{1,12}|file:[^\x00-\x1f]{1,255}")
+NO_JUDGMENT = Q(pk__isnull=True)  # matches no row (an empty IN list cannot be raw SQL)
 DEFAULT_MIN_COVERAGE = 0.9
 # Kendall-like counts the pairs whose human scores differ by at least this share of the
 # aspect's scale: WMT20's 25 points on DA's 0-100.
@@ -95,6 +99,10 @@ class MatrixParams:
     exclude_flagged: bool = False  # leave out annotators flagged on gold items
     weight_by_competence: bool = False  # mean of judgments weighted by MACE competence
     test_of: int = 0  # a trained metric's id: only its test documents (0: every document)
+    # whose judgments make the human side: "" (all), "import:<job id>" (one uploaded
+    # file), "file:<name>" (a file imported without a job, e.g. by the import command)
+    # or "campaign:<id>" (the answers given in one campaign)
+    source: str = ""
     # a run scoring less than this share of a column's judged outputs is greyed, never best
     min_coverage: float = DEFAULT_MIN_COVERAGE
 
@@ -110,6 +118,7 @@ class MatrixParams:
         average = query.get("average", params.average)
         test_of = str(query.get("testof", "") or "")
         min_coverage = parse_min_coverage(query.get("mincov"))
+        source = str(query.get("source", "") or "")
         return replace(
             params,
             level=level if level in {lv.value for lv in Level} else params.level,
@@ -119,6 +128,7 @@ class MatrixParams:
             exclude_flagged=query.get("flagged") == "exclude",
             weight_by_competence=query.get("weights") == "competence",
             test_of=int(test_of) if test_of.isdigit() else 0,
+            source=source if SOURCE_PATTERN.fullmatch(source) else "",
             min_coverage=params.min_coverage if min_coverage is None else min_coverage,
         ).applicable()
 
@@ -175,6 +185,8 @@ class MatrixParams:
             choices["weights"] = "competence"
         if self.test_of:
             choices["testof"] = str(self.test_of)
+        if self.source:
+            choices["source"] = self.source
         if self.min_coverage != DEFAULT_MIN_COVERAGE:
             choices["mincov"] = f"{self.min_coverage * 100:g}"
         return urlencode(choices)
@@ -219,7 +231,8 @@ def frame_for(
 
         weights = competence_weights(dataset)
     frame = load_frame(dataset, exclude_annotators=excluded, judgment_weights=weights,
-                       only_runs=only_runs, only_aspects=only_aspects)  # fmt: skip
+                       only_runs=only_runs, only_aspects=only_aspects,
+                       judgments=source_filter(dataset, params.source))  # fmt: skip
     if params.test_of:
         from learned.models import TrainedMetric
 
@@ -228,6 +241,47 @@ def frame_for(
             frame, trained.split.get(dataset.name, {}).get("test", []) if trained else []
         )
     return frame
+
+
+def source_filter(dataset: Dataset, source: str) -> Q | None:
+    """The judgments a ``source`` choice keeps (None: all): one imported file's (an import
+    job of this dataset, by its file name, or a file name) or one campaign's answers (a
+    campaign of a study on this dataset); an unknown one keeps none."""
+    if not source:
+        return None
+    kind, _, raw = source.partition(":")
+    if kind == "file":
+        return Q(annotator__isnull=True, import_file=raw)
+    if kind == "import":
+        name = ImportJob.objects.filter(pk=int(raw), dataset=dataset).values_list(
+            "original_name", flat=True
+        ).first()  # fmt: skip
+        return Q(annotator__isnull=True, import_file=name) if name else NO_JUDGMENT
+    from studies.annotation.models import Campaign
+    from studies.annotation.services.report import campaign_judgments
+
+    if not Campaign.objects.filter(pk=int(raw), study__dataset=dataset).exists():
+        return NO_JUDGMENT
+    return Q(pk__in=campaign_judgments(int(raw)).values("pk"))
+
+
+def judgment_sources(dataset: Dataset) -> list[tuple[str, str]]:
+    """What the page's source control offers: the dataset's uploaded files, the files
+    imported without an upload (the import command), then the campaigns of its studies
+    (value, label)."""
+    from studies.annotation.models import Campaign
+
+    jobs = ImportJob.objects.filter(dataset=dataset, status=ImportJob.Status.SUCCEEDED)
+    uploaded = list(jobs.order_by("created_at").values_list("pk", "original_name"))
+    choices = [(f"import:{pk}", f"imported file {name}") for pk, name in uploaded]
+    files = (Judgment.objects.filter(output__document__dataset=dataset, annotator__isnull=True)
+             .order_by("import_file").values_list("import_file", flat=True).distinct())  # fmt: skip
+    named = {name for _, name in uploaded}
+    choices += [(f"file:{name}", f"imported file {name}") for name in files if name not in named]
+    campaigns = Campaign.objects.filter(study__dataset=dataset).order_by("created_at")
+    choices += [(f"campaign:{pk}", f"campaign {name}")
+                for pk, name in campaigns.values_list("pk", "name")]  # fmt: skip
+    return choices
 
 
 def trained_metrics(dataset: Dataset) -> list[Any]:

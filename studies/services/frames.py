@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 from django.db import connection
+from django.db.models import Q
 
 from scoring.metrics.sentinels import is_sentinel
 from scoring.stats import Aggregate, aggregate_judgments
@@ -34,6 +35,11 @@ class RunInfo:
     aspect: str  # the aspect a GPTScore run was prompted for ("" for imported metrics)
     trained_on: int = 0  # a learned metric: documents of its training and validation splits
     sentinel: bool = False  # length, random or source-free GPTScore: never ranked or best
+    done: int = 0
+    total: int = 0
+    # a computed run that has not scored every output (running, cancelled, failed):
+    # labelled so wherever it appears
+    partial_run: bool = False
 
     @classmethod
     def of(cls, run: MetricRun) -> RunInfo:
@@ -50,6 +56,10 @@ class RunInfo:
             aspect=str(config.get("aspect") or ""),
             trained_on=sum(len(v) for v in (config.get("trained_on") or {}).values()),
             sentinel=run.kind == MetricRun.Kind.COMPUTED and is_sentinel(run.metric, config),
+            done=run.done,
+            total=run.total,
+            partial_run=run.kind == MetricRun.Kind.COMPUTED
+            and (run.status != MetricRun.Status.SUCCEEDED or run.done < run.total),
         )
 
 
@@ -102,12 +112,14 @@ def load_frame(
     judgment_weights: Mapping[tuple[int, int], float] | None = None,
     only_runs: Collection[int] | None = None,
     only_aspects: Collection[int] | None = None,
+    judgments: Q | None = None,
 ) -> ScoreFrame:
     """Read the dataset's outputs, judgments and metric scores into a :class:`ScoreFrame`.
 
     ``judgment_weights`` maps (annotator id, aspect id) to the weight of that annotator's
     judgments in the mean; judgments not listed (imported ones among them) weigh 1.
-    ``only_runs`` and ``only_aspects`` (ids) keep those runs and aspects (reading less)."""
+    ``only_runs`` and ``only_aspects`` (ids) keep those runs and aspects (reading less);
+    ``judgments`` keeps only the judgments it matches (one source's)."""
     outputs = _rows(
         Output.objects.filter(document__dataset=dataset)
         .order_by("pk")
@@ -124,6 +136,8 @@ def load_frame(
     judged = Judgment.objects.filter(output__document__dataset=dataset)
     if only_aspects is not None:
         judged = judged.filter(aspect_id__in=list(only_aspects))
+    if judgments is not None:
+        judged = judged.filter(judgments)
     aspect_ids = judged.order_by().values_list("aspect_id", flat=True).distinct()
     aspects = [
         AspectInfo(a.pk, a.code, a.name, a.scale_min, a.scale_max)

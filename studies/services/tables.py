@@ -43,14 +43,44 @@ def matrix_rows(result: dict[str, Any], sort_by: str | None = None) -> list[dict
         rows.append({"run": run, "label": run_label(run), "cells": cells,
                      "average_rank": average_rank[i], "coverage": row_coverage(cells)})  # fmt: skip
     codes = [c["aspect"]["code"] for c in result["columns"]]
-    if sort_by == "rank":
-        rows.sort(key=lambda r: np.inf if r["average_rank"] is None else r["average_rank"])
-    elif sort_by in codes:
-        j = codes.index(sort_by)
-        rows.sort(key=lambda r: -np.inf if r["cells"][j]["value"] is None else r["cells"][j]["value"],
-                  reverse=True)  # fmt: skip
+    key, flipped = sort_key(sort_by)
+    if key == "rank":
+        sort_rows(rows, lambda r: r["average_rank"], best_high=False, flipped=flipped)
+    elif key in codes:
+        j = codes.index(key)
+        sort_rows(rows, lambda r: r["cells"][j]["value"], best_high=True, flipped=flipped)
     rows.sort(key=lambda r: bool(r["run"].get("sentinel")))  # sentinels last, as a group
     return rows
+
+
+def sort_key(sort_by: str | None) -> tuple[str, bool]:
+    """A ``sort`` parameter as (column, flipped): ``COH`` sorts best first, ``-COH`` the
+    other way (the pages' header links toggle between the two)."""
+    raw = sort_by or ""
+    return raw.removeprefix("-"), raw.startswith("-")
+
+
+def toggled(sort_by: str | None, column: str) -> str:
+    """The ``sort`` a column's header link asks for: that column best first, or flipped
+    when it is already sorted best first."""
+    key, flipped = sort_key(sort_by)
+    return f"-{column}" if key == column and not flipped else column
+
+
+def sort_rows(rows: list[dict[str, Any]], value: Any, *, best_high: bool, flipped: bool) -> None:
+    """Sort in place by ``value(row)``, best first (``flipped``: worst first); rows
+    without a value stay last either way."""
+    present = [r for r in rows if value(r) is not None]
+    missing = [r for r in rows if value(r) is None]
+    present.sort(key=value, reverse=best_high != flipped)
+    rows[:] = present + missing
+
+
+def partial_note(run: dict[str, Any]) -> str:
+    """How a run that has not scored every output is labelled in exports ("" otherwise)."""
+    if not run.get("partial_run"):
+        return ""
+    return f"{run.get('status', '')}: {run.get('done', 0)} of {run.get('total', 0)} outputs"
 
 
 def row_coverage(cells: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -94,7 +124,7 @@ def to_csv(result: dict[str, Any], *, raw: bool = False) -> str:
     for column in result["columns"]:
         code = writer.text(column["aspect"]["code"])
         header += [code + suffix for suffix in suffixes]
-    trailing = ["sentinel", "average_rank"]
+    trailing = ["sentinel", "partial_run", "average_rank"]
     writer.writerow(header + trailing)
     for row in matrix_rows(result):
         run = row["run"]
@@ -107,10 +137,9 @@ def to_csv(result: dict[str, Any], *, raw: bool = False) -> str:
                      cell["n_outputs"], _fmt(cell["p_vs_best"], 4), cell.get("rank") or "",
                      _fmt(cell.get("epsilon"), 6), *coverage_fields(cell),
                      *sentinel_fields(cell, writer)]  # fmt: skip
-        writer.writerow([*line, "yes" if run.get("sentinel") else "", _fmt(row["average_rank"], 2)])
-    if (
-        ceiling := csv_row(result, len(suffixes), len(trailing))
-    ) is not None:  # the human ceiling, when judged twice
+        writer.writerow([*line, "yes" if run.get("sentinel") else "", partial_note(run),
+                         _fmt(row["average_rank"], 2)])  # fmt: skip
+    if (ceiling := csv_row(result, len(suffixes), len(trailing))) is not None:  # the ceiling
         writer.writerow(ceiling)
     return buffer.getvalue()
 
@@ -126,9 +155,30 @@ def _tex(text: str) -> str:
     return text
 
 
-def to_latex(result: dict[str, Any]) -> str:
+LATEX_LEGEND = (
+    r"\textbf{bold}: the best value of its column",
+    r"$^\dagger$: significantly below the best (paired bootstrap, p < 0.05)",
+    r"(k): significance cluster k (1 = tied with the best)",
+    r"$^{\approx S}$: not significantly above a sentinel baseline (length, random or "
+    r"source-free GPTScore; one-sided paired test, p > 0.05)",
+    r"$^{p}$: a partial run (cancelled, failed or still running): scored only some outputs",
+    r"[low, high]: 95\% bootstrap confidence interval",
+)
+
+
+def latex_legend(marks: set[str]) -> list[str]:
+    """Comment lines explaining the marks a LaTeX table uses (keys: bold, dagger, rank,
+    sentinel, partial, ci), for a reader who gets the table without its page."""
+    keys = ("bold", "dagger", "rank", "sentinel", "partial", "ci")
+    lines = [f"% {text}" for key, text in zip(keys, LATEX_LEGEND, strict=True) if key in marks]
+    return ["% Legend:", *lines] if lines else []
+
+
+def to_latex(result: dict[str, Any], *, ci: bool = False) -> str:
     """A booktabs table: best value per column in bold, † where significantly below it,
-    each value's significance cluster in parentheses and the average rank last."""
+    each value's significance cluster in parentheses and the average rank last; with
+    ``ci``, each value's bootstrap interval [low, high]. A legend (LaTeX comments) follows
+    for the marks the table uses."""
     params = result["params"]
     columns = result["columns"]
     ranked = any(a is not None for a in result.get("average_rank") or [])
@@ -144,30 +194,38 @@ def to_latex(result: dict[str, Any]) -> str:
         + r" \\",  # fmt: skip
         r"\midrule",
     ]
+    marks: set[str] = set()
     for row in matrix_rows(result):
         cells = []
         for cell in row["cells"]:
             text = _fmt(cell["value"])
             if cell.get("best") and text:
                 text = rf"\textbf{{{text}}}"
+                marks.add("bold")
             elif cell.get("below_best"):
                 text += r"$^\dagger$"
+                marks.add("dagger")
             if cell.get("fails_sentinel") and text:
                 text += r"$^{\approx S}$"
+                marks.add("sentinel")
             if cell.get("rank") and text:
                 text += f" ({cell['rank']})"
+                marks.add("rank")
+            if ci and text and cell.get("low") is not None and cell.get("high") is not None:
+                text += f" [{_fmt(cell['low'], 2)}, {_fmt(cell['high'], 2)}]"
+                marks.add("ci")
             cells.append(text)
         if ranked:
             cells.append(_fmt(row["average_rank"], 2))
-        lines.append(_tex(row["label"]) + " & " + " & ".join(cells) + r" \\")
+        label = _tex(row["label"])
+        if row["run"].get("partial_run"):
+            label += r"$^{p}$"
+            marks.add("partial")
+        lines.append(label + " & " + " & ".join(cells) + r" \\")
     if result.get("ceiling"):  # one annotator against the others' mean, per aspect
         values = [_fmt(c["value"]) or "--" for c in result["ceiling"]] + [""] * ranked
         lines += [r"\midrule", r"\textit{Human ceiling} & " + " & ".join(values) + r" \\"]
-    lines += [r"\bottomrule", r"\end{tabular}"]
-    if any(cell.get("fails_sentinel") for column in result["columns"] for cell in column["cells"]):
-        lines.append(r"% $^{\approx S}$: not significantly above a sentinel baseline (length, "
-                     "random or source-free GPTScore; one-sided paired test, p > 0.05)")  # fmt: skip
-    lines.append("")
+    lines += [r"\bottomrule", r"\end{tabular}", *latex_legend(marks), ""]
     return "\n".join(lines)
 
 
@@ -191,6 +249,7 @@ def gptscore_table(dataset: Dataset, params: MatrixParams, resamples: int = 1000
             for setting, pick in picks.items():
                 entries[setting] = None if pick is None else {
                     "value": pick[1]["value"], "mark": "", "partial": pick[1]["partial"],
+                    "low": pick[1].get("low"), "high": pick[1].get("high"),
                     "coverage_outputs": pick[1]["coverage_outputs"],
                     "judged_outputs": pick[1]["judged_outputs"],
                 }  # fmt: skip
@@ -206,12 +265,14 @@ def gptscore_table(dataset: Dataset, params: MatrixParams, resamples: int = 1000
             "params": result["params"]}  # fmt: skip
 
 
-def ranks_table(result: dict[str, Any]) -> dict[str, Any]:
+def ranks_table(result: dict[str, Any], sort_by: str | None = None) -> dict[str, Any]:
     """WMT's summary: each run's significance cluster per aspect and its average rank,
-    best first (runs ranked in every aspect; the others last, unranked)."""
+    best first (runs ranked in every aspect; the others last, unranked); ``sort_by`` an
+    aspect code or ``rank``, ``-`` first for the other way."""
     rows = [{"label": row["label"], "ranks": [c.get("rank") for c in row["cells"]],
-             "average_rank": row["average_rank"], "coverage": row["coverage"]}
-            for row in matrix_rows(result, "rank")]  # fmt: skip
+             "average_rank": row["average_rank"], "coverage": row["coverage"],
+             "partial_run": bool(row["run"].get("partial_run"))}
+            for row in matrix_rows(result, sort_by or "rank")]  # fmt: skip
     return {"aspects": [c["aspect"] for c in result["columns"]], "rows": rows,
             "ranked": any(r["average_rank"] is not None for r in rows),
             "coefficient_label": result["coefficient_label"]}  # fmt: skip
@@ -244,8 +305,12 @@ def _one_sided_p(frame: Any, params: MatrixParams, better: int, worse: int, aspe
     return float(result.p_value)
 
 
-def geval_table(dataset: Dataset, params: MatrixParams) -> dict[str, Any]:
-    """G-Eval's layout: each run × aspect with Spearman ρ and Kendall τ at ``params.level``."""
+def geval_table(
+    dataset: Dataset, params: MatrixParams, sort_by: str | None = None
+) -> dict[str, Any]:
+    """G-Eval's layout: each run × aspect with Spearman ρ and Kendall τ at ``params.level``
+    (ρ's bootstrap interval beside it); ``sort_by`` an aspect code sorts by its ρ, best
+    first (``-`` first: the other way)."""
     classic = replace(params, tie_calibration=False)
     rho = matrix_for(dataset, replace(classic, coefficient="spearman"))
     tau = matrix_for(dataset, replace(classic, coefficient="kendall"))
@@ -254,7 +319,169 @@ def geval_table(dataset: Dataset, params: MatrixParams) -> dict[str, Any]:
         pairs = [(col_r["cells"][i]["value"], col_t["cells"][i]["value"])
                  for col_r, col_t in zip(rho["columns"], tau["columns"], strict=True)]  # fmt: skip
         cells = [column["cells"][i] for column in rho["columns"]]
-        rows.append({"label": run_label(run), "pairs": pairs, "coverage": row_coverage(cells)})
+        rows.append({"label": run_label(run), "pairs": pairs, "coverage": row_coverage(cells),
+                     "cis": [(c.get("low"), c.get("high")) for c in cells],
+                     "partial_run": bool(run.get("partial_run"))})  # fmt: skip
+    codes = [c["aspect"]["code"] for c in rho["columns"]]
+    key, flipped = sort_key(sort_by)
+    if key in codes:
+        j = codes.index(key)
+        sort_rows(rows, lambda r: r["pairs"][j][0], best_high=True, flipped=flipped)
     return {"aspects": [c["aspect"] for c in rho["columns"]], "rows": rows,
             "labels": (COEFFICIENT_LABELS[Coefficient.SPEARMAN],
                        COEFFICIENT_LABELS[Coefficient.KENDALL_B])}  # fmt: skip
+
+
+# --- paper exports ----------------------------------------------------------------------
+
+PAPER_TABLES = ("ranks", "gptscore", "geval")
+
+
+def paper_table(
+    dataset: Dataset, params: MatrixParams, which: str, sort_by: str | None = None
+) -> dict[str, Any]:
+    """One of the paper view's tables (``ranks``, ``gptscore``, ``geval``), as the page
+    shows it (sorted as asked)."""
+    if which == "ranks":
+        return ranks_table(matrix_for(dataset, params), sort_by)
+    if which == "gptscore":
+        return gptscore_table(dataset, params)
+    return geval_table(dataset, params, sort_by)
+
+
+def paper_to_json(which: str, table: dict[str, Any]) -> str:
+    return json.dumps({"table": which, **table}, indent=2, ensure_ascii=False, default=str)
+
+
+def _paper_grid(which: str, table: dict[str, Any], ci: bool) -> tuple[list[str], list[list[Any]]]:
+    """A paper table as a header and rows of (text, number or None) cells: what the CSV
+    and LaTeX writers share. Marks stay with their values' columns as their own columns."""
+    if which == "ranks":
+        codes = [a["code"] for a in table["aspects"]]
+        header = ["run", *codes, "average_rank", "coverage_outputs", "judged_outputs",
+                  "partial", "partial_run"]  # fmt: skip
+        rows = []
+        for row in table["rows"]:
+            c = row["coverage"] or {}
+            rows.append([row["label"], *row["ranks"], row["average_rank"],
+                         c.get("coverage_outputs"), c.get("judged_outputs"),
+                         int(bool(c.get("partial"))), int(row["partial_run"])])  # fmt: skip
+        return header, rows
+    if which == "gptscore":
+        header = ["aspect"]
+        for model in table["models"]:
+            for setting in SETTINGS:
+                header += [f"{model} {setting}", f"{model} {setting} mark"]
+                if ci:
+                    header += [f"{model} {setting} low", f"{model} {setting} high"]
+        rows = []
+        for row in table["rows"]:
+            line: list[Any] = [row["aspect"]["code"]]
+            for entry in row["models"]:
+                for setting in SETTINGS:
+                    e = entry["settings"].get(setting) or {}
+                    line += [e.get("value"), e.get("mark", "")]
+                    if ci:
+                        line += [e.get("low"), e.get("high")]
+            rows.append(line)
+        return header, rows
+    header = ["run"]
+    for aspect in table["aspects"]:
+        header += [f"{aspect['code']} rho", f"{aspect['code']} tau"]
+        if ci:
+            header += [f"{aspect['code']} rho low", f"{aspect['code']} rho high"]
+    header += ["partial", "partial_run"]
+    rows = []
+    for row in table["rows"]:
+        line = [row["label"]]
+        for (rho, tau), (low, high) in zip(row["pairs"], row["cis"], strict=True):
+            line += [rho, tau, *([low, high] if ci else [])]
+        rows.append([*line, int(bool((row["coverage"] or {}).get("partial"))),
+                     int(row["partial_run"])])  # fmt: skip
+    return header, rows
+
+
+def paper_to_csv(which: str, table: dict[str, Any], *, raw: bool = False, ci: bool = True) -> str:
+    """A paper table as CSV, through the exports' writer: text cells that a spreadsheet
+    would run as formulas get a leading ``'`` unless ``raw``."""
+    buffer = io.StringIO()
+    writer = ExportWriter(buffer, raw=raw)
+    header, rows = _paper_grid(which, table, ci)
+    writer.writerow([writer.text(h) for h in header])
+    for row in rows:
+        writer.writerow([writer.text(v) if isinstance(v, str) else
+                         "" if v is None else _fmt(v, 6) if isinstance(v, float) else v
+                         for v in row])  # fmt: skip
+    return buffer.getvalue()
+
+
+def paper_to_latex(which: str, table: dict[str, Any], *, ci: bool = False) -> str:
+    """A paper table as a booktabs table with a legend of its marks (LaTeX comments);
+    ``ci``: each value's bootstrap interval [low, high] beside it."""
+    marks: set[str] = set()
+    lines: list[str] = []
+    if which == "ranks":
+        codes = [a["code"] for a in table["aspects"]]
+        lines += [f"% Concordia: significance clusters ({table['coefficient_label']})",
+                  r"\begin{tabular}{l" + "c" * (len(codes) + 1) + "}", r"\toprule",
+                  "Metric & " + " & ".join([*map(_tex, codes), "Avg. rank"]) + r" \\",
+                  r"\midrule"]  # fmt: skip
+        for row in table["rows"]:
+            label = _tex(row["label"]) + (r"$^{p}$" if row["partial_run"] else "")
+            marks |= {"partial"} if row["partial_run"] else set()
+            cells = ["--" if r is None else str(r) for r in row["ranks"]]
+            lines.append(" & ".join([label, *cells, _fmt(row["average_rank"], 2) or "--"])
+                         + r" \\")  # fmt: skip
+        legend = ["% (k): significance cluster k of the column (1 = tied with the best)"]
+    elif which == "gptscore":
+        models = table["models"]
+        lines += [f"% Concordia: GPTScore layout ({table['coefficient_label']})",
+                  r"\begin{tabular}{l" + "ccc" * len(models) + "}", r"\toprule",
+                  "Aspect & " + " & ".join(rf"\multicolumn{{3}}{{c}}{{{_tex(m)}}}"
+                                           for m in models) + r" \\",
+                  " & " + " & ".join(["VAL & IST & IDM"] * len(models)) + r" \\",
+                  r"\midrule"]  # fmt: skip
+        for row in table["rows"]:
+            cells = []
+            for entry in row["models"]:
+                for setting in SETTINGS:
+                    e = entry["settings"].get(setting)
+                    cells.append("--" if not e or e["value"] is None
+                                 else _value_tex(e, e.get("mark", ""), ci, marks))  # fmt: skip
+            lines.append(_tex(row["aspect"]["code"]) + " & " + " & ".join(cells) + r" \\")
+        legend = [
+            r"% $^\dagger$: IST significantly better than VAL; $^\ddagger$: IDM "
+            r"significantly better than IST (one-sided paired permutation, p < 0.05)"
+        ]
+    else:
+        aspects = table["aspects"]
+        lines += [f"% Concordia: G-Eval layout ({table['labels'][0]}; {table['labels'][1]})",
+                  r"\begin{tabular}{l" + "cc" * len(aspects) + "}", r"\toprule",
+                  "Metric & " + " & ".join(rf"\multicolumn{{2}}{{c}}{{{_tex(a['name'])}}}"
+                                           for a in aspects) + r" \\",
+                  " & " + " & ".join([r"$\rho$ & $\tau$"] * len(aspects)) + r" \\",
+                  r"\midrule"]  # fmt: skip
+        for row in table["rows"]:
+            label = _tex(row["label"]) + (r"$^{p}$" if row["partial_run"] else "")
+            marks |= {"partial"} if row["partial_run"] else set()
+            cells = []
+            for (rho, tau), (low, high) in zip(row["pairs"], row["cis"], strict=True):
+                rho_cell = {"value": rho, "low": low, "high": high}
+                cells += ["--" if rho is None else _value_tex(rho_cell, "", ci, marks),
+                          _fmt(tau) or "--"]  # fmt: skip
+            lines.append(label + " & " + " & ".join(cells) + r" \\")
+        legend = []
+    lines += [r"\bottomrule", r"\end{tabular}", "% Legend:", *legend,
+              *latex_legend(marks)[1:], ""]  # fmt: skip
+    return "\n".join(lines)
+
+
+def _value_tex(entry: dict[str, Any], mark: str, ci: bool, marks: set[str]) -> str:
+    text = _fmt(entry["value"])
+    text += {"": "", "†": r"$^\dagger$", "‡": r"$^\ddagger$", "†‡": r"$^{\dagger\ddagger}$"}.get(
+        mark, _tex(mark)
+    )
+    if ci and entry.get("low") is not None and entry.get("high") is not None:
+        text += f" [{_fmt(entry['low'], 2)}, {_fmt(entry['high'], 2)}]"
+        marks.add("ci")
+    return text

@@ -51,3 +51,18 @@ def aspect_pk(columns: list[dict[str, Any]], index: int) -> int:
 @register.filter
 def aspect_code(columns: list[dict[str, Any]], index: int) -> str:
     return str(columns[index]["aspect"]["code"])
+
+
+@register.filter
+def toggle_sort(sort: str | None, column: str) -> str:
+    """The ``sort`` a column's header link asks for (``COH``, then ``-COH``)."""
+    from studies.services.tables import toggled
+
+    return toggled(sort, column)
+
+
+@register.filter
+def sort_arrow(sort: str | None, column: str) -> str:
+    """▾ when the table is sorted by ``column`` best first, ▴ when flipped, else ""."""
+    raw = sort or ""
+    return " ▾" if raw == column else " ▴" if raw == f"-{column}" else ""

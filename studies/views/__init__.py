@@ -8,6 +8,7 @@ from studies.views.dashboards import (
     correlation_paper,
     correlations,
     dataset_ppi,
+    paper_export,
 )
 from studies.views.datasets import (
     dataset_detail,
@@ -28,6 +29,7 @@ __all__ = [
     "correlation_export",
     "correlation_paper",
     "correlations",
+    "paper_export",
     "dataset_detail",
     "dataset_diagnostics",
     "dataset_export",

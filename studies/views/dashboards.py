@@ -48,6 +48,7 @@ def correlations(request: HttpRequest, pk: int) -> HttpResponse:
         "sort": request.GET.get("sort", ""), "levels": LEVELS, "coefficients": COEFFICIENTS,
         "progress": None if result or problem else dashboards.progress(dataset, params),
         "trained": dashboards.trained_metrics(dataset),
+        "sources": dashboards.judgment_sources(dataset),
     }  # fmt: skip
     if result and not (context["rows"] and result["columns"]):  # say what is there instead
         context["contents"] = dataset_contents(dataset)
@@ -83,9 +84,39 @@ def correlation_paper(request: HttpRequest, pk: int) -> HttpResponse:
     result = dashboards.available_matrix(dataset, params)
     if result is None:
         return render(request, "studies/paper.html", {**context, "waiting": True})
-    context |= {"gptscore": tables.gptscore_table(dataset, params),
-                "geval": tables.geval_table(dataset, params), "ranks": tables.ranks_table(result)}  # fmt: skip
+    sort = request.GET.get("sort", "")
+    context |= {"gptscore": tables.gptscore_table(dataset, params), "sort": sort,
+                "geval": tables.geval_table(dataset, params, sort),
+                "ranks": tables.ranks_table(result, sort or "rank")}  # fmt: skip
     return render(request, "studies/paper.html", context)
+
+
+@researcher_required
+def paper_export(request: HttpRequest, pk: int, file_format: str) -> HttpResponse:
+    """A paper view table (``?table=ranks|gptscore|geval``) as CSV, JSON or LaTeX, sorted
+    as on the page (``?sort=``); ``?ci=1``: the LaTeX values' bootstrap intervals."""
+    dataset = _dataset(request, pk)
+    params = MatrixParams.from_query(request.GET)
+    which = request.GET.get("table", "ranks")
+    if params.problem or which not in tables.PAPER_TABLES:
+        message = params.problem.message if params.problem else "Unknown table."
+        return HttpResponseBadRequest(message)
+    if dashboards.available_matrix(dataset, params) is None:
+        return HttpResponse("The table is being computed; try again in a moment.", status=503,
+                            headers={"Retry-After": "5"})  # fmt: skip
+    table = tables.paper_table(dataset, params, which, request.GET.get("sort"))
+    ci = request.GET.get("ci") == "1"
+    if file_format == "csv":
+        body = tables.paper_to_csv(which, table, raw=_raw(request))
+    elif file_format == "tex":
+        body = tables.paper_to_latex(which, table, ci=ci)
+    else:
+        body = tables.paper_to_json(which, table)
+    content_type = EXPORTS[file_format][0]
+    response = HttpResponse(body, content_type=f"{content_type}; charset=utf-8")
+    filename = f"{dataset.name}-{which}-{params.level}-{params.coefficient}.{file_format}"
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
 
 
 @researcher_required
@@ -99,9 +130,12 @@ def correlation_export(request: HttpRequest, pk: int, file_format: str) -> HttpR
         return HttpResponse("The table is being computed; try again in a moment.", status=503,
                             headers={"Retry-After": "5"})  # fmt: skip
     content_type, render_table = EXPORTS[file_format]
-    body = (
-        tables.to_csv(result, raw=_raw(request)) if file_format == "csv" else render_table(result)
-    )
+    if file_format == "csv":
+        body = tables.to_csv(result, raw=_raw(request))
+    elif file_format == "tex":  # ?ci=1: each value's bootstrap interval [low, high]
+        body = tables.to_latex(result, ci=request.GET.get("ci") == "1")
+    else:
+        body = render_table(result)
     response = HttpResponse(body, content_type=f"{content_type}; charset=utf-8")
     filename = f"{dataset.name}-{params.level}-{params.coefficient}.{file_format}"
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
@@ -123,4 +157,4 @@ def dataset_ppi(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 __all__ = ["correlation_cell", "correlation_export", "correlation_paper", "correlations",
-           "dataset_ppi"]  # fmt: skip
+           "dataset_ppi", "paper_export"]  # fmt: skip

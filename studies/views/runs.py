@@ -17,6 +17,8 @@ from studies.services.runs import (
     cancel_run,
     derive_variant,
     eta,
+    outcome,
+    phase,
     resume_run,
     start_requested,
 )
@@ -53,7 +55,10 @@ def run_new(request: HttpRequest, pk: int) -> HttpResponse:
 @researcher_required
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(_runs(request), pk=pk)
-    context = {"run": run, "can_resume": can_resume(run), "eta": eta(run)}
+    seconds_left = eta(run)
+    context = {"run": run, "can_resume": can_resume(run), "eta": seconds_left,
+               "eta_minutes": None if seconds_left is None else max(1, round(seconds_left / 60)),
+               "phase": phase(run), "outcome": outcome(run)}  # fmt: skip
     if run.is_finished:
         context["scores"] = run.scores.select_related("output__document").order_by("-value")[:20]
         context["errors"] = run.scores.exclude(error="").count()

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from studies.annotation.models import AnswerRevision, Assignment, Campaign, PairwiseJudgment
 from studies.annotation.services.assignment import check_capacity, claim_next, lock_assignment
-from studies.models import Aspect, Dataset, Judgment
+from studies.models import Aspect, AspectVersion, Dataset, Judgment
 
 SIDES = {"left": "left", "right": "right", "tie": "tie"}
 
@@ -104,10 +104,25 @@ def _store(assignment_id: int, user: Any, answers: dict[int, Any]) -> tuple[bool
     return bool(changes), assignment.item.campaign.study.dataset_id
 
 
+def versions_at(aspect_ids: list[int], when: Any) -> dict[int, int]:
+    """Each aspect's version current at ``when`` (its id): the newest saved by then, or
+    its first when all are newer."""
+    chosen: dict[int, int] = {}
+    rows = AspectVersion.objects.filter(aspect_id__in=aspect_ids).order_by("aspect_id", "version")
+    for aspect_id, pk, created in rows.values_list("aspect_id", "pk", "created_at"):
+        if aspect_id not in chosen or created <= when:
+            chosen[aspect_id] = pk
+    return chosen
+
+
 def _store_likert(
     assignment: Assignment, answers: dict[int, float], now: Any
 ) -> dict[int, dict[str, Any]]:
+    """New answers record the aspect versions current when the item was handed out (the
+    definitions the page showed); a changed answer, those current now."""
     output_id = assignment.item.output_a_id
+    shown = versions_at(list(answers), assignment.leased_at)
+    current: dict[int, int] | None = None
     existing = {
         j.aspect_id: j
         for j in Judgment.objects.filter(
@@ -120,9 +135,13 @@ def _store_likert(
         judgment = existing.get(aspect)
         if judgment is None:
             new.append(Judgment(output_id=output_id, aspect_id=aspect, value=value,
-                                annotator_id=assignment.annotator_id))  # fmt: skip
+                                annotator_id=assignment.annotator_id,
+                                aspect_version_id=shown.get(aspect)))  # fmt: skip
         elif judgment.value != value:
-            Judgment.objects.filter(pk=judgment.pk).update(value=value, updated_at=now)
+            current = current if current is not None else versions_at(list(answers), now)
+            Judgment.objects.filter(pk=judgment.pk).update(
+                value=value, updated_at=now, aspect_version_id=current.get(aspect)
+            )
         else:
             continue
         changes[aspect] = {"value": value}

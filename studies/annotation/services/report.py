@@ -8,12 +8,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, Q
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from studies.annotation.models import Assignment, Campaign, PairwiseJudgment
 from studies.annotation.services.gold import GoldScore, gold_scores
-from studies.models import Judgment
+from studies.models import Aspect, Judgment
 
 
 @dataclass
@@ -95,6 +95,52 @@ def aspect_rows(campaign: Campaign) -> list[dict[str, Any]]:
         {"aspect": aspect, "answers": counts.get(aspect.pk, 0)}
         for aspect in campaign.aspects.order_by("code")
     ]
+
+
+def campaign_judgments(campaign_id: int) -> QuerySet[Judgment]:
+    """The Likert judgments given in a campaign: by an annotator on an output that the
+    campaign handed to them."""
+    handed = Assignment.objects.filter(
+        item__campaign_id=campaign_id,
+        item__output_a_id=OuterRef("output_id"),
+        annotator_id=OuterRef("annotator_id"),
+    )
+    return Judgment.objects.filter(annotator__isnull=False).filter(Exists(handed))
+
+
+@dataclass
+class OutdatedAnswers:
+    """A campaign aspect's answers given under a definition that has since been edited."""
+
+    aspect: Aspect
+    current: int  # the aspect's version now
+    by_version: list[tuple[int, int]]  # (older version, answers given under it)
+    answers: list[Judgment]  # the first few, for the page's list
+
+    @property
+    def count(self) -> int:
+        return sum(n for _, n in self.by_version)
+
+
+def outdated_answers(campaign: Campaign, limit: int = 50) -> list[OutdatedAnswers]:
+    """Per aspect of a Likert campaign, the answers recorded under an older version of
+    its definition than the current one (answers without a recorded version, given
+    before versions were recorded, are not counted)."""
+    if campaign.is_pairwise:
+        return []
+    found = []
+    judged = campaign_judgments(campaign.pk).filter(aspect_version__isnull=False)
+    for aspect in campaign.aspects.order_by("code"):
+        older = judged.filter(aspect=aspect, aspect_version__version__lt=aspect.version)
+        by_version = list(
+            older.order_by("aspect_version__version").values_list("aspect_version__version")
+            .annotate(n=Count("pk")).values_list("aspect_version__version", "n")
+        )  # fmt: skip
+        if by_version:
+            answers = list(older.select_related("output__document", "annotator", "aspect_version")
+                           .order_by("aspect_version__version", "pk")[:limit])  # fmt: skip
+            found.append(OutdatedAnswers(aspect, aspect.version, by_version, answers))
+    return found
 
 
 def skipped_items(campaign: Campaign, limit: int = 100) -> list[Assignment]:

@@ -79,6 +79,7 @@ def _detail(campaign: Campaign, result: object, form: GoldForm | None = None) ->
         "gold_items": campaign.items.filter(gold_answer__isnull=False).select_related("document"),
         "item_list": campaign.items.select_related("document")[:200],
         "routing": routing.page_context(campaign),
+        "outdated": report.outdated_answers(campaign),
     }  # fmt: skip
 
 

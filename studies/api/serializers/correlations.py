@@ -45,6 +45,13 @@ class MatrixQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
         help_text="competence: each output's judgments weighted by their annotators' MACE "
                   "competence (annotators without an estimate weigh 1).",
     )  # fmt: skip
+    source = serializers.RegexField(
+        r"^((import|campaign):[0-9]{1,12}|file:[^\x00-\x1f]{1,255})?$", required=False,
+        default="", allow_blank=True,
+        help_text="Whose judgments make the human side: empty (all), import:<import job id> "
+                  "(one uploaded file), file:<file name> (a file imported by the command) "
+                  "or campaign:<campaign id> (one campaign's answers).",
+    )  # fmt: skip
     mincov = serializers.FloatField(
         min_value=0, max_value=100, default=round(DEFAULT_MIN_COVERAGE * 100, 6),
         help_text="Coverage threshold in percent: a run that scored less of a column's "
@@ -134,6 +141,10 @@ class RunRefSerializer(serializers.Serializer):  # type: ignore[type-arg]
     status = serializers.CharField()
     aspect = serializers.CharField(allow_blank=True)
     sentinel = serializers.BooleanField(help_text="a sentinel baseline")
+    partial_run = serializers.BooleanField(
+        default=False, help_text="a computed run that has not scored every output "
+                                 "(running, cancelled or failed)",
+    )  # fmt: skip
 
 
 class AnnotatorCeilingSerializer(serializers.Serializer):  # type: ignore[type-arg]

@@ -9,7 +9,7 @@ from rest_framework import serializers
 from studies.api.errors import form_errors
 from studies.forms import RunForm
 from studies.models import MetricRun
-from studies.services.runs import can_resume, eta
+from studies.services.runs import can_resume, eta, outcome, phase
 
 
 class RunCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -70,6 +70,13 @@ class RunSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
     outputs_per_s = serializers.SerializerMethodField()
     eta_seconds = serializers.SerializerMethodField()
     can_resume = serializers.SerializerMethodField()
+    phase = serializers.SerializerMethodField(
+        help_text='"loading model" or "scoring" while running; empty otherwise.'
+    )
+    is_partial = serializers.BooleanField(
+        read_only=True, help_text="Ended without scoring every output (cancelled, failed)."
+    )
+    outcome = serializers.SerializerMethodField(help_text="What a cancelled or failed run kept.")
     config = serializers.DictField(read_only=True)
     provenance = serializers.DictField(read_only=True)
     timings = serializers.DictField(read_only=True)
@@ -77,7 +84,8 @@ class RunSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
     class Meta:
         model = MetricRun
         fields = ["id", "dataset", "metric", "label", "kind", "status", "done", "total",
-                  "outputs_per_s", "eta_seconds", "can_resume", "error", "aspect", "config",
+                  "outputs_per_s", "eta_seconds", "can_resume", "phase", "is_partial",
+                  "outcome", "error", "aspect", "config",
                   "timings", "provenance", "created_at", "started_at", "finished_at"]  # fmt: skip
         read_only_fields = fields
 
@@ -94,6 +102,12 @@ class RunSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
 
     def get_can_resume(self, run: MetricRun) -> bool:
         return can_resume(run)
+
+    def get_phase(self, run: MetricRun) -> str:
+        return phase(run)
+
+    def get_outcome(self, run: MetricRun) -> str:
+        return outcome(run)
 
 
 class RunScoreSerializer(serializers.Serializer):  # type: ignore[type-arg]

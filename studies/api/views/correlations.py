@@ -49,6 +49,7 @@ def _params(request: Request, serializer: type[MatrixQuerySerializer] = MatrixQu
             "flagged": data["flagged"],
             "weights": data["weights"],
             "mincov": data["mincov"],
+            "source": data.get("source", ""),
         }
     )
     return replace(params, ci=data["ci"]), data

@@ -32,6 +32,7 @@ CPU_METRICS = frozenset({"rouge1", "rouge2", "rougeL", "bleu", "chrf", "bertscor
                          "random"})  # fmt: skip
 
 Scorer = Callable[[list[Item]], list[ScoreResult]]
+LOADING, SCORING = "loading model", "scoring"  # a RUNNING run's timings["phase"]
 ModelFactory = Callable[[MetricRun], Any]
 
 
@@ -194,6 +195,7 @@ def execute_run(
             error=f"{type(exc).__name__}: {exc}",
             finished_at=timezone.now(),
         )
+        run.dataset.bump_data_version()  # tables label the run as failed, partial
         return "failed"
 
 
@@ -230,6 +232,8 @@ def _score_shards(
         shards.reopen(run)
     scored = set(MetricScore.objects.filter(run=run).values_list("output_id", flat=True))
     remaining = [o for o in outputs if o.pk not in scored]
+    if leader:
+        set_phase(run, LOADING)
     started = time.perf_counter()
     scorer = _prepare(run, remaining, model_factory)
     if leader:
@@ -251,6 +255,7 @@ def _score_shards(
     MetricRun.objects.filter(pk=run.pk, status=MetricRun.Status.RUNNING).update(
         status=MetricRun.Status.SUCCEEDED, finished_at=timezone.now()
     )
+    run.dataset.bump_data_version()  # tables label runs by status: no cached "running" row
     return "succeeded"
 
 
@@ -266,18 +271,38 @@ def _next_shard(run: MetricRun, worker: str, prefer: int | None) -> RunShard | N
     return found
 
 
+def set_phase(run: MetricRun, phase: str) -> None:
+    """Record what a RUNNING run is doing (``timings["phase"]``): loading its model
+    before the first document, then scoring."""
+    with transaction.atomic():
+        row = MetricRun.objects.select_for_update().only("timings").get(pk=run.pk)
+        timings = dict(row.timings or {})
+        timings["phase"] = phase
+        MetricRun.objects.filter(pk=run.pk).update(timings=timings, heartbeat_at=timezone.now())
+    run.timings = timings
+
+
 def _start_timings(run: MetricRun, done: int, prepare_s: float) -> None:
-    """What an attempt's rates are measured from: the scores and seconds before it."""
-    timings = dict(run.timings or {})
-    timings.update(prior_seconds=float(timings.get("seconds", 0.0)), done_at_start=done,
-                   tokens_at_start=int(timings.get("target_tokens", 0)), prepare_s=prepare_s)  # fmt: skip
-    MetricRun.objects.filter(pk=run.pk).update(timings=timings, heartbeat_at=timezone.now())
+    """What an attempt's rates are measured from: the scores and seconds before it; the
+    model is loaded, so the run is scoring (this attempt has no rate yet)."""
+    with transaction.atomic():
+        row = MetricRun.objects.select_for_update().only("timings").get(pk=run.pk)
+        timings = dict(row.timings or {})
+        timings.update(prior_seconds=float(timings.get("seconds", 0.0)), done_at_start=done,
+                       tokens_at_start=int(timings.get("target_tokens", 0)), prepare_s=prepare_s,
+                       phase=SCORING, scoring_since=time.time())  # fmt: skip
+        for stale in ("outputs_per_s", "scoring_outputs_per_s"):  # the last attempt's rates
+            timings.pop(stale, None)
+        MetricRun.objects.filter(pk=run.pk).update(timings=timings, heartbeat_at=timezone.now())
+    run.timings = timings
 
 
 def _score_shard(
     run: MetricRun, shard: RunShard, todo: list[Output], scorer: Scorer, chunk_outputs: int
 ) -> bool:
-    """Score a shard's outputs chunk by chunk; False when the run was cancelled."""
+    """Score a shard's outputs chunk by chunk (by default one document each, so progress
+    moves per document and a cancel stops after the current one); False when the run
+    was cancelled."""
     slow = settings.CONCORDIA["TEST_SLOW_CHUNK_SECONDS"]  # tests only: time to kill a worker
     for chunk in chunks_by_document(todo, chunk_outputs):
         if MetricRun.objects.filter(pk=run.pk, status=MetricRun.Status.CANCELLED).exists():
@@ -335,6 +360,9 @@ def _write(run: MetricRun, shard: RunShard, results: list[ScoreResult], seconds:
             outputs_per_s=round(this_attempt / wall, 3),
             tokens_per_s=round((tokens - int(timings.get("tokens_at_start", 0))) / wall, 1),
         )  # fmt: skip
+        if timings.get("scoring_since"):  # the rate once the model is loaded: for the ETA
+            scoring = max(time.time() - float(timings["scoring_since"]), 1e-9)
+            timings["scoring_outputs_per_s"] = round(this_attempt / scoring, 3)
         MetricRun.objects.filter(pk=run.pk).update(
             done=done, timings=timings, heartbeat_at=timezone.now()
         )
@@ -349,10 +377,14 @@ def send_shard(run: MetricRun, index: int, on: str | None = None) -> None:
 
 
 def cancel_run(run: MetricRun) -> bool:
-    """Ask a pending or running run to stop after its current chunk."""
-    return bool(MetricRun.objects.filter(
+    """Ask a pending or running run to stop after its current document (chunk); the
+    scores written so far are kept and count as a partial run."""
+    cancelled = bool(MetricRun.objects.filter(
         pk=run.pk, status__in=[MetricRun.Status.PENDING, MetricRun.Status.RUNNING]
     ).update(status=MetricRun.Status.CANCELLED, finished_at=timezone.now()))  # fmt: skip
+    if cancelled:  # tables label the run as cancelled: no cached "running" row
+        run.dataset.bump_data_version()
+    return cancelled
 
 
 def can_resume(run: MetricRun) -> bool:
@@ -369,11 +401,35 @@ def can_resume(run: MetricRun) -> bool:
 
 
 def eta(run: MetricRun) -> float | None:
-    """Seconds left for a running run at its measured rate (None when unknown)."""
-    rate = (run.timings or {}).get("outputs_per_s")
+    """Seconds left for a running run at its own measured rate (this attempt's outputs
+    per second of wall time, over every worker); None when unknown."""
+    timings = run.timings or {}
+    rate = timings.get("scoring_outputs_per_s") or timings.get("outputs_per_s")
     if run.status != MetricRun.Status.RUNNING or not rate:
         return None
     return float(max(run.total - run.done, 0) / rate)
+
+
+def phase(run: MetricRun) -> str:
+    """What a run is doing, for its page: "loading model" while RUNNING before its
+    first document of this attempt, "scoring" after; "" when not running."""
+    if run.status != MetricRun.Status.RUNNING:
+        return ""
+    return str((run.timings or {}).get("phase") or SCORING)
+
+
+def outcome(run: MetricRun) -> str:
+    """What a cancelled or failed run kept, in a sentence (empty for other runs)."""
+    if run.kind != MetricRun.Kind.COMPUTED or run.status not in (
+        MetricRun.Status.CANCELLED, MetricRun.Status.FAILED
+    ):  # fmt: skip
+        return ""
+    word = "Cancelled" if run.status == MetricRun.Status.CANCELLED else "Failed"
+    if not run.done:
+        return f"{word} before its first document; nothing was scored. Resume starts it again."
+    kept = f"the {run.done} score{'s' if run.done != 1 else ''} {'are' if run.done != 1 else 'is'}"
+    return (f"{word} after {run.done} of {run.total} outputs; {kept} kept and count as a "
+            f"partial run; Resume scores the rest.")  # fmt: skip
 
 
 def resume_run(run: MetricRun, *, force: bool = False, enqueue: bool = True) -> bool:
