@@ -6,6 +6,7 @@ from studies.views.dashboards import (
     correlation_export,
     correlation_paper,
     correlations,
+    dataset_compare,
     dataset_ppi,
 )
 from studies.views.datasets import (
@@ -27,6 +28,7 @@ __all__ = [
     "correlation_export",
     "correlation_paper",
     "correlations",
+    "dataset_compare",
     "dataset_detail",
     "dataset_diagnostics",
     "dataset_export",
