@@ -233,3 +233,21 @@ def test_metric_vs_metric_compares_two_runs_and_agrees_with_scipy(client, scored
     assert 'id="compare-choose"' in client.get(f"{url}?a={good.pk}&b=999999").content.decode()
     client.force_login(cast["outsider"])  # another researcher's dataset: not found
     assert client.get(f"{url}?a={good.pk}&b={noise.pk}").status_code == 404
+
+
+def test_the_api_gives_the_comparison_the_page_shows(client, scored, cast):  # noqa: F811
+    from rest_framework.test import APIClient
+
+    dataset = Dataset.objects.get(name="scored")
+    good, noise = dataset.runs.get(label="good"), dataset.runs.get(label="noise")
+    api = APIClient()
+    api.force_authenticate(cast["owner"])
+    found = api.get(f"/api/datasets/{dataset.pk}/compare/?a={good.pk}&b={noise.pk}")
+    assert found.status_code == 200
+    assert found.json() == json.loads(json.dumps(compare(dataset, good.pk, noise.pk)))
+    assert api.get(f"/api/datasets/{dataset.pk}/compare/?a={good.pk}&b=999999").status_code == 404
+    assert api.get(f"/api/datasets/{dataset.pk}/compare/?a={good.pk}").status_code == 400
+    api.force_authenticate(cast["outsider"])
+    assert (
+        api.get(f"/api/datasets/{dataset.pk}/compare/?a={good.pk}&b={noise.pk}").status_code == 404
+    )
