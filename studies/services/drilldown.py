@@ -27,7 +27,7 @@ def drilldown(
     dataset: Dataset, run_pk: int, aspect_pk: int, params: MatrixParams
 ) -> dict[str, Any] | None:
     """The cell's details (cached like the matrix); None when the run or aspect is unknown."""
-    key = "drill:" + params.key(dataset) + f":{run_pk}:{aspect_pk}"
+    key = "drill:v2:" + params.key(dataset) + f":{run_pk}:{aspect_pk}"  # v2: Vega-Lite specs
     found: dict[str, Any] | None = cache.get(key)
     if found is None:
         found = _compute(dataset, run_pk, aspect_pk, params)
@@ -60,11 +60,7 @@ def _compute(
         disagreement = pct_m - pct_h
     order = np.argsort(-np.abs(disagreement))[:TOP_DISAGREEMENTS]  # largest gaps first
     top = valid[order] if valid.size else valid
-    texts = dict(
-        Output.objects.filter(pk__in=frame.output_ids[np.union1d(shown, top)]).values_list(
-            "pk", "text"
-        )
-    )
+    texts = dict(Output.objects.filter(pk__in=frame.output_ids[top]).values_list("pk", "text"))
 
     def describe(k: int) -> dict[str, Any]:
         pk = int(frame.output_ids[k])
@@ -109,7 +105,10 @@ def _compute(
             title=f"{len(rows)} system means",
         )
     else:
-        points = [{**describe(k), "x": float(metric[k]), "y": float(human[k])} for k in shown]
+        points = [{"id": int(frame.output_ids[k]), "href": output_href(int(frame.output_ids[k])),
+                   "doc": frame.doc_keys[frame.doc_codes[k]],
+                   "system": frame.system_names[frame.system_codes[k]],
+                   "x": float(metric[k]), "y": float(human[k])} for k in shown]  # fmt: skip
         details["scatter"] = charts.output_scatter(
             points,
             x_title=run_label,
