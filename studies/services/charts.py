@@ -198,7 +198,7 @@ def system_bars(
 
     spec = _base("Per-system means with 95% CIs",
                  "Mean metric score and mean human score per system, with 95% confidence intervals")  # fmt: skip
-    del spec["width"], spec["height"]
+    del spec["width"], spec["height"], spec["title"]  # each panel has its title
     spec["hconcat"] = [panel("metric", metric_title), panel("human", human_title)]
     spec["resolve"] = {"scale": {"color": "shared"}}
     return spec
