@@ -8,7 +8,8 @@
 # vega-embed's bundle also carries a copy of vega-interpreter (used when `ast: true`); the
 # pages pass the vendored one explicitly (static/js/charts.js).
 # Writes static/vendor/<package>.min.js (vega-interpreter.js), its LICENSE as static/vendor/<package>.LICENSE
-# and static/vendor/charts-manifest.json (versions, tarball integrity and sha256 of each file).
+# and static/vendor/charts-manifest.json (versions; sha256 of each tarball, of the file in it
+# and of the vendored file, which differs only by its dropped sourceMappingURL comment).
 set -euo pipefail
 
 VEGA=${VEGA:-6.4.0}
@@ -28,6 +29,7 @@ for spec in "vega@$VEGA:build/vega.min.js" "vega-lite@$VEGA_LITE:build/vega-lite
             "vega-embed@$VEGA_EMBED:build/vega-embed.min.js" \
             "vega-interpreter@$VEGA_INTERPRETER:build/vega-interpreter.js"; do
   package=${spec%%@*}
+  upstream=""
   rest=${spec#*@}
   version=${rest%%:*}
   file=${rest#*:}
@@ -53,22 +55,26 @@ for spec in "vega@$VEGA:build/vega.min.js" "vega-lite@$VEGA_LITE:build/vega-lite
     } >"$dest/$package.js"
     out="$package.js"
   else
-    cp "$work/$package/package/$file" "$dest/$package.min.js"
+    # without its `//# sourceMappingURL=` comment: the map is not shipped, and the
+    # production static storage (whitenoise's manifest) refuses a reference to a missing file
+    sed -e 's|^//# sourceMappingURL=.*$||' "$work/$package/package/$file" >"$dest/$package.min.js"
     out="$package.min.js"
   fi
+  upstream=$(sha256sum "$work/$package/package/$file" | cut -d' ' -f1)
   license=$(ls "$work/$package/package/" | grep -i '^licen[cs]e' | head -n 1)
   cp "$work/$package/package/$license" "$dest/$package.LICENSE"
   sha=$(sha256sum "$dest/$out" | cut -d' ' -f1)
   tgz=$(sha256sum "$tarball" | cut -d' ' -f1)
-  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$package" "$version" "$file" "$out" "$sha" "$tgz" >>"$manifest"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$package" "$version" "$file" "$out" "$sha" "$tgz" "${upstream:-}" >>"$manifest"
 done
 
 python3 - "$manifest" "$dest/charts-manifest.json" <<'PY'
 import json, sys
 rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1]) if line.strip()]
 packages = {name: {"version": version, "source": f"npm:{name}@{version}/{path}",
-                   "file": out, "sha256": sha, "tarball_sha256": tgz}
-            for name, version, path, out, sha, tgz in rows}
+                   "file": out, "sha256": sha, "tarball_sha256": tgz,
+                   "upstream_sha256": upstream or None}
+            for name, version, path, out, sha, tgz, upstream in rows}
 with open(sys.argv[2], "w") as out:
     json.dump({"vendored_by": "scripts/vendor_charts.sh", "packages": packages}, out, indent=2)
     out.write("\n")

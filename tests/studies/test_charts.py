@@ -251,3 +251,23 @@ def test_the_api_gives_the_comparison_the_page_shows(client, scored, cast):  # n
     assert (
         api.get(f"/api/datasets/{dataset.pk}/compare/?a={good.pk}&b={noise.pk}").status_code == 404
     )
+
+
+def test_vendored_chart_libraries_match_their_manifest_and_reference_no_missing_map():
+    """static/vendor holds what scripts/vendor_charts.sh recorded; a bundle pointing at a
+    source map that is not shipped would break collectstatic's manifest storage."""
+    import hashlib
+    from pathlib import Path
+
+    from django.conf import settings
+
+    vendor = Path(settings.BASE_DIR) / "static" / "vendor"
+    manifest = json.loads((vendor / "charts-manifest.json").read_text())
+    packages = manifest["packages"]
+    assert set(packages) == {"vega", "vega-lite", "vega-embed", "vega-interpreter"}
+    for name, entry in packages.items():
+        body = (vendor / entry["file"]).read_bytes()
+        assert hashlib.sha256(body).hexdigest() == entry["sha256"], name
+        assert b"sourceMappingURL" not in body and 1_000 < len(body) < 1_000_000, name
+        assert (vendor / f"{name}.LICENSE").read_text().strip(), name
+    assert packages["vega"]["version"].split(".")[0] == "6"  # vega-lite 6 and vega-embed 7 need it
