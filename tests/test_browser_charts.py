@@ -47,6 +47,10 @@ def test_cell_page_draws_vega_charts_with_a_legend_and_no_csp_violation(
         actions.first.dispatch_event("mousedown")
         actions.first.click()
     assert "<svg" in download.value.path().read_text(encoding="utf-8")
+    with page.expect_download() as download:  # and the PNG one
+        actions.nth(1).dispatch_event("mousedown")
+        actions.nth(1).click()
+    assert download.value.path().read_bytes().startswith(b"\x89PNG")
     # no <style> was injected by vega-embed or its tooltip (the CSP would block it)
     assert page.locator("head style").count() == 0
 
