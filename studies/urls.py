@@ -30,6 +30,7 @@ urlpatterns = [
     path("steps/<slug:task>/<str:aspect>/generate/", views.steps_generate, name="steps-generate"),
     path("datasets/<int:pk>/correlations/", views.correlations, name="correlations"),
     path("datasets/<int:pk>/ppi/", views.dataset_ppi, name="dataset-ppi"),
+    path("datasets/<int:pk>/compare/", views.dataset_compare, name="dataset-compare"),
     path("datasets/<int:pk>/sentinels/", views.sentinels, name="sentinels"),
     path("datasets/<int:pk>/planner/", views.planner_page, name="planner"),
     path("datasets/<int:pk>/diagnostics/", views.dataset_diagnostics, name="dataset-diagnostics"),

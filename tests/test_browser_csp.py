@@ -114,7 +114,8 @@ def test_pages_work_under_the_content_security_policy_without_violations(
                       f"/campaigns/new/?study={campaign.study_id}", f"{scored}/outputs/",
                       f"{scored}/outputs/?system=sys1&sort=-run:{run.pk}",
                       f"/outputs/{run.scores.first().output_id}/",
-                      f"/documents/{run.scores.first().output.document_id}/"):  # fmt: skip
+                      f"/documents/{run.scores.first().output.document_id}/",
+                      f"{scored}/compare/", f"{scored}/compare/?a={run.pk}&b={run.pk}"):  # fmt: skip
         researcher.open(page_path)
     researcher.open(f"{scored}/correlations/")
     page = researcher.page
@@ -125,7 +126,7 @@ def test_pages_work_under_the_content_security_policy_without_violations(
     colour = cell.evaluate("td => getComputedStyle(td).backgroundColor")
     assert colour not in ("rgba(0, 0, 0, 0)", "transparent"), colour  # heat.css applies
     cell.click()
-    expect(page.locator("#cell-detail svg.scatter circle").first).to_be_attached()
+    expect(page.locator("#cell-scatter[data-drawn=yes] svg")).to_be_attached()  # Vega-Lite
     researcher.collect()
     researcher.open(f"{scored}/correlations/paper/")
     with page.expect_navigation():
@@ -155,7 +156,7 @@ def test_pages_work_under_the_content_security_policy_without_violations(
     plan = PlannerParams(aspect=Aspect.objects.get(code="COH").pk, a=runs[0].pk, b=runs[1].pk)
     planner.compute_and_cache(runs[0].dataset, plan)  # as the worker would
     researcher.open(f"{scored}/planner/?{plan.query}")
-    expect(page.locator("#planner-chart polyline").first).to_be_attached()
+    expect(page.locator("#planner-chart[data-drawn=yes] svg")).to_be_attached()
     expect(page.locator("#planner-table tbody tr").first).to_be_visible()
     researcher.open(f"{scored}/planner/")
     with page.expect_navigation():

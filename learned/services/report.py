@@ -1,4 +1,4 @@
-"""What the pages show about a trained metric: the curve as SVG points, and its test
+"""What the pages show about a trained metric: the curves as a Vega-Lite chart, and its test
 documents scored by every run of the dataset (the paper's Table 2, with the others)."""
 
 from __future__ import annotations
@@ -11,32 +11,18 @@ import numpy as np
 from learned.models import TrainedMetric
 from scoring.learned.evaluate import pairwise_accuracy, sample_spearman
 from scoring.learned.pairs import likert_pairs
+from studies.services import charts
 from studies.services.frames import load_frame
 
 
-def curve_points(
-    curves: list[dict[str, float]], *, width: int = 320, height: int = 120
-) -> dict[str, Any]:
-    """Polyline points for the loss (scaled to its range) and the validation accuracy
-    (0 to 1), one point per epoch."""
+def curve_points(curves: list[dict[str, float]]) -> dict[str, Any]:
+    """The loss and validation-accuracy curves as a Vega-Lite chart (one point per epoch),
+    with the number of epochs and the loss's range for the caption."""
     if not curves:
-        return {"loss": "", "accuracy": "", "width": width, "height": height, "epochs": 0}
+        return {"epochs": 0, "chart": None}
     losses = [c["loss"] for c in curves]
-    low, high = min(losses), max(losses)
-    span = (high - low) or 1.0
-    step = width / max(len(curves) - 1, 1)
-
-    def y(value: float) -> float:
-        return round(height - value * height, 1)
-
-    loss = " ".join(f"{round(i * step, 1)},{y((v - low) / span)}" for i, v in enumerate(losses))
-    accuracy = " ".join(
-        f"{round(i * step, 1)},{y(c['validation_accuracy'])}"
-        for i, c in enumerate(curves)
-        if not math.isnan(c["validation_accuracy"])
-    )
-    return {"loss": loss, "accuracy": accuracy, "width": width, "height": height,
-            "epochs": len(curves), "loss_range": (low, high)}  # fmt: skip
+    return {"epochs": len(curves), "loss_range": (min(losses), max(losses)),
+            "chart": charts.training_curves(curves)}  # fmt: skip
 
 
 def compare_on_test(trained: TrainedMetric) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ from rest_framework.routers import DefaultRouter
 from studies.api.views import (
     annotation,
     catalog,
+    compare,
     correlations,
     datasets,
     diagnostics,
@@ -47,6 +48,7 @@ urlpatterns = [
         name="correlations-cell",
     ),  # fmt: skip
     path("datasets/<int:pk>/ppi/", ppi.table, name="dataset-ppi"),
+    path("datasets/<int:pk>/compare/", compare.runs, name="dataset-compare"),
     path("datasets/<int:pk>/sentinels/", planner.sentinels, name="dataset-sentinels"),
     path("datasets/<int:pk>/planner/", planner.plan, name="dataset-planner"),
     path(

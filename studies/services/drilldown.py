@@ -1,5 +1,7 @@
-"""One matrix cell in detail: the scatter of metric vs human, the per-document
-correlations at sample level, and the outputs the two rank most differently."""
+"""One matrix cell in detail: the scatter of metric vs human (system means at system
+level, the outputs otherwise), per-system bars, the per-document correlations at sample
+level, and the outputs the two rank most differently. Charts are Vega-Lite specs built
+by studies/services/charts.py."""
 
 from __future__ import annotations
 
@@ -13,11 +15,12 @@ from django.urls import reverse
 from scipy.stats import rankdata
 
 from scoring.stats import Groups, Level
+from scoring.stats.correlation import system_means
 from studies.models import Dataset, Output
+from studies.services import charts
 from studies.services.dashboards import MatrixParams, cell_statistic, frame_for
 
 MAX_POINTS = 1500  # a scatter beyond this is a blur; a seeded sample keeps it readable
-WIDTH, HEIGHT, PAD = 640, 420, 48
 TOP_DISAGREEMENTS = 12
 HISTOGRAM_BINS = 20
 
@@ -26,7 +29,7 @@ def drilldown(
     dataset: Dataset, run_pk: int, aspect_pk: int, params: MatrixParams
 ) -> dict[str, Any] | None:
     """The cell's details (cached like the matrix); None when the run or aspect is unknown."""
-    key = "drill:" + params.key(dataset) + f":{run_pk}:{aspect_pk}"
+    key = "drill:v2:" + params.key(dataset) + f":{run_pk}:{aspect_pk}"  # v2: Vega-Lite specs
     found: dict[str, Any] | None = cache.get(key)
     if found is None:
         found = _compute(dataset, run_pk, aspect_pk, params)
@@ -59,18 +62,16 @@ def _compute(
         disagreement = pct_m - pct_h
     order = np.argsort(-np.abs(disagreement))[:TOP_DISAGREEMENTS]  # largest gaps first
     top = valid[order] if valid.size else valid
-    texts = dict(
-        Output.objects.filter(pk__in=frame.output_ids[np.union1d(shown, top)]).values_list(
-            "pk", "text"
-        )
-    )
+    texts = dict(Output.objects.filter(pk__in=frame.output_ids[top]).values_list("pk", "text"))
 
     def describe(k: int) -> dict[str, Any]:
         pk = int(frame.output_ids[k])
-        return {"doc": frame.doc_keys[frame.doc_codes[k]], "system": frame.system_names[frame.system_codes[k]],
-                "metric": float(metric[k]), "human": float(human[k]), "text": texts.get(pk, "")[:400],
-                "id": pk, "href": reverse("studies:output-detail", args=[pk])}  # fmt: skip
+        return {"id": pk, "href": output_href(pk), "doc": frame.doc_keys[frame.doc_codes[k]],
+                "system": frame.system_names[frame.system_codes[k]], "metric": float(metric[k]),
+                "human": float(human[k]), "text": texts.get(pk, "")[:400]}  # fmt: skip
 
+    run_label, aspect_name = frame.runs[i].label, frame.aspects[j].name
+    system_level = params.level_enum is Level.SYSTEM
     details: dict[str, Any] = {
         "run": asdict(frame.runs[i]),
         "aspect": asdict(frame.aspects[j]),
@@ -80,51 +81,61 @@ def _compute(
         "level": params.level,
         "n_outputs": result.n_outputs,
         "n_documents": result.n_documents,
+        "n_systems": result.n_systems,
         "n_skipped": result.n_skipped,
-        "scatter": _scatter([describe(k) for k in shown]),
         "n_shown": int(shown.size),
         "disagreements": [
             {**describe(k), "gap": float(d)} for k, d in zip(top, disagreement[order], strict=True)
         ],
+        "scatter": None,
+        "system_points": None,
         "histogram": None,
         # the output browser showing this cell's outputs (scored by the run, judged on the aspect)
         "browse": reverse("studies:dataset-outputs", args=[dataset.pk])
         + "?"
         + urlencode({"run": run_pk, "aspect": frame.aspects[j].code, "sort": f"-run:{run_pk}"}),
-    }
+        "bars": charts.system_bars(frame.system_names, metric, human, frame.system_codes,
+                                   metric_title=run_label, human_title=f"human {aspect_name}"),
+    }  # fmt: skip
+    if system_level:  # the points the system-level correlation is computed from
+        ok = np.isfinite(metric) & np.isfinite(human)
+        mx, my, present = system_means(metric, human, systems, ok)
+        counts = np.bincount(systems.codes[ok], minlength=systems.n_groups)
+        rows = [{"system": frame.system_names[int(systems.keys[g])], "x": float(mx[g]),
+                 "y": float(my[g]), "n": int(counts[g])} for g in np.flatnonzero(present)]  # fmt: skip
+        details["system_points"] = rows
+        details["scatter"] = charts.system_scatter(
+            rows,
+            x_title=f"mean {run_label}",
+            y_title=f"mean human {aspect_name}",
+            title=f"{len(rows)} system means",
+        )
+    else:
+        points = [{"id": int(frame.output_ids[k]), "href": output_href(int(frame.output_ids[k])),
+                   "doc": frame.doc_keys[frame.doc_codes[k]],
+                   "system": frame.system_names[frame.system_codes[k]],
+                   "x": float(metric[k]), "y": float(human[k])} for k in shown]  # fmt: skip
+        details["scatter"] = charts.output_scatter(
+            points,
+            x_title=run_label,
+            y_title=f"human {aspect_name}",
+            title=f"{len(points)} outputs",
+            rng=np.random.default_rng(params.seed),
+        )
     if params.level_enum is Level.SAMPLE and result.per_group is not None:
         details["histogram"] = _histogram(result.per_group)
     return details
 
 
-def _scale(values: np.ndarray, low_px: float, high_px: float) -> tuple[np.ndarray, float, float]:
-    lo, hi = (float(values.min()), float(values.max())) if values.size else (0.0, 1.0)
-    if hi == lo:
-        lo, hi = lo - 0.5, hi + 0.5
-    return low_px + (values - lo) / (hi - lo) * (high_px - low_px), lo, hi
-
-
-def _scatter(points: list[dict[str, Any]]) -> dict[str, Any]:
-    """Points in SVG coordinates (x: metric, y: human, y axis pointing up)."""
-    xs, x_lo, x_hi = _scale(np.array([p["metric"] for p in points]), PAD, WIDTH - PAD / 2)
-    ys, y_lo, y_hi = _scale(np.array([p["human"] for p in points]), HEIGHT - PAD, PAD / 2)
-    for point, x, y in zip(points, xs, ys, strict=True):
-        point["x"], point["y"] = round(float(x), 1), round(float(y), 1)
-    return {"points": points, "width": WIDTH, "height": HEIGHT, "pad": PAD,
-            "x_range": (x_lo, x_hi), "y_range": (y_lo, y_hi)}  # fmt: skip
+def output_href(pk: int) -> str:
+    """The output page a drill-down point links to."""
+    return reverse("studies:output-detail", args=[pk])
 
 
 def _histogram(per_doc: np.ndarray) -> dict[str, Any]:
     values = per_doc[np.isfinite(per_doc)]
-    counts, edges = np.histogram(values, bins=HISTOGRAM_BINS, range=(-1.0, 1.0))
-    peak = max(int(counts.max()) if counts.size else 0, 1)
-    bar = (WIDTH - 2 * PAD) / HISTOGRAM_BINS
-    bars = [
-        {"x": round(PAD + k * bar, 1), "width": round(bar - 2, 1),
-         "height": round(c / peak * (HEIGHT / 2 - PAD), 1), "count": int(c),
-         "low": round(float(edges[k]), 2), "high": round(float(edges[k + 1]), 2)}
-        for k, c in enumerate(counts)
-    ]  # fmt: skip
-    return {"bars": bars, "baseline": HEIGHT / 2 - PAD / 2, "n": int(values.size),
+    return {"n": int(values.size),
             "mean": float(values.mean()) if values.size else None,
-            "median": float(np.median(values)) if values.size else None}  # fmt: skip
+            "median": float(np.median(values)) if values.size else None,
+            "chart": charts.histogram(values, bins=HISTOGRAM_BINS,
+                                      title="Per-document correlations")}  # fmt: skip

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+from django.core.exceptions import EmptyResultSet
 from django.db import connection
 from django.db.models import Q
 
@@ -98,7 +99,10 @@ class ScoreFrame:
 
 
 def _rows(queryset: Any) -> list[tuple[Any, ...]]:
-    sql, params = queryset.query.sql_with_params()
+    try:
+        sql, params = queryset.query.sql_with_params()
+    except EmptyResultSet:  # an empty ``__in`` list (e.g. only_aspects=[]): no rows
+        return []
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()

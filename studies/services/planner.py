@@ -24,12 +24,12 @@ from scoring.stats import Average, DegeneratePolicy, Groups, Level, unsupported
 from scoring.stats import planner as stats_planner
 from scoring.stats.correlation import Coefficient, sample_level
 from studies.models import Dataset, MetricRun
-from studies.services import queue
+from studies.services import charts, queue
 from studies.services.dashboards import COEFFICIENT_LABELS, COEFFICIENT_NAMES, statistic_options
 from studies.services.frames import load_frame
 
 PENDING_SECONDS = 600
-CHART_WIDTH, CHART_HEIGHT, MARGIN = 320, 160, 30
+SERIES_NAMES = {"half_width_a": "a", "half_width_b": "b", "half_width_diff": "a − b"}
 
 
 class UnknownChoice(ValueError):
@@ -106,7 +106,7 @@ class PlannerParams:
     def key(self, dataset: Dataset) -> str:
         identity = [dataset.pk, dataset.created_at.isoformat(), dataset.data_version]
         raw = json.dumps([*identity, asdict(self)], sort_keys=True)
-        return "planner:" + hashlib.sha256(raw.encode()).hexdigest()[:32]
+        return "planner:v2:" + hashlib.sha256(raw.encode()).hexdigest()[:32]  # v2: Vega charts
 
 
 def choices(dataset: Dataset) -> tuple[list[MetricRun], list[Any]]:
@@ -238,27 +238,10 @@ def compute_plan(dataset: Dataset, params: PlannerParams) -> dict[str, Any]:
 
 
 def chart(sizes: list[int], series: dict[str, list[float]], here: int) -> dict[str, Any]:
-    """Coordinates for an inline SVG line chart of half-width against n (log₂ x axis):
-    one polyline per half-width series, axis ticks, and the dataset's size marked."""
-    width, height = CHART_WIDTH - 2 * MARGIN, CHART_HEIGHT - 2 * MARGIN
-    lines = {k: v for k, v in series.items() if k.startswith("half_width")}
-    top = max((max(v) for v in lines.values()), default=1.0) or 1.0
-    lo, hi = np.log2(sizes[0]), np.log2(sizes[-1])
-    span = hi - lo or 1.0
-
-    def x(n: float) -> float:
-        return round(MARGIN + width * (np.log2(n) - lo) / span, 1)
-
-    def y(v: float) -> float:
-        return round(MARGIN + height * (1 - v / top), 1)
-
-    return {
-        "width": CHART_WIDTH, "height": CHART_HEIGHT, "left": MARGIN, "bottom": MARGIN + height,
-        "right": MARGIN + width, "top": MARGIN, "top_value": top,
-        "lines": [{"name": k.removeprefix("half_width_"),
-                   "points": " ".join(f"{x(n)},{y(v)}" for n, v in zip(sizes, vs, strict=True))}
-                  for k, vs in lines.items()],
-        "ticks": [{"x": x(n), "n": n} for n in sizes],
-        "here": x(here),
-        "label_y": MARGIN + height + 14, "label_x": MARGIN - 4,
-    }  # fmt: skip
+    """A Vega-Lite line chart of the CI half-width against the number of documents (log₂
+    x axis): one line per half-width series (a, b, a − b), the dataset's size marked."""
+    rows = [{"n": n, "series": SERIES_NAMES[k], "value": v[i]}
+            for k, v in series.items() if k in SERIES_NAMES for i, n in enumerate(sizes)]  # fmt: skip
+    return charts.lines(rows, x="n", x_title="documents", y_title="CI half-width",
+                        title="CI half-width against documents", log_x=True, mark_x=here,
+                        mark_label=f"this dataset: {here} documents")  # fmt: skip

@@ -7,6 +7,7 @@ from studies.views.dashboards import (
     correlation_export,
     correlation_paper,
     correlations,
+    dataset_compare,
     dataset_ppi,
     paper_export,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "correlation_paper",
     "correlations",
     "paper_export",
+    "dataset_compare",
     "dataset_detail",
     "dataset_diagnostics",
     "dataset_export",

@@ -9,7 +9,7 @@ from django.shortcuts import get_object_or_404, render
 
 from scoring.stats import Level, unsupported
 from studies.permissions import visible_datasets
-from studies.services import dashboards, ppi, tables
+from studies.services import compare, dashboards, ppi, tables
 from studies.services.contents import dataset_contents
 from studies.services.dashboards import COEFFICIENT_LABELS, COEFFICIENT_NAMES, MatrixParams
 from studies.services.drilldown import drilldown
@@ -71,7 +71,21 @@ def correlation_cell(request: HttpRequest, pk: int, run: int, aspect: int) -> Ht
     if details is None:
         raise Http404("No such run or aspect in this dataset.")
     template = "studies/partials/cell.html" if wants_partial(request) else "studies/cell.html"
-    return render(request, template, {"dataset": dataset, "d": details, "params": params})
+    others = [r for r in compare.runs(dataset) if r.pk != run]
+    return render(request, template, {"dataset": dataset, "d": details, "params": params,
+                                      "compare_runs": others})  # fmt: skip
+
+
+@researcher_required
+def dataset_compare(request: HttpRequest, pk: int) -> HttpResponse:
+    """Two runs' scores against each other (``?a=<run>&b=<run>``)."""
+    dataset = _dataset(request, pk)
+    a = compare.parse_run(dataset, request.GET.get("a"))
+    b = compare.parse_run(dataset, request.GET.get("b"))
+    result = compare.compare(dataset, a, b) if a and b else None
+    return render(request, "studies/compare.html",
+                  {"dataset": dataset, "runs": compare.runs(dataset), "a": a, "b": b,
+                   "result": result})  # fmt: skip
 
 
 @researcher_required
@@ -157,4 +171,4 @@ def dataset_ppi(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 __all__ = ["correlation_cell", "correlation_export", "correlation_paper", "correlations",
-           "dataset_ppi", "paper_export"]  # fmt: skip
+           "dataset_compare", "dataset_ppi", "paper_export"]  # fmt: skip

@@ -212,8 +212,21 @@ class DrilldownSerializer(serializers.Serializer):  # type: ignore[type-arg]
     level = serializers.CharField()
     n_outputs = serializers.IntegerField()
     n_documents = serializers.IntegerField()
+    n_systems = serializers.IntegerField()
     n_skipped = serializers.IntegerField()
-    scatter = serializers.DictField()
+    scatter = serializers.DictField(
+        help_text="A Vega-Lite spec: the system means at system level, else the outputs "
+        "(data.values: id, system, doc, x = metric, y = human, href)."
+    )
+    system_points = serializers.ListField(
+        child=serializers.DictField(), allow_null=True,
+        help_text="At system level: each system's mean metric (x) and human (y) score over n outputs.",
+    )  # fmt: skip
+    bars = serializers.DictField(
+        help_text="A Vega-Lite spec: per-system mean metric and human scores with 95% CIs."
+    )
     n_shown = serializers.IntegerField()
     disagreements = serializers.ListField(child=serializers.DictField())
-    histogram = serializers.DictField(allow_null=True)
+    histogram = serializers.DictField(
+        allow_null=True, help_text="Sample level: n, mean, median and a Vega-Lite chart."
+    )
