@@ -107,7 +107,7 @@ def make_users(n_annotators: int) -> tuple[Any, list[Any]]:
 def new_campaign(owner: Any, annotators: list[Any], run: int, docs: int = 60,
                  systems: int = 3) -> Any:  # fmt: skip
     """A fresh dataset (so that no run sees another's judgments) and its campaign."""
-    from studies.annotation.services.campaigns import CampaignSpec, create_campaign
+    from annotation.services.campaigns import CampaignSpec, create_campaign
     from studies.models import Aspect, Dataset, Document, Output, Study, TaskKind
 
     dataset = Dataset.objects.create(
@@ -201,7 +201,7 @@ def check(campaign: Any, annotators: list[Annotator], n_aspects: int) -> list[st
     from django.db.models import Q
     from django.utils import timezone
 
-    from studies.annotation.models import Assignment
+    from annotation.models import Assignment
     from studies.models import Judgment
 
     problems = []
@@ -258,7 +258,7 @@ def serve(env: dict[str, str], workers: int, threads: int) -> tuple[subprocess.P
 
 def one_run(port: int, owner: Any, users: list[Any], run: int, seconds: float,
             think: tuple[float, float], lease: int = 300) -> dict[str, Any]:  # fmt: skip
-    from studies.annotation.models import Campaign
+    from annotation.models import Campaign
 
     campaign = new_campaign(owner, users, run)
     Campaign.objects.filter(pk=campaign.pk).update(lease_seconds=lease)

@@ -276,9 +276,9 @@ def report_aspect(data: Data, aspect: str, args: argparse.Namespace) -> bool:
 def lease_timing(data: Data, leases: int) -> None:
     from django.contrib.auth.models import Group, User
 
-    from studies.annotation.models import Campaign
-    from studies.annotation.services import answers, assignment
-    from studies.annotation.services.campaigns import CampaignSpec, create_campaign
+    from annotation.models import Campaign
+    from annotation.services import answers, assignment
+    from annotation.services.campaigns import CampaignSpec, create_campaign
     from studies.models import (
         Aspect,
         Dataset,

@@ -60,7 +60,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "studies",
-    "studies.annotation",
+    "annotation",
     "learned",
 ]
 
@@ -318,9 +318,9 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "RunStatusEnum": "studies.models.MetricRun.Status",
         "ImportStatusEnum": "studies.models.ImportJob.Status",
-        "CampaignStatusEnum": "studies.annotation.models.Campaign.Status",
-        "AssignmentStatusEnum": "studies.annotation.models.Assignment.Status",
-        "CampaignModeEnum": "studies.annotation.models.Campaign.Mode",
+        "CampaignStatusEnum": "annotation.models.Campaign.Status",
+        "AssignmentStatusEnum": "annotation.models.Assignment.Status",
+        "CampaignModeEnum": "annotation.models.Campaign.Mode",
         "TrainingModeEnum": "learned.models.TrainedMetric.Mode",
     },
 }

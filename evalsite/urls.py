@@ -9,7 +9,7 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/", include("studies.api.urls")),
-    path("", include("studies.annotation.urls")),
+    path("", include("annotation.urls")),
     path("", include("learned.urls")),
     path("", include("studies.urls")),
 ]

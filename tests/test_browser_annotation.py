@@ -9,9 +9,9 @@ from collections import Counter
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from studies.annotation.models import Assignment
-from studies.annotation.services import answers, assignment
-from studies.annotation.services.agreement import compute_agreement
+from annotation.models import Assignment
+from annotation.services import answers, assignment
+from annotation.services.agreement import compute_agreement
 from studies.models import Dataset, Judgment, Study
 from tests.annotation.conftest import make_study, new_campaign
 from tests.conftest import wait_until_true

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from studies.annotation.models import Assignment
+from annotation.models import Assignment
 from studies.models import Judgment, Study
 from tests.annotation.conftest import make_study, new_campaign
 from tests.conftest import wait_until_true

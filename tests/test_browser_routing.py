@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import Browser, expect
 
-from studies.annotation.models import Assignment, Campaign
+from annotation.models import Assignment, Campaign
 from studies.models import Aspect
 from tests.annotation.routing_data import DISAGREE, make_routed_study
 from tests.test_browser_annotation import log_in, ready

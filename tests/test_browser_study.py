@@ -10,7 +10,7 @@ import re
 import pytest
 from playwright.sync_api import Browser, expect
 
-from studies.annotation.models import Campaign
+from annotation.models import Campaign
 from studies.models import Aspect, Study
 from studies.services.datasets import ImportOptions, import_file
 from tests.studies.test_dashboards import synthetic_records

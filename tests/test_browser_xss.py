@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from studies.annotation.models import Campaign
+from annotation.models import Campaign
 from studies.models import Aspect, MetricRun, Study
 from studies.services.datasets import ImportOptions, import_file
 from tests.annotation.conftest import new_campaign

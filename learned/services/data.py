@@ -71,7 +71,7 @@ def doc_name(dataset: Dataset, doc_key: str) -> str:
 
 def judged_aspects(dataset: Dataset) -> list[Aspect]:
     """Aspects with at least one Likert judgment or pairwise answer on the dataset."""
-    from studies.annotation.models import PairwiseJudgment
+    from annotation.models import PairwiseJudgment
 
     ids = set(
         Judgment.objects.filter(output__document__dataset=dataset)
@@ -107,8 +107,8 @@ def tasks_for(
 def load_task(task: Task, *, margin: float, exclude_flagged: bool = False) -> TaskData:
     """The task's outputs, their aggregated Likert scores (as the dashboards aggregate
     them; flagged annotators left out when asked) and its pairs from both sources."""
-    from studies.annotation.services.gold import flagged_for_dataset
-    from studies.annotation.services.preferences import pairwise_answers
+    from annotation.services.gold import flagged_for_dataset
+    from annotation.services.preferences import pairwise_answers
     from studies.services.dashboards import MatrixParams, frame_for
 
     frame = frame_for(task.dataset, MatrixParams(exclude_flagged=exclude_flagged))

@@ -69,7 +69,7 @@ def ceiling_row(dataset: Dataset, frame: ScoreFrame, params: MatrixParams) -> li
     matrix leaves them out."""
     excluded: set[int] = set()
     if params.exclude_flagged:
-        from studies.annotation.services.gold import flagged_for_dataset
+        from annotation.services.gold import flagged_for_dataset
 
         excluded = flagged_for_dataset(dataset)
     table, names = (

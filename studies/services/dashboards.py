@@ -217,17 +217,17 @@ def frame_for(
     """The dataset's scores and judgments (only these runs and aspects when given):
     without flagged annotators when asked; with each output's judgments weighted by
     their annotators' MACE competence when asked (annotators without an estimate weigh
-    1, see :func:`~studies.annotation.services.competence.competence_weights`); and only
+    1, see :func:`~annotation.services.competence.competence_weights`); and only
     a trained metric's test documents when asked (so no metric is credited for the
     documents a learned metric was trained on)."""
     excluded: set[int] = set()
     if params.exclude_flagged:
-        from studies.annotation.services.gold import flagged_for_dataset
+        from annotation.services.gold import flagged_for_dataset
 
         excluded = flagged_for_dataset(dataset)
     weights = None
     if params.weight_by_competence:
-        from studies.annotation.services.competence import competence_weights
+        from annotation.services.competence import competence_weights
 
         weights = competence_weights(dataset)
     frame = load_frame(dataset, exclude_annotators=excluded, judgment_weights=weights,
@@ -257,8 +257,8 @@ def source_filter(dataset: Dataset, source: str) -> Q | None:
             "original_name", flat=True
         ).first()  # fmt: skip
         return Q(annotator__isnull=True, import_file=name) if name else NO_JUDGMENT
-    from studies.annotation.models import Campaign
-    from studies.annotation.services.report import campaign_judgments
+    from annotation.models import Campaign
+    from annotation.services.report import campaign_judgments
 
     if not Campaign.objects.filter(pk=int(raw), study__dataset=dataset).exists():
         return NO_JUDGMENT
@@ -269,7 +269,7 @@ def judgment_sources(dataset: Dataset) -> list[tuple[str, str]]:
     """What the page's source control offers: the dataset's uploaded files, the files
     imported without an upload (the import command), then the campaigns of its studies
     (value, label)."""
-    from studies.annotation.models import Campaign
+    from annotation.models import Campaign
 
     jobs = ImportJob.objects.filter(dataset=dataset, status=ImportJob.Status.SUCCEEDED)
     uploaded = list(jobs.order_by("created_at").values_list("pk", "original_name"))
@@ -298,7 +298,7 @@ def excluded_annotators(dataset: Dataset, params: MatrixParams) -> list[str]:
         return []
     from django.contrib.auth import get_user_model
 
-    from studies.annotation.services.gold import flagged_for_dataset
+    from annotation.services.gold import flagged_for_dataset
 
     users = get_user_model().objects.filter(pk__in=flagged_for_dataset(dataset))
     return sorted(users.values_list("username", flat=True))

@@ -155,7 +155,7 @@ class Overview:
 
 def overview(study: Study) -> Overview:
     """What the study page shows: members, campaigns with item counts, the dataset's runs."""
-    from studies.annotation.models import Campaign  # the annotation app builds on studies
+    from annotation.models import Campaign  # the annotation app builds on studies
 
     campaigns = Campaign.objects.filter(study=study).annotate(
         n_items=Count("items", distinct=True), n_annotators=Count("invitations", distinct=True)

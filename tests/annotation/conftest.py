@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from studies.annotation.models import Campaign
-from studies.annotation.services.campaigns import CampaignSpec, create_campaign
+from annotation.models import Campaign
+from annotation.services.campaigns import CampaignSpec, create_campaign
 from studies.models import Aspect, Study
 from tests.factories import DatasetFactory, DocumentFactory, OutputFactory, UserFactory
 

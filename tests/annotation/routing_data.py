@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from studies.annotation.models import Campaign
-from studies.annotation.services.campaigns import CampaignSpec, create_campaign
+from annotation.models import Campaign
+from annotation.services.campaigns import CampaignSpec, create_campaign
 from studies.models import Aspect, MetricRun, MetricScore, Study
 from tests.factories import DatasetFactory, DocumentFactory, MetricRunFactory, OutputFactory
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from studies.annotation.services import agreement, answers, assignment
+from annotation.services import agreement, answers, assignment
 from studies.models import Aspect
 
 pytestmark = pytest.mark.django_db
@@ -48,7 +48,7 @@ def test_a_large_campaign_is_left_to_a_worker_once(make_campaign, annotators, mo
     campaign = make_campaign(overlap=1, aspect_codes=("COH",))
     answer(campaign, annotators[0], dict.fromkeys(range(12), 3))
     sent: list[int] = []
-    from studies.annotation import tasks
+    from annotation import tasks
 
     monkeypatch.setattr(tasks.compute_agreement_task, "delay", sent.append)
     monkeypatch.setattr(agreement, "INLINE_LIMIT", 5)

@@ -6,9 +6,9 @@ from collections import Counter
 
 import pytest
 
-from studies.annotation.models import AnswerRevision, Assignment, PairwiseJudgment
-from studies.annotation.services import answers, assignment
-from studies.annotation.services.preferences import pairwise_answers, preference_pairs
+from annotation.models import AnswerRevision, Assignment, PairwiseJudgment
+from annotation.services import answers, assignment
+from annotation.services.preferences import pairwise_answers, preference_pairs
 from studies.models import Aspect, Dataset, Judgment
 from tests.annotation.conftest import likert_answers
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
-from studies.annotation.services import answers, assignment
+from annotation.services import answers, assignment
 from studies.models import Aspect, AspectVersion, ImportJob, Judgment, MetricScore
 from studies.services.dashboards import MatrixParams, frame_for, judgment_sources
 from tests.annotation.conftest import likert_answers
@@ -73,7 +73,7 @@ def test_the_campaign_page_flags_answers_given_under_an_older_definition(
 
 
 def test_answers_without_a_recorded_version_are_not_flagged(make_campaign, annotators):
-    from studies.annotation.services.report import outdated_answers
+    from annotation.services.report import outdated_answers
 
     campaign = make_campaign(aspect_codes=("COH",))
     lease = assignment.claim_next(campaign, annotators[0])

@@ -10,8 +10,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from studies.annotation.models import Assignment, Campaign
-from studies.annotation.services import answers, assignment
+from annotation.models import Assignment, Campaign
+from annotation.services import answers, assignment
 from tests.annotation.conftest import likert_answers
 from tests.factories import UserFactory
 
@@ -131,7 +131,7 @@ def test_a_closed_campaign_hands_out_nothing_and_takes_no_answers(make_campaign,
 def test_concurrent_claims_never_exceed_the_overlap(make_campaign, cast):
     campaign = make_campaign(overlap=2, selection="random", sample_size=3, annotators=[])
     users = [UserFactory(username=f"racer{k}", role="annotator") for k in range(9)]
-    from studies.annotation.services.campaigns import invite
+    from annotation.services.campaigns import invite
 
     invite(campaign, users)
     barrier = threading.Barrier(len(users))

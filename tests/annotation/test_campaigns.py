@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
-from studies.annotation.models import Campaign, CampaignAnnotator, Item
-from studies.annotation.services.campaigns import CampaignError
+from annotation.models import Campaign, CampaignAnnotator, Item
+from annotation.services.campaigns import CampaignError
 from studies.models import StudyMember
 from tests.factories import UserFactory
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
-from studies.annotation.services import answers, assignment, competence, gold
+from annotation.services import answers, assignment, competence, gold
 from studies.models import Aspect, Dataset, Judgment, MetricScore, Output
 from studies.services.dashboards import MatrixParams, compute_and_cache, frame_for
 from studies.services.frames import load_frame

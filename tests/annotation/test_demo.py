@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.core.management import call_command
 
-from studies.annotation.models import Campaign
+from annotation.models import Campaign
 
 pytestmark = pytest.mark.django_db
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from studies.annotation.services import answers, assignment, gold
+from annotation.services import answers, assignment, gold
 from studies.models import Aspect, Dataset, MetricScore, Output
 from studies.services.dashboards import MatrixParams, compute_and_cache
 from tests.factories import MetricRunFactory

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from studies.annotation.models import Campaign
-from studies.annotation.services import answers, assignment
+from annotation.models import Campaign
+from annotation.services import answers, assignment
 from tests.annotation.conftest import likert_answers
 
 pytestmark = pytest.mark.django_db

@@ -8,9 +8,9 @@ import pytest
 from django.urls import reverse
 from scipy import stats
 
-from studies.annotation.models import PairwiseJudgment
-from studies.annotation.services import answers, assignment
-from studies.annotation.services.position import position_report
+from annotation.models import PairwiseJudgment
+from annotation.services import answers, assignment
+from annotation.services.position import position_report
 from studies.models import Aspect, Output
 
 pytestmark = pytest.mark.django_db

@@ -12,9 +12,9 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from studies.annotation.models import Assignment, Campaign, Item
-from studies.annotation.services import answers, assignment, routing
-from studies.annotation.services.campaigns import CampaignError
+from annotation.models import Assignment, Campaign, Item
+from annotation.services import answers, assignment, routing
+from annotation.services.campaigns import CampaignError
 from studies.models import Aspect
 from tests.annotation.routing_data import (
     AGREE,

@@ -9,8 +9,8 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from studies.annotation.models import Assignment, Campaign, Item
-from studies.annotation.services import answers, assignment
+from annotation.models import Assignment, Campaign, Item
+from annotation.services import answers, assignment
 from studies.models import Aspect, Judgment, MetricScore
 from tests.factories import MetricRunFactory
 

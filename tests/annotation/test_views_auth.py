@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from studies.annotation.models import Assignment, Campaign
-from studies.annotation.services import assignment
+from annotation.models import Assignment, Campaign
+from annotation.services import assignment
 from studies.models import Aspect, Study
 from tests.factories import DatasetFactory, DocumentFactory, OutputFactory, UserFactory
 
@@ -23,7 +23,7 @@ def setup(make_campaign, cast):  # type: ignore[no-untyped-def]
     dataset = DatasetFactory(name="elsewhere", owner=cast["outsider"])
     OutputFactory(document=DocumentFactory(dataset=dataset))
     study = Study.objects.create(name="Other", dataset=dataset, owner=cast["outsider"])
-    from studies.annotation.services.campaigns import CampaignSpec, create_campaign
+    from annotation.services.campaigns import CampaignSpec, create_campaign
 
     other = create_campaign(study, CampaignSpec(name="other", aspects=[Aspect.objects.get(code="COH")],
                                                 annotators=[other_user]), cast["outsider"])  # fmt: skip

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from studies.annotation.models import Assignment, Campaign
-from studies.annotation.services import assignment
-from studies.annotation.services.campaigns import CampaignSpec, create_campaign
+from annotation.models import Assignment, Campaign
+from annotation.services import assignment
+from annotation.services.campaigns import CampaignSpec, create_campaign
 from studies.models import Aspect, Dataset, ImportJob, MetricRun, Study, StudyMember, TaskKind
 from studies.services.datasets import ImportOptions, import_file
 from studies.services.tokens import token_for

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from studies.annotation.models import AnswerRevision, Assignment, Campaign
+from annotation.models import AnswerRevision, Assignment, Campaign
 from studies.models import Aspect, Judgment, Study
 from tests.api.conftest import ROLES, errors_body
 

@@ -57,7 +57,7 @@ def test_outputs_filter_by_document_and_system_and_include_judgments_and_scores(
 
 def test_judgments_filter_by_source_and_aspect(world):
     client = world.client("owner")
-    from studies.annotation.services.answers import submit
+    from annotation.services.answers import submit
 
     submit(
         world.lease.pk, world.users["annotator"], {a.pk: 2.0 for a in world.campaign.aspects.all()}

@@ -173,8 +173,8 @@ def test_tie_calibrated_acc23_is_the_same_from_the_api_the_page_and_the_command(
 
 
 def test_leaving_out_flagged_annotators_names_them(world):
-    from studies.annotation.services.answers import submit
-    from studies.annotation.services.gold import set_gold
+    from annotation.services.answers import submit
+    from annotation.services.gold import set_gold
 
     item = world.lease.item
     set_gold(item, {a.pk: 1.0 for a in world.campaign.aspects.all()})

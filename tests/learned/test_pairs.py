@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from annotation.models import Campaign, PairwiseJudgment
+from annotation.services.gold import set_gold
 from learned.services.data import Task, load_task
-from studies.annotation.models import Campaign, PairwiseJudgment
-from studies.annotation.services.gold import set_gold
 from studies.models import Aspect, Judgment, Output
 from tests.annotation.conftest import make_study, new_campaign
 

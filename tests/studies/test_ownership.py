@@ -13,7 +13,7 @@ from django.core.management.base import CommandError
 from django.db import IntegrityError, transaction
 from django.urls import reverse
 
-from studies.annotation.forms import CampaignForm
+from annotation.forms import CampaignForm
 from studies.models import (
     AllowedModel,
     Aspect,

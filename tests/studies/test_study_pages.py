@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.urls import reverse
 
-from studies.annotation.models import Campaign
+from annotation.models import Campaign
 from studies.models import Aspect, MetricRun, Study, StudyMember, TaskKind
 from studies.services import studies as service
 from tests.annotation.conftest import make_study

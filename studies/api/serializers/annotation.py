@@ -9,8 +9,8 @@ from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from studies.annotation.forms import MAX_DB_INT
-from studies.annotation.models import Assignment, Campaign
+from annotation.forms import MAX_DB_INT
+from annotation.models import Assignment, Campaign
 from studies.models import Study, StudyMember
 
 
@@ -179,7 +179,7 @@ class AssignmentSerializer(serializers.ModelSerializer):  # type: ignore[type-ar
 
     @extend_schema_field(serializers.DictField())
     def get_answers(self, a: Assignment) -> dict[str, Any]:
-        from studies.annotation.services.answers import current_answers
+        from annotation.services.answers import current_answers
 
         return {str(k): v for k, v in current_answers(a).items()}
 

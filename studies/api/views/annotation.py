@@ -18,10 +18,10 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from studies.annotation.forms import CampaignForm
-from studies.annotation.models import Assignment, Campaign
-from studies.annotation.services import agreement, answers, assignment, report, routing
-from studies.annotation.services.campaigns import (
+from annotation.forms import CampaignForm
+from annotation.models import Assignment, Campaign
+from annotation.services import agreement, answers, assignment, report, routing
+from annotation.services.campaigns import (
     CampaignError,
     annotator_campaigns,
     create_campaign,

@@ -20,9 +20,9 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
+from annotation.models import Campaign
+from annotation.services.campaigns import CampaignSpec, create_campaign
 from evalsite.celery import worker_command
-from studies.annotation.models import Campaign
-from studies.annotation.services.campaigns import CampaignSpec, create_campaign
 from studies.demo_data import write_demo_jsonl
 from studies.models import Aspect, Dataset, Study, StudyMember
 from studies.services.datasets import ImportOptions, import_file

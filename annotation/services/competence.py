@@ -17,10 +17,10 @@ import numpy as np
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 
+from annotation.models import Campaign
+from annotation.services.agreement import CHOICE_CODES, answers, campaign_cache_key
+from annotation.services.answers import scale_points
 from scoring.stats.competence import mace
-from studies.annotation.models import Campaign
-from studies.annotation.services.agreement import CHOICE_CODES, answers, campaign_cache_key
-from studies.annotation.services.answers import scale_points
 from studies.models import Dataset
 
 RESTARTS = 10

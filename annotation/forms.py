@@ -1,5 +1,5 @@
 """Forms of the researcher's campaign pages (the annotator's answers are read by
-:func:`studies.annotation.services.answers.parse_answers`)."""
+:func:`annotation.services.answers.parse_answers`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 from django import forms
 from django.contrib.auth import get_user_model
 
-from studies.annotation.models import Campaign
-from studies.annotation.services.campaigns import CampaignSpec, researcher_studies
+from annotation.models import Campaign
+from annotation.services.campaigns import CampaignSpec, researcher_studies
 from studies.forms import IdsField
 from studies.models import Aspect, MetricRun, Study
 from studies.permissions import ANNOTATOR, visible_aspects, visible_datasets

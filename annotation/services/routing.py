@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 from django.core.cache import cache
 
+from annotation.models import Assignment, Campaign, PairwiseJudgment
 from scoring.stats.ranking import Groups
 from scoring.stats.routing import Estimate, Question, Routing, estimate, route
-from studies.annotation.models import Assignment, Campaign, PairwiseJudgment
 from studies.models import Judgment, MetricRun, MetricScore
 
 WINS = {"a": (1.0, 0.0), "b": (0.0, 1.0), "tie": (0.5, 0.5)}  # (output A, output B)

@@ -9,8 +9,8 @@ from typing import Any
 
 from django.db import transaction
 
-from studies.annotation.models import Campaign, Item, PairwiseJudgment
-from studies.annotation.services.answers import InvalidAnswer
+from annotation.models import Campaign, Item, PairwiseJudgment
+from annotation.services.answers import InvalidAnswer
 from studies.models import Dataset, Judgment
 
 CHOICES = {"a", "b", "tie"}

@@ -19,10 +19,10 @@ import numpy as np
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 
+from annotation.models import Campaign, PairwiseJudgment
+from annotation.services.answers import scale_points
+from annotation.services.gold import flagged_annotator_ids
 from scoring.stats.agreement import annotator_correlations, krippendorff_alpha, versus_others
-from studies.annotation.models import Campaign, PairwiseJudgment
-from studies.annotation.services.answers import scale_points
-from studies.annotation.services.gold import flagged_annotator_ids
 from studies.models import Dataset, Judgment
 
 RESAMPLES = 1000
@@ -71,8 +71,8 @@ def compute_agreement(
     campaign: Campaign, resamples: int = RESAMPLES, seed: int = 0
 ) -> dict[str, Any]:
     # these two read answers through this module: imported here, not at its top
-    from studies.annotation.services.competence import by_annotator, campaign_competence
-    from studies.annotation.services.position import position_report
+    from annotation.services.competence import by_annotator, campaign_competence
+    from annotation.services.position import position_report
 
     started = time.perf_counter()
     rng = np.random.default_rng(seed)
@@ -144,7 +144,7 @@ def available_agreement(campaign: Campaign) -> dict[str, Any] | None:
     if n_answers(campaign) <= INLINE_LIMIT:
         return compute_and_cache(campaign)
     if cache.add(key + ":pending", True, 600):
-        from studies.annotation.tasks import compute_agreement_task
+        from annotation.tasks import compute_agreement_task
 
         compute_agreement_task.delay(campaign.pk)
     return None

@@ -14,8 +14,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from studies.annotation.models import AnswerRevision, Assignment, Campaign, PairwiseJudgment
-from studies.annotation.services.assignment import check_capacity, claim_next, lock_assignment
+from annotation.models import AnswerRevision, Assignment, Campaign, PairwiseJudgment
+from annotation.services.assignment import check_capacity, claim_next, lock_assignment
 from studies.models import Aspect, AspectVersion, Dataset, Judgment
 
 SIDES = {"left": "left", "right": "right", "tie": "tie"}

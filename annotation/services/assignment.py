@@ -7,7 +7,7 @@ milliseconds) and a lease that lapses while its answer is on the way is never al
 given away. On PostgreSQL the lock is ``SELECT … FOR NO KEY UPDATE``; SQLite serialises
 write transactions anyway (``transaction_mode=IMMEDIATE``).
 
-A campaign with informative-first routing (:mod:`studies.annotation.services.routing`)
+A campaign with informative-first routing (:mod:`annotation.services.routing`)
 ranks its documents at each claim, and the lease records the document's score and why.
 """
 
@@ -23,8 +23,8 @@ from django.db import transaction
 from django.db.models import Count, Exists, Min, OuterRef, Q, QuerySet, Value
 from django.utils import timezone
 
-from studies.annotation.models import Assignment, Campaign, Item
-from studies.annotation.services.routing import Plan, plan_for
+from annotation.models import Assignment, Campaign, Item
+from annotation.services.routing import Plan, plan_for
 
 CANDIDATES = 64  # items ranked per claim (a random sample of the queue); the rest wait
 FIRST_DOCUMENTS = 8  # informative routing: documents read per query, doubling until found

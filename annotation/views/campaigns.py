@@ -11,17 +11,17 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from studies.annotation.forms import CampaignForm, GoldForm
-from studies.annotation.models import Campaign
-from studies.annotation.services import agreement, gold, report, routing
-from studies.annotation.services.answers import InvalidAnswer
-from studies.annotation.services.campaigns import (
+from annotation.forms import CampaignForm, GoldForm
+from annotation.models import Campaign
+from annotation.services import agreement, gold, report, routing
+from annotation.services.answers import InvalidAnswer
+from annotation.services.campaigns import (
     CampaignError,
     create_campaign,
     researcher_campaigns,
     researcher_studies,
 )
-from studies.annotation.services.preferences import preference_pairs
+from annotation.services.preferences import preference_pairs
 from studies.views.helpers import researcher_required, stop_polling_when, wants_partial
 
 

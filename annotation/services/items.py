@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from studies.annotation.models import Assignment, Campaign
-from studies.annotation.services.answers import current_answers, scale_points
+from annotation.models import Assignment, Campaign
+from annotation.services.answers import current_answers, scale_points
 from studies.models import Aspect
 
 PAIRWISE_POINTS = (("left", "1", "Left is better"), ("tie", "2", "Tie"),

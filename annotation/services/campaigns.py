@@ -12,7 +12,7 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 from django.db.models import Q, QuerySet
 
-from studies.annotation.models import Campaign, CampaignAnnotator, Item
+from annotation.models import Campaign, CampaignAnnotator, Item
 from studies.models import Aspect, MetricRun, Output, Study, StudyMember
 from studies.permissions import ANNOTATOR
 

@@ -11,8 +11,8 @@ from typing import Any
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from studies.annotation.models import Assignment, Campaign, PairwiseJudgment
-from studies.annotation.services.gold import GoldScore, gold_scores
+from annotation.models import Assignment, Campaign, PairwiseJudgment
+from annotation.services.gold import GoldScore, gold_scores
 from studies.models import Aspect, Judgment
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from studies.annotation import models
+from annotation import models
 
 
 class InvitationInline(admin.TabularInline):

@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 from django.contrib.auth import get_user_model
 
+from annotation.models import Campaign, PairwiseJudgment
+from annotation.services.agreement import CHOICE_CODES
 from scoring.stats.position import FlipRate, SideShare, position_bias
-from studies.annotation.models import Campaign, PairwiseJudgment
-from studies.annotation.services.agreement import CHOICE_CODES
 
 ALPHA = 0.05  # a side share whose test gives p below this is marked
 

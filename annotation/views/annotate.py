@@ -14,10 +14,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from studies.annotation.models import Assignment, Campaign
-from studies.annotation.services import answers, assignment
-from studies.annotation.services.campaigns import annotator_campaigns
-from studies.annotation.services.items import item_context
+from annotation.models import Assignment, Campaign
+from annotation.services import answers, assignment
+from annotation.services.campaigns import annotator_campaigns
+from annotation.services.items import item_context
 from studies.views.helpers import wants_partial
 
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from studies.annotation.views import annotate, campaigns
+from annotation.views import annotate, campaigns
 
 app_name = "annotation"
 urlpatterns = [

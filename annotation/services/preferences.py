@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
-from studies.annotation.models import Campaign, PairwiseJudgment
+from annotation.models import Campaign, PairwiseJudgment
 from studies.models import Aspect, Dataset
 
 
