@@ -17,7 +17,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Count, Q, QuerySet
 
-from studies.models import Aspect, Dataset, MetricRun, Study, StudyMember
+from studies.models import Aspect, Dataset, Judgment, MetricRun, Study, StudyMember
 from studies.permissions import ANNOTATOR, RESEARCHER, dataset_aspects
 
 # Granted by an admin (to a researcher, or to the researcher group) in the Django admin;
@@ -35,8 +35,15 @@ class StudyError(ValueError):
 
 def task_aspects(dataset: Dataset) -> QuerySet[Aspect]:
     """Aspects a study of ``dataset`` may use: the shared ones and its owner's, of the
-    dataset's task."""
-    return dataset_aspects(dataset).filter(tasks=dataset.task_id).distinct().order_by("code")
+    dataset's task or already judged in it (a ``custom`` task lists no aspects, but its
+    upload's judgments name some)."""
+    judged = Judgment.objects.filter(output__document__dataset=dataset).values("aspect_id")
+    return (
+        dataset_aspects(dataset)
+        .filter(Q(tasks=dataset.task_id) | Q(pk__in=judged))
+        .distinct()
+        .order_by("code")
+    )
 
 
 def campaign_aspects(study: Study) -> QuerySet[Aspect]:

@@ -61,6 +61,24 @@ def test_a_study_takes_only_aspects_of_its_datasets_task(cast):
     assert [a.code for a in service.campaign_aspects(study)] == ["COH", "FLU"]
 
 
+def test_a_custom_task_dataset_offers_the_aspects_its_judgments_use(cast):
+    """The upload form's first task, ``custom``, lists no aspects: a study of such a
+    dataset still offers the aspects its imported judgments name, and only those."""
+    from studies.models import Judgment
+
+    custom = TaskKind.objects.get(code="custom")
+    assert not Aspect.objects.filter(tasks=custom).exists()
+    dataset = DatasetFactory(owner=cast["owner"], task=custom)
+    output = OutputFactory(document=DocumentFactory(dataset=dataset))
+    Judgment.objects.create(output=output, aspect=Aspect.objects.get(code="COH", owner__isnull=True),
+                            value=3.0, import_file="custom.jsonl")  # fmt: skip
+    assert [a.code for a in service.task_aspects(dataset)] == ["COH"]
+    study = service.create_study(dataset, "Custom", cast["owner"], aspects=aspects("COH"))
+    assert [a.code for a in service.campaign_aspects(study)] == ["COH"]
+    with pytest.raises(service.StudyError):  # a summarization aspect it does not judge: no
+        service.create_study(dataset, "Other", cast["owner"], aspects=aspects("FLU"))
+
+
 def test_another_researchers_aspect_is_not_offered(cast):
     dataset = DatasetFactory(owner=cast["owner"])
     theirs = Aspect.objects.create(
