@@ -268,7 +268,18 @@ def source_filter(dataset: Dataset, source: str) -> Q | None:
 def judgment_sources(dataset: Dataset) -> list[tuple[str, str]]:
     """What the page's source control offers: the dataset's uploaded files, the files
     imported without an upload (the import command), then the campaigns of its studies
-    (value, label)."""
+    (value, label). Cached per data version (a campaign's first answer changes it) for
+    five minutes, so the cached page stays a handful of queries."""
+    key = f"judgment-sources:{dataset.pk}:{dataset.created_at.isoformat()}:{dataset.data_version}"
+    found = cache.get(key)
+    if isinstance(found, list):
+        return found
+    choices = _judgment_sources(dataset)
+    cache.set(key, choices, 300)
+    return choices
+
+
+def _judgment_sources(dataset: Dataset) -> list[tuple[str, str]]:
     from annotation.models import Campaign
 
     jobs = ImportJob.objects.filter(dataset=dataset, status=ImportJob.Status.SUCCEEDED)

@@ -156,8 +156,11 @@ def test_the_correlations_page_lists_the_files_and_campaigns_and_keeps_the_choic
     assert judgment_sources(dataset) == [(f"import:{job.pk}", "imported file human.jsonl"),
                                         (f"campaign:{campaign.pk}", f"campaign {campaign.name}")]  # fmt: skip
     Judgment.objects.filter(import_file="human.jsonl").update(import_file="=cli file.jsonl")
+    dataset.bump_data_version()  # as every import does: the cached choices are stale
+    dataset.refresh_from_db()
     assert ("file:=cli file.jsonl", "imported file =cli file.jsonl") in judgment_sources(dataset)
     Judgment.objects.filter(import_file="=cli file.jsonl").update(import_file="human.jsonl")
+    dataset.bump_data_version()
     client.force_login(cast["owner"])
     url = reverse("studies:correlations", args=[dataset.pk])
     page = client.get(url, {"source": f"campaign:{campaign.pk}"}).content.decode()

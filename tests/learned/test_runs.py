@@ -97,7 +97,7 @@ def test_the_report_compares_base_trained_and_every_run_on_the_test_documents(
     page = client.get(reverse("learned:report", args=[trained.pk])).content.decode()
     assert 'id="table2"' in page and "Base (" in page and "rouge2" in page
     assert f"{trained.results['trained']['pairwise_accuracy']:.3f}" in page
-    assert "<svg" in page
+    assert 'data-chart="curve-spec"' in page and 'id="curve-spec" type="application/json"' in page
 
 
 def test_the_job_page_polls_until_the_job_ends(client, cast, trained):

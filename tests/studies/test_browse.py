@@ -272,7 +272,7 @@ def test_drilldown_points_and_disagreements_link_to_output_pages(client, scored,
     run, coh = dataset.runs.get(label="good"), Aspect.objects.get(code="COH", owner=None)
     details = drilldown(dataset, run.pk, coh.pk, MatrixParams.from_query({}))
     assert details is not None
-    for point in details["scatter"]["points"] + details["disagreements"]:
+    for point in details["scatter"]["data"]["values"] + details["disagreements"]:
         output = Output.objects.select_related("document").get(pk=point["id"])
         assert (output.document.doc_key, output.system_id) == (point["doc"], point["system"])
         assert point["href"] == reverse("studies:output-detail", args=[point["id"]])

@@ -10,14 +10,14 @@ class CompareQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
     b = serializers.IntegerField(min_value=1, help_text="The second run's id (the y axis).")
 
 
-class RunRefSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ComparedRunSerializer(serializers.Serializer):  # type: ignore[type-arg]
     pk = serializers.IntegerField()
     label = serializers.CharField()
 
 
 class CompareSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    a = RunRefSerializer()
-    b = RunRefSerializer()
+    a = ComparedRunSerializer()
+    b = ComparedRunSerializer()
     n_outputs = serializers.IntegerField(help_text="outputs both runs scored")
     n_shown = serializers.IntegerField(
         help_text="points in the chart (a seeded sample beyond 1500)"
