@@ -170,7 +170,11 @@ def overview(study: Study) -> Overview:
     runs = MetricRun.objects.filter(dataset_id=study.dataset_id).order_by("-created_at")
     return Overview(
         study=study,
-        members=list(study.memberships.select_related("user").order_by("role", "user__username")),
+        members=list(  # the owner is named apart, even where also a member
+            study.memberships.exclude(user_id=study.owner_id)
+            .select_related("user")
+            .order_by("role", "user__username")
+        ),
         campaigns=list(campaigns.order_by("-created_at")),
         runs=list(runs[:50]),
         aspects=list(campaign_aspects(study)),

@@ -142,6 +142,14 @@ def test_a_researcher_creates_a_study_on_an_uploaded_dataset(client, cast):
     assert response.status_code == 302
     assert response["Location"] == reverse("studies:study-members", args=[study.pk])
     assert study.owner == cast["owner"] and set(study.aspects.all()) == {coh, flu}
+    # the owner, also made a member (as the demo does), is listed once, as the owner
+    StudyMember.objects.create(study=study, user=cast["owner"], role=StudyMember.Role.RESEARCHER)
+    StudyMember.objects.create(study=study, user=cast["annotator"], role=StudyMember.Role.ANNOTATOR)
+    overview = client.get(reverse("studies:study-detail", args=[study.pk])).content.decode()
+    listed = overview.split('id="study-member-list">', 1)[1].split("</p>", 1)[0]
+    assert (
+        listed.startswith("owner (owner), annotator (annotator).") and "(researcher)" not in listed
+    )
 
 
 @pytest.mark.parametrize(
