@@ -106,6 +106,13 @@ def test_the_rating_buttons_stay_on_one_row(live_server, browser: Browser, cast,
                }).length"""
         )
         assert outside == 0  # every button fits inside its aspect and the screen
+        spread = page.evaluate(
+            """Math.max(...Array.from(document.querySelectorAll('#annotate .points')).map((row) => {
+                 const w = Array.from(row.querySelectorAll('.point')).map((p) => p.getBoundingClientRect().width);
+                 return Math.max(...w) - Math.min(...w);
+               }))"""
+        )
+        assert spread < 2, (width, c.mode, spread)  # equal buttons, anchored or not
         widths = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
         assert widths[0] <= widths[1]  # nothing sticks out sideways either
     context.close()
