@@ -231,6 +231,7 @@ CELERY_TASK_ROUTES = {
     "studies.tasks.run_metric_cpu": {"queue": "cpu"},
     "studies.tasks.compute_planner": {"queue": "cpu"},
     "studies.tasks.compute_diagnostics": {"queue": "cpu"},
+    "annotation.tasks.compute_agreement": {"queue": "cpu"},
 }
 CELERY_TASK_ALWAYS_EAGER = False
 # Workers run an embedded beat (`worker -B`) or a `celery beat` beside them; the sweeper

@@ -11,6 +11,7 @@ from django.db import transaction
 RUN_METRIC = "studies.tasks.run_metric"  # language-model metrics, queue gpu
 RUN_METRIC_CPU = "studies.tasks.run_metric_cpu"  # the baselines, queue cpu
 IMPORT_UPLOAD = "studies.tasks.import_upload"
+COMPUTE_AGREEMENT = "annotation.tasks.compute_agreement"  # a large campaign's, queue cpu
 COMPUTE_PLANNER = "studies.tasks.compute_planner"  # a sample-size plan, queue cpu
 COMPUTE_DIAGNOSTICS = "studies.tasks.compute_diagnostics"  # a large dataset's, queue cpu
 

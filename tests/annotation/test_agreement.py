@@ -49,11 +49,12 @@ def test_a_large_campaign_is_left_to_a_worker_once(make_campaign, annotators, mo
     answer(campaign, annotators[0], dict.fromkeys(range(12), 3))
     sent: list[int] = []
     from annotation import tasks
+    from studies.services import queue
 
-    monkeypatch.setattr(tasks.compute_agreement_task, "delay", sent.append)
+    monkeypatch.setattr(queue, "send", lambda name, *args: sent.append((name, *args)))
     monkeypatch.setattr(agreement, "INLINE_LIMIT", 5)
     assert agreement.available_agreement(campaign) is None
     assert agreement.available_agreement(campaign) is None
-    assert sent == [campaign.pk]
+    assert sent == [("annotation.tasks.compute_agreement", campaign.pk)]
     assert tasks.compute_agreement_task(campaign.pk).startswith("12 answers")
     assert agreement.available_agreement(campaign)["n_answers"] == 12
