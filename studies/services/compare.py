@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from django.core.cache import cache
 from scipy import stats
 
 from studies.models import Dataset, MetricRun
@@ -32,7 +33,18 @@ def parse_run(dataset: Dataset, value: str | None) -> int | None:
 
 
 def compare(dataset: Dataset, a: int, b: int) -> dict[str, Any]:
-    """Run ``a``'s scores against run ``b``'s over the outputs both scored."""
+    """Run ``a``'s scores against run ``b``'s over the outputs both scored; cached per
+    data version (a new or changed score gives a new key)."""
+    key = f"compare:v1:{dataset.pk}:{dataset.created_at.isoformat()}:{dataset.data_version}:{a}:{b}"
+    found = cache.get(key)
+    if isinstance(found, dict):
+        return found
+    result = _compare(dataset, a, b)
+    cache.set(key, result, 24 * 3600)
+    return result
+
+
+def _compare(dataset: Dataset, a: int, b: int) -> dict[str, Any]:
     frame = load_frame(dataset, only_runs=[a, b], only_aspects=[])
     i, j = frame.run_index(a), frame.run_index(b)
     x, y = frame.metrics[:, i], frame.metrics[:, j]

@@ -233,6 +233,19 @@ def test_metric_vs_metric_compares_two_runs_and_agrees_with_scipy(client, scored
     assert 'id="compare-choose"' in client.get(f"{url}?a={good.pk}&b=999999").content.decode()
     client.force_login(cast["outsider"])  # another researcher's dataset: not found
     assert client.get(f"{url}?a={good.pk}&b={noise.pk}").status_code == 404
+    # cached until a score changes
+    from unittest import mock
+
+    from studies.services import compare as service
+
+    with mock.patch.object(service, "_compare", side_effect=AssertionError("recomputed")):
+        assert compare(dataset, good.pk, noise.pk) == result
+    score = good.scores.first()
+    score.value = 99.0
+    score.save()
+    dataset.bump_data_version()
+    dataset.refresh_from_db()
+    assert compare(dataset, good.pk, noise.pk)["pearson"] != result["pearson"]
 
 
 def test_the_api_gives_the_comparison_the_page_shows(client, scored, cast):  # noqa: F811
