@@ -115,13 +115,13 @@ def test_a_cancelled_run_gives_its_shard_back_and_a_resumed_one_scores_only_the_
     assert MetricScore.objects.filter(run=run).count() == 15
 
 
-def test_a_worker_out_of_shards_takes_back_a_dead_workers_shard_itself(run, sent):
+def test_a_worker_on_the_run_takes_back_a_dead_workers_shard_itself(run, sent):
     shards.plan(run, outputs_of(run.dataset, None))
     MetricRun.objects.filter(pk=run.pk).update(status="running", started_at=timezone.now())
     dead = shards.claim(run, "gone-host:9")
     assert dead is not None
     RunShard.objects.filter(pk=dead.pk).update(heartbeat_at=timezone.now() - timedelta(hours=1))
-    # joining for the pending shards, it then finds shard 0 silent for the lease and takes it
+    # joining, it first finds shard 0 silent for the lease and takes it, then the others
     assert execute_run(run.pk) == "succeeded"
     run.refresh_from_db()
     assert run.done == 15 == MetricScore.objects.filter(run=run).count()

@@ -260,15 +260,15 @@ def _score_shards(
 
 
 def _next_shard(run: MetricRun, worker: str, prefer: int | None) -> RunShard | None:
-    """A PENDING shard of the run; failing that, one whose worker has been silent for the
-    run's lease (taken back here, as the sweeper would, without waiting for it), or None."""
-    found = shards.claim(run, worker, prefer)
-    if found is None:
-        now = timezone.now()
-        for lost in shards.stale(now - run_lease(), run):
-            if shards.take_back(lost, now, by=worker):
-                return shards.claim(run, worker, lost.index)
-    return found
+    """The next shard this worker scores: first one whose worker has been silent for the
+    run's lease (taken back here, as the sweeper would, without waiting for the sweeper's
+    turn on a busy queue), then a PENDING one (``prefer`` first), or None."""
+    now = timezone.now()
+    for lost in shards.stale(now - run_lease(), run):
+        if shards.take_back(lost, now, by=worker):
+            prefer = lost.index
+            break
+    return shards.claim(run, worker, prefer)
 
 
 def set_phase(run: MetricRun, phase: str) -> None:
