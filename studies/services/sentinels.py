@@ -81,14 +81,16 @@ def sentinel_requests(
 
 
 def _plan(dataset: Dataset, request: RunRequest, local_paths: bool) -> Plan:
-    from studies.services.runs import baselines, gptscore
+    from studies.services.runs.registry import runner
 
     if request.metric == "gptscore":
         if not request.aspect:
             raise RunError("The dataset has no judgments: no aspect to prompt GPTScore for.")
         check_model(request.model, local_paths=local_paths)
-        return gptscore.build(dataset, request)
-    return baselines.build(dataset, request)
+    found = runner(request.metric)
+    assert found is not None, request.metric
+    plan: Plan = found.build(dataset, request)
+    return plan
 
 
 def add_sentinels(

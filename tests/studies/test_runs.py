@@ -215,3 +215,14 @@ def test_an_unknown_precision_is_refused_and_saves_nothing(dataset, tiny_model):
         start_run(dataset, RunRequest(aspect="COH", model=tiny_model, precision="half"),
                   enqueue=False, local_paths=True)  # fmt: skip
     assert not MetricRun.objects.filter(metric="gptscore").exists()
+
+
+def test_every_metric_a_request_may_name_has_one_runner():
+    from studies.services.runs import METRICS
+    from studies.services.runs.registry import runner, runners
+
+    assert set(METRICS) == set(runners())  # the request's list and the table agree
+    for metric in METRICS:
+        found = runner(metric)
+        assert found is not None and callable(found.build) and callable(found.prepare), metric
+    assert runner("nonsense") is None

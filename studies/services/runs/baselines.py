@@ -24,7 +24,7 @@ def _version(package: str) -> str:
         return "not installed"
 
 
-def build(dataset: Dataset, request: RunRequest) -> Plan:
+def build(dataset: Dataset, request: RunRequest, user: Any = None) -> Plan:
     """Validate the request and freeze the run's configuration."""
     metric = request.metric
     config: dict[str, Any] = {"metric": metric, "limit_docs": request.limit_docs,

@@ -200,17 +200,13 @@ def execute_run(
 
 
 def _prepare(run: MetricRun, todo: list[Output], model_factory: ModelFactory | None) -> Scorer:
-    from studies.services.runs import baselines, geval, gptscore, learned
+    from studies.services.runs.registry import runner
 
-    if run.metric == "gptscore":
-        return gptscore.prepare(run, todo, model_factory)
-    if run.metric == "learned":
-        return learned.prepare(run, todo, model_factory)
-    if run.metric == "geval":
-        return geval.prepare(run, todo, model_factory)
-    if run.metric in baselines.METRICS:
-        return baselines.prepare(run, todo, model_factory)
-    raise RunError(f"no scorer for the metric {run.metric!r}")
+    found = runner(run.metric)
+    if found is None:
+        raise RunError(f"no scorer for the metric {run.metric!r}")
+    scorer: Scorer = found.prepare(run, todo, model_factory)
+    return scorer
 
 
 def _n_tokens(results: list[ScoreResult]) -> int:

@@ -51,7 +51,7 @@ def _frozen_template(template: PromptTemplate) -> dict[str, Any]:
             "text": version.text, "target": version.target}  # fmt: skip
 
 
-def build(dataset: Dataset, request: RunRequest) -> Plan:
+def build(dataset: Dataset, request: RunRequest, user: Any = None) -> Plan:
     """Validate the request and freeze the run's configuration."""
     dimension = DIMENSION_ALIASES.get(request.dimension, request.dimension)
     if dimension not in gptscore.DIMENSIONS:

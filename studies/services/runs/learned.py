@@ -13,7 +13,7 @@ from studies.services.runs.request import RunRequest
 METRICS = ("learned",)
 
 
-def build(dataset: Dataset, request: RunRequest) -> Plan:
+def build(dataset: Dataset, request: RunRequest, user: Any = None) -> Plan:
     """Freeze the trained model (id, checkpoint and its sha256, backbone, instruction)."""
     from learned.models import TrainedMetric
     from learned.services.data import Task

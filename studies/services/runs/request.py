@@ -65,21 +65,14 @@ def start_run(
     The model must be allowed (:func:`check_model`); ``local_paths`` (the operator's
     shell, never a web request) also accepts any local path or hub id.
     """
-    from studies.services.runs import baselines, geval, gptscore, learned
+    from studies.services.runs.registry import runner
 
+    found = runner(request.metric)
+    if found is None:
+        raise RunError(f"Unknown metric {request.metric!r}; use one of {', '.join(METRICS)}.")
     if request.metric != "learned":  # a learned metric names a trained metric's id
         check_model(request.model, local_paths=local_paths)
-
-    if request.metric == "gptscore":
-        plan = gptscore.build(dataset, request)
-    elif request.metric == "learned":
-        plan = learned.build(dataset, request)
-    elif request.metric == "geval":
-        plan = geval.build(dataset, request, user)
-    elif request.metric in baselines.METRICS:
-        plan = baselines.build(dataset, request)
-    else:
-        raise RunError(f"Unknown metric {request.metric!r}; use one of {', '.join(METRICS)}.")
+    plan = found.build(dataset, request, user)
     if request.doc_keys:
         plan.config["doc_keys"] = sorted(request.doc_keys)
     return save_run(dataset, plan, user=user, enqueue_it=enqueue)
