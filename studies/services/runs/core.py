@@ -249,8 +249,9 @@ def _score_shards(
     if not shards.all_done(run):
         return "shards done"  # others still hold shards; the last to finish ends the run
     MetricRun.objects.filter(pk=run.pk, status=MetricRun.Status.RUNNING).update(
-        status=MetricRun.Status.SUCCEEDED, finished_at=timezone.now()
-    )
+        status=MetricRun.Status.SUCCEEDED, finished_at=timezone.now(),
+        done=MetricScore.objects.filter(run=run).count(),  # every worker's, all committed
+    )  # fmt: skip
     run.dataset.bump_data_version()  # tables label runs by status: no cached "running" row
     return "succeeded"
 
@@ -344,8 +345,11 @@ def _write(run: MetricRun, shard: RunShard, results: list[ScoreResult], seconds:
     with transaction.atomic():
         MetricScore.objects.bulk_create(rows, ignore_conflicts=True)  # unique (run, output)
         shards.progress(shard, len(results), _n_tokens(results), seconds)
-        done = MetricScore.objects.filter(run=run).count()
+        # The run's row is locked before counting: another worker's write commits before
+        # this count (each statement reads what is committed), so no write of two
+        # concurrent workers leaves a stale ``done`` behind.
         row = MetricRun.objects.select_for_update().only("timings", "started_at").get(pk=run.pk)
+        done = MetricScore.objects.filter(run=run).count()
         timings = dict(row.timings or {})
         wall = max((timezone.now() - (row.started_at or timezone.now())).total_seconds(), 1e-9)
         tokens = int(run.shards.aggregate(t=Sum("tokens"))["t"] or 0)
