@@ -11,8 +11,12 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def setup_django(tmp: Path) -> None:
-    """Set Django up with its data (SQLite database, caches) under ``tmp``, migrated."""
+    """Set Django up with its data (SQLite database, caches) under ``tmp``, migrated.
+
+    The models stay where ``install_model`` put them (``CONCORDIA_MODEL_DIR``, else the
+    repository's ``data/models``): the throwaway data folder has none."""
     sys.path.insert(0, str(REPO))
+    os.environ.setdefault("CONCORDIA_MODEL_DIR", str(REPO / "data" / "models"))
     os.environ["CONCORDIA_DATA_DIR"] = str(tmp)
     os.environ.pop("DATABASE_URL", None)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.core.validators import slug_re
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Avg, F
 from django.utils import timezone
 
@@ -48,6 +49,9 @@ from studies.services.records import (
 
 log = logging.getLogger(__name__)
 MAX_REPORTED_ERRORS = 50
+# the name's rule is the model's (a slug), checked here too: a command or a worker's job
+# calls the service without a form, and a database does not check a SlugField
+_NAME_LENGTH = Dataset._meta.get_field("name").max_length or 100
 T = TypeVar("T")
 
 
@@ -164,6 +168,9 @@ def _validate(path: Path, options: ImportOptions) -> _Plan:
         else:
             more += 1
 
+    if not slug_re.match(options.dataset) or len(options.dataset) > _NAME_LENGTH:
+        report(LineError(0, "dataset", f"the dataset name {options.dataset!r} must be 1 to "
+                         f"{_NAME_LENGTH} letters, digits, '-' or '_'"))  # fmt: skip
     task = TaskKind.objects.filter(code=options.task).first()
     if task is None:
         known = ", ".join(TaskKind.objects.values_list("code", flat=True))
@@ -385,13 +392,18 @@ def _aspects(plan: _Plan, options: ImportOptions, summary: ImportSummary) -> dic
                 source=f"created by import of {options.file_name}",
             )
             aspect._changed_by = options.owner
-            aspect.save()
+            try:
+                with transaction.atomic():  # a savepoint: the import goes on after a clash
+                    aspect.save()
+            except IntegrityError:
+                aspect = _created_meanwhile(name, fields["key"], low, high, options)
+            else:
+                summary.aspects_created.append(aspect.code)
+                summary.scales.append(
+                    f"created {aspect.code} with the scale {scales.fmt_range(scale_min, scale_max)} "
+                    f"from the file's {name} values ({scales.fmt_range(low, high)})"
+                )
             aspect.tasks.add(task)
-            summary.aspects_created.append(aspect.code)
-            summary.scales.append(
-                f"created {aspect.code} with the scale {scales.fmt_range(scale_min, scale_max)} "
-                f"from the file's {name} values ({scales.fmt_range(low, high)})"
-            )
         elif (
             options.widen_aspects
             and name.lower() not in options.rescale
@@ -400,6 +412,27 @@ def _aspects(plan: _Plan, options: ImportOptions, summary: ImportSummary) -> dic
             aspect = _wider_aspect(aspect, low, high, options, summary, name)
         resolved[name] = aspect
     return resolved
+
+
+def _created_meanwhile(
+    name: str, key: str, low: float, high: float, options: ImportOptions
+) -> Aspect:
+    """The aspect another import of the same owner created for ``name`` between this
+    import's validation and its write (two uploads at once): used when this file's
+    scores fit its scale, else a located error (the whole import is rolled back)."""
+    aspect = owned_aspects(options.owner).filter(owner=options.owner, key=key).first()
+    field_name = f"human.{name}"
+    if aspect is None:
+        raise ImportValidationError([LineError(0, field_name, f"the aspect for {name!r} "
+                                               "clashed with one created at the same moment; "
+                                               "import the file again")])  # fmt: skip
+    if not aspect.scale_min <= low <= high <= aspect.scale_max:
+        raise ImportValidationError([LineError(0, field_name, (
+            f"another import created {aspect.code} at the same moment with the scale "
+            f"{scales.fmt_range(aspect.scale_min, aspect.scale_max)}, which does not hold this "
+            f"file's values ({scales.fmt_range(low, high)}); import the file again with "
+            "--rescale or --widen-aspects"))])  # fmt: skip
+    return aspect
 
 
 def _free_code(code: str, owner: Any) -> str:

@@ -315,3 +315,15 @@ def test_error_messages_escape_what_a_database_cannot_store(write_jsonl):
     error = assert_rejected(write_jsonl([line]), "line 1")
     assert "\x00" not in str(error) and "\ud800" not in str(error)
     assert "a\\u0000\\ud800" in str(error)
+
+
+@pytest.mark.parametrize("name", ["<script>alert(1)</script>", "two words", "", "x" * 101])
+def test_a_dataset_name_that_is_not_a_slug_is_rejected_by_the_service(write_jsonl, name):
+    """Commands and workers call the service without the upload form's check."""
+    path = write_jsonl([record("d1")])
+    before = row_counts()
+    with pytest.raises(ImportValidationError) as info:
+        import_file(path, ImportOptions(dataset=name, task="summarization",
+                                        file_format="jsonl", file_name=path.name))  # fmt: skip
+    assert "field 'dataset': the dataset name" in str(info.value)
+    assert row_counts() == before

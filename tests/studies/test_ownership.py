@@ -187,6 +187,46 @@ def test_one_import_may_create_at_most_the_configured_number_of_aspects(
     assert Aspect.objects.filter(owner=cast["owner"]).count() == 3
 
 
+@pytest.mark.parametrize(("theirs", "ours_fit"), [((1, 5), True), ((0.2, 0.7), False)])
+def test_an_aspect_created_by_a_simultaneous_import_is_reused_or_a_located_error(
+    cast, write_jsonl, monkeypatch, theirs, ours_fit
+):
+    """Two uploads of one owner create the same new aspect: the second import's
+    validation ran before the first one wrote, so its write meets the first's aspect."""
+    from studies.services import datasets
+
+    validate = datasets._validate
+
+    def then_another_import_writes(path, options):  # type: ignore[no-untyped-def]
+        plan = validate(path, options)
+        monkeypatch.setattr(datasets, "_validate", validate)
+        other = write_jsonl(
+            [record("o1", f"s{v}", human={"wit": v}) for v in theirs], "other.jsonl"
+        )
+        import_file(other, ImportOptions(dataset="other", task="summarization", file_format="jsonl",
+                                         file_name=other.name, owner=cast["owner"],
+                                         create_aspects=True))  # fmt: skip
+        return plan
+
+    monkeypatch.setattr(datasets, "_validate", then_another_import_writes)
+    before = row_counts()
+    ours = [record("d1", "s1", human={"wit": 3}), record("d1", "s2", human={"wit": 4})]
+    if ours_fit:  # theirs made WIT 1–5, which holds ours
+        summary = _import(write_jsonl, cast["owner"], records=ours, create_aspects=True)
+        wit = Aspect.objects.get(owner=cast["owner"], key="wit")
+        assert summary.aspects_created == []
+        values = Judgment.objects.filter(aspect=wit).values_list("value", flat=True)
+        assert sorted(values) == [1, 3, 4, 5]
+    else:  # theirs made WIT 0.2–0.7: ours do not fit, and ours write nothing
+        with pytest.raises(ImportValidationError, match=r"field 'human\.wit': another import "
+                           r"created WIT at the same moment with the scale 0\.2–0\.7"):  # fmt: skip
+            _import(write_jsonl, cast["owner"], records=ours, create_aspects=True)
+        after = row_counts()
+        assert Aspect.objects.filter(owner=cast["owner"], key="wit").count() == 1
+        assert Dataset.objects.filter(owner=cast["owner"], name="summeval").count() == 0
+        assert after["Judgment"] == before["Judgment"] + 2  # theirs only
+
+
 def test_two_file_names_that_would_make_one_aspect_are_refused(cast, write_jsonl):
     before = row_counts()
     with pytest.raises(ImportValidationError, match="would have the key 'wit_x'"):
