@@ -7,13 +7,14 @@ from typing import Any
 from rest_framework import serializers
 
 from scoring.stats import Average, Level, unsupported
+from studies.api.serializers.choices import JudgmentChoices
 from studies.services.dashboards import AVERAGES, COEFFICIENT_NAMES, DEFAULT_MIN_COVERAGE
 
 # Which query parameter to change when a combination names no statistic.
 _PARAMETER_OF = {"coefficient": "coef", "tie_calibration": "ties", "average": "average"}
 
 
-class MatrixQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+class MatrixQuerySerializer(JudgmentChoices):
     """The page's choices (unknown values, and statistics asked where they do not
     exist, are an error here, not a silent default)."""
 
@@ -36,15 +37,6 @@ class MatrixQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
     ci = serializers.BooleanField(
         default=True, help_text="95% bootstrap intervals and significance (as the page)."
     )
-    flagged = serializers.ChoiceField(
-        choices=["include", "exclude"], default="include",
-        help_text="exclude: leave out annotators flagged on gold items.",
-    )  # fmt: skip
-    weights = serializers.ChoiceField(
-        choices=["equal", "competence"], default="equal",
-        help_text="competence: each output's judgments weighted by their annotators' MACE "
-                  "competence (annotators without an estimate weigh 1).",
-    )  # fmt: skip
     source = serializers.RegexField(
         r"^((import|campaign):[0-9]{1,12}|file:[^\x00-\x1f]{1,255})?$", required=False,
         default="", allow_blank=True,

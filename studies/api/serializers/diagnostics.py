@@ -5,9 +5,10 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from scoring.stats import Level
+from studies.api.serializers.choices import RunAspectChoices
 
 
-class DiagnosticsQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+class DiagnosticsQuerySerializer(RunAspectChoices):
     """The page's choices; run and aspect default to the first run and judged aspect."""
 
     level = serializers.ChoiceField(choices=[lv.value for lv in Level], default="sample")
@@ -16,16 +17,6 @@ class DiagnosticsQuerySerializer(serializers.Serializer):  # type: ignore[type-a
         help_text="Length bias uses Pearson's r for pearson, else Spearman's ρ (a partial "
                   "correlation exists for these); within documents: Spearman's ρ for "
                   "pearson and spearman, Kendall τ-b for kendall.",
-    )  # fmt: skip
-    run = serializers.IntegerField(required=False, min_value=1, help_text="A metric run's id.")
-    aspect = serializers.IntegerField(required=False, min_value=1, help_text="An aspect's id.")
-    flagged = serializers.ChoiceField(
-        choices=["include", "exclude"], default="include",
-        help_text="exclude: leave out annotators flagged on gold items.",
-    )  # fmt: skip
-    weights = serializers.ChoiceField(
-        choices=["equal", "competence"], default="equal",
-        help_text="competence: weight judgments by their annotators' MACE competence.",
     )  # fmt: skip
 
 

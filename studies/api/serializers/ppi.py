@@ -4,23 +4,15 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from studies.api.serializers.choices import RunAspectChoices
 
-class PPIQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+
+class PPIQuerySerializer(RunAspectChoices):
     """The page's choices; run and aspect default to the first run and judged aspect."""
 
-    run = serializers.IntegerField(required=False, min_value=1, help_text="A metric run's id.")
-    aspect = serializers.IntegerField(required=False, min_value=1, help_text="An aspect's id.")
     vs = serializers.CharField(
         required=False, allow_blank=True, max_length=512,
         help_text="The system the differences are taken against (default: the best by PPI).",
-    )  # fmt: skip
-    flagged = serializers.ChoiceField(
-        choices=["include", "exclude"], default="include",
-        help_text="exclude: leave out annotators flagged on gold items.",
-    )  # fmt: skip
-    weights = serializers.ChoiceField(
-        choices=["equal", "competence"], default="equal",
-        help_text="competence: weight judgments by their annotators' MACE competence.",
     )  # fmt: skip
 
 
