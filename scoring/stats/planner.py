@@ -110,6 +110,19 @@ def half_widths(
                      for n in sizes])  # fmt: skip
 
 
+def _paired(
+    values_a: npt.ArrayLike,
+    weights_a: npt.ArrayLike | None,
+    values_b: npt.ArrayLike,
+    weights_b: npt.ArrayLike | None,
+) -> tuple[tuple[FloatArray, FloatArray], tuple[FloatArray, FloatArray]]:
+    """Both metrics' (values, weights), which must cover the same documents."""
+    a, b = _as_values(values_a, weights_a), _as_values(values_b, weights_b)
+    if a[0].size != b[0].size:
+        raise ValueError("the two metrics must have values for the same documents")
+    return a, b
+
+
 def paired_half_widths(
     values_a: npt.ArrayLike,
     values_b: npt.ArrayLike,
@@ -123,10 +136,7 @@ def paired_half_widths(
 ) -> FloatArray:
     """Like :func:`half_widths` for the difference a − b of two metrics' sample-level
     values, both computed on the same draws of documents."""
-    va, wa = _as_values(values_a, weights_a)
-    vb, wb = _as_values(values_b, weights_b)
-    if va.size != vb.size:
-        raise ValueError("the two metrics must have values for the same documents")
+    (va, wa), (vb, wb) = _paired(values_a, weights_a, values_b, weights_b)
     out = []
     for n in sizes:
         idx = _draw(rng, va.size, resamples, n)
@@ -149,10 +159,7 @@ def power(
     """The share of ``trials`` simulated studies of ``n`` documents (drawn with
     replacement from the observed ones) in which the two-sided paired bootstrap test
     finds a and b different at ``alpha`` (``resamples`` draws within each study)."""
-    va, wa = _as_values(values_a, weights_a)
-    vb, wb = _as_values(values_b, weights_b)
-    if va.size != vb.size:
-        raise ValueError("the two metrics must have values for the same documents")
+    (va, wa), (vb, wb) = _paired(values_a, weights_a, values_b, weights_b)
     significant = 0
     for _ in range(trials):
         study = _draw(rng, va.size, 1, n)[0]
