@@ -33,8 +33,8 @@ import numpy.typing as npt
 from scoring.stats.pairwise import LikeCounts, RightPairs
 from scoring.stats.ranking import BoolArray, FloatArray, IntArray
 
-# Copies are counted in int64: exact, and integer cumulative sums run several times
-# faster than floating-point ones (no rounding, no carried latency).
+# Copies are counted in int64: exact, and numpy's integer cumulative sums measured
+# several times faster than float64 ones.
 WeightArray = npt.NDArray[np.int64]
 
 # The statistics counted here, by their Coefficient value (this module does not import
@@ -46,9 +46,9 @@ STATISTICS = frozenset({KENDALL_B, KENDALL_C, ACC23, KENDALL_23, KENDALL_LIKE})
 
 @dataclass(frozen=True, eq=False)
 class _Depth:
-    """One depth of the dominance tree: its elements (columns of the weight block, in
-    metric order within each node), which of them are points (1.0) and queries, and per
-    node its first element and the key range [mid, hi) of its queries."""
+    """One depth of the dominance tree: its elements (columns of the weight block, node
+    by node, in metric order within a node), which are points (1) and which queries
+    (1), and per node its first element and the key range [mid, hi) of its queries."""
 
     columns: IntArray
     point: WeightArray
@@ -152,7 +152,7 @@ class Windows:
     @classmethod
     def build(cls, order: IntArray, ends: IntArray) -> Windows:
         """``order``: the columns in this order; ``ends``: each place's exclusive window
-        end (non-decreasing along a run, > the place)."""
+        end (greater than the place, non-decreasing)."""
         n = order.size
         places = np.arange(n, dtype=np.intp)
         reach = np.maximum.accumulate(np.concatenate([[0], ends[:-1]])) if n else ends
