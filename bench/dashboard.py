@@ -23,7 +23,9 @@ Figures, median (min-max) of ``--repeat`` runs:
 * ``acc23 tie-cal``: the same cold matrix with WMT24/25's segment-level statistic,
   pairwise accuracy acc23 grouped by document with tie calibration (each cell searches
   the ε over its 2.45 million pairs), intervals and significance clusters; ``of which
-  ε search`` times the 40 calibrations alone (from the loaded scores).
+  ε search`` times the 40 calibrations alone (from the loaded scores). ``acc23
+  previous`` and ``ε search previous``: the same with the ε search's previous selection
+  of pairs (boolean indexing where ``np.compress`` is used now), in the same run.
 * ``spa cold``: the cold matrix at system level with soft pairwise accuracy (two
   1,000-permutation p-value matrices of 50 systems per cell), intervals over systems.
   Target: under 5 s. ``spa previous``: the same with the previous implementation
@@ -203,6 +205,25 @@ def previous_spa():  # type: ignore[no-untyped-def]
     return patched()
 
 
+def previous_selection():  # type: ignore[no-untyped-def]
+    """A context manager restoring, while open, the ε search's previous selection of
+    pairs: boolean indexing (``values[mask]``) instead of ``np.compress``."""
+    import contextlib
+
+    from scoring.stats import pairwise
+
+    @contextlib.contextmanager
+    def patched():  # type: ignore[no-untyped-def]
+        select = pairwise._select
+        pairwise._select = lambda mask, values: values[mask]
+        try:
+            yield
+        finally:
+            pairwise._select = select
+
+    return patched()
+
+
 def dataset_cell(frame, coefficient, resamples: int, loop: bool) -> float:  # type: ignore[no-untyped-def]
     """Seconds for one dataset-level cell's bootstrap (Spearman or Kendall τ-b) over
     all outputs, documents resampled; the loop (the previous path: each resample
@@ -284,6 +305,9 @@ def main() -> None:
         acc23_times = timed(cold_with(acc23), args.repeat)
         frame = load_frame(dataset)
         search_times = timed(lambda: calibrate_all(frame), args.repeat)
+        with previous_selection():
+            acc23_previous = timed(cold_with(acc23), args.repeat)
+            search_previous = timed(lambda: calibrate_all(frame), args.repeat)
         spa_times = timed(cold_with(spa), args.repeat)
         with previous_spa():
             spa_previous = timed(cold_with(spa), args.repeat)
@@ -312,6 +336,11 @@ def main() -> None:
               "/ scipy loop without CIs; below 1 is faster)")  # fmt: skip
         show("acc23 tie-cal", acc23_times, 10.0 if n >= 100_000 else None)
         show("  of which ε search", search_times, None)
+        show("acc23 previous", acc23_previous, None)
+        show("  ε search previous", search_previous, None)
+        print(f"  x previous         {statistics.median(acc23_times) / statistics.median(acc23_previous):9.3f}"
+              f"  (ε search alone: {statistics.median(search_times) / statistics.median(search_previous):.3f};"
+              " below 1 is faster)")  # fmt: skip
         print(f"  x spearman cold    {statistics.median(acc23_times) / statistics.median(cold_times):9.3f}"
               "  (acc23 tie-calibrated matrix / the Spearman one above)")  # fmt: skip
         show("spa cold", spa_times, 5.0 if n >= 100_000 else None)
