@@ -449,7 +449,9 @@ def _effects(
     if np.all(weight == weight.flat[0]):  # one weight for the chunk: no per-pair gather
         effects = sign * weight.flat[0]
     else:
-        effects = sign * _select(change, np.broadcast_to(weight, dx.shape))
+        # one weight per row (a column): each row's, once per selected pair of it
+        per_row = change.view(np.uint8).sum(axis=1, dtype=np.intp)
+        effects = sign * np.repeat(weight[:, 0], per_row)
     return counts, np.abs(_select(change, dx)), effects, change
 
 
