@@ -23,7 +23,9 @@ Figures, median (min-max) of ``--repeat`` runs:
 * ``acc23 tie-cal``: the same cold matrix with WMT24/25's segment-level statistic,
   pairwise accuracy acc23 grouped by document with tie calibration (each cell searches
   the ε over its 2.45 million pairs), intervals and significance clusters; ``of which
-  ε search`` times the 40 calibrations alone (from the loaded scores).
+  ε search`` times the 40 calibrations alone (from the loaded scores). ``acc23
+  previous`` and ``ε search previous``: the same with the ε search's previous selection
+  of pairs (boolean indexing where ``np.compress`` is used now), in the same run.
 * ``spa cold``: the cold matrix at system level with soft pairwise accuracy (two
   1,000-permutation p-value matrices of 50 systems per cell), intervals over systems.
   Target: under 5 s. ``spa previous``: the same with the previous implementation
@@ -32,6 +34,9 @@ Figures, median (min-max) of ``--repeat`` runs:
 * ``dataset ρ cell``: one dataset-level Spearman cell's 1,000-resample bootstrap over
   all outputs (vectorised over per-value copy counts); ``ρ loop`` the previous
   resample-by-resample path, timed on 20 resamples and scaled to 1,000.
+* ``dataset τ-b cell``: the same for Kendall's τ-b (pair counts weighted by each
+  output's copies, :mod:`scoring.stats.weighted_pairs`); ``τ-b loop`` the previous
+  path (each resample materialised and correlated), 20 resamples scaled to 1,000.
 
 Every figure is the median of ``--repeat`` runs (min, max beside it); the load
 average (``uptime``) is printed with them, since a shared machine slows every figure.
@@ -200,25 +205,46 @@ def previous_spa():  # type: ignore[no-untyped-def]
     return patched()
 
 
-def dataset_spearman_cell(frame, resamples: int, loop: bool) -> float:  # type: ignore[no-untyped-def]
-    """Seconds for one dataset-level Spearman cell's bootstrap (the loop: timed on 20
-    resamples, scaled)."""
+def previous_selection():  # type: ignore[no-untyped-def]
+    """A context manager restoring, while open, the ε search's previous selection of
+    pairs: boolean indexing (``values[mask]``) instead of ``np.compress``."""
+    import contextlib
+
+    from scoring.stats import pairwise
+
+    @contextlib.contextmanager
+    def patched():  # type: ignore[no-untyped-def]
+        select = pairwise._select
+        pairwise._select = lambda mask, values: values[mask]
+        try:
+            yield
+        finally:
+            pairwise._select = select
+
+    return patched()
+
+
+def dataset_cell(frame, coefficient, resamples: int, loop: bool) -> float:  # type: ignore[no-untyped-def]
+    """Seconds for one dataset-level cell's bootstrap (Spearman or Kendall τ-b) over
+    all outputs, documents resampled; the loop (the previous path: each resample
+    materialised and correlated) timed on 20 resamples and scaled."""
     from scoring.stats import Coefficient, Groups, Level, draw_resamples
     from scoring.stats.correlation import DEFAULT_OPTIONS, Average, DegeneratePolicy, Settings
-    from scoring.stats.resampling import _dataset_spearman, _recompute_each
+    from scoring.stats.resampling import _dataset_pairs, _dataset_spearman, _recompute_each
 
     x, y = frame.metrics[:, 0], frame.human[:, 0]
     plan = draw_resamples(np.random.default_rng(0), Groups.from_keys(frame.doc_codes),
                           frame.system_codes, resamples=resamples)  # fmt: skip
     valid = np.isfinite(x) & np.isfinite(y)
-    settings = Settings(Level.DATASET, Coefficient.SPEARMAN, DegeneratePolicy.SKIP,
-                        Average.MACRO, DEFAULT_OPTIONS)  # fmt: skip
+    settings = Settings(Level.DATASET, coefficient, DegeneratePolicy.SKIP, Average.MACRO,
+                        DEFAULT_OPTIONS)  # fmt: skip
     start = time.perf_counter()
     if loop:
         some = min(20, resamples)
         _recompute_each(plan, x, y, valid, settings, only=np.arange(some))
         return (time.perf_counter() - start) * resamples / some
-    _dataset_spearman(plan, x, y, valid, settings)
+    vectorised = _dataset_spearman if coefficient is Coefficient.SPEARMAN else _dataset_pairs
+    vectorised(plan, x, y, valid, settings)
     return time.perf_counter() - start
 
 
@@ -279,11 +305,19 @@ def main() -> None:
         acc23_times = timed(cold_with(acc23), args.repeat)
         frame = load_frame(dataset)
         search_times = timed(lambda: calibrate_all(frame), args.repeat)
+        with previous_selection():
+            acc23_previous = timed(cold_with(acc23), args.repeat)
+            search_previous = timed(lambda: calibrate_all(frame), args.repeat)
         spa_times = timed(cold_with(spa), args.repeat)
         with previous_spa():
             spa_previous = timed(cold_with(spa), args.repeat)
-        rho_times = [dataset_spearman_cell(frame, 1000, loop=False) for _ in range(args.repeat)]
-        rho_loop = [dataset_spearman_cell(frame, 1000, loop=True) for _ in range(args.repeat)]
+        from scoring.stats import Coefficient
+
+        rho, tau = Coefficient.SPEARMAN, Coefficient.KENDALL_B
+        rho_times = [dataset_cell(frame, rho, 1000, loop=False) for _ in range(args.repeat)]
+        rho_loop = [dataset_cell(frame, rho, 1000, loop=True) for _ in range(args.repeat)]
+        tau_times = [dataset_cell(frame, tau, 1000, loop=False) for _ in range(args.repeat)]
+        tau_loop = [dataset_cell(frame, tau, 1000, loop=True) for _ in range(args.repeat)]
         compute_and_cache(dataset, params)  # the figures above cleared the cache
         client = Client()
         # django-axes' backend refuses Client.login (no request): log the session in.
@@ -302,6 +336,11 @@ def main() -> None:
               "/ scipy loop without CIs; below 1 is faster)")  # fmt: skip
         show("acc23 tie-cal", acc23_times, 10.0 if n >= 100_000 else None)
         show("  of which ε search", search_times, None)
+        show("acc23 previous", acc23_previous, None)
+        show("  ε search previous", search_previous, None)
+        print(f"  x previous         {statistics.median(acc23_times) / statistics.median(acc23_previous):9.3f}"
+              f"  (ε search alone: {statistics.median(search_times) / statistics.median(search_previous):.3f};"
+              " below 1 is faster)")  # fmt: skip
         print(f"  x spearman cold    {statistics.median(acc23_times) / statistics.median(cold_times):9.3f}"
               "  (acc23 tie-calibrated matrix / the Spearman one above)")  # fmt: skip
         show("spa cold", spa_times, 5.0 if n >= 100_000 else None)
@@ -311,6 +350,10 @@ def main() -> None:
         show("dataset ρ cell", rho_times, None)
         show("ρ loop (scaled)", rho_loop, None)
         print(f"  x loop             {statistics.median(rho_times) / statistics.median(rho_loop):9.3f}"
+              "  (below 1 is faster)")  # fmt: skip
+        show("dataset τ-b cell", tau_times, None)
+        show("τ-b loop (scaled)", tau_loop, None)
+        print(f"  x loop             {statistics.median(tau_times) / statistics.median(tau_loop):9.3f}"
               "  (below 1 is faster)")  # fmt: skip
         print(f"done; {load()}")
     finally:

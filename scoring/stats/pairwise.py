@@ -362,7 +362,7 @@ def _right_at(
     if listed_in is None:
         return None
     reached = diffs <= epsilon
-    steps = np.bincount(listed_in[reached], weights=np.sign(effects[reached]),
+    steps = np.bincount(_select(reached, listed_in), weights=np.sign(_select(reached, effects)),
                         minlength=right.size)  # fmt: skip
     return np.asarray(right + steps, dtype=np.float64)
 
@@ -379,7 +379,10 @@ def _curve(diffs: FloatArray, effects: FloatArray, start: float) -> tuple[FloatA
     last = np.empty(diffs.size, dtype=bool)
     last[:-1] = diffs[1:] != diffs[:-1]
     last[-1:] = True
-    return np.concatenate([[0.0], diffs[last]]), np.concatenate([[start], start + steps[last]])
+    return (
+        np.concatenate([[0.0], _select(last, diffs)]),
+        np.concatenate([[start], start + _select(last, steps)]),
+    )
 
 
 def _first_best(values: FloatArray) -> int:
@@ -407,7 +410,8 @@ def _bounded_search(diffs: FloatArray, effects: FloatArray, start: float) -> tup
     top = max(start, float(ends.max()))
     open_bins = before + rises >= top - 1e-12 * max(1.0, abs(top))
     chosen = open_bins[bins]
-    sub_bins, sub_diffs, sub_effects = bins[chosen], diffs[chosen], effects[chosen]
+    sub_bins, sub_diffs = _select(chosen, bins), _select(chosen, diffs)
+    sub_effects = _select(chosen, effects)
     order = np.argsort(sub_diffs)
     sub_bins, sub_diffs = sub_bins[order], sub_diffs[order]
     steps = np.cumsum(sub_effects[order])
@@ -416,10 +420,17 @@ def _bounded_search(diffs: FloatArray, effects: FloatArray, start: float) -> tup
     restart = np.r_[0.0, steps][np.flatnonzero(new_bin)]
     values = before[sub_bins] + steps - restart[np.cumsum(new_bin) - 1]
     last = np.r_[sub_diffs[1:] != sub_diffs[:-1], True]
-    thresholds = np.concatenate([[0.0], sub_diffs[last]])
-    candidates = np.concatenate([[start], values[last]])
+    thresholds = np.concatenate([[0.0], _select(last, sub_diffs)])
+    candidates = np.concatenate([[start], _select(last, values)])
     best = _first_best(candidates)
     return float(thresholds[best]), float(candidates[best])
+
+
+def _select(mask: BoolArray, values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """``values[mask]`` (mask of values' shape, row-major order): np.compress on the
+    flattened arrays, measured 2-5 times faster here than boolean indexing on the
+    millions of pairs the ε search lists (same values, same order)."""
+    return np.compress(mask.ravel(), values.ravel())
 
 
 def _effects(
@@ -434,12 +445,14 @@ def _effects(
     change = ~metric_tie & agree
     if scored is not None:
         change &= scored
-    sign = np.where(human_tie[change], 1.0, -1.0)
+    sign = np.where(_select(change, human_tie), 1.0, -1.0)
     if np.all(weight == weight.flat[0]):  # one weight for the chunk: no per-pair gather
         effects = sign * weight.flat[0]
     else:
-        effects = sign * np.broadcast_to(weight, dx.shape)[change]
-    return counts, np.abs(dx[change]), effects, change
+        # one weight per row (a column): each row's, once per selected pair of it
+        per_row = change.view(np.uint8).sum(axis=1, dtype=np.intp)
+        effects = sign * np.repeat(weight[:, 0], per_row)
+    return counts, np.abs(_select(change, dx)), effects, change
 
 
 def _pair_effects(

@@ -21,6 +21,7 @@ from scoring.stats import (
     draw_resamples,
 )
 
+DEFAULT_OPTIONS = Options()
 SCIPY = {
     Coefficient.PEARSON: lambda x, y: scipy.stats.pearsonr(x, y).statistic,
     Coefficient.SPEARMAN: lambda x, y: scipy.stats.spearmanr(x, y).statistic,
@@ -267,7 +268,7 @@ def test_spa_intervals_resample_systems_only():
     assert values.shape == (50,) and np.all((values >= 0) & (values <= 1))
 
 
-def _loop_reference(plan, metric, human, coefficient, policy):
+def _loop_reference(plan, metric, human, coefficient, policy, options=DEFAULT_OPTIONS):
     """The previous dataset-level path, kept as the reference: each resample
     materialised output by output (multiplicity = document draws x system draws) and
     passed to correlate()."""
@@ -284,8 +285,9 @@ def _loop_reference(plan, metric, human, coefficient, policy):
             times = times * plan.system_counts[b].astype(np.intp)[sys_codes]
         items = np.repeat(np.arange(x.size), times)
         out[b] = correlate(
-            x[items], y[items], level=Level.DATASET, coefficient=coefficient, policy=policy
-        ).value
+            x[items], y[items], level=Level.DATASET, coefficient=coefficient, policy=policy,
+            options=options,
+        ).value  # fmt: skip
     return out
 
 
@@ -326,3 +328,137 @@ def test_vectorised_dataset_spearman_handles_constant_resamples(policy):
         assert (got[constant] == 0.0).all()
     np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
+
+
+# Every Kendall-type statistic that exists at dataset level, with the options that
+# change its pair counts (ε: metric ties within ε; the Kendall-like threshold).
+KENDALL_FAMILY = [
+    (Coefficient.KENDALL_B, Options()),
+    (Coefficient.KENDALL_C, Options()),
+    (Coefficient.ACC23, Options()),
+    (Coefficient.KENDALL_23, Options()),
+    (Coefficient.ACC23, Options(epsilon=0.5)),
+    (Coefficient.KENDALL_23, Options(epsilon=1.0)),
+    (Coefficient.KENDALL_LIKE, Options(threshold=1.0)),
+    (Coefficient.KENDALL_LIKE, Options(threshold=2.5)),
+]
+
+
+@pytest.mark.parametrize("fewer_metric_values", [False, True])
+@pytest.mark.parametrize("policy", list(DegeneratePolicy))
+@pytest.mark.parametrize("unit", list(Unit))
+@pytest.mark.parametrize(("coefficient", "options"), KENDALL_FAMILY)
+def test_vectorised_dataset_kendall_family_equals_the_resample_loop(
+    coefficient, options, unit, policy, fewer_metric_values
+):
+    docs, systems, metric, human = _study(seed=5, n_docs=9, n_systems=4)
+    # ties on both sides, NaN on both sides, and documents whose every output is tied
+    metric = np.where(np.isfinite(metric), np.round(metric / 2), np.nan)
+    human = np.where(docs % 4 == 0, 3.0, human)
+    human[::11] = np.nan
+    if fewer_metric_values:  # the tree then runs over the metric's values
+        metric = np.where(np.isfinite(metric), np.minimum(metric, 2.0), np.nan)
+        human = human + 0.1 * systems
+    plan = draw_resamples(np.random.default_rng(2), docs, systems, unit=unit, resamples=40)
+    got = bootstrap_distribution(plan, metric, human, level=Level.DATASET,
+                                 coefficient=coefficient, policy=policy, options=options)  # fmt: skip
+    expected = _loop_reference(plan, metric, human, coefficient, policy, options)
+    assert np.isfinite(expected).sum() >= 10
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize(("coefficient", "options"), KENDALL_FAMILY)
+def test_vectorised_dataset_kendall_family_equals_the_loop_on_many_distinct_values(
+    coefficient, options
+):
+    # 400 outputs: resamples wider than the pairwise limit (the loop sorts), and
+    # continuous human scores, so the tree is 9 levels deep.
+    rng = np.random.default_rng(8)
+    docs, systems = np.repeat(np.arange(40), 10), np.tile(np.arange(10), 40)
+    human = np.round(rng.normal(0, 3, docs.size), 1)
+    metric = np.round(human + rng.normal(0, 2, docs.size))
+    metric[rng.random(docs.size) < 0.05] = np.nan
+    plan = draw_resamples(np.random.default_rng(4), docs, systems, unit=Unit.BOTH, resamples=6)
+    got = bootstrap_distribution(plan, metric, human, level=Level.DATASET,
+                                 coefficient=coefficient, options=options)  # fmt: skip
+    expected = _loop_reference(plan, metric, human, coefficient, DegeneratePolicy.SKIP, options)
+    assert np.isfinite(expected).all()
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
+
+
+def _hand_plan():
+    # Outputs A, B, C and an unscored one, one per document; documents drawn A, A, B, C.
+    return Resamples(unit=Unit.DOCUMENTS, docs=Groups.from_keys([0, 1, 2, 3]), systems=None,
+                     doc_draws=np.array([[0, 0, 1, 2]]), system_draws=None)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("coefficient", "options", "value"),
+    [
+        # Copies A A B C: x 1 1 2 3, y 1 1 2 1. Of the 6 pairs: A-A tied on both sides,
+        # A-B twice concordant, A-C twice tied in y, B-C discordant. C = 2, D = 1,
+        # ties in x 1, ties in y 3.
+        (Coefficient.KENDALL_B, Options(), 1 / math.sqrt(5 * 3)),
+        (Coefficient.KENDALL_C, Options(), 2 * 1 / (4**2 * (2 - 1) / 2)),  # min(3, 2) values
+        (Coefficient.ACC23, Options(), (2 + 1) / 6),  # concordant or tied on both sides
+        (Coefficient.KENDALL_23, Options(), 2 * (3 / 6) - 1),
+        # ε = 1: A-B ties in the metric too (and, not tied in y, is wrong); B-C as well.
+        (Coefficient.ACC23, Options(epsilon=1.0), (0 + 1) / 6),
+        # Pairs whose human scores differ by >= 1: A-B twice (right), B-C (wrong).
+        (Coefficient.KENDALL_LIKE, Options(threshold=1.0), (2 - 1) / 3),
+    ],
+)
+def test_vectorised_dataset_kendall_family_on_a_hand_counted_resample(coefficient, options, value):
+    metric = np.array([1.0, 2.0, 3.0, np.nan])
+    human = np.array([1.0, 2.0, 1.0, 2.0])
+    got = bootstrap_distribution(_hand_plan(), metric, human, level=Level.DATASET,
+                                 coefficient=coefficient, options=options)  # fmt: skip
+    assert got[0] == pytest.approx(value, abs=1e-15)
+
+
+@pytest.mark.parametrize("policy", list(DegeneratePolicy))
+@pytest.mark.parametrize(
+    ("coefficient", "options"),
+    [
+        (Coefficient.KENDALL_B, Options()),
+        (Coefficient.KENDALL_C, Options()),
+        (Coefficient.KENDALL_LIKE, Options(threshold=1.5)),
+        (Coefficient.ACC23, Options()),
+    ],
+)
+def test_vectorised_dataset_kendall_family_handles_constant_resamples(policy, coefficient, options):
+    # Document 0 is tied in the metric and its human scores differ by 1 at most: a
+    # resample drawing it twice is constant for τ and has no Kendall-like pair; acc23
+    # has no constant resamples (every pair counts, ties included).
+    docs = np.array([0, 0, 0, 1, 1, 1])
+    systems = np.array([0, 1, 2, 0, 1, 2])
+    metric = np.array([1.0, 1.0, 1.0, 1.0, 2.0, 3.0])
+    human = np.array([1.0, 2.0, 2.0, 3.0, 2.0, 1.0])
+    plan = draw_resamples(np.random.default_rng(0), docs, systems, resamples=40)
+    got = bootstrap_distribution(plan, metric, human, level=Level.DATASET,
+                                 coefficient=coefficient, policy=policy, options=options)  # fmt: skip
+    expected = _loop_reference(plan, metric, human, coefficient, policy, options)
+    constant = plan.doc_counts[:, 0] == 2
+    assert constant.any() and (~constant).any()
+    if coefficient is Coefficient.ACC23:
+        assert np.isfinite(got).all()
+    elif policy is DegeneratePolicy.SKIP:
+        assert np.isnan(got[constant]).all() and np.isfinite(got[~constant]).all()
+    else:
+        assert (got[constant] == 0.0).all()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
+
+
+def test_vectorised_dataset_kendall_leaves_a_resample_with_one_copy_undefined():
+    # Only document 1 drawn, and it has one scored output: fewer than two copies.
+    metric = np.array([1.0, 2.0, 3.0, np.nan])
+    human = np.array([1.0, 2.0, 1.0, 2.0])
+    plan = Resamples(unit=Unit.DOCUMENTS, docs=Groups.from_keys([0, 1, 2, 3]), systems=None,
+                     doc_draws=np.array([[1, 3, 3, 3], [3, 3, 3, 3]]), system_draws=None)  # fmt: skip
+    for coefficient, options in KENDALL_FAMILY:
+        for policy in DegeneratePolicy:
+            got = bootstrap_distribution(plan, metric, human, level=Level.DATASET,
+                                         coefficient=coefficient, policy=policy, options=options)  # fmt: skip
+            assert np.isnan(got).all()

