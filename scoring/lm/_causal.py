@@ -281,7 +281,10 @@ def score_fast(
             group_key=lambda row: requests[row.index].prompt,
             pool_singles=True,
             across_groups=across,
-            start=lambda encodings: _start_prefix(lm, encodings),
+            # Stop before the last token ahead of any target: it predicts the first one.
+            start=lambda encs: shared_prefix(
+                lm, [enc.ids for enc in encs], min(enc.target_start for enc in encs) - 1
+            ),
             strategies=strategies,
             one=lambda row: _plain_one(lm, keys[row.index], row.enc),
             failed=lambda row, error: TargetScore.failed(
@@ -302,26 +305,23 @@ def _scores(
     ]
 
 
-def _start_prefix(lm: CausalModel, encodings: Sequence[CausalEncoding]) -> tuple[int, Any]:
-    """A group's shared state: ``(prefix_len, cache)``, the key/value cache of the tokens
-    all its rows share; ``(0, None)`` when there is nothing to share or it fails (the
-    rows then run whole)."""
-    if not lm.prefix_cache or len(encodings) < 2:
+def shared_prefix(
+    lm: CausalModel, sequences: Sequence[Sequence[int]], limit: int
+) -> tuple[int, Any]:
+    """A group's shared state: ``(prefix_len, cache)``, the key/value cache of the first
+    tokens all ``sequences`` share (at most ``limit``, so that the positions the group
+    reads are recomputed after it); ``(0, None)`` when there is nothing to share or the
+    prefix forward fails (the rows then run whole)."""
+    if not lm.prefix_cache or len(sequences) < 2:
         return 0, None
-    prefix_len = _common_prefix_len(encodings)
+    prefix_len = common_prefix_len(sequences, limit)
     if prefix_len == 0:
         return 0, None
     try:
-        return prefix_len, _run_prefix(lm, encodings[0].ids[:prefix_len])
+        return prefix_len, _run_prefix(lm, sequences[0][:prefix_len])
     except Exception:
         logger.exception("prefix forward failed; scoring the group without a cache")
         return 0, None
-
-
-def _common_prefix_len(encodings: Sequence[CausalEncoding]) -> int:
-    """Tokens every encoding shares, stopping before the last token ahead of any target."""
-    limit = min(enc.target_start for enc in encodings) - 1
-    return common_prefix_len([enc.ids for enc in encodings], limit)
 
 
 def _run_prefix(lm: CausalModel, prefix: Sequence[int]) -> Any:
