@@ -30,7 +30,7 @@ from __future__ import annotations
 import copy
 import logging
 import weakref
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
@@ -433,15 +433,13 @@ class TreePacks:
 
     def plan(
         self, groups: Sequence[Group[CausalEncoding]]
-    ) -> list[Forward[CausalEncoding, TargetScore]]:
-        forwards: list[Forward[CausalEncoding, TargetScore]] = []
-        for group in groups:
+    ) -> Iterator[Forward[CausalEncoding, TargetScore]]:
+        for group in groups:  # a generator: a group's prefix runs when its packs are due
             prefix_len, _cache = group.shared()
             fed = [row.enc.ids[prefix_len:-1] for row in group.rows]
             for tree in pack(fed, max(1, self.lm.pack_tokens)):
                 members = [group.rows[m] for m in tree.members]
-                forwards.append(Forward(members, bind(partial(self._run, tree), group, members)))
-        return forwards
+                yield Forward(members, bind(partial(self._run, tree), group, members))
 
     def _run(
         self,

@@ -24,7 +24,7 @@ Nothing here imports torch.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -53,16 +53,20 @@ class Group(Generic[E]):
 
     ``shared()`` calls the path's ``start(rows)`` once; its value (or its exception,
     raised again on every later call, so each forward that needs it falls back alike)
-    is kept for the group's other forwards.
+    is kept for the group's other forwards until ``release()``. A group narrowed to the
+    rows a strategy failed on (``parent`` set) uses its parent's state.
     """
 
     rows: list[Row[E]]
     start: Callable[[Sequence[E]], Any] | None = None
+    parent: Group[E] | None = None
     _state: Any = field(default=_UNSET, repr=False)
     _error: BaseException | None = field(default=None, repr=False)
 
     def shared(self) -> Any:
         """The group's shared state (``None`` when the path has none)."""
+        if self.parent is not None:
+            return self.parent.shared()
         if self._error is not None:
             raise self._error
         if self._state is _UNSET:
@@ -75,6 +79,13 @@ class Group(Generic[E]):
                     self._error = exc
                     raise
         return self._state
+
+    def release(self) -> None:
+        """Drop the shared state (a prefix cache can be large); a later ``shared()``
+        computes it again."""
+        if self.parent is not None:
+            self.parent.release()
+        self._state = _UNSET
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +105,10 @@ class Strategy(Protocol[E, R]):
         """What the log calls it."""
         ...
 
-    def plan(self, groups: Sequence[Group[E]]) -> list[Forward[E, R]]:
-        """Forwards covering every row of ``groups`` exactly once."""
+    def plan(self, groups: Sequence[Group[E]]) -> Iterable[Forward[E, R]]:
+        """Forwards covering every row of ``groups`` exactly once; a generator can
+        compute a group's shared state only when its forwards are due (after the
+        previous group's state was released)."""
         ...
 
 
@@ -115,15 +128,27 @@ class Batches(Generic[E, R]):
     length: Callable[[E, Group[E]], int]
     run: Callable[[Group[E], Sequence[Row[E]]], Sequence[R]]
 
-    def plan(self, groups: Sequence[Group[E]]) -> list[Forward[E, R]]:
-        forwards: list[Forward[E, R]] = []
+    def plan(self, groups: Sequence[Group[E]]) -> Iterator[Forward[E, R]]:
         for group in groups:
             rows = sorted(group.rows, key=lambda row: -self.length(row.enc, group))
             lengths = [self.length(row.enc, group) for row in rows]
-            for indices in plan_batches(lengths, max(1, self.batch_size), self.forward_cost):
-                batch = [rows[k] for k in indices]
-                forwards.append(Forward(batch, bind(self.run, group, batch)))
-        return forwards
+            plans = plan_batches(lengths, max(1, self.batch_size), self.forward_cost)
+            for k, indices in enumerate(plans):
+                batch = [rows[i] for i in indices]
+                run = bind(self.run, group, batch)
+                if k == len(plans) - 1:  # the group's last forward frees its state
+                    run = _then_release(run, group)
+                yield Forward(batch, run)
+
+
+def _then_release(run: Callable[[], Sequence[R]], group: Group[E]) -> Callable[[], Sequence[R]]:
+    def wrapped() -> Sequence[R]:
+        try:
+            return run()
+        finally:
+            group.release()
+
+    return wrapped
 
 
 def bind(
@@ -204,7 +229,21 @@ def _run_groups(
             return
         owner = {row.index: k for k, group in enumerate(pending) for row in group.rows}
         left: dict[int, list[Row[E]]] = {}  # pending group -> its rows that failed here
-        for forward in strategy.plan(pending):
+        handled: set[int] = set()
+        planned = iter(strategy.plan(pending))
+        while True:
+            try:
+                forward = next(planned)
+            except StopIteration:
+                break
+            except Exception:  # planning itself failed: what it had not reached goes on
+                logger.exception("%s planning failed", strategy.name)
+                for group in pending:
+                    for row in group.rows:
+                        if row.index not in handled:
+                            left.setdefault(owner[row.index], []).append(row)
+                break
+            handled.update(row.index for row in forward.rows)
             try:
                 values = list(forward.run())
                 if len(values) != len(forward.rows):
@@ -226,13 +265,15 @@ def _run_groups(
     for group in pending:
         for row in group.rows:
             results[row.index] = run_one(one, failed, row)
+    for group in groups:
+        group.release()
 
 
 def _narrowed(group: Group[E], rows: list[Row[E]]) -> Group[E]:
     """``group`` limited to ``rows``, sharing its state (computed or not) with it."""
     if len(rows) == len(group.rows):
         return group
-    return Group(rows, lambda _encodings: group.shared())
+    return Group(rows, parent=group)
 
 
 def run_one(one: Callable[[Row[E]], R], failed: Callable[[Row[E], str], R], row: Row[E]) -> R:

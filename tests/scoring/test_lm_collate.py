@@ -6,7 +6,8 @@ row, a lost row or a zero is visible at once.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import weakref
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,12 +108,17 @@ def test_a_failing_forward_falls_back_one_by_one_and_the_others_stand() -> None:
 def test_a_failing_forward_hands_only_its_rows_to_the_next_strategy() -> None:
     first = Recorder(fail_when=lambda encodings: "ab" in encodings)
     second = Recorder()
-    rows = _rows("ab", "ac", "ad")
-    results = _score(
-        rows,
-        first,
-        strategies=[first.batches(batch_size=1, forward_cost=0), second.batches()],
-    )
+
+    @dataclass(frozen=True)
+    class OneEach:
+        name: str = "one each"
+
+        def plan(self, groups: Sequence[Group[str]]) -> Iterator[Forward[str, str]]:
+            for group in groups:
+                for row in group.rows:
+                    yield Forward([row], lambda g=group, r=row: first.run(g, [r]))
+
+    results = _score(_rows("ab", "ac", "ad"), first, strategies=[OneEach(), second.batches()])
     assert second.forwards == [["ab"]]
     assert results == {0: "AB", 1: "AC", 2: "AD"}
     assert len(first.starts) == 1  # the fallback reused the group's state
@@ -173,3 +179,47 @@ def test_groups_are_planned_one_at_a_time_unless_packed_across(across: bool) -> 
                      across_groups=across)  # fmt: skip
     assert seen == ([3] if across else [1, 1, 1])
     assert results == {0: "ab", 1: "ac", 2: "b", 3: "c"}
+
+
+def test_planning_that_fails_hands_what_it_had_not_reached_to_the_next_fallback() -> None:
+    @dataclass(frozen=True)
+    class Stumbles:
+        name: str = "stumbles"
+
+        def plan(self, groups: Sequence[Group[str]]) -> Iterator[Forward[str, str]]:
+            first = groups[0].rows
+            yield Forward(first, lambda: [f"planned:{row.enc}" for row in first])
+            raise RuntimeError("cannot plan the rest")
+
+    second = Recorder()
+    results = _score(_rows("ab", "b", "c"), second, strategies=[Stumbles(), second.batches()],
+                     across_groups=True)  # fmt: skip
+    assert results == {0: "planned:ab", 1: "B", 2: "C"}
+
+
+class State:
+    """A shared state whose lifetime the test can watch."""
+
+
+def test_a_groups_state_is_freed_before_the_next_groups_is_made() -> None:
+    alive: list[weakref.ref[State]] = []
+
+    def start(encodings: Sequence[str]) -> State:
+        assert not [ref for ref in alive if ref() is not None]  # the last one is gone
+        state = State()
+        alive.append(weakref.ref(state))
+        return state
+
+    def run(group: Group[str], batch: Sequence[Row[str]]) -> list[str]:
+        assert isinstance(group.shared(), State)
+        return [row.enc.upper() for row in batch]
+
+    batches: Batches[str, str] = Batches("batches", 1, 0, lambda enc, _g: len(enc), run)
+    everything_fails = Recorder(fail_when=lambda encodings: True)
+    for across in (False, True):  # one group at a time, or all planned together
+        alive.clear()
+        results = _score(_rows("ab", "ac", "ba", "bb", "c"), Recorder(), start=start,
+                         strategies=[everything_fails.batches(), batches],
+                         across_groups=across)  # fmt: skip
+        assert results == {0: "AB", 1: "AC", 2: "BA", 3: "BB", 4: "C"}
+        assert len(alive) == 3 and all(ref() is None for ref in alive)
