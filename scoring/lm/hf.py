@@ -198,16 +198,7 @@ def _load(name: str, gguf_file: str | None, device: str, dtype: str) -> LoadedMo
             raise ValueError(f"{name}: the config names no decoder_start_token_id")
         seq2seq = _seq2seq.Seq2SeqModel(model, tokenizer, device, limit, pad_id, start)
     else:
-        causal = _causal.CausalModel(
-            model=model,
-            tokenizer=tokenizer,
-            device=device,
-            context_limit=limit,
-            pad_id=pad_id,
-            context_token=_first_id(tokenizer.bos_token_id, tokenizer.eos_token_id),
-            project_at_targets=_head_is_plain(model, config),
-            prefix_cache=_full_attention_only(config),
-        )
+        causal = causal_model(model, tokenizer, device)
     seconds = time.perf_counter() - started
     logger.info(
         "loaded %s%s on %s/%s in %.1f s",
@@ -228,6 +219,24 @@ def _load(name: str, gguf_file: str | None, device: str, dtype: str) -> LoadedMo
         load_seconds=seconds,
         causal=causal,
         seq2seq=seq2seq,
+    )
+
+
+def causal_model(model: Any, tokenizer: Any, device: str) -> _causal.CausalModel:
+    """What the causal scoring paths need to know about a loaded decoder-only ``model``
+    (checked on probes: whether its logits are a plain projection, whether a prefix
+    cache can be reused). Also for models built in memory (bench/gpu_speed.py)."""
+    config = model.config
+    return _causal.CausalModel(
+        model=model,
+        tokenizer=tokenizer,
+        device=device,
+        context_limit=_context_limit(config, tokenizer),
+        pad_id=_first_id(tokenizer.pad_token_id, tokenizer.eos_token_id, config.pad_token_id, 0)
+        or 0,
+        context_token=_first_id(tokenizer.bos_token_id, tokenizer.eos_token_id),
+        project_at_targets=_head_is_plain(model, config),
+        prefix_cache=_full_attention_only(config),
     )
 
 
