@@ -13,7 +13,9 @@ same requests in the same run:
 * ``fast``: the document's prompt prefix computed once and reused (past key values);
   the outputs' continuations merged into token tries (an opening several outputs share
   is computed once) run with a tree attention mask, ``--pack-tokens`` nodes per
-  forward, no padding; vocabulary projection only where a target token is predicted;
+  forward, no padding; vocabulary projection only where a target token is predicted
+  (with ``--doc-pack-tokens N``: whole documents packed together, N tokens per forward,
+  no prefix cache);
 * ``batches`` (for comparison): the fast path's fallback for models whose attention
   ignores custom masks: the same prefix cache, targets in right-padded batches of
   ``--batch-size``.
@@ -37,6 +39,11 @@ def main() -> None:
     parser.add_argument(
         "--pack-tokens", type=int, help="trie nodes per forward (default: the engine's)"
     )
+    parser.add_argument(
+        "--doc-pack-tokens", type=int, default=0,
+        help="tokens per forward packing whole documents together (default 0: one document "
+        "at a time, the CPU default; the fast path is then called with all documents at once)",
+    )  # fmt: skip
     args = parser.parse_args()
     defaults, docs, records = prepare(args)
     from scoring.lm import HFLanguageModel, _causal
@@ -50,14 +57,17 @@ def main() -> None:
     requests = build_requests(items, config)
 
     started = time.perf_counter()
-    lm = HFLanguageModel(MODEL, batch_size=args.batch_size, device="cpu")
+    lm = HFLanguageModel(
+        MODEL, batch_size=args.batch_size, device="cpu", doc_pack_tokens=args.doc_pack_tokens
+    )
     assert lm._causal is not None
     if args.pack_tokens:
         lm._causal = dataclasses.replace(lm._causal, pack_tokens=args.pack_tokens)
     tree = _causal.tree_attention_works(lm._causal)
     print(f"model {MODEL.name} loaded in {time.perf_counter() - started:.1f} s; {len(requests)} outputs "
           f"from {len(docs)} documents; {args.threads} threads; batch size {args.batch_size}; "
-          f"tree attention {'on' if tree else 'UNAVAILABLE'}, {lm._causal.pack_tokens} nodes per pack")  # fmt: skip
+          f"tree attention {'on' if tree else 'UNAVAILABLE'}, {lm._causal.pack_tokens} nodes per pack, "
+          f"documents packed together: {args.doc_pack_tokens or 'no'}")  # fmt: skip
 
     def padded_batches(reqs):  # type: ignore[no-untyped-def]
         assert lm._causal is not None

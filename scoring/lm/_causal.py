@@ -30,12 +30,14 @@ from __future__ import annotations
 import copy
 import logging
 import weakref
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
-from scoring.lm._tree import Pack, pack
-from scoring.lm._util import common_prefix_len, describe, finish, plan_batches
+from scoring.lm._collate import Batches, Forward, Group, Row, Strategy, bind, collate
+from scoring.lm._tree import Pack, ancestor_matrix, concatenate, pack
+from scoring.lm._util import common_prefix_len, describe, finish
 from scoring.lm.base import TargetRequest, TargetScore
 
 logger = logging.getLogger(__name__)
@@ -84,6 +86,9 @@ class CausalModel:
     project_at_targets: bool  # lm_head(base hidden states) equals the model's logits
     prefix_cache: bool  # the model's cache can be reused for a shared prefix
     pack_tokens: int = PACK_TOKENS  # trie nodes per tree-attention forward
+    # Tokens per forward of whole documents packed together (0: one document at a time,
+    # its prefix cached; see _doc_packs).
+    doc_pack_tokens: int = 0
 
 
 # -- 1. tokenise --------------------------------------------------------------------
@@ -226,109 +231,97 @@ def score_fast(
 ) -> list[TargetScore]:
     """Same numbers as :func:`score_plain`, computing the shared prompt prefix once.
 
-    Requests are grouped by prompt. A group's prefix is the common token prefix of its
-    members' full encodings (not the prompt encoded alone, which can split differently
-    at the boundary), stopped one token before the earliest target so that the position
-    predicting each first target token is recomputed in the continuation. The prefix
-    runs once; each batch of continuations runs against a copy of its cache expanded
-    to the batch, right-padded, with position ids continuing from the prefix length.
-    Requests whose prompt is used once are pooled into one more group (their common
-    prefix, such as a shared instruction, is still computed once). Identical requests
-    are scored once. After the prefix, continuations run as token trees (see
-    :mod:`._tree`) where the model supports them and ``tree`` is set, else in
-    right-padded batches of ``batch_size``.
+    The rows go through the collate skeleton (:func:`._collate.collate`): identical
+    encodings are scored once, and requests are grouped by prompt. A group's prefix is
+    the common token prefix of its members' full encodings (not the prompt encoded
+    alone, which can split differently at the boundary), stopped one token before the
+    earliest target so that the position predicting each first target token is
+    recomputed in the continuation. Requests whose prompt is used once are pooled into
+    one more group (their common prefix, such as a shared instruction, is still
+    computed once).
+
+    Where the model honours a custom mask (:func:`tree_attention_works`) and ``tree``
+    is set, the rows run as token trees (:mod:`._tree`): with ``lm.doc_pack_tokens``
+    set, whole documents (prefix and continuation trie, one block each) are packed up to
+    that many tokens per forward (:mod:`._doc_packs`); otherwise the prefix runs once
+    per group into a key/value cache and the continuations run as tries of at most
+    ``lm.pack_tokens`` nodes against it. A forward that fails hands its rows to
+    right-padded batches of ``batch_size`` against the group's prefix cache, and those
+    to one forward per request.
     """
     import torch
 
+    from scoring.lm import _doc_packs
+
     keys = [r.key for r in requests]
     encoded = tokenise(lm, requests, lm.context_limit)
-    groups: dict[str, list[tuple[int, CausalEncoding]]] = {}
-    for i, enc in enumerate(encoded):
-        if isinstance(enc, CausalEncoding):
-            groups.setdefault(requests[i].prompt, []).append((i, enc))
-    singles = [row for rows in groups.values() if len(rows) == 1 for row in rows]
-    shared = [rows for rows in groups.values() if len(rows) > 1]
-    scores: dict[int, TargetScore] = {}
+    rows = [Row(i, enc) for i, enc in enumerate(encoded) if isinstance(enc, CausalEncoding)]
+    trees = tree and lm.prefix_cache and bool(rows) and tree_attention_works(lm)
+    across = trees and lm.doc_pack_tokens > 0
+    strategies: list[Strategy[CausalEncoding, TargetScore]] = []
+    if across:
+        strategies.append(_doc_packs.DocPacks(lm, keys, lm.doc_pack_tokens))
+    elif trees:
+        strategies.append(TreePacks(lm, keys))
+    strategies.append(
+        Batches[CausalEncoding, TargetScore](
+            "padded batches",
+            batch_size,
+            FORWARD_COST,
+            length=lambda enc, group: len(enc.ids) - 1 - group.shared()[0],
+            run=lambda group, batch: _scores(
+                keys, batch, _run_batch(lm, [row.enc for row in batch], *group.shared())
+            ),
+        )
+    )
     with torch.inference_mode():
-        for rows in shared:
-            _score_group(lm, keys, rows, batch_size, tree, scores)
-        if singles:
-            _score_group(lm, keys, singles, batch_size, tree, scores)
+        scores = collate(
+            rows,
+            identity=lambda enc: (enc.ids, enc.target_start),
+            group_key=lambda row: requests[row.index].prompt,
+            pool_singles=True,
+            across_groups=across,
+            # Stop before the last token ahead of any target: it predicts the first one.
+            start=lambda encs: shared_prefix(
+                lm, [enc.ids for enc in encs], min(enc.target_start for enc in encs) - 1
+            ),
+            strategies=strategies,
+            one=lambda row: _plain_one(lm, keys[row.index], row.enc),
+            failed=lambda row, error: TargetScore.failed(
+                keys[row.index], error, truncated=row.enc.truncated
+            ),
+            copy=lambda score, index: replace(score, key=keys[index]),
+        )
     return finish(keys, encoded, scores)
 
 
-def _score_group(
-    lm: CausalModel,
-    keys: Sequence[Hashable],
-    rows: list[tuple[int, CausalEncoding]],
-    batch_size: int,
-    tree: bool,
-    scores: dict[int, TargetScore],
-) -> None:
-    # Identical encodings (two systems with the same output) are scored once.
-    first_of: dict[tuple[tuple[int, ...], int], int] = {}
-    unique: list[tuple[int, CausalEncoding]] = []
-    copies: list[tuple[int, int]] = []
-    for i, enc in rows:
-        seen = first_of.setdefault((enc.ids, enc.target_start), i)
-        if seen == i:
-            unique.append((i, enc))
-        else:
-            copies.append((i, seen))
-    prefix_len = 0
-    cache = None
-    if lm.prefix_cache and len(unique) > 1:
-        prefix_len = _common_prefix_len([enc for _, enc in unique])
-        if prefix_len > 0:
-            try:
-                cache = _run_prefix(lm, unique[0][1].ids[:prefix_len])
-            except Exception:
-                logger.exception("prefix forward failed; scoring the group without a cache")
-                prefix_len, cache = 0, None
-    if tree and lm.prefix_cache and tree_attention_works(lm):
-        try:
-            _score_packs(lm, keys, unique, prefix_len, cache, scores)
-        except Exception:
-            logger.exception("tree forward failed; scoring the group in padded batches")
-            _score_batches(lm, keys, unique, prefix_len, cache, batch_size, scores)
-    else:
-        _score_batches(lm, keys, unique, prefix_len, cache, batch_size, scores)
-    for i, seen in copies:
-        scores[i] = replace(scores[seen], key=keys[i])
+def _scores(
+    keys: Sequence[Hashable], rows: Sequence[Row[CausalEncoding]], values: list[list[float]]
+) -> list[TargetScore]:
+    """Each row's target log-probabilities as its :class:`TargetScore` (gather's end)."""
+    return [
+        TargetScore.from_logprobs(keys[row.index], row_values, truncated=row.enc.truncated)
+        for row, row_values in zip(rows, values, strict=True)
+    ]
 
 
-def _score_batches(
-    lm: CausalModel,
-    keys: Sequence[Hashable],
-    rows: list[tuple[int, CausalEncoding]],
-    prefix_len: int,
-    cache: Any,
-    batch_size: int,
-    scores: dict[int, TargetScore],
-) -> None:
-    """Score ``rows`` in batches against a cache of their first ``prefix_len`` tokens."""
-    rows = sorted(rows, key=lambda row: -len(row[1].ids))  # collate: longest first
-    lengths = [len(enc.ids) - 1 - prefix_len for _, enc in rows]  # tokens fed
-    for indices in plan_batches(lengths, max(1, batch_size), FORWARD_COST):
-        batch = [rows[k] for k in indices]
-        try:
-            values = _run_batch(lm, [enc for _, enc in batch], prefix_len, cache)
-        except Exception:
-            # Score the batch's rows one by one, so one failure does not take the rest.
-            logger.exception(
-                "batched forward failed; scoring its %d targets one by one", len(batch)
-            )
-            for i, enc in batch:
-                scores[i] = _plain_one(lm, keys[i], enc)
-            continue
-        for (i, enc), row_values in zip(batch, values, strict=True):
-            scores[i] = TargetScore.from_logprobs(keys[i], row_values, truncated=enc.truncated)
-
-
-def _common_prefix_len(encodings: Sequence[CausalEncoding]) -> int:
-    """Tokens every encoding shares, stopping before the last token ahead of any target."""
-    limit = min(enc.target_start for enc in encodings) - 1
-    return common_prefix_len([enc.ids for enc in encodings], limit)
+def shared_prefix(
+    lm: CausalModel, sequences: Sequence[Sequence[int]], limit: int
+) -> tuple[int, Any]:
+    """A group's shared state: ``(prefix_len, cache)``, the key/value cache of the first
+    tokens all ``sequences`` share (at most ``limit``, so that the positions the group
+    reads are recomputed after it); ``(0, None)`` when there is nothing to share or the
+    prefix forward fails (the rows then run whole)."""
+    if not lm.prefix_cache or len(sequences) < 2:
+        return 0, None
+    prefix_len = common_prefix_len(sequences, limit)
+    if prefix_len == 0:
+        return 0, None
+    try:
+        return prefix_len, _run_prefix(lm, sequences[0][:prefix_len])
+    except Exception:
+        logger.exception("prefix forward failed; scoring the group without a cache")
+        return 0, None
 
 
 def _run_prefix(lm: CausalModel, prefix: Sequence[int]) -> Any:
@@ -429,21 +422,34 @@ def _split_counts(flat: list[float], counts: Sequence[int]) -> list[list[float]]
 # -- tree attention: a document's continuations as tries, one row per pack ------------
 
 
-def _score_packs(
-    lm: CausalModel,
-    keys: Sequence[Hashable],
-    rows: list[tuple[int, CausalEncoding]],
-    prefix_len: int,
-    cache: Any,
-    scores: dict[int, TargetScore],
-) -> None:
-    """Score ``rows`` as token tries after a cache of their first ``prefix_len`` tokens."""
-    fed = [enc.ids[prefix_len:-1] for _, enc in rows]
-    for group in pack(fed, max(1, lm.pack_tokens)):
-        members = [rows[m] for m in group.members]
-        values = _run_pack(lm, group, [enc for _, enc in members], prefix_len, cache)
-        for (i, enc), row_values in zip(members, values, strict=True):
-            scores[i] = TargetScore.from_logprobs(keys[i], row_values, truncated=enc.truncated)
+@dataclass(frozen=True)
+class TreePacks:
+    """Strategy: a group's continuations as token tries of at most ``lm.pack_tokens``
+    nodes, each one forward against the group's prefix cache."""
+
+    lm: CausalModel
+    keys: Sequence[Hashable]
+    name: str = "token trees"
+
+    def plan(
+        self, groups: Sequence[Group[CausalEncoding]]
+    ) -> Iterator[Forward[CausalEncoding, TargetScore]]:
+        for group in groups:  # a generator: a group's prefix runs when its packs are due
+            prefix_len, _cache = group.shared()
+            fed = [row.enc.ids[prefix_len:-1] for row in group.rows]
+            for tree in pack(fed, max(1, self.lm.pack_tokens)):
+                members = [group.rows[m] for m in tree.members]
+                yield Forward(members, bind(partial(self._run, tree), group, members))
+
+    def _run(
+        self,
+        tree: Pack,
+        group: Group[CausalEncoding],
+        members: Sequence[Row[CausalEncoding]],
+    ) -> list[TargetScore]:
+        prefix_len, cache = group.shared()
+        values = _run_pack(self.lm, tree, [row.enc for row in members], prefix_len, cache)
+        return _scores(self.keys, members, values)
 
 
 def _run_pack(
@@ -463,14 +469,9 @@ def _run_pack(
 
     device = lm.device
     size = len(tree)
-    ancestors = torch.zeros((size, size), dtype=torch.bool)
-    for node, parent in enumerate(tree.parents):  # parents come before their children
-        if parent >= 0:
-            ancestors[node] = ancestors[parent]
-        ancestors[node, node] = True
     dtype = next(lm.model.parameters()).dtype
-    mask = torch.zeros((1, 1, size, prefix_len + size), dtype=dtype)
-    mask[0, 0, :, prefix_len:].masked_fill_(~ancestors, torch.finfo(dtype).min)
+    mask = torch.zeros((1, 1, size, prefix_len + size), dtype=dtype, device=device)
+    mask[0, 0, :, prefix_len:].masked_fill_(~ancestor_matrix(tree, device), torch.finfo(dtype).min)
     input_ids = torch.tensor([tree.tokens], dtype=torch.long, device=device)
     position_ids = (torch.tensor([tree.depths], dtype=torch.long) + prefix_len).to(device)
     needed: dict[int, int] = {}  # predicting node -> its row among the projected ones
@@ -486,7 +487,7 @@ def _run_pack(
     past = copy.deepcopy(cache) if cache is not None else None
     logprobs = logprobs_at(
         lm, 0, nodes,
-        input_ids=input_ids, attention_mask=mask.to(device), position_ids=position_ids,
+        input_ids=input_ids, attention_mask=mask, position_ids=position_ids,
         past_key_values=past, use_cache=past is not None,
     )  # fmt: skip
     picked = logprobs[
@@ -501,7 +502,9 @@ def tree_attention_works(lm: CausalModel) -> bool:
 
     On a probe, a branch scored in a tree beside a longer sibling must match its plain
     forward to within rounding, and be clearly closer to it than the same tokens scored
-    with an ordinary causal mask (which would let it see its sibling). Attention
+    with an ordinary causal mask (which would let it see its sibling); so must the same
+    two sequences packed as two documents in one row (the mask of :mod:`._doc_packs`,
+    positions restarting in the second block). Attention
     implementations that ignore custom masks (flash-attention kernels) fail and get
     padded batches instead.
     """
@@ -542,11 +545,17 @@ def _probe_tree(lm: CausalModel) -> bool:
                 strict=True,
             )
         )
+        # The packed layout (_doc_packs): each sequence its own block, no cache, positions
+        # restarting in the second block.
+        forest = concatenate([pack([enc.ids[:-1]], 64)[0] for enc in encodings])
+        packed = _run_pack(lm, forest, encodings, 0, None)
         right = torch.tensor(_plain_one(lm, None, encodings[1]).token_logprobs)
         seen_sibling = CausalEncoding((*prefix, *long[:-1], *short), 3 + len(long) - 1, False)
         wrong = torch.tensor(_plain_one(lm, None, seen_sibling).token_logprobs)
-    tree_short = torch.tensor(by_member[1])
-    error = float((tree_short - right).abs().max())
+    error = max(
+        float((torch.tensor(by_member[1]) - right).abs().max()),
+        float((torch.tensor(packed[1]) - right).abs().max()),
+    )
     confusion = float((wrong - right).abs().max())
     eps = torch.finfo(next(lm.model.parameters()).dtype).eps
     ok = tree_probe_passes(error, confusion, eps, float(right.abs().max()))

@@ -14,8 +14,9 @@ Two forward strategies give the same numbers (to float rounding):
   path), full-vocabulary logits everywhere;
 * :func:`rate_fast`: the requests of a group (one document's outputs) share a token
   prefix (instruction, steps, source); it runs once, its key/value cache is copied
-  along the batch, and each output's remaining tokens run in right-padded batches. The
-  vocabulary projection is applied only at the positions that are read.
+  along the batch, and each output's remaining tokens run in right-padded batches
+  (collated by :mod:`._collate`, the skeleton every path shares). The vocabulary
+  projection is applied only at the positions that are read.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from scoring.lm import _causal
-from scoring.lm._util import common_prefix_len, describe, plan_batches
+from scoring.lm._collate import Batches, Row, collate
+from scoring.lm._util import describe
 from scoring.lm.rating import RatingDistribution, RatingRequest
 
 logger = logging.getLogger(__name__)
@@ -191,6 +193,8 @@ def _finish(
 
 # -- plain path ---------------------------------------------------------------------
 
+Read = dict[Path, dict[int, float]]  # what a row read: node -> child token -> log-prob
+
 
 def rate_plain(
     lm: _causal.CausalModel, requests: Sequence[RatingRequest]
@@ -200,36 +204,39 @@ def rate_plain(
 
     encoded = encode(lm, requests)
     ok = [i for i, e in enumerate(encoded) if isinstance(e, RatingEncoding)]
-    read: dict[int, dict[Path, dict[int, float]]] = {i: {} for i in ok}
+    read: dict[int, Read] = {i: {} for i in ok}
     errors: dict[int, str] = {}
     with torch.inference_mode():
         for row in _rows(encoded, ok):
             if row.index in errors:
                 continue
             try:
-                _plain_row(lm, encoded, row, read)
+                _merge(read[row.index], _plain_row(lm, encoded, row))
             except Exception as exc:  # one bad request must not lose the others
                 logger.exception("rating one prompt failed")
                 errors[row.index] = describe(exc)
     return _finish(requests, encoded, read, errors)
 
 
-def _plain_row(
-    lm: _causal.CausalModel,
-    encoded: Sequence[Encoded],
-    row: _Row,
-    read: dict[int, dict[Path, dict[int, float]]],
-) -> None:
+def _merge(into: Read, found: Read) -> None:
+    """Add a row's reads to its request's; a node read by two rows keeps the first."""
+    for node, values in found.items():
+        into.setdefault(node, values)
+
+
+def _plain_row(lm: _causal.CausalModel, encoded: Sequence[Encoded], row: _Row) -> Read:
     import torch
 
     enc = encoded[row.index]
     assert isinstance(enc, RatingEncoding)
     ids = torch.tensor([row.ids], dtype=torch.long, device=lm.device)
     logprobs = torch.log_softmax(lm.model(input_ids=ids).logits[0].float(), dim=-1)
+    found: Read = {}
     for node, position in _wanted(enc, row):
         children = enc.nodes[node]
         values = logprobs[position, list(children)].tolist()
-        read[row.index].setdefault(node, dict(zip(children, values, strict=True)))
+        found.setdefault(node, dict(zip(children, values, strict=True)))
+    return found
 
 
 # -- fast path ----------------------------------------------------------------------
@@ -240,74 +247,53 @@ def rate_fast(
 ) -> list[RatingDistribution]:
     """Same numbers as :func:`rate_plain`, computing each group's shared prefix once.
 
-    Requests with the same prompt are read once. Within a group the prefix is the
-    common token prefix of its prompts, stopped one token before the shortest prompt
-    ends, so the position predicting each first label token is recomputed in the batch.
+    The rows (a prompt and a label path each) go through the collate skeleton
+    (:func:`._collate.collate`): identical rows are read once; rows of one group share
+    a prefix, the common token prefix of their prompts, stopped one token before the
+    shortest prompt ends, so the position predicting each first label token is
+    recomputed in the batch; a failing batch falls back to one forward per row. A
+    request with a failed row gets that row's error.
     """
     import torch
 
     encoded = encode(lm, requests)
-    first_of: dict[tuple[tuple[int, ...], tuple[Path, ...]], int] = {}
-    copies: dict[int, int] = {}
-    groups: dict[Hashable, list[int]] = {}
-    for i, enc in enumerate(encoded):
-        if not isinstance(enc, RatingEncoding):
-            continue
-        seen = first_of.setdefault((enc.ids, enc.paths), i)
-        if seen != i:
-            copies[i] = seen
-        else:
-            groups.setdefault(requests[i].group, []).append(i)
-    read: dict[int, dict[Path, dict[int, float]]] = {}
-    errors: dict[int, str] = {}
+    ok = [i for i, e in enumerate(encoded) if isinstance(e, RatingEncoding)]
+    rows = [Row(k, row) for k, row in enumerate(_rows(encoded, ok))]
+
+    def paths(row: _Row) -> tuple[Path, ...]:
+        enc = encoded[row.index]
+        assert isinstance(enc, RatingEncoding)
+        return enc.paths  # the labels decide which children each node reads
+
+    batches = Batches[_Row, Read | str](
+        "padded batches",
+        batch_size,
+        _causal.FORWARD_COST,
+        length=lambda row, group: len(row.ids) - group.shared()[0],
+        run=lambda group, batch: _run_rows(lm, encoded, [r.enc for r in batch], *group.shared()),
+    )
     with torch.inference_mode():
-        for indices in groups.values():
-            for i in indices:
-                read[i] = {}
-            _rate_group(lm, encoded, indices, batch_size, read, errors)
-    for i, seen in copies.items():
-        read[i] = read[seen]
-        if seen in errors:
-            errors[i] = errors[seen]
+        found = collate(
+            rows,
+            identity=lambda row: (row.ids, row.path, paths(row)),
+            group_key=lambda row: requests[row.enc.index].group,
+            # Stop before the last prompt token: it predicts the first label token.
+            start=lambda members: _causal.shared_prefix(
+                lm, [row.ids for row in members], min(row.prompt_len for row in members) - 1
+            ),
+            strategies=[batches],
+            one=lambda row: _plain_row(lm, encoded, row.enc),
+            failed=lambda row, error: error,
+        )
+    read: dict[int, Read] = {i: {} for i in ok}
+    errors: dict[int, str] = {}
+    for item in rows:  # in row order, as the plain path reads them
+        result = found[item.index]
+        if isinstance(result, str):
+            errors.setdefault(item.enc.index, result)
+        else:
+            _merge(read[item.enc.index], result)
     return _finish(requests, encoded, read, errors)
-
-
-def _rate_group(
-    lm: _causal.CausalModel,
-    encoded: Sequence[Encoded],
-    indices: list[int],
-    batch_size: int,
-    read: dict[int, dict[Path, dict[int, float]]],
-    errors: dict[int, str],
-) -> None:
-    rows = _rows(encoded, indices)
-    prefix_len, cache = 0, None
-    if lm.prefix_cache and len(rows) > 1:
-        prefix_len = _common_prefix_len(rows)
-        if prefix_len > 0:
-            try:
-                cache = _causal._run_prefix(lm, rows[0].ids[:prefix_len])
-            except Exception:
-                logger.exception("prefix forward failed; rating the group without a cache")
-                prefix_len, cache = 0, None
-    rows.sort(key=lambda row: -len(row.ids))  # collate: longest first
-    lengths = [len(row.ids) - prefix_len for row in rows]
-    for batch_indices in plan_batches(lengths, max(1, batch_size), _causal.FORWARD_COST):
-        batch = [rows[k] for k in batch_indices]
-        try:
-            _run_rows(lm, encoded, batch, prefix_len, cache, read)
-        except Exception:
-            logger.exception("batched forward failed; rating its %d rows one by one", len(batch))
-            for row in batch:
-                try:
-                    _plain_row(lm, encoded, row, read)
-                except Exception as exc:
-                    errors[row.index] = describe(exc)
-
-
-def _common_prefix_len(rows: Sequence[_Row]) -> int:
-    limit = min(row.prompt_len for row in rows) - 1
-    return common_prefix_len([row.ids for row in rows], limit)
 
 
 def _run_rows(
@@ -316,8 +302,7 @@ def _run_rows(
     batch: Sequence[_Row],
     prefix_len: int,
     cache: Any,
-    read: dict[int, dict[Path, dict[int, float]]],
-) -> None:
+) -> list[Read]:
     """Feed each row's tokens after the cached prefix and read its nodes' children."""
     import torch
 
@@ -345,10 +330,11 @@ def _run_rows(
         lm, row_index, col_index, input_ids=input_ids, attention_mask=mask,
         position_ids=position_ids, past_key_values=past, use_cache=past is not None,
     )  # fmt: skip
+    found: list[Read] = [{} for _ in batch]
     for k, (b, node, _col) in enumerate(picks):
-        row = batch[b]
-        enc = encoded[row.index]
+        enc = encoded[batch[b].index]
         assert isinstance(enc, RatingEncoding)
         children = enc.nodes[node]
         values = logprobs[k, list(children)].tolist()
-        read[row.index].setdefault(node, dict(zip(children, values, strict=True)))
+        found[b].setdefault(node, dict(zip(children, values, strict=True)))
+    return found

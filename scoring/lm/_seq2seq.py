@@ -7,17 +7,19 @@ reference code, which scores the labels the tokenizer produces).
 
 * :func:`score_plain`: one full forward per request (encoder and decoder);
 * :func:`score_fast`: the encoder runs once per distinct prompt, and its output is
-  reused for all of that prompt's targets, decoded in right-padded batches.
+  reused for all of that prompt's targets, decoded in right-padded batches (collated by
+  :mod:`._collate`, the skeleton every path shares).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from scoring.lm._util import describe, finish, plan_batches
+from scoring.lm._collate import Batches, Row, collate
+from scoring.lm._util import describe, finish
 from scoring.lm.base import TargetRequest, TargetScore
 
 logger = logging.getLogger(__name__)
@@ -144,85 +146,96 @@ def _plain_one(lm: Seq2SeqModel, key: Hashable, enc: Seq2SeqEncoding) -> TargetS
 def score_fast(
     lm: Seq2SeqModel, requests: Sequence[TargetRequest], batch_size: int
 ) -> list[TargetScore]:
-    """Encoder once per distinct prompt; the decoder scores its targets in batches."""
+    """Encoder once per distinct prompt; the decoder scores its targets in batches.
+
+    Through the collate skeleton (:func:`._collate.collate`): identical requests are
+    scored once; a group (one prompt) shares its encoder output; a failing batch, or a
+    failing encoder, sends its targets to one full forward each.
+    """
     import torch
 
     keys = [r.key for r in requests]
     encoded = tokenise(lm, requests)
-    groups: dict[tuple[int, ...], list[tuple[int, Seq2SeqEncoding]]] = {}
-    for i, enc in enumerate(encoded):
-        if isinstance(enc, Seq2SeqEncoding):
-            groups.setdefault(enc.source, []).append((i, enc))
-    scores: dict[int, TargetScore] = {}
+    rows = [Row(i, enc) for i, enc in enumerate(encoded) if isinstance(enc, Seq2SeqEncoding)]
+    batches = Batches[Seq2SeqEncoding, TargetScore](
+        "padded decoder batches",
+        batch_size,
+        FORWARD_COST,
+        length=lambda enc, group: len(enc.labels),
+        run=lambda group, batch: _run_batch(lm, keys, batch, group.shared()),
+    )
     with torch.inference_mode():
-        for source, rows in groups.items():
-            _score_group(lm, keys, source, rows, batch_size, scores)
+        scores = collate(
+            rows,
+            identity=lambda enc: (enc.source, enc.labels),
+            group_key=lambda row: row.enc.source,
+            start=lambda encodings: _encode(lm, encodings[0].source),
+            strategies=[batches],
+            one=lambda row: _plain_one(lm, keys[row.index], row.enc),
+            failed=lambda row, error: TargetScore.failed(
+                keys[row.index], error, truncated=row.enc.truncated
+            ),
+            copy=lambda score, index: replace(score, key=keys[index]),
+        )
     return finish(keys, encoded, scores)
 
 
-def _score_group(
+def _encode(lm: Seq2SeqModel, source: tuple[int, ...]) -> Any:
+    """The encoder's last hidden state for ``source`` (a group's shared state)."""
+    import torch
+
+    ids = torch.tensor([source], dtype=torch.long, device=lm.device)
+    return lm.model.get_encoder()(
+        input_ids=ids, attention_mask=torch.ones_like(ids)
+    ).last_hidden_state
+
+
+def _run_batch(
     lm: Seq2SeqModel,
     keys: Sequence[Hashable],
-    source: tuple[int, ...],
-    rows: list[tuple[int, Seq2SeqEncoding]],
-    batch_size: int,
-    scores: dict[int, TargetScore],
-) -> None:
+    batch: Sequence[Row[Seq2SeqEncoding]],
+    encoder_hidden: Any,
+) -> list[TargetScore]:
+    """One decoder forward over ``batch``'s targets, right-padded, against the shared
+    encoder output; the log-probability of each label is gathered at its position."""
     import torch
     from transformers.modeling_outputs import BaseModelOutput
 
-    try:
-        ids = torch.tensor([source], dtype=torch.long, device=lm.device)
-        encoder_hidden = (
-            lm.model.get_encoder()(input_ids=ids, attention_mask=torch.ones_like(ids))
-        ).last_hidden_state
-    except Exception:
-        logger.exception("encoder forward failed; scoring the group one by one")
-        for i, enc in rows:
-            scores[i] = _plain_one(lm, keys[i], enc)
-        return
-    rows = sorted(rows, key=lambda row: -len(row[1].labels))  # collate: longest first
-    lengths = [len(enc.labels) for _, enc in rows]
-    for indices in plan_batches(lengths, max(1, batch_size), FORWARD_COST):
-        batch = [rows[k] for k in indices]
-        try:
-            n = len(batch)
-            width = len(batch[0][1].labels)
-            decoder_input = torch.full((n, width), lm.pad_id, dtype=torch.long)
-            decoder_mask = torch.zeros((n, width), dtype=torch.long)
-            row_index: list[int] = []
-            col_index: list[int] = []
-            targets: list[int] = []
-            for b, (_, enc) in enumerate(batch):
-                length = len(enc.labels)
-                decoder_input[b, :length] = torch.tensor([lm.decoder_start_id, *enc.labels[:-1]])
-                decoder_mask[b, :length] = 1
-                row_index.extend([b] * length)
-                col_index.extend(range(length))
-                targets.extend(enc.labels)
-            hidden = encoder_hidden.expand(n, -1, -1)
-            logits = lm.model(
-                encoder_outputs=BaseModelOutput(last_hidden_state=hidden),
-                attention_mask=torch.ones(hidden.shape[:2], dtype=torch.long, device=lm.device),
-                decoder_input_ids=decoder_input.to(lm.device),
-                decoder_attention_mask=decoder_mask.to(lm.device),
-            ).logits
-            picked_logits = logits[
-                torch.tensor(row_index, device=lm.device), torch.tensor(col_index, device=lm.device)
-            ]
-            logprobs = torch.log_softmax(picked_logits.float(), dim=-1)
-            picked = logprobs.gather(
-                1, torch.tensor(targets, device=lm.device).unsqueeze(1)
-            ).squeeze(1)
-            flat: list[float] = picked.tolist()
-        except Exception:
-            logger.exception("batched decoder forward failed; scoring its targets one by one")
-            for i, enc in batch:
-                scores[i] = _plain_one(lm, keys[i], enc)
-            continue
-        start = 0
-        for i, enc in batch:
-            scores[i] = TargetScore.from_logprobs(
-                keys[i], flat[start : start + len(enc.labels)], truncated=enc.truncated
+    n = len(batch)
+    width = max(len(row.enc.labels) for row in batch)
+    decoder_input = torch.full((n, width), lm.pad_id, dtype=torch.long)
+    decoder_mask = torch.zeros((n, width), dtype=torch.long)
+    row_index: list[int] = []
+    col_index: list[int] = []
+    targets: list[int] = []
+    for b, row in enumerate(batch):
+        length = len(row.enc.labels)
+        decoder_input[b, :length] = torch.tensor([lm.decoder_start_id, *row.enc.labels[:-1]])
+        decoder_mask[b, :length] = 1
+        row_index.extend([b] * length)
+        col_index.extend(range(length))
+        targets.extend(row.enc.labels)
+    hidden = encoder_hidden.expand(n, -1, -1)
+    logits = lm.model(
+        encoder_outputs=BaseModelOutput(last_hidden_state=hidden),
+        attention_mask=torch.ones(hidden.shape[:2], dtype=torch.long, device=lm.device),
+        decoder_input_ids=decoder_input.to(lm.device),
+        decoder_attention_mask=decoder_mask.to(lm.device),
+    ).logits
+    picked_logits = logits[
+        torch.tensor(row_index, device=lm.device), torch.tensor(col_index, device=lm.device)
+    ]
+    logprobs = torch.log_softmax(picked_logits.float(), dim=-1)
+    picked = logprobs.gather(1, torch.tensor(targets, device=lm.device).unsqueeze(1)).squeeze(1)
+    flat: list[float] = picked.tolist()
+    scores: list[TargetScore] = []
+    start = 0
+    for row in batch:
+        count = len(row.enc.labels)
+        scores.append(
+            TargetScore.from_logprobs(
+                keys[row.index], flat[start : start + count], truncated=row.enc.truncated
             )
-            start += len(enc.labels)
+        )
+        start += count
+    return scores

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from scoring.lm import _causal, _seq2seq
+from scoring.lm import _causal, _doc_packs, _seq2seq
 from scoring.lm import precision as _precision
 from scoring.lm._hf_rating import RatingMixin
 from scoring.lm._util import sane_limit
@@ -198,16 +198,7 @@ def _load(name: str, gguf_file: str | None, device: str, dtype: str) -> LoadedMo
             raise ValueError(f"{name}: the config names no decoder_start_token_id")
         seq2seq = _seq2seq.Seq2SeqModel(model, tokenizer, device, limit, pad_id, start)
     else:
-        causal = _causal.CausalModel(
-            model=model,
-            tokenizer=tokenizer,
-            device=device,
-            context_limit=limit,
-            pad_id=pad_id,
-            context_token=_first_id(tokenizer.bos_token_id, tokenizer.eos_token_id),
-            project_at_targets=_head_is_plain(model, config),
-            prefix_cache=_full_attention_only(config),
-        )
+        causal = causal_model(model, tokenizer, device)
     seconds = time.perf_counter() - started
     logger.info(
         "loaded %s%s on %s/%s in %.1f s",
@@ -228,6 +219,24 @@ def _load(name: str, gguf_file: str | None, device: str, dtype: str) -> LoadedMo
         load_seconds=seconds,
         causal=causal,
         seq2seq=seq2seq,
+    )
+
+
+def causal_model(model: Any, tokenizer: Any, device: str) -> _causal.CausalModel:
+    """What the causal scoring paths need to know about a loaded decoder-only ``model``
+    (checked on probes: whether its logits are a plain projection, whether a prefix
+    cache can be reused). Also for models built in memory (bench/gpu_speed.py)."""
+    config = model.config
+    return _causal.CausalModel(
+        model=model,
+        tokenizer=tokenizer,
+        device=device,
+        context_limit=_context_limit(config, tokenizer),
+        pad_id=_first_id(tokenizer.pad_token_id, tokenizer.eos_token_id, config.pad_token_id, 0)
+        or 0,
+        context_token=_first_id(tokenizer.bos_token_id, tokenizer.eos_token_id),
+        project_at_targets=_head_is_plain(model, config),
+        prefix_cache=_full_attention_only(config),
     )
 
 
@@ -322,6 +331,10 @@ class HFLanguageModel(RatingMixin):
     model's own limit): longer prompts are cut on the left, and a target that does not
     fit on its own is an error result. ``device`` and ``dtype`` default to CUDA with
     bfloat16 (float16 where unsupported) when a GPU is present, else CPU float32.
+    ``doc_pack_tokens`` is the token budget of a forward that packs several documents
+    together (:mod:`scoring.lm._doc_packs`; it applies when one call hands over several
+    documents): ``None`` picks the device's default (4,096 on CUDA; 0 on the CPU, where
+    documents run one at a time against their prefix cache), 0 turns packing off.
     """
 
     def __init__(
@@ -333,11 +346,14 @@ class HFLanguageModel(RatingMixin):
         device: str | None = None,
         dtype: str | None = None,
         precision: str = "auto",
+        doc_pack_tokens: int | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         if max_length is not None and max_length < 2:
             raise ValueError("max_length must be at least 2")
+        if doc_pack_tokens is not None and doc_pack_tokens < 0:
+            raise ValueError("doc_pack_tokens must be 0 (off) or more")
         self.loaded = load(model, device=device, dtype=dtype, precision=precision)
         self.policy = precision
         self.batch_size = batch_size
@@ -346,8 +362,11 @@ class HFLanguageModel(RatingMixin):
             limit = max_length if limit is None else min(limit, max_length)
         self.max_length = limit
         if self.loaded.causal is not None:
+            budget = doc_pack_tokens
+            if budget is None:
+                budget = _doc_packs.default_budget(self.loaded.device)
             self._causal: _causal.CausalModel | None = replace(
-                self.loaded.causal, context_limit=limit
+                self.loaded.causal, context_limit=limit, doc_pack_tokens=budget
             )
             self._seq2seq: _seq2seq.Seq2SeqModel | None = None
         else:
@@ -382,6 +401,7 @@ class HFLanguageModel(RatingMixin):
         if self._causal is not None:
             found["tree_attention"] = _causal.tree_attention_works(self._causal)
             found["pack_tokens"] = self._causal.pack_tokens
+            found["doc_pack_tokens"] = self._causal.doc_pack_tokens
         return found
 
     def score_targets(self, requests: Sequence[TargetRequest]) -> list[TargetScore]:

@@ -112,6 +112,32 @@ def test_identical_prompts_are_read_once_and_get_the_same_distribution(tiny):
     assert (a.key, b.key) == ("a", "b") and a.probs == b.probs
 
 
+def test_a_failing_batch_is_rated_row_by_row_and_a_failing_row_is_an_error(tiny, monkeypatch):
+    from scoring.lm import _rating
+
+    labels = tuple(f" {v}" for v in range(1, 11))
+    requests = _requests(labels)
+    plain = tiny[8].rating_distributions_plain(requests)
+    plain_row = _rating._plain_row
+
+    def broken(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise RuntimeError("out of memory")
+
+    def one_bad_row(lm, encoded, row):  # type: ignore[no-untyped-def]
+        if row.index == 3:
+            raise RuntimeError("this prompt broke")
+        return plain_row(lm, encoded, row)
+
+    monkeypatch.setattr(_rating, "_run_rows", broken)
+    monkeypatch.setattr(_rating, "_plain_row", one_bad_row)
+    fast = tiny[8].rating_distributions(requests)
+    assert [d.key for d in fast] == [d.key for d in plain]
+    assert fast[3].error == "RuntimeError: this prompt broke" and not fast[3].probs
+    for k, (a, b) in enumerate(zip(fast, plain, strict=True)):
+        if k != 3:
+            assert a.ok and max(abs(x - y) for x, y in zip(a.probs, b.probs, strict=True)) < 1e-4
+
+
 def test_bad_label_sets_are_errors_not_scores(tiny):
     out = tiny[8].rating_distributions(
         [RatingRequest("dup", "x:", (" 1", " 1")), RatingRequest("none", "x:", ())]

@@ -579,3 +579,123 @@ def test_seq2seq_prompts_are_cut_on_the_left_and_long_targets_fail_alone(t5_dir:
     for cut, uncut in zip(results[:3], whole, strict=True):
         assert cut.n_tokens == uncut.n_tokens and not uncut.truncated
         assert cut.token_logprobs != pytest.approx(uncut.token_logprobs, abs=1e-3)
+
+
+# -- whole documents packed into one forward ------------------------------------------
+
+
+def _roots(tree: _causal.Pack) -> int:
+    """How many blocks (documents, or parts of one) a packed row holds."""
+    return sum(1 for depth in tree.depths if depth == 0)
+
+
+@pytest.mark.parametrize("budget", [1, 90, 160, 10**6])
+def test_documents_packed_together_give_the_plain_paths_numbers(
+    causal_dir: str, budget: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lm = HFLanguageModel(causal_dir, batch_size=8, doc_pack_tokens=budget)
+    assert lm._causal is not None and _causal.tree_attention_works(lm._causal)
+    forwards: list[tuple[int, int]] = []  # (nodes, blocks) per packed forward
+    run_pack = _causal._run_pack
+
+    def counted(lm_: _causal.CausalModel, tree: _causal.Pack, *rest: object) -> object:
+        forwards.append((len(tree), _roots(tree)))
+        return run_pack(lm_, tree, *rest)  # type: ignore[arg-type]
+
+    def no_prefix(*args: object) -> None:
+        raise AssertionError("a packed forward computes its documents' prefixes itself")
+
+    monkeypatch.setattr(_causal, "_run_pack", counted)
+    monkeypatch.setattr(_causal, "_run_prefix", no_prefix)
+    requests = _requests()  # five prompts of different lengths, shared and single
+    fast = lm.score_targets(requests)
+    monkeypatch.undo()
+    _assert_same(fast, lm.score_targets_plain(requests))
+    assert all(nodes <= budget for nodes, blocks in forwards if blocks > 1)
+    if budget == 1:  # every sequence alone: one block per forward
+        assert all(blocks == 1 for _, blocks in forwards)
+        assert len(forwards) == len({(r.prompt, r.target) for r in requests})
+    elif budget == 10**6:  # every document in one forward
+        assert len(forwards) == 1 and forwards[0][1] == 5  # four prompts, one pool
+    else:  # several forwards, some carrying two documents or more
+        assert len(forwards) > 1 and max(blocks for _, blocks in forwards) >= 2
+
+
+def test_documents_scored_one_call_each_give_the_same_numbers_packed_or_not(
+    causal_dir: str,
+) -> None:
+    packed = HFLanguageModel(causal_dir, batch_size=8, doc_pack_tokens=4096)
+    cached = HFLanguageModel(causal_dir, batch_size=8)
+    assert cached._causal is not None and cached._causal.doc_pack_tokens == 0  # CPU default
+    requests = _requests()
+    for prompt in dict.fromkeys(r.prompt for r in requests):
+        document = [r for r in requests if r.prompt == prompt]
+        _assert_same(packed.score_targets(document), cached.score_targets(document))
+
+
+def test_a_failing_packed_forward_falls_back_to_each_documents_padded_batches(
+    causal_dir: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lm = HFLanguageModel(causal_dir, batch_size=4, doc_pack_tokens=4096)
+    requests = _requests()
+    expected = lm.score_targets_plain(requests)
+    run_pack = _causal._run_pack
+
+    def broken_when_packed(lm_: _causal.CausalModel, tree: _causal.Pack, *rest: object) -> object:
+        if _roots(tree) > 1:
+            raise RuntimeError("out of memory")
+        return run_pack(lm_, tree, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_causal, "_run_pack", broken_when_packed)
+    _assert_same(lm.score_targets(requests), expected)
+
+
+def test_a_model_that_ignores_the_mask_is_not_packed(
+    causal_dir: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lm = HFLanguageModel(causal_dir, batch_size=8, doc_pack_tokens=4096)
+    assert lm._causal is not None
+    run_pack = _causal._run_pack
+    packed_probe: list[bool] = []
+
+    def blocks_ignored(
+        lm_: _causal.CausalModel, tree: _causal.Pack, *rest: object
+    ) -> list[list[float]]:
+        # Only the packed layout is broken: later blocks see the earlier ones' nodes.
+        if _roots(tree) > 1:
+            packed_probe.append(True)
+            roots = [node for node, depth in enumerate(tree.depths) if depth == 0]
+            parents = list(tree.parents)
+            for root in roots[1:]:
+                parents[root] = root - 1
+            tree = dataclasses.replace(tree, parents=parents)
+        return run_pack(lm_, tree, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_causal, "_TREE_OK", type(_causal._TREE_OK)())
+    monkeypatch.setattr(_causal, "_run_pack", blocks_ignored)
+    assert not _causal.tree_attention_works(lm._causal)
+    assert packed_probe  # the probe tried the packed layout
+    requests = _requests()
+    _assert_same(lm.score_targets(requests), lm.score_targets_plain(requests))
+
+
+def test_the_ancestor_matrix_is_the_same_built_from_ranges_or_row_by_row() -> None:
+    from scoring.lm._tree import ancestor_matrix, concatenate, pack
+
+    sequences = [[1, 2, 3], [1, 2, 4, 5], [1, 6], [7], [1, 2, 3, 8]]
+    forest = concatenate([*pack(sequences, 4), *pack(sequences[:2], 100)])
+    fast = ancestor_matrix(forest)
+    # Inserted out of order, a subtree is not contiguous and the rows are built one by one.
+    scattered = _causal.Pack()
+    for member, seq in enumerate([[1, 2], [3], [1, 4]]):
+        scattered.add(member, seq)
+    for tree in (forest, scattered):
+        expected = torch.zeros((len(tree), len(tree)), dtype=torch.bool)
+        for node in range(len(tree)):
+            walk = node
+            while walk >= 0:
+                expected[node, walk] = True
+                walk = tree.parents[walk]
+        got = fast if tree is forest else ancestor_matrix(tree)
+        assert torch.equal(got, expected)
+    assert not fast[len(forest) - 1, 0]  # the second block sees nothing of the first

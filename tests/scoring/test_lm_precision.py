@@ -89,6 +89,24 @@ def test_exact_and_auto_give_the_cpu_paths_numbers_and_record_how(tiny: str) -> 
     assert auto.provenance()["precision_asked"] == "auto"
 
 
+def test_a_gpu_style_exact_run_packing_documents_gives_the_cpu_numbers_and_records_its_budget(
+    tiny: str,
+) -> None:
+    from scoring.lm import _doc_packs
+
+    assert _doc_packs.default_budget("cuda:0") == _doc_packs.CUDA_DOC_PACK_TOKENS
+    assert _doc_packs.default_budget("cpu") == 0
+    cpu = hf.HFLanguageModel(tiny, precision="exact")
+    packed = hf.HFLanguageModel(
+        tiny, precision="exact", doc_pack_tokens=_doc_packs.CUDA_DOC_PACK_TOKENS
+    )  # what a CUDA worker does by default, in float32 on this CPU
+    reference = [x for r in cpu.score_targets_plain(_requests()) for x in r.token_logprobs]
+    found = [x for r in packed.score_targets(_requests()) for x in r.token_logprobs]
+    assert found == pytest.approx(reference, abs=1e-5)
+    assert cpu.provenance()["doc_pack_tokens"] == 0
+    assert packed.provenance()["doc_pack_tokens"] == _doc_packs.CUDA_DOC_PACK_TOKENS
+
+
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_a_low_precision_model_keeps_tree_attention_and_stays_close(tiny: str, dtype: str) -> None:
     low = hf.HFLanguageModel(tiny, device="cpu", dtype=dtype)

@@ -1,0 +1,342 @@
+"""GPTScore on a GPU: the engine against a harness-style baseline, at three model sizes.
+
+Run from the repository root on a machine with a CUDA GPU (no download)::
+
+    .venv/bin/python bench/gpu_speed.py [--sizes 135M 1.7B 7B] [--precisions fast exact]
+                                        [--docs 40] [--baseline-batch 32] [--tflops N]
+    .venv/bin/python bench/gpu_speed.py --cpu-smoke   # the whole script, tiny, on the CPU
+
+Without CUDA (and without ``--cpu-smoke``) it says so and exits with status 0.
+
+Models: random weights of Llama-architecture configurations built here (SmolLM2-135M,
+SmolLM2-1.7B, Llama-2-7B shapes; the 7B keeps its own shapes but the default model's
+49,152-token vocabulary, as every size uses the default model's tokenizer). Random
+weights are enough for speed; the numbers' values mean nothing.
+
+Workload: the first ``--docs`` SummEval documents (16 outputs each: 640 outputs for 40),
+coherence, IST, src→hypo, with the project's default template (GPTScore Table 11), as in
+``gptscore_speed.py``.
+
+Compared, per size and precision (``fast``: bfloat16; ``exact``: float32, TF32 off):
+
+* ``baseline``: what lm-evaluation-harness's Hugging Face backend does, written here:
+  context and output tokenised separately and concatenated, requests sorted by length
+  (longest first), right-padded batches of ``--baseline-batch`` across documents,
+  full-vocabulary ``log_softmax``, output tokens gathered. No prefix reuse.
+* ``engine``: ``score_fast`` called with all outputs at once: whole documents (prefix
+  and continuation trie) packed up to the CUDA budget per forward with a tree mask
+  (:mod:`scoring.lm._doc_packs`), vocabulary projection only at scored positions.
+* ``plain``: one forward per output (the reference), for max |Δ| only; it is not timed.
+
+Printed: a table of size, precision, outputs/s, the ratio engine/baseline, the engine's
+share of the useful-FLOP floor (2 × parameters × (each document's prefix tokens once +
+every output's remaining tokens) at the card's matrix-product rate, measured on a large
+matrix product in that dtype unless ``--tflops`` states it) and the largest |Δ| per token
+between the engine and the plain path. Targets (issue 15): engine ≥ 3× the baseline at
+every size in ``fast``, ≥ 40% of the floor at 7B, ``exact`` within 1e-4 of plain.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import logging
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from _speed import MODEL, REPO, SUMMEVAL
+
+logger = logging.getLogger("gpu_speed")
+
+# Llama-architecture shapes (hidden, intermediate, layers, heads, key/value heads, tied).
+SHAPES: dict[str, tuple[int, int, int, int, int, bool]] = {
+    "135M": (576, 1536, 30, 9, 3, True),  # SmolLM2-135M
+    "1.7B": (2048, 8192, 24, 32, 32, True),  # SmolLM2-1.7B
+    "7B": (4096, 11008, 32, 32, 32, False),  # Llama-2-7B
+    "tiny": (64, 128, 2, 4, 2, True),  # --cpu-smoke
+}
+DTYPES = {"fast": "bfloat16", "exact": "float32"}
+SMOKE_TEXTS = [
+    "The council approved the new budget on Tuesday after a long debate about taxes.",
+    "The storm closed roads and schools across the region for two days.",
+]
+
+
+def options(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", nargs="+", default=["135M", "1.7B", "7B"], choices=SHAPES)
+    parser.add_argument("--precisions", nargs="+", default=["fast", "exact"], choices=DTYPES)
+    parser.add_argument("--docs", type=int, default=40)
+    parser.add_argument("--outputs-per-doc", type=int, default=16)
+    parser.add_argument("--baseline-batch", type=int, default=32)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--doc-pack-tokens", type=int, help="default: the engine's CUDA budget")
+    parser.add_argument("--tflops", type=float, help="the card's rate (default: measured)")
+    parser.add_argument("--cpu-smoke", action="store_true",
+                        help="run everything on a tiny random model on the CPU (a check)")  # fmt: skip
+    args = parser.parse_args(argv)
+    if args.cpu_smoke:
+        args.sizes, args.docs, args.outputs_per_doc, args.repeat = ["tiny"], 2, 3, 1
+    return args
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the table."""
+
+    size: str
+    precision: str
+    outputs_per_s: float
+    baseline_per_s: float
+    floor_share: float
+    max_delta: float
+
+
+def main(argv: list[str] | None = None) -> list[Row]:
+    """Run the benchmark; return the table's rows (empty without a device to run on)."""
+    logging.basicConfig(level=logging.WARNING)
+    args = options(argv)
+    sys.path.insert(0, str(REPO))
+    import torch
+
+    if not args.cpu_smoke and not torch.cuda.is_available():
+        print("bench/gpu_speed.py needs a CUDA GPU and none is visible here; nothing was "
+              "measured. (Run with --cpu-smoke to check the script on a tiny CPU model.)")  # fmt: skip
+        return []
+    device = "cpu" if args.cpu_smoke else "cuda"
+    tokenizer = _tokenizer(args.cpu_smoke)
+    requests = _requests(args)
+    print(f"{len(requests)} outputs from {args.docs} documents on {_device_name(device)}; "
+          f"baseline batch {args.baseline_batch}")  # fmt: skip
+    rows: list[Row] = []
+    for size in args.sizes:
+        for precision in args.precisions:
+            rows.append(_measure(size, precision, device, tokenizer, requests, args))
+            gc.collect()
+            if device == "cuda":
+                torch.cuda.empty_cache()
+    _print(rows)
+    return rows
+
+
+def _device_name(device: str) -> str:
+    import torch
+
+    return torch.cuda.get_device_name() if device == "cuda" else "the CPU"
+
+
+def _tokenizer(smoke: bool) -> Any:
+    """The default model's tokenizer; for the smoke run, a small BPE trained on the smoke
+    texts (a 49,152-token vocabulary would make the tiny model's run slow)."""
+    import transformers
+
+    if not smoke:
+        if not (MODEL / "tokenizer.json").is_file():
+            sys.exit(f"no tokenizer at {MODEL}: run `python3 manage.py install_model` first")
+        return transformers.AutoTokenizer.from_pretrained(MODEL)
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    raw = Tokenizer(models.BPE())
+    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<pad>", "</s>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)  # fmt: skip
+    raw.train_from_iterator(SMOKE_TEXTS, trainer)
+    return transformers.PreTrainedTokenizerFast(
+        tokenizer_object=raw, eos_token="</s>", pad_token="<pad>"
+    )
+
+
+def _requests(args: argparse.Namespace) -> list[Any]:
+    """GPTScore requests for the first ``args.docs`` SummEval documents (smoke: two
+    built-in documents if the file is absent)."""
+    from scoring.metrics.gptscore import GPTScoreConfig, Item, Template, build_requests
+
+    defaults = json.loads((REPO / "studies" / "defaults" / "defaults.json").read_text())
+    row = next(t for t in defaults["templates"] if t["task"] == "summarization" and t["kind"] == "gptscore"
+               and t["aspect"] == "COH" and t["dimension"] == "src_hypo")  # fmt: skip
+    config = GPTScoreConfig(template=Template(row["text"], row["target"]))
+    if SUMMEVAL.is_file():
+        records = [json.loads(line) for line in SUMMEVAL.read_text().splitlines()]
+        docs = list(dict.fromkeys(r["doc_id"] for r in records))[: args.docs]
+        records = [r for r in records if r["doc_id"] in docs]
+    elif args.cpu_smoke:
+        records = [{"doc_id": d, "source": text, "output": text[: 20 + 9 * k]}
+                   for d, text in enumerate(SMOKE_TEXTS) for k in range(4)]  # fmt: skip
+    else:
+        sys.exit(f"needs {SUMMEVAL} (the shared data folder beside the repository)")
+    kept: dict[Any, int] = {}
+    items = []
+    for i, r in enumerate(records):
+        if kept.setdefault(r["doc_id"], 0) < args.outputs_per_doc:
+            kept[r["doc_id"]] += 1
+            items.append(Item(key=i, doc_key=r["doc_id"], source=r["source"][:300] if args.cpu_smoke
+                              else r["source"], hypothesis=r["output"]))  # fmt: skip
+    return build_requests(items, config)
+
+
+def _build(size: str, dtype: str, device: str, vocab: int) -> Any:
+    """A Llama-architecture model of ``size`` with random weights, built on ``device``."""
+    import torch
+    import transformers
+
+    hidden, intermediate, layers, heads, kv_heads, tied = SHAPES[size]
+    config = transformers.LlamaConfig(
+        vocab_size=vocab, hidden_size=hidden, intermediate_size=intermediate,
+        num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
+        max_position_embeddings=8192, tie_word_embeddings=tied, attn_implementation="sdpa",
+    )  # fmt: skip
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = transformers.LlamaForCausalLM(config).to(getattr(torch, dtype))
+    return model.eval()
+
+
+def _measure(
+    size: str, precision: str, device: str, tokenizer: Any, requests: list[Any], args: Any
+) -> Row:
+    import torch
+
+    from scoring.lm import _causal, _doc_packs, hf
+    from scoring.lm import precision as _precision
+
+    dtype = DTYPES[precision]
+    if precision == "exact":
+        _precision.use_exact_matmul()
+    model = _build(size, dtype, device, len(tokenizer))
+    lm = hf.causal_model(model, tokenizer, device)
+    budget = args.doc_pack_tokens
+    if budget is None:
+        budget = _doc_packs.CUDA_DOC_PACK_TOKENS  # the CUDA default, on the CPU smoke too
+    lm = _replace(lm, doc_pack_tokens=budget)
+    tree = _causal.tree_attention_works(lm)
+    parameters = sum(p.numel() for p in model.parameters())
+    print(f"{size}/{precision}: {parameters / 1e9:.2f}B parameters, {dtype}, tree attention "
+          f"{'on' if tree else 'UNAVAILABLE'}, {budget} tokens per packed forward")  # fmt: skip
+
+    engine_times, engine = _timed(lambda: _causal.score_fast(lm, requests, 8), args.repeat, device)
+    base_times, _ = _timed(lambda: baseline(lm, requests, args.baseline_batch), args.repeat, device)
+    with torch.inference_mode():
+        plain = _causal.score_plain(lm, requests)
+    delta = max(abs(a - b) for f, p in zip(engine, plain, strict=True)
+                for a, b in zip(f.token_logprobs, p.token_logprobs, strict=True))  # fmt: skip
+    seconds = statistics.median(engine_times)
+    tflops = args.tflops or _matmul_tflops(dtype, device)
+    floor = 2 * parameters * useful_tokens(lm, requests) / (tflops * 1e12)
+    return Row(
+        size=size,
+        precision=precision,
+        outputs_per_s=len(requests) / seconds,
+        baseline_per_s=len(requests) / statistics.median(base_times),
+        floor_share=floor / seconds,
+        max_delta=delta,
+    )
+
+
+def _replace(lm: Any, **changes: Any) -> Any:
+    import dataclasses
+
+    return dataclasses.replace(lm, **changes)
+
+
+def _timed(fn: Any, repeat: int, device: str) -> tuple[list[float], Any]:
+    """Wall times of ``repeat`` calls after one warm-up call, and the last result."""
+    import torch
+
+    result = fn()  # warm-up: kernels chosen, caches allocated
+    times = []
+    for _ in range(repeat):
+        if device == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        result = fn()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    return times, result
+
+
+def baseline(lm: Any, requests: list[Any], batch_size: int) -> list[list[float]]:
+    """Target log-probabilities the lm-evaluation-harness way (see the module docstring);
+    results in request order."""
+    import torch
+
+    contexts = lm.tokenizer([r.prompt for r in requests])["input_ids"]
+    outputs = lm.tokenizer([r.target for r in requests], add_special_tokens=False)["input_ids"]
+    rows = []
+    for i, (context, output) in enumerate(zip(contexts, outputs, strict=True)):
+        whole = (list(context) + list(output))[-(lm.context_limit or 10**9) - 1 :]
+        rows.append((i, whole, len(output)))
+    rows.sort(key=lambda row: -len(row[1]))  # longest first, as the harness's collator
+    found: dict[int, list[float]] = {}
+    with torch.inference_mode():
+        for start in range(0, len(rows), batch_size):
+            batch = rows[start : start + batch_size]
+            width = len(batch[0][1]) - 1  # the last token is fed by nobody: it predicts nothing
+            ids = torch.full((len(batch), width), lm.pad_id, dtype=torch.long)
+            for b, (_, whole, _) in enumerate(batch):
+                ids[b, : len(whole) - 1] = torch.tensor(whole[:-1])
+            ids = ids.to(lm.device)
+            logprobs = torch.log_softmax(lm.model(input_ids=ids).logits.float(), dim=-1)
+            for b, (i, whole, n_out) in enumerate(batch):
+                fed = len(whole) - 1
+                targets = torch.tensor(whole[-n_out:], device=lm.device)
+                picked = logprobs[b, fed - n_out : fed].gather(1, targets.unsqueeze(1))
+                found[i] = picked.squeeze(1).tolist()
+    return [found[i] for i in range(len(requests))]
+
+
+def useful_tokens(lm: Any, requests: list[Any]) -> int:
+    """Tokens a perfect engine would feed: each document's shared prefix once, plus every
+    output's tokens after it."""
+    from scoring.lm import _causal
+    from scoring.lm._util import common_prefix_len
+
+    encoded = [e for e in _causal.tokenise(lm, requests, lm.context_limit)
+               if isinstance(e, _causal.CausalEncoding)]  # fmt: skip
+    by_prompt: dict[str, list[Any]] = {}
+    for request, enc in zip(requests, encoded, strict=True):
+        by_prompt.setdefault(request.prompt, []).append(enc)
+    total = 0
+    for encodings in by_prompt.values():
+        shared = common_prefix_len([e.ids for e in encodings], min(len(e.ids) for e in encodings))
+        total += shared + sum(len(e.ids) - shared for e in encodings)
+    return total
+
+
+def _matmul_tflops(dtype: str, device: str) -> float:
+    """The card's matrix-product rate in this dtype, from a large square product."""
+    import torch
+
+    n = 8192 if device == "cuda" else 512
+    a = torch.randn((n, n), dtype=getattr(torch, dtype), device=device)
+    b = torch.randn((n, n), dtype=getattr(torch, dtype), device=device)
+    a @ b  # warm-up
+    times = []
+    for _ in range(5):
+        if device == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        a @ b
+        if device == "cuda":
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    return 2 * n**3 / min(times) / 1e12
+
+
+def _print(rows: list[Row]) -> None:
+    print(f"\n{'size':<6} {'precision':<9} {'out/s':>8} {'baseline':>9} {'ratio':>6} "
+          f"{'floor':>6} {'max |Δ|':>9}")  # fmt: skip
+    for r in rows:
+        ratio = r.outputs_per_s / r.baseline_per_s
+        print(f"{r.size:<6} {r.precision:<9} {r.outputs_per_s:8.1f} {r.baseline_per_s:9.1f} "
+              f"{ratio:5.2f}x {r.floor_share:6.1%} {r.max_delta:9.2e}")  # fmt: skip
+    print("targets: ratio ≥ 3x in fast at every size; floor ≥ 40% at 7B; exact max |Δ| ≤ 1e-4")
+
+
+if __name__ == "__main__":
+    main()
