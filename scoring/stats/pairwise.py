@@ -172,12 +172,13 @@ def like_counts(x: FloatArray, y: FloatArray, threshold: float) -> LikeCounts:
     return LikeCounts(counted, concordant)
 
 
-def _dense(values: FloatArray) -> tuple[FloatArray, IntArray]:
+def dense_codes(values: FloatArray) -> tuple[FloatArray, IntArray]:
+    """The distinct values (ascending) and each value's code among them."""
     unique, codes = np.unique(values, return_inverse=True)
     return unique, codes.astype(np.int64).reshape(-1)
 
 
-def _count_within(sorted_values: FloatArray, start: FloatArray, epsilon: float) -> IntArray:
+def count_within(sorted_values: FloatArray, start: FloatArray, epsilon: float) -> IntArray:
     """For each v in ``start``: how many of ``sorted_values`` have ``s - v <= epsilon``,
     with the difference rounded as the pairwise comparison rounds it (it is monotone in
     s, so a binary search needs only a short fix-up)."""
@@ -223,11 +224,11 @@ def pooled_pair_counts(
         return (0.0, 0.0, 0.0, 0.0, 0.0)
     order = np.argsort(x, kind="stable")
     xs, ys = x[order], y[order]
-    unique_x, x_codes = _dense(xs)
-    _, y_codes = _dense(ys)
+    unique_x, x_codes = dense_codes(xs)
+    _, y_codes = dense_codes(ys)
     # last_x[i]: how many distinct metric values lie within ε above x_i; the outputs
     # after i up to ``ends[i]`` (exclusive) are metric ties of i.
-    last_x = _count_within(unique_x, xs, epsilon) - 1
+    last_x = count_within(unique_x, xs, epsilon) - 1
     ends = np.searchsorted(x_codes, last_x, side="right").astype(np.int64)
     positions = np.arange(n, dtype=np.int64)
     ties_metric = float(np.sum(ends - positions - 1))
@@ -260,7 +261,7 @@ def pooled_like_counts(x: FloatArray, y: FloatArray, threshold: float) -> tuple[
         return (0.0, 0.0)
     order = np.argsort(y, kind="stable")
     xs, ys = x[order], y[order]
-    _, x_codes = _dense(xs)
+    _, x_codes = dense_codes(xs)
     # Pairs (i, j) with y_j - y_i >= threshold: j from starts[i] on.
     starts = _first_at_least(ys, ys, threshold)
     counted = float(np.sum(n - starts))

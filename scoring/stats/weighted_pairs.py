@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from scoring.stats.pairwise import LikeCounts, RightPairs
+from scoring.stats.pairwise import LikeCounts, RightPairs, count_within, dense_codes
 from scoring.stats.ranking import BoolArray, FloatArray, IntArray
 
 # Copies are counted in int64: exact, and numpy's integer cumulative sums measured
@@ -227,8 +227,8 @@ class PooledPairs:
         # metric order, so each level's copies are one contiguous sum.
         order = np.argsort(x, kind="stable").astype(np.intp)
         xs, ys = x[order], y[order]
-        unique_x, x_code = _dense(xs)
-        unique_y, y_code = _dense(ys)
+        unique_x, x_code = dense_codes(xs)
+        unique_y, y_code = dense_codes(ys)
         self.n_levels = unique_y.size
         n = xs.size
         by_level = np.lexsort((x_code, y_code)).astype(np.intp)
@@ -237,7 +237,7 @@ class PooledPairs:
         self.order = order[by_level]
         self.level_starts = np.searchsorted(y_code[by_level], np.arange(self.n_levels))
         # last[i]: the highest metric code within ε above x_i (x_i's own for ε = 0).
-        last = _count_within(unique_x, xs, epsilon) - 1 if epsilon > 0 else x_code
+        last = count_within(unique_x, xs, epsilon) - 1 if epsilon > 0 else x_code
         self.x_ties = Windows.build(column_of, np.searchsorted(x_code, last, side="right"))
         # Tied on both sides: same human level, metric codes within the window.
         joint = y_code[by_level] * np.int64(unique_x.size) + x_code[by_level]
@@ -301,25 +301,6 @@ class PooledPairs:
                 classes = np.minimum(distinct_x, np.count_nonzero(levels > 0, axis=1))
                 value = 2 * s / (copies**2 * (classes - 1) / classes)
         return ResampledPairs(np.asarray(value, dtype=np.float64), copies, constant)
-
-
-def _dense(values: FloatArray) -> tuple[FloatArray, IntArray]:
-    unique, codes = np.unique(values, return_inverse=True)
-    return unique, codes.reshape(-1).astype(np.intp)
-
-
-def _count_within(sorted_values: FloatArray, start: FloatArray, epsilon: float) -> IntArray:
-    """For each v in ``start``: how many of ``sorted_values`` have ``s − v <= ε``, the
-    difference rounded as the pairwise comparison rounds it (monotone in s, so a binary
-    search needs only a short fix-up)."""
-    n = sorted_values.size
-    guess = np.searchsorted(sorted_values, start + epsilon, side="right")
-    while True:
-        up = (guess < n) & (sorted_values[np.minimum(guess, n - 1)] - start <= epsilon)
-        down = (guess > 0) & (sorted_values[np.maximum(guess - 1, 0)] - start > epsilon)
-        if not (up.any() or down.any()):
-            return guess.astype(np.intp)
-        guess = guess + up - down
 
 
 def _count_at_most(sorted_values: FloatArray, start: FloatArray, threshold: float) -> IntArray:
