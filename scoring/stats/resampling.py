@@ -41,6 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -418,11 +419,7 @@ def _dataset_spearman(
     zero = settings.policy is DegeneratePolicy.ZERO
     for start in range(0, plan.size, step):
         stop = min(start + step, plan.size)
-        weight = np.ones((stop - start, n))
-        if plan.doc_counts is not None:
-            weight = np.take(plan.doc_counts[start:stop], doc_codes, axis=1)
-        if plan.system_counts is not None and sys_codes is not None:
-            weight = weight * np.take(plan.system_counts[start:stop], sys_codes, axis=1)
+        weight = _block_weights(plan, start, stop, doc_codes, sys_codes, np.float64)
         total = weight.sum(axis=1)
         (per_x, rank_x), (per_y, rank_y) = (side.ranks(weight, total) for side in sides)
         cross = np.einsum("bn,bn,bn->b", weight, np.take(rank_x, sides[0].codes, axis=1),
@@ -435,6 +432,26 @@ def _dataset_spearman(
         r = np.where(constant, 0.0 if zero else np.nan, r)
         out[start:stop] = np.where(total < 2, np.nan, r)
     return out
+
+
+def _block_weights(
+    plan: Resamples,
+    start: int,
+    stop: int,
+    doc_codes: IntArray,
+    sys_codes: IntArray | None,
+    dtype: type[np.generic],
+) -> npt.NDArray[Any]:
+    """Each output's copies in resamples ``start..stop`` (rows) : its document's draw
+    count times its system's, in ``dtype`` (float64 for the rank sums, int64 for the
+    pair counts)."""
+    weight: npt.NDArray[Any] = np.ones((stop - start, doc_codes.size), dtype=dtype)
+    if plan.doc_counts is not None:
+        weight = np.take(plan.doc_counts[start:stop].astype(dtype, copy=False), doc_codes, axis=1)
+    if plan.system_counts is not None and sys_codes is not None:
+        systems = plan.system_counts[start:stop].astype(dtype, copy=False)
+        weight = weight * np.take(systems, sys_codes, axis=1)
+    return weight
 
 
 class _Side:
@@ -485,12 +502,7 @@ def _dataset_pairs(
     tau = settings.coefficient in (Coefficient.KENDALL_B, Coefficient.KENDALL_C)
     for start in range(0, plan.size, step):
         stop = min(start + step, plan.size)
-        weight = np.ones((stop - start, doc_codes.size), dtype=np.int64)
-        if plan.doc_counts is not None:
-            weight = np.take(plan.doc_counts[start:stop].astype(np.int64), doc_codes, axis=1)
-        if plan.system_counts is not None and sys_codes is not None:
-            counts_s = plan.system_counts[start:stop].astype(np.int64)
-            weight = weight * np.take(counts_s, sys_codes, axis=1)
+        weight = _block_weights(plan, start, stop, doc_codes, sys_codes, np.int64)
         counts = pooled.evaluate(weight)
         n = counts.copies.astype(np.intp)
         r = np.where(n >= 2, counts.value, np.nan)
