@@ -110,7 +110,4 @@ class DocPacks:
         from scoring.lm import _causal
 
         values = _causal._run_pack(self.lm, forest, [row.enc for row in rows], 0, None)
-        return [
-            TargetScore.from_logprobs(self.keys[row.index], row_values, truncated=row.enc.truncated)
-            for row, row_values in zip(rows, values, strict=True)
-        ]
+        return _causal._scores(self.keys, rows, values)

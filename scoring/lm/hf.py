@@ -185,8 +185,7 @@ def _load(name: str, gguf_file: str | None, device: str, dtype: str) -> LoadedMo
     model = auto.from_pretrained(name, config=config, **_dtype_kwargs(torch_dtype), **extra)
     model.to(device)
     model.eval()
-    pad_id = _first_id(tokenizer.pad_token_id, tokenizer.eos_token_id, config.pad_token_id, 0)
-    assert pad_id is not None
+    pad_id = _pad_id(tokenizer, config)
     limit = _context_limit(config, tokenizer)
     causal = seq2seq = None
     if is_seq2seq:
@@ -232,12 +231,17 @@ def causal_model(model: Any, tokenizer: Any, device: str) -> _causal.CausalModel
         tokenizer=tokenizer,
         device=device,
         context_limit=_context_limit(config, tokenizer),
-        pad_id=_first_id(tokenizer.pad_token_id, tokenizer.eos_token_id, config.pad_token_id, 0)
-        or 0,
+        pad_id=_pad_id(tokenizer, config),
         context_token=_first_id(tokenizer.bos_token_id, tokenizer.eos_token_id),
         project_at_targets=_head_is_plain(model, config),
         prefix_cache=_full_attention_only(config),
     )
+
+
+def _pad_id(tokenizer: Any, config: Any) -> int:
+    """The id that pads a batch: the tokenizer's pad, else its end of sequence, else the
+    configuration's pad, else 0."""
+    return _first_id(tokenizer.pad_token_id, tokenizer.eos_token_id, config.pad_token_id) or 0
 
 
 def _first_id(*candidates: object) -> int | None:
