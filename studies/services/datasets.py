@@ -407,7 +407,7 @@ def _aspects(plan: _Plan, options: ImportOptions, summary: ImportSummary) -> dic
         elif (
             options.widen_aspects
             and name.lower() not in options.rescale
-            and not aspect.scale_min <= low <= high <= aspect.scale_max
+            and not scales.holds(aspect, low, high)
         ):
             aspect = _wider_aspect(aspect, low, high, options, summary, name)
         resolved[name] = aspect
@@ -426,7 +426,7 @@ def _created_meanwhile(
         raise ImportValidationError([LineError(0, field_name, f"the aspect for {name!r} "
                                                "clashed with one created at the same moment; "
                                                "import the file again")])  # fmt: skip
-    if not aspect.scale_min <= low <= high <= aspect.scale_max:
+    if not scales.holds(aspect, low, high):
         raise ImportValidationError([LineError(0, field_name, (
             f"another import created {aspect.code} at the same moment with the scale "
             f"{scales.fmt_range(aspect.scale_min, aspect.scale_max)}, which does not hold this "
@@ -476,7 +476,7 @@ def _wider_aspect(
         wider.save()
         wider.tasks.set(aspect.tasks.all())
         summary.aspects_created.append(wider.code)
-    elif not wider.scale_min <= low <= high <= wider.scale_max:  # edited since it was made
+    elif not scales.holds(wider, low, high):  # edited since it was made
         raise ImportValidationError(
             [
                 LineError(

@@ -48,6 +48,11 @@ def parse_ranges(items: list[str] | str) -> SourceRanges:
     return ranges
 
 
+def holds(aspect: Any, low: float, high: float) -> bool:
+    """Whether ``aspect``'s scale holds every value from ``low`` to ``high``."""
+    return bool(aspect.scale_min <= low <= high <= aspect.scale_max)
+
+
 def out_of_scale(
     name: str, value: float, aspect: Any, rescale: SourceRanges, widen: bool
 ) -> str | None:
