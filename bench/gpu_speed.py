@@ -28,6 +28,16 @@ Compared, per size and precision (``fast``: bfloat16; ``exact``: float32, TF32 o
   (:mod:`scoring.lm._doc_packs`), vocabulary projection only at scored positions.
 * ``plain``: one forward per output (the reference), for max |Δ| only; it is not timed.
 
+A second table covers the other model paths on the same outputs, fast against plain
+(both timed): ``seq2seq`` (a random T5-base: prompt to the encoder, output to the
+decoder) and ``rating`` (G-Eval's label distribution after a form-filling suffix, on
+the random 135M Llama). It prints each fast path's fallback rows (rows a failing
+strategy handed on, ending one by one with the plain path's numbers) and their first
+error, and whether fast is bit-equal to plain. Issue 15 saw both paths bit-equal in
+bf16 on an H100 and suspected a silent fallback; bit-equality alone does not show one
+(on this CPU the tiny smoke models are bit-equal in both dtypes with no fallback, since
+a batch row's products can round exactly as a lone row's): the fallback count does.
+
 Printed: a table of size, precision, outputs/s, the ratio engine/baseline, the engine's
 share of the useful-FLOP floor (2 × parameters × (each document's prefix tokens once +
 every output's remaining tokens) at the card's matrix-product rate, measured on a large
@@ -70,11 +80,16 @@ def options(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", nargs="+", default=["135M", "1.7B", "7B"], choices=SHAPES)
     parser.add_argument("--precisions", nargs="+", default=["fast", "exact"], choices=DTYPES)
+    parser.add_argument("--paths", nargs="+", default=["gptscore", "seq2seq", "rating"],
+                        choices=["gptscore", "seq2seq", "rating"])  # fmt: skip
     parser.add_argument("--docs", type=int, default=40)
     parser.add_argument("--outputs-per-doc", type=int, default=16)
     parser.add_argument("--baseline-batch", type=int, default=32)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--doc-pack-tokens", type=int, help="default: the engine's CUDA budget")
+    parser.add_argument("--tree-rows", type=int,
+                        help="query rows per tree-attention block (default: the engine's CUDA "
+                        "default, 0: one dense masked call per forward)")  # fmt: skip
     parser.add_argument("--tflops", type=float, help="the card's rate (default: measured)")
     parser.add_argument("--cpu-smoke", action="store_true",
                         help="run everything on a tiny random model on the CPU (a check)")  # fmt: skip
@@ -96,8 +111,16 @@ class Row:
     max_delta: float
 
 
-def main(argv: list[str] | None = None) -> list[Row]:
-    """Run the benchmark; return the table's rows (empty without a device to run on)."""
+@dataclass(frozen=True)
+class Tables:
+    """What a run measured: the GPTScore table's rows and the other paths' rows."""
+
+    rows: list[Row]
+    paths: list[PathRow]
+
+
+def main(argv: list[str] | None = None) -> Tables:
+    """Run the benchmark; return both tables' rows (empty without a device to run on)."""
     logging.basicConfig(level=logging.WARNING)
     args = options(argv)
     sys.path.insert(0, str(REPO))
@@ -106,21 +129,23 @@ def main(argv: list[str] | None = None) -> list[Row]:
     if not args.cpu_smoke and not torch.cuda.is_available():
         print("bench/gpu_speed.py needs a CUDA GPU and none is visible here; nothing was "
               "measured. (Run with --cpu-smoke to check the script on a tiny CPU model.)")  # fmt: skip
-        return []
+        return Tables([], [])
     device = "cpu" if args.cpu_smoke else "cuda"
     tokenizer = _tokenizer(args.cpu_smoke)
     requests = _requests(args)
     print(f"{len(requests)} outputs from {args.docs} documents on {_device_name(device)}; "
           f"baseline batch {args.baseline_batch}")  # fmt: skip
     rows: list[Row] = []
-    for size in args.sizes:
+    for size in args.sizes if "gptscore" in args.paths else []:
         for precision in args.precisions:
             rows.append(_measure(size, precision, device, tokenizer, requests, args))
             gc.collect()
             if device == "cuda":
                 torch.cuda.empty_cache()
+    paths = other_paths(args, device, tokenizer, requests)
     _print(rows)
-    return rows
+    _print_paths(paths)
+    return Tables(rows, paths)
 
 
 def _device_name(device: str) -> str:
@@ -201,14 +226,15 @@ def _measure(
 ) -> Row:
     import torch
 
-    from scoring.lm import _causal, _doc_packs, hf
+    from scoring.lm import _causal, _doc_packs, _tree_attention, hf
     from scoring.lm import precision as _precision
 
     dtype = DTYPES[precision]
     if precision == "exact":
         _precision.use_exact_matmul()
     model = _build(size, dtype, device, len(tokenizer))
-    lm = hf.causal_model(model, tokenizer, device)
+    rows = args.tree_rows if args.tree_rows is not None else _tree_attention.default_rows("cuda")
+    lm = hf.causal_model(model, tokenizer, device, tree_rows=rows)
     budget = args.doc_pack_tokens
     if budget is None:
         budget = _doc_packs.CUDA_DOC_PACK_TOKENS  # the CUDA default, on the CPU smoke too
@@ -216,7 +242,8 @@ def _measure(
     tree = _causal.tree_attention_works(lm)
     parameters = sum(p.numel() for p in model.parameters())
     print(f"{size}/{precision}: {parameters / 1e9:.2f}B parameters, {dtype}, tree attention "
-          f"{'on' if tree else 'UNAVAILABLE'}, {budget} tokens per packed forward")  # fmt: skip
+          f"{'on' if tree else 'UNAVAILABLE'}, {budget} tokens per packed forward, attention "
+          f"blocks of {_causal.tree_rows_used(lm) or 'all (dense mask)'} rows")  # fmt: skip
 
     engine_times, engine = _timed(lambda: _causal.score_fast(lm, requests, 8), args.repeat, device)
     base_times, _ = _timed(lambda: baseline(lm, requests, args.baseline_batch), args.repeat, device)
@@ -326,6 +353,116 @@ def _matmul_tflops(dtype: str, device: str) -> float:
             torch.cuda.synchronize()
         times.append(time.perf_counter() - start)
     return 2 * n**3 / min(times) / 1e12
+
+
+# -- the seq2seq and G-Eval rating paths -----------------------------------------------
+
+# T5-base shape (d_model, d_ff, layers, heads, key/value size); tiny for the smoke run.
+T5_SHAPES = {"t5-base": (768, 3072, 12, 12, 64), "tiny": (32, 64, 2, 4, 8)}
+FORM = "\n\nEvaluation Form (scores ONLY):\n- Coherence:"
+
+
+@dataclass(frozen=True)
+class PathRow:
+    """One line of the second table: a path's fast and plain speeds and agreement."""
+
+    path: str
+    precision: str
+    fast_per_s: float
+    plain_per_s: float
+    max_delta: float
+    identical: bool  # bit-equal to plain (possible without a fallback: see the docstring)
+    fallbacks: dict[str, int]  # rows each fast strategy handed on per call
+    errors: dict[str, str]
+
+
+def other_paths(
+    args: argparse.Namespace, device: str, tokenizer: Any, requests: list[Any]
+) -> list[PathRow]:
+    """The seq2seq (random T5-base) and G-Eval rating (random 135M Llama) paths: fast
+    against plain, timed alike, with the fast path's fallbacks counted."""
+    import torch
+    import transformers
+
+    from scoring.lm import _rating, _seq2seq, hf
+    from scoring.lm._collate import FALLBACKS
+    from scoring.lm.rating import RatingRequest
+
+    found: list[PathRow] = []
+    for precision in args.precisions:
+        dtype = DTYPES[precision]
+        if "seq2seq" in args.paths:
+            d_model, d_ff, layers, heads, d_kv = T5_SHAPES["tiny" if args.cpu_smoke else "t5-base"]
+            config = transformers.T5Config(
+                vocab_size=len(tokenizer), d_model=d_model, d_ff=d_ff, num_layers=layers,
+                num_heads=heads, d_kv=d_kv, decoder_start_token_id=tokenizer.pad_token_id,
+                pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+            )  # fmt: skip
+            torch.manual_seed(0)
+            with torch.device(device):
+                t5 = (
+                    transformers.T5ForConditionalGeneration(config).to(getattr(torch, dtype)).eval()
+                )
+            lm = _seq2seq.Seq2SeqModel(t5, tokenizer, device, 512, tokenizer.pad_token_id,
+                                       tokenizer.pad_token_id)  # fmt: skip
+            found.append(_compare("seq2seq", precision, device, args.repeat, requests,
+                                  lambda reqs, lm=lm: _seq2seq.score_fast(lm, reqs, 8),
+                                  lambda reqs, lm=lm: _seq2seq.score_plain(lm, reqs),
+                                  lambda r: r.token_logprobs, FALLBACKS))  # fmt: skip
+            del t5, lm
+        if "rating" in args.paths:
+            model = _build("tiny" if args.cpu_smoke else "135M", dtype, device, len(tokenizer))
+            causal = hf.causal_model(model, tokenizer, device)
+            ratings = [RatingRequest(r.key, r.prompt + r.target + FORM,
+                                     tuple(str(k) for k in range(1, 6)), group=r.prompt)
+                       for r in requests]  # fmt: skip
+            found.append(_compare("rating", precision, device, args.repeat, ratings,
+                                  lambda reqs, lm=causal: _rating.rate_fast(lm, reqs, 8),
+                                  lambda reqs, lm=causal: _rating.rate_plain(lm, reqs),
+                                  lambda r: r.probs, FALLBACKS))  # fmt: skip
+            del model, causal
+        gc.collect()
+        if device == "cuda":
+            torch.cuda.empty_cache()
+    return found
+
+
+def _compare(path: str, precision: str, device: str, repeat: int, requests: list[Any],
+             fast: Any, plain: Any, values: Any, fallbacks: Any) -> PathRow:  # fmt: skip
+    if precision == "exact":
+        from scoring.lm import precision as _precision
+
+        _precision.use_exact_matmul()
+    before = fallbacks.rows.copy()
+    fast_times, fast_out = _timed(lambda: fast(requests), repeat, device)
+    calls = repeat + 1  # _timed's warm-up call included
+    handed_on = {name: n // calls for name, n in fallbacks.since(before).items()}  # per call
+    plain_times, plain_out = _timed(lambda: plain(requests), repeat, device)
+    pairs = [(a, b) for f, p in zip(fast_out, plain_out, strict=True)
+             for a, b in zip(values(f), values(p), strict=True)]  # fmt: skip
+    row = PathRow(
+        path=path, precision=precision,
+        fast_per_s=len(requests) / statistics.median(fast_times),
+        plain_per_s=len(requests) / statistics.median(plain_times),
+        max_delta=max((abs(a - b) for a, b in pairs), default=0.0),
+        identical=all(a == b for a, b in pairs),
+        fallbacks=handed_on, errors={k: fallbacks.errors[k] for k in handed_on},
+    )  # fmt: skip
+    print(f"{path}/{precision}: fast {row.fast_per_s:.1f} out/s, plain {row.plain_per_s:.1f}, "
+          f"fallback rows {handed_on or 'none'}{'; errors: ' + str(row.errors) if handed_on else ''}")  # fmt: skip
+    return row
+
+
+def _print_paths(rows: list[PathRow]) -> None:
+    if not rows:
+        return
+    print(f"\n{'path':<8} {'precision':<9} {'fast/s':>8} {'plain/s':>8} {'ratio':>6} "
+          f"{'max |Δ|':>9} {'bit-equal':>9} fallback rows")  # fmt: skip
+    for r in rows:
+        print(f"{r.path:<8} {r.precision:<9} {r.fast_per_s:8.1f} {r.plain_per_s:8.1f} "
+              f"{r.fast_per_s / r.plain_per_s:5.2f}x {r.max_delta:9.2e} {str(r.identical):>9} "
+              f"{sum(r.fallbacks.values())}")  # fmt: skip
+    print("fallback rows > 0: the fast path failed for those rows (errors printed above)")
 
 
 def _print(rows: list[Row]) -> None:

@@ -24,6 +24,7 @@ Nothing here imports torch.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
@@ -151,6 +152,28 @@ def _then_release(run: Callable[[], Sequence[R]], group: Group[E]) -> Callable[[
     return wrapped
 
 
+@dataclass
+class Fallbacks:
+    """Rows each strategy handed on to the next fallback in this process, and the first
+    error each strategy gave: a fast path that keeps failing (and so runs one row at a
+    time, with the plain path's numbers) shows here and in the benchmarks, not only in
+    the log."""
+
+    rows: Counter[str] = field(default_factory=Counter)
+    errors: dict[str, str] = field(default_factory=dict)
+
+    def note(self, strategy: str, rows: int, error: BaseException) -> None:
+        self.rows[strategy] += rows
+        self.errors.setdefault(strategy, describe(error))
+
+    def since(self, before: Counter[str]) -> dict[str, int]:
+        """Rows handed on per strategy since ``before`` (a copy of :attr:`rows`)."""
+        return {name: n for name, n in (self.rows - before).items() if n}
+
+
+FALLBACKS = Fallbacks()
+
+
 def bind(
     run: Callable[[Group[E], Sequence[Row[E]]], Sequence[R]],
     group: Group[E],
@@ -236,12 +259,13 @@ def _run_groups(
                 forward = next(planned)
             except StopIteration:
                 break
-            except Exception:  # planning itself failed: what it had not reached goes on
+            except Exception as exc:  # planning itself failed: what it had not reached goes on
                 logger.exception("%s planning failed", strategy.name)
-                for group in pending:
-                    for row in group.rows:
-                        if row.index not in handled:
-                            left.setdefault(owner[row.index], []).append(row)
+                unreached = [row for group in pending for row in group.rows
+                             if row.index not in handled]  # fmt: skip
+                for row in unreached:
+                    left.setdefault(owner[row.index], []).append(row)
+                FALLBACKS.note(strategy.name, len(unreached), exc)
                 break
             handled.update(row.index for row in forward.rows)
             try:
@@ -250,12 +274,13 @@ def _run_groups(
                     raise ValueError(
                         f"{strategy.name}: {len(values)} results for {len(forward.rows)} rows"
                     )
-            except Exception:
+            except Exception as exc:
                 logger.exception(
                     "%s forward failed; its %d rows go to the next fallback",
                     strategy.name,
                     len(forward.rows),
                 )
+                FALLBACKS.note(strategy.name, len(forward.rows), exc)
                 for row in forward.rows:
                     left.setdefault(owner[row.index], []).append(row)
                 continue

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from scoring.lm import _causal, _doc_packs, _seq2seq
+from scoring.lm import _causal, _doc_packs, _seq2seq, _tree_attention
 from scoring.lm import precision as _precision
 from scoring.lm._hf_rating import RatingMixin
 from scoring.lm._util import sane_limit
@@ -221,11 +221,20 @@ def _load(name: str, gguf_file: str | None, device: str, dtype: str) -> LoadedMo
     )
 
 
-def causal_model(model: Any, tokenizer: Any, device: str) -> _causal.CausalModel:
+def causal_model(
+    model: Any, tokenizer: Any, device: str, tree_rows: int | None = None
+) -> _causal.CausalModel:
     """What the causal scoring paths need to know about a loaded decoder-only ``model``
     (checked on probes: whether its logits are a plain projection, whether a prefix
-    cache can be reused). Also for models built in memory (bench/gpu_speed.py)."""
+    cache can be reused). Also for models built in memory (bench/gpu_speed.py).
+
+    ``tree_rows`` (default: the device's, :func:`._tree_attention.default_rows`) above 0
+    switches an ``sdpa`` model to the blocked tree attention; a model on another
+    attention implementation keeps it and gets 0."""
     config = model.config
+    rows = _tree_attention.default_rows(device) if tree_rows is None else tree_rows
+    if rows > 0 and not _tree_attention.install(model):
+        rows = 0
     return _causal.CausalModel(
         model=model,
         tokenizer=tokenizer,
@@ -235,6 +244,7 @@ def causal_model(model: Any, tokenizer: Any, device: str) -> _causal.CausalModel
         context_token=_first_id(tokenizer.bos_token_id, tokenizer.eos_token_id),
         project_at_targets=_head_is_plain(model, config),
         prefix_cache=_full_attention_only(config),
+        tree_rows=rows,
     )
 
 
@@ -390,22 +400,24 @@ class HFLanguageModel(RatingMixin):
     def provenance(self) -> dict[str, Any]:
         """How this model scores, for a run's record: device, dtype, the precision policy
         asked for and the one used, the attention implementation, whether tree attention
-        passed its probe, the per-forward budgets, library and CUDA versions."""
+        passed its probe, the per-forward budgets and attention blocks, library and CUDA
+        versions."""
         lm = self.loaded
         found = {
             **_precision.environment(lm.device),
             "dtype": lm.dtype,
             "precision": self.precision,
             "precision_asked": self.policy,
-            "attention": getattr(lm.model.config, "_attn_implementation", None),
+            "attention": _tree_attention.kernel(lm.model),
             "parameters": sum(p.numel() for p in lm.model.parameters()),
             "batch_size": self.batch_size,
             "context_limit": self.max_length,
         }
         if self._causal is not None:
             found["tree_attention"] = _causal.tree_attention_works(self._causal)
-            found["pack_tokens"] = self._causal.pack_tokens
+            found["pack_tokens"] = _causal.pack_budget(self._causal)
             found["doc_pack_tokens"] = self._causal.doc_pack_tokens
+            found["tree_rows"] = _causal.tree_rows_used(self._causal)
         return found
 
     def score_targets(self, requests: Sequence[TargetRequest]) -> list[TargetScore]:

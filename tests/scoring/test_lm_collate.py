@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from scoring.lm._collate import Batches, Forward, Group, Row, collate
+from scoring.lm._collate import FALLBACKS, Batches, Forward, Group, Row, collate
 
 
 def _rows(*texts: str) -> list[Row[str]]:
@@ -98,11 +98,15 @@ def test_groups_of_one_row_are_pooled_when_asked() -> None:
 def test_a_failing_forward_falls_back_one_by_one_and_the_others_stand() -> None:
     recorder = Recorder(fail_when=lambda encodings: "ac" in encodings)
     rows = _rows("ab", "acc", "ac", "b")
+    before = FALLBACKS.rows.copy()
     results = _score(rows, recorder, strategies=[recorder.batches(batch_size=2, forward_cost=0)])
     failed_batch = next(forward for forward in recorder.forwards if "ac" in forward)
     for row in rows:
         expected = f"one:{row.enc}" if row.enc in failed_batch else row.enc.upper()
         assert results[row.index] == expected
+    # Not silent: the rows handed on are counted, with the strategy's error.
+    assert FALLBACKS.since(before) == {"batches": len(failed_batch)}
+    assert "out of memory" in FALLBACKS.errors["batches"]
 
 
 def test_a_failing_forward_hands_only_its_rows_to_the_next_strategy() -> None:
@@ -192,9 +196,11 @@ def test_planning_that_fails_hands_what_it_had_not_reached_to_the_next_fallback(
             raise RuntimeError("cannot plan the rest")
 
     second = Recorder()
+    before = FALLBACKS.rows.copy()
     results = _score(_rows("ab", "b", "c"), second, strategies=[Stumbles(), second.batches()],
                      across_groups=True)  # fmt: skip
     assert results == {0: "planned:ab", 1: "B", 2: "C"}
+    assert FALLBACKS.since(before) == {"stumbles": 2}
 
 
 class State:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 import torch
 import transformers
 
-from scoring.lm import HFLanguageModel, TargetRequest, TargetScore, _causal
+from scoring.lm import HFLanguageModel, TargetRequest, TargetScore, _causal, _tree_attention
 
 TOL = 1e-4
 
@@ -699,3 +699,72 @@ def test_the_ancestor_matrix_is_the_same_built_from_ranges_or_row_by_row() -> No
         got = fast if tree is forest else ancestor_matrix(tree)
         assert torch.equal(got, expected)
     assert not fast[len(forest) - 1, 0]  # the second block sees nothing of the first
+
+
+# -- blocked tree attention (each block of nodes against only the keys it may see) ----
+
+
+def _blocked(lm: HFLanguageModel, rows: int, doc_pack_tokens: int = 0) -> _causal.CausalModel:
+    assert lm._causal is not None
+    assert lm._causal.tree_rows == _tree_attention.CPU_TREE_ROWS  # the CPU default, installed
+    return dataclasses.replace(lm._causal, tree_rows=rows, doc_pack_tokens=doc_pack_tokens)
+
+
+def _without_a_root_key(real: Callable[..., list[_tree_attention.Block]]) -> Callable[..., object]:
+    """Blocks that forget one key a row needs (the first node after the prefix)."""
+
+    def broken(tree: _causal.Pack, prefix_len: int, *rest: object) -> object:
+        return [
+            dataclasses.replace(b, keys=b.keys[b.keys != prefix_len], mask=b.mask[..., torch.cat(
+                [torch.ones(prefix_len, dtype=torch.bool), b.keys[prefix_len:] != prefix_len])])
+            for b in real(tree, prefix_len, *rest)
+        ]  # fmt: skip
+
+    return broken
+
+
+@pytest.mark.parametrize(("rows", "doc_pack_tokens"), [(1, 0), (2, 0), (5, 0), (2, 160), (3, 4096)])
+def test_blocked_tree_attention_gives_the_plain_paths_numbers(
+    causal_dir: str, rows: int, doc_pack_tokens: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lm = HFLanguageModel(causal_dir, batch_size=8)
+    blocked = _blocked(lm, rows, doc_pack_tokens)
+    assert _causal.tree_attention_works(blocked) and _causal.tree_rows_used(blocked) == rows
+    requests = _requests()
+    plain = lm.score_targets_plain(requests)
+    made: list[int] = []
+    real = _tree_attention.blocks
+
+    def counted(*args: object) -> list[_tree_attention.Block]:
+        found = real(*args)  # type: ignore[arg-type]
+        made.append(len(found))
+        return found
+
+    monkeypatch.setattr(_tree_attention, "blocks", counted)
+    _assert_same(_causal.score_fast(blocked, requests, 8), plain)
+    assert made and max(made) > 1  # packs were cut into several blocks
+    # The blocks are what the layers use: drop one key and the numbers move.
+    monkeypatch.setattr(_tree_attention, "blocks", _without_a_root_key(real))
+    wrong = _causal.score_fast(blocked, requests, 8)
+    assert max(abs(a - b) for f, p in zip(wrong, plain, strict=True)
+               for a, b in zip(f.token_logprobs, p.token_logprobs, strict=True)) > 1e-3  # fmt: skip
+
+
+def test_blocks_that_fail_the_probe_leave_the_dense_mask(
+    causal_dir: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lm = HFLanguageModel(causal_dir, batch_size=8)
+    assert lm._causal is not None
+    monkeypatch.setattr(_causal, "_TREE_OK", type(_causal._TREE_OK)())
+    monkeypatch.setattr(_causal, "_BLOCKS_OK", type(_causal._BLOCKS_OK)())
+    monkeypatch.setattr(_tree_attention, "blocks", _without_a_root_key(_tree_attention.blocks))
+    assert _causal.tree_attention_works(lm._causal)  # the dense mask passed
+    assert _causal.tree_rows_used(lm._causal) == 0 and lm.provenance()["tree_rows"] == 0
+    requests = _requests()
+    _assert_same(lm.score_targets(requests), lm.score_targets_plain(requests))
+
+
+def test_the_run_records_the_block_size(causal_dir: str) -> None:
+    record = HFLanguageModel(causal_dir).provenance()
+    assert record["tree_rows"] == _tree_attention.CPU_TREE_ROWS
+    assert record["attention"] == "sdpa"  # the blocks are SDPA calls
