@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from scoring.learned.inputs import Formatted
+from scoring.lm._util import cache_kwargs, returned_cache
 
 logger = logging.getLogger(__name__)
 POOLINGS = ("last+answer", "last", "mean", "first")
@@ -371,9 +372,11 @@ class Backbone:
         cache = None
         if n > 0:
             prefix = torch.tensor([first[:n]], dtype=torch.long, device=self.device)
-            cache = self.model(
-                input_ids=prefix, past_key_values=DynamicCache(), use_cache=True
-            ).past_key_values
+            cache = returned_cache(
+                self.model(
+                    input_ids=prefix, **cache_kwargs(self.model, DynamicCache()), use_cache=True
+                )
+            )
         vectors: list[Any] = []
         for start in range(0, len(encoded), self.batch_size):
             rows = tokens[start : start + self.batch_size]
@@ -393,7 +396,8 @@ class Backbone:
             positions = torch.arange(n, n + width, device=self.device).expand(len(batch), -1)
             hidden = self.model(
                 input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device),
-                position_ids=positions, past_key_values=past, use_cache=past is not None,
+                position_ids=positions, **cache_kwargs(self.model, past),
+                use_cache=past is not None,
             ).last_hidden_state  # fmt: skip
             for b, (ids, answer) in enumerate(rows):
                 vectors.append(self._decoder_vector(hidden[b], answer - n, len(ids) - n))

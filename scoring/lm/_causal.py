@@ -37,7 +37,7 @@ from typing import Any
 
 from scoring.lm._collate import Batches, Forward, Group, Row, Strategy, bind, collate
 from scoring.lm._tree import Pack, ancestor_matrix, concatenate, pack
-from scoring.lm._util import common_prefix_len, describe, finish
+from scoring.lm._util import cache_kwargs, common_prefix_len, describe, finish, returned_cache
 from scoring.lm.base import TargetRequest, TargetScore
 
 logger = logging.getLogger(__name__)
@@ -339,8 +339,9 @@ def _run_prefix(lm: CausalModel, prefix: Sequence[int]) -> Any:
     from transformers import DynamicCache
 
     ids = torch.tensor([list(prefix)], dtype=torch.long, device=lm.device)
-    out = lm.model.base_model(input_ids=ids, past_key_values=DynamicCache(), use_cache=True)
-    cache = out.past_key_values
+    base = lm.model.base_model
+    out = base(input_ids=ids, **cache_kwargs(base, DynamicCache()), use_cache=True)
+    cache = returned_cache(out)
     if not isinstance(cache, DynamicCache) or cache.get_seq_length() != len(prefix):
         raise TypeError(f"unexpected cache after the prefix forward: {type(cache).__name__}")
     return cache
@@ -396,7 +397,7 @@ def _run_batch(
     logprobs = logprobs_at(
         lm, torch.tensor(rows, device=device), torch.tensor(cols, device=device),
         input_ids=input_ids, attention_mask=mask, position_ids=position_ids,
-        past_key_values=past, use_cache=past is not None,
+        **cache_kwargs(lm.model.base_model, past), use_cache=past is not None,
     )  # fmt: skip
     picked = logprobs.gather(1, torch.tensor(targets, device=device).unsqueeze(1)).squeeze(1)
     return _split_counts(picked.tolist(), counts)
@@ -507,7 +508,7 @@ def _run_pack(
     logprobs = logprobs_at(
         lm, 0, nodes,
         input_ids=input_ids, attention_mask=mask, position_ids=position_ids,
-        past_key_values=past, use_cache=past is not None, **extra,
+        **cache_kwargs(lm.model.base_model, past), use_cache=past is not None, **extra,
     )  # fmt: skip
     picked = logprobs[
         torch.tensor([row for row, _ in picks], device=device),

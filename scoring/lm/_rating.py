@@ -29,7 +29,7 @@ from typing import Any
 
 from scoring.lm import _causal
 from scoring.lm._collate import Batches, Row, collate
-from scoring.lm._util import describe
+from scoring.lm._util import cache_kwargs, describe
 from scoring.lm.rating import RatingDistribution, RatingRequest
 
 logger = logging.getLogger(__name__)
@@ -328,7 +328,8 @@ def _run_rows(
     col_index = torch.tensor([c for _, _, c in picks], device=device)
     logprobs = _causal.logprobs_at(
         lm, row_index, col_index, input_ids=input_ids, attention_mask=mask,
-        position_ids=position_ids, past_key_values=past, use_cache=past is not None,
+        position_ids=position_ids, **cache_kwargs(lm.model.base_model, past),
+        use_cache=past is not None,
     )  # fmt: skip
     found: list[Read] = [{} for _ in batch]
     for k, (b, node, _col) in enumerate(picks):

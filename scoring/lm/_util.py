@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from typing import Any
 
 from scoring.lm.base import TargetScore
 
@@ -66,3 +67,26 @@ def sane_limit(value: object) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int):
         return None
     return value if 0 < value < SANE_LIMIT else None
+
+
+_CACHE_KEYWORD: dict[type, str] = {}
+
+
+def cache_kwargs(model: object, cache: object) -> dict[str, object]:
+    """The keyword argument that hands a key/value ``cache`` to ``model``'s forward:
+    ``cache`` where the forward takes it (transformers 5.2x renamed ``past_key_values``,
+    deprecated there and due to go in 5.40), else ``past_key_values``."""
+    import inspect
+
+    kind = type(model)
+    keyword = _CACHE_KEYWORD.get(kind)
+    if keyword is None:
+        parameters = inspect.signature(model.forward).parameters  # type: ignore[attr-defined]
+        keyword = _CACHE_KEYWORD[kind] = "cache" if "cache" in parameters else "past_key_values"
+    return {keyword: cache}
+
+
+def returned_cache(output: object) -> Any:
+    """The key/value cache a forward returned, under either name (see :func:`cache_kwargs`)."""
+    found = getattr(output, "cache", None)
+    return found if found is not None else getattr(output, "past_key_values", None)
