@@ -436,7 +436,7 @@ def _compare(path: str, precision: str, device: str, repeat: int, requests: list
     before = fallbacks.rows.copy()
     fast_times, fast_out = _timed(lambda: fast(requests), repeat, device)
     calls = repeat + 1  # _timed's warm-up call included
-    handed_on = {name: n // calls for name, n in fallbacks.since(before).items()}  # per call
+    handed_on = {name: -(-n // calls) for name, n in fallbacks.since(before).items()}  # per call
     plain_times, plain_out = _timed(lambda: plain(requests), repeat, device)
     pairs = [(a, b) for f, p in zip(fast_out, plain_out, strict=True)
              for a, b in zip(values(f), values(p), strict=True)]  # fmt: skip

@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
+from scoring.lm import _tree_attention
 from scoring.lm._collate import Batches, Forward, Group, Row, Strategy, bind, collate
 from scoring.lm._tree import Pack, ancestor_matrix, concatenate, pack
 from scoring.lm._util import cache_kwargs, common_prefix_len, describe, finish, returned_cache
@@ -479,8 +480,6 @@ def _run_pack(
     """
     import torch
 
-    from scoring.lm import _tree_attention
-
     device = lm.device
     size = len(tree)
     dtype = next(lm.model.parameters()).dtype
@@ -524,16 +523,19 @@ def tree_attention_works(lm: CausalModel) -> bool:
     forward to within rounding, and be clearly closer to it than the same tokens scored
     with an ordinary causal mask (which would let it see its sibling); so must the same
     two sequences packed as two documents in one row (the mask of :mod:`._doc_packs`,
-    positions restarting in the second block). With ``lm.tree_rows`` the probe runs the
-    blocked attention in blocks of two nodes; if only the dense mask passes, blocks are
+    positions restarting in the second block). On a model switched to the blocked
+    attention (:mod:`._tree_attention`) the probe runs it in blocks of two nodes; if only the dense mask passes, blocks are
     turned off for the model. Attention
     implementations that ignore custom masks (flash-attention kernels) fail and get
     padded batches instead.
     """
     known = _TREE_OK.get(lm.model)
     if known is None:
-        known = _probe_or_false(replace(lm, tree_rows=min(lm.tree_rows, 2)))
-        if not known and lm.tree_rows > 0:  # the blocks may be what fails: try the dense mask
+        # Probe the blocks whenever the model can run them, whatever this copy's setting,
+        # so that a copy with blocks never runs them unprobed.
+        blocks = _tree_attention.installed(lm.model)
+        known = _probe_or_false(replace(lm, tree_rows=2 if blocks else 0))
+        if not known and blocks:  # the blocks may be what fails: try the dense mask
             known = _probe_or_false(replace(lm, tree_rows=0))
             if known:
                 logger.warning("blocked tree attention failed its probe; using the dense mask")

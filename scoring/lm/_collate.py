@@ -154,17 +154,17 @@ def _then_release(run: Callable[[], Sequence[R]], group: Group[E]) -> Callable[[
 
 @dataclass
 class Fallbacks:
-    """Rows each strategy handed on to the next fallback in this process, and the first
+    """Rows each strategy handed on to the next fallback in this process, and the latest
     error each strategy gave: a fast path that keeps failing (and so runs one row at a
     time, with the plain path's numbers) shows here and in the benchmarks, not only in
     the log."""
 
     rows: Counter[str] = field(default_factory=Counter)
-    errors: dict[str, str] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)  # the latest, per strategy
 
     def note(self, strategy: str, rows: int, error: BaseException) -> None:
         self.rows[strategy] += rows
-        self.errors.setdefault(strategy, describe(error))
+        self.errors[strategy] = describe(error)
 
     def since(self, before: Counter[str]) -> dict[str, int]:
         """Rows handed on per strategy since ``before`` (a copy of :attr:`rows`)."""

@@ -40,6 +40,9 @@ NAME = "concordia_tree"
 # blocks see 580 keys per node, 128 rows 640 and 256 rows 760, against 960 dense; below
 # ~128 rows SDPA's per-call cost and lower efficiency eat the saving.
 CPU_TREE_ROWS = 128
+# Devices where SDPA's own grouped-query attention is fast with a mask; elsewhere the key
+# and value heads are repeated first, as transformers does.
+NATIVE_GQA_DEVICES = ("cpu",)
 _REGISTERED = False
 
 
@@ -100,23 +103,26 @@ def attention(
     import torch
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-    if tree_blocks is None:
+    # Blocks carry only the tree mask: a layer adding a position bias or soft-capping its
+    # scores goes to transformers' SDPA function (which applies the one, refuses the other).
+    special = kwargs.get("position_bias") is not None or kwargs.get("softcap") is not None
+    if tree_blocks is None or special:
         return sdpa_attention_forward(
             module, query, key, value, attention_mask,
             dropout=dropout, scaling=scaling, is_causal=is_causal, **kwargs,
         )  # fmt: skip
     groups = query.shape[1] // key.shape[1]
-    on_cpu = query.device.type == "cpu"
+    native = query.device.type in NATIVE_GQA_DEVICES
     out = query.new_empty(query.shape[0], query.shape[1], query.shape[2], value.shape[-1])
     for block in tree_blocks:
         k = key.index_select(2, block.keys)
         v = value.index_select(2, block.keys)
-        if groups > 1 and not on_cpu:  # SDPA's GQA with a mask is CPU-only fast
+        if groups > 1 and not native:
             k = k.repeat_interleave(groups, dim=1)
             v = v.repeat_interleave(groups, dim=1)
         out[:, :, block.start : block.end] = torch.nn.functional.scaled_dot_product_attention(
             query[:, :, block.start : block.end], k, v, attn_mask=block.mask,
-            dropout_p=dropout, scale=scaling, enable_gqa=groups > 1 and on_cpu,
+            dropout_p=dropout, scale=scaling, enable_gqa=groups > 1 and native,
         )  # fmt: skip
     return out.transpose(1, 2).contiguous(), None
 
@@ -126,6 +132,11 @@ def kernel(model: Any) -> str | None:
     :data:`NAME` (whose blocks are SDPA calls; the run records their size apart)."""
     current = getattr(model.config, "_attn_implementation", None)
     return "sdpa" if current == NAME else current
+
+
+def installed(model: Any) -> bool:
+    """Whether ``model`` runs on :data:`NAME` (and so can take blocks)."""
+    return bool(getattr(model.config, "_attn_implementation", None) == NAME)
 
 
 def install(model: Any) -> bool:
@@ -145,4 +156,5 @@ def install(model: Any) -> bool:
         AttentionMaskInterface.register(NAME, sdpa_mask)
         _REGISTERED = True
     model.set_attn_implementation(NAME)
-    return True
+    # Some architectures cannot be switched: transformers warns and leaves them as they were.
+    return bool(getattr(model.config, "_attn_implementation", None) == NAME)

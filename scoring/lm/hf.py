@@ -232,8 +232,10 @@ def causal_model(
     switches an ``sdpa`` model to the blocked tree attention; a model on another
     attention implementation keeps it and gets 0."""
     config = model.config
+    prefix_cache = _full_attention_only(config)
     rows = _tree_attention.default_rows(device) if tree_rows is None else tree_rows
-    if rows > 0 and not _tree_attention.install(model):
+    # Only models that can run tree packs (every layer attends to the whole past) switch.
+    if rows > 0 and not (prefix_cache and _tree_attention.install(model)):
         rows = 0
     return _causal.CausalModel(
         model=model,
@@ -243,7 +245,7 @@ def causal_model(
         pad_id=_pad_id(tokenizer, config),
         context_token=_first_id(tokenizer.bos_token_id, tokenizer.eos_token_id),
         project_at_targets=_head_is_plain(model, config),
-        prefix_cache=_full_attention_only(config),
+        prefix_cache=prefix_cache,
         tree_rows=rows,
     )
 

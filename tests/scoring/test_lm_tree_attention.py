@@ -36,11 +36,21 @@ def _dense(tree: Pack, prefix_len: int) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("rows", [1, 3, 16, 1000])
-@pytest.mark.parametrize(("heads", "kv_heads"), [(4, 4), (6, 2)])
+@pytest.mark.parametrize(
+    ("heads", "kv_heads", "native_gqa"), [(4, 4, True), (6, 2, True), (6, 2, False)]
+)
 @pytest.mark.parametrize(("prefix_len", "documents"), [(9, 1), (0, 1), (0, 3)])
 def test_blocks_give_the_dense_masked_attention(
-    rows: int, heads: int, kv_heads: int, prefix_len: int, documents: int
+    rows: int,
+    heads: int,
+    kv_heads: int,
+    native_gqa: bool,
+    prefix_len: int,
+    documents: int,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    if not native_gqa:  # the GPU branch: key and value heads repeated before SDPA
+        monkeypatch.setattr(_tree_attention, "NATIVE_GQA_DEVICES", ())
     tree = _bushy_pack(rows + heads + prefix_len, documents)
     torch.manual_seed(rows)
     size = len(tree)
@@ -114,3 +124,32 @@ def test_only_sdpa_models_are_switched_and_the_switch_is_recorded_as_sdpa() -> N
     assert _tree_attention.kernel(eager) == "eager"
     assert _tree_attention.default_rows("cpu") == _tree_attention.CPU_TREE_ROWS
     assert _tree_attention.default_rows("cuda:0") == 0
+
+
+def test_a_layer_with_a_position_bias_goes_to_transformers_sdpa() -> None:
+    tree = _bushy_pack(3)
+    torch.manual_seed(3)
+    size = len(tree)
+    query, key, value = (torch.randn(1, 2, size, 8) for _ in range(3))
+    mask = _dense(tree, 0)
+    bias = torch.randn(1, 2, size, size)
+    module = SimpleNamespace(num_key_value_groups=1, is_causal=True)
+    blocks = _tree_attention.blocks(tree, 0, 2, ancestor_matrix(tree), torch.float32)
+    found, _ = _tree_attention.attention(module, query, key, value, mask, tree_blocks=blocks,
+                                         position_bias=bias)  # fmt: skip
+    expected = torch.nn.functional.scaled_dot_product_attention(
+        query, key, value, attn_mask=mask + bias
+    ).transpose(1, 2)
+    assert torch.allclose(found, expected, atol=1e-6)
+
+
+def test_a_model_transformers_cannot_switch_is_not_counted_as_switched() -> None:
+    import transformers
+
+    config = transformers.FalconConfig(vocab_size=64, hidden_size=16, num_hidden_layers=1,
+                                       num_attention_heads=2)  # fmt: skip
+    model = transformers.FalconForCausalLM(config).eval()
+    model.set_attn_implementation("sdpa")
+    switched = _tree_attention.install(model)
+    assert switched == _tree_attention.installed(model)
+    assert switched == (model.config._attn_implementation == _tree_attention.NAME)
