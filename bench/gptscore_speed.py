@@ -15,8 +15,8 @@ same requests in the same run:
   is computed once) run with a tree attention mask, ``--pack-tokens`` nodes per
   forward, no padding; vocabulary projection only where a target token is predicted
   (with ``--doc-pack-tokens N``: whole documents packed together, N tokens per forward,
-  no prefix cache). Attention runs in blocks of ``--tree-rows`` nodes, each against only the keys its
-  nodes may see (scoring/lm/_tree_attention.py);
+  no prefix cache). Attention runs in blocks of ``--tree-rows`` nodes, each against only
+  the keys its nodes may see (scoring/lm/_tree_attention.py);
 * ``tree, dense mask`` (for comparison): the fast path with one dense masked attention
   call per pack (``--tree-rows 0``), as before the blocks;
 * ``batches`` (for comparison): the fast path's fallback for models whose attention

@@ -32,7 +32,7 @@ A second table covers the other model paths on the same outputs, fast against pl
 (both timed): ``seq2seq`` (a random T5-base: prompt to the encoder, output to the
 decoder) and ``rating`` (G-Eval's label distribution after a form-filling suffix, on
 the random 135M Llama). It prints each fast path's fallback rows (rows a failing
-strategy handed on, ending one by one with the plain path's numbers) and their first
+strategy handed on, ending one by one with the plain path's numbers) and their latest
 error, and whether fast is bit-equal to plain. Issue 15 saw both paths bit-equal in
 bf16 on an H100 and suspected a silent fallback; bit-equality alone does not show one
 (on this CPU the tiny smoke models are bit-equal in both dtypes with no fallback, since
@@ -227,11 +227,8 @@ def _measure(
     import torch
 
     from scoring.lm import _causal, _doc_packs, _tree_attention, hf
-    from scoring.lm import precision as _precision
 
-    dtype = DTYPES[precision]
-    if precision == "exact":
-        _precision.use_exact_matmul()
+    dtype = _dtype_for(precision)
     model = _build(size, dtype, device, len(tokenizer))
     rows = args.tree_rows if args.tree_rows is not None else _tree_attention.default_rows("cuda")
     lm = hf.causal_model(model, tokenizer, device, tree_rows=rows)
@@ -262,6 +259,15 @@ def _measure(
         floor_share=floor / seconds,
         max_delta=delta,
     )
+
+
+def _dtype_for(precision: str) -> str:
+    """The dtype a precision runs in; for ``exact``, TF32 turned off first."""
+    if precision == "exact":
+        from scoring.lm import precision as _precision
+
+        _precision.use_exact_matmul()
+    return DTYPES[precision]
 
 
 def _replace(lm: Any, **changes: Any) -> Any:
@@ -385,12 +391,11 @@ def other_paths(
     import transformers
 
     from scoring.lm import _rating, _seq2seq, hf
-    from scoring.lm._collate import FALLBACKS
     from scoring.lm.rating import RatingRequest
 
     found: list[PathRow] = []
     for precision in args.precisions:
-        dtype = DTYPES[precision]
+        dtype = _dtype_for(precision)
         if "seq2seq" in args.paths:
             d_model, d_ff, layers, heads, d_kv = T5_SHAPES["tiny" if args.cpu_smoke else "t5-base"]
             config = transformers.T5Config(
@@ -408,7 +413,7 @@ def other_paths(
             found.append(_compare("seq2seq", precision, device, args.repeat, requests,
                                   lambda reqs, lm=lm: _seq2seq.score_fast(lm, reqs, 8),
                                   lambda reqs, lm=lm: _seq2seq.score_plain(lm, reqs),
-                                  lambda r: r.token_logprobs, FALLBACKS))  # fmt: skip
+                                  lambda r: r.token_logprobs))  # fmt: skip
             del t5, lm
         if "rating" in args.paths:
             model = _build("tiny" if args.cpu_smoke else "135M", dtype, device, len(tokenizer))
@@ -419,7 +424,7 @@ def other_paths(
             found.append(_compare("rating", precision, device, args.repeat, ratings,
                                   lambda reqs, lm=causal: _rating.rate_fast(lm, reqs, 8),
                                   lambda reqs, lm=causal: _rating.rate_plain(lm, reqs),
-                                  lambda r: r.probs, FALLBACKS))  # fmt: skip
+                                  lambda r: r.probs))  # fmt: skip
             del model, causal
         gc.collect()
         if device == "cuda":
@@ -428,11 +433,9 @@ def other_paths(
 
 
 def _compare(path: str, precision: str, device: str, repeat: int, requests: list[Any],
-             fast: Any, plain: Any, values: Any, fallbacks: Any) -> PathRow:  # fmt: skip
-    if precision == "exact":
-        from scoring.lm import precision as _precision
+             fast: Any, plain: Any, values: Any) -> PathRow:  # fmt: skip
+    from scoring.lm._collate import FALLBACKS as fallbacks
 
-        _precision.use_exact_matmul()
     before = fallbacks.rows.copy()
     fast_times, fast_out = _timed(lambda: fast(requests), repeat, device)
     calls = repeat + 1  # _timed's warm-up call included

@@ -487,7 +487,7 @@ def _run_pack(
     mask = torch.zeros((1, 1, size, prefix_len + size), dtype=dtype, device=device)
     mask[0, 0, :, prefix_len:].masked_fill_(~ancestors, torch.finfo(dtype).min)
     extra: dict[str, Any] = {}
-    if lm.tree_rows > 0 and _BLOCKS_OK.get(lm.model, True):
+    if _blocks_on(lm):
         extra["tree_blocks"] = _tree_attention.blocks(
             tree, prefix_len, lm.tree_rows, ancestors, dtype
         )
@@ -524,10 +524,10 @@ def tree_attention_works(lm: CausalModel) -> bool:
     with an ordinary causal mask (which would let it see its sibling); so must the same
     two sequences packed as two documents in one row (the mask of :mod:`._doc_packs`,
     positions restarting in the second block). On a model switched to the blocked
-    attention (:mod:`._tree_attention`) the probe runs it in blocks of two nodes; if only the dense mask passes, blocks are
-    turned off for the model. Attention
-    implementations that ignore custom masks (flash-attention kernels) fail and get
-    padded batches instead.
+    attention (:mod:`._tree_attention`) the probe runs it in blocks of two nodes; if only
+    the dense mask passes, blocks are turned off for the model. Attention implementations
+    that ignore custom masks (flash-attention kernels) fail and get padded batches
+    instead.
     """
     known = _TREE_OK.get(lm.model)
     if known is None:
@@ -556,9 +556,16 @@ def pack_budget(lm: CausalModel) -> int:
 def tree_rows_used(lm: CausalModel) -> int:
     """The query rows per tree-attention block this model scores with (0: dense mask or
     no tree attention), once the probe has run."""
-    if not tree_attention_works(lm) or not _BLOCKS_OK.get(lm.model, True):
-        return 0
-    return lm.tree_rows
+    return lm.tree_rows if tree_attention_works(lm) and _blocks_on(lm) else 0
+
+
+def _blocks_on(lm: CausalModel) -> bool:
+    """Whether ``lm``'s tree forwards hand blocks to the attention: asked for, the model
+    switched to take them, and not turned off by the probe (which calls this itself, so
+    it cannot ask :func:`tree_attention_works`)."""
+    return (
+        lm.tree_rows > 0 and _tree_attention.installed(lm.model) and _BLOCKS_OK.get(lm.model, True)
+    )
 
 
 def _probe_or_false(lm: CausalModel) -> bool:

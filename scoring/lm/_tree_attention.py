@@ -146,9 +146,9 @@ def install(model: Any) -> bool:
     from transformers import AttentionInterface
     from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-    current = getattr(model.config, "_attn_implementation", None)
-    if current == NAME:
+    if installed(model):
         return True
+    current = getattr(model.config, "_attn_implementation", None)
     if current != "sdpa" or not hasattr(model, "set_attn_implementation"):
         return False
     if not _REGISTERED:
@@ -157,4 +157,4 @@ def install(model: Any) -> bool:
         _REGISTERED = True
     model.set_attn_implementation(NAME)
     # Some architectures cannot be switched: transformers warns and leaves them as they were.
-    return bool(getattr(model.config, "_attn_implementation", None) == NAME)
+    return installed(model)

@@ -320,9 +320,17 @@ def test_vectorised_dataset_spearman_handles_constant_resamples(policy):
         plan, metric, human, level=Level.DATASET, coefficient=Coefficient.SPEARMAN, policy=policy
     )
     expected = _loop_reference(plan, metric, human, Coefficient.SPEARMAN, policy)
-    constant = plan.doc_counts[:, 0] == 2  # only the all-tied document drawn
+    _assert_constant_resamples_handled(got, expected, plan, policy)
+
+
+def _assert_constant_resamples_handled(got, expected, plan, policy, always_defined=False):
+    """Resamples drawing only the all-tied document 0 (twice) are undefined under SKIP
+    and 0 otherwise (unless the statistic is ``always_defined``); all equal the loop."""
+    constant = plan.doc_counts[:, 0] == 2
     assert constant.any() and (~constant).any()
-    if policy is DegeneratePolicy.SKIP:
+    if always_defined:
+        assert np.isfinite(got).all()
+    elif policy is DegeneratePolicy.SKIP:
         assert np.isnan(got[constant]).all() and np.isfinite(got[~constant]).all()
     else:
         assert (got[constant] == 0.0).all()
@@ -439,16 +447,9 @@ def test_vectorised_dataset_kendall_family_handles_constant_resamples(policy, co
     got = bootstrap_distribution(plan, metric, human, level=Level.DATASET,
                                  coefficient=coefficient, policy=policy, options=options)  # fmt: skip
     expected = _loop_reference(plan, metric, human, coefficient, policy, options)
-    constant = plan.doc_counts[:, 0] == 2
-    assert constant.any() and (~constant).any()
-    if coefficient is Coefficient.ACC23:
-        assert np.isfinite(got).all()
-    elif policy is DegeneratePolicy.SKIP:
-        assert np.isnan(got[constant]).all() and np.isfinite(got[~constant]).all()
-    else:
-        assert (got[constant] == 0.0).all()
-    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
-    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
+    _assert_constant_resamples_handled(
+        got, expected, plan, policy, always_defined=coefficient is Coefficient.ACC23
+    )
 
 
 def test_vectorised_dataset_kendall_leaves_a_resample_with_one_copy_undefined():
