@@ -9,10 +9,10 @@ from django import forms
 from django.contrib.auth import get_user_model
 
 from annotation.models import Campaign
-from annotation.services.campaigns import CampaignSpec, researcher_studies
+from annotation.services.campaigns import CampaignSpec
 from studies.forms import IdsField
 from studies.models import Aspect, MetricRun, Study
-from studies.permissions import ANNOTATOR, visible_aspects, visible_datasets
+from studies.permissions import ANNOTATOR, research_studies, visible_aspects, visible_datasets
 from studies.services.studies import campaign_aspects, campaign_aspects_of, study_annotators
 
 MAX_DB_INT = 2**31 - 1  # the integer columns' range on every database
@@ -74,7 +74,7 @@ class CampaignForm(forms.Form):
 
     def __init__(self, *args: Any, user: Any, study: Study | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        studies = researcher_studies(user).select_related("dataset")
+        studies = research_studies(user).select_related("dataset")
         self.fields["study"].queryset = studies  # type: ignore[attr-defined]
         # only aspects of the study (or of its dataset's task) are offered; with no study
         # chosen yet, those of any of the user's studies (clean() checks the pair)

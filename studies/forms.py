@@ -8,7 +8,7 @@ from django import forms
 from django.conf import settings
 
 from studies.models import Aspect, TaskKind
-from studies.permissions import dataset_aspects, visible_aspects, visible_datasets
+from studies.permissions import dataset_aspects, shareable_datasets, visible_aspects
 from studies.services.records import detect_format
 from studies.services.runs import RunRequest
 from studies.services.scales import parse_ranges
@@ -193,7 +193,7 @@ class StudyForm(forms.Form):
         super().__init__(*args, **kwargs)
         from studies.services.studies import task_aspects
 
-        datasets = visible_datasets(user)
+        datasets = shareable_datasets(user)  # only the owner (or an admin) shares a dataset
         self.fields["dataset"].queryset = datasets.select_related("task").order_by("name")  # type: ignore[attr-defined]
         if dataset is not None:  # the page was opened for one dataset: its task's aspects
             self.fields["aspects"].queryset = task_aspects(dataset)  # type: ignore[attr-defined]

@@ -1,4 +1,5 @@
-"""Keep ``Dataset.data_version`` honest for single-row edits (admin, annotation pages).
+"""Keep ``Dataset.data_version`` honest for single-row edits (admin, annotation pages),
+and the hooks other apps register on (``studies`` never imports them).
 
 Bulk writes (imports, metric runs) skip signals and bump the version themselves.
 """
@@ -8,9 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models.signals import post_delete, post_save
-from django.dispatch import receiver
+from django.dispatch import Signal, receiver
 
 from studies.models import Dataset, Document, Judgment, MetricScore, Output
+
+# Sent after a member left a study (``study``, ``user``, ``role``), in the same
+# transaction: an app drops what the membership gave them (e.g. annotation invitations).
+member_removed = Signal()
 
 
 def _bump(dataset_id: int | None) -> None:

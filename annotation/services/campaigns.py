@@ -10,11 +10,11 @@ from typing import Any
 
 from django.contrib.auth.models import Group
 from django.db import transaction
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 
 from annotation.models import Campaign, CampaignAnnotator, Item
 from studies.models import Aspect, MetricRun, Output, Study, StudyMember
-from studies.permissions import ANNOTATOR
+from studies.permissions import ANNOTATOR, annotating_studies, may_manage_members, research_studies
 
 
 class CampaignError(ValueError):
@@ -63,7 +63,7 @@ def _units(study: Study, spec: CampaignSpec) -> list[tuple[int, int, int | None,
     return units
 
 
-def _check(study: Study, spec: CampaignSpec) -> None:
+def _check(study: Study, spec: CampaignSpec, created_by: Any = None) -> None:
     if spec.mode not in Campaign.Mode.values or spec.selection not in Campaign.Selection.values:
         raise CampaignError("Unknown judgment mode or selection.")
     if not spec.aspects:
@@ -84,6 +84,18 @@ def _check(study: Study, spec: CampaignSpec) -> None:
     for user in spec.annotators:
         if group is None or not user.groups.filter(pk=group.pk).exists():
             raise CampaignError(f"{user.get_username()} is not an annotator account.")
+    if created_by is not None and not may_manage_members(created_by, study):
+        members = set(
+            study.memberships.filter(role=StudyMember.Role.ANNOTATOR).values_list(
+                "user_id", flat=True
+            )
+        )
+        outside = sorted(u.get_username() for u in spec.annotators if u.pk not in members)
+        if outside:
+            raise CampaignError(
+                f"Not annotators of the study {study.name}: {', '.join(outside)}. Only the "
+                "dataset's owner (or an admin) can invite new members: ask them."
+            )
 
 
 def _check_question(study: Study, spec: CampaignSpec) -> None:
@@ -124,7 +136,7 @@ def _question(spec: CampaignSpec) -> dict[str, Any]:
 def create_campaign(study: Study, spec: CampaignSpec, created_by: Any) -> Campaign:
     """Validate ``spec``, then write the campaign, its items in seeded random order and
     its invitations in one transaction (bad input writes nothing)."""
-    _check(study, spec)
+    _check(study, spec, created_by)
     units = _units(study, spec)
     rng = random.Random(spec.seed)
     if spec.selection == Campaign.Selection.RANDOM:
@@ -159,24 +171,13 @@ def invite(campaign: Campaign, users: Iterable[Any]) -> None:
 
 
 def researcher_campaigns(user: Any) -> QuerySet[Campaign]:
-    """Campaigns whose study the user owns or researches in; all for admins."""
+    """Campaigns of the studies the user sees as a researcher (the access model's
+    :func:`~studies.permissions.research_studies`)."""
     campaigns = Campaign.objects.select_related("study", "study__dataset")
-    if user.is_superuser:
-        return campaigns
-    return campaigns.filter(
-        Q(study__owner=user)
-        | Q(study__memberships__user=user, study__memberships__role=StudyMember.Role.RESEARCHER)
-    ).distinct()
-
-
-def researcher_studies(user: Any) -> QuerySet[Study]:
-    if user.is_superuser:
-        return Study.objects.all()
-    return Study.objects.filter(
-        Q(owner=user) | Q(memberships__user=user, memberships__role=StudyMember.Role.RESEARCHER)
-    ).distinct()
+    return campaigns.filter(study__in=research_studies(user))
 
 
 def annotator_campaigns(user: Any) -> QuerySet[Campaign]:
-    """Campaigns the user was invited to annotate."""
-    return Campaign.objects.filter(invitations__user=user)
+    """Campaigns the user was invited to annotate, while they are an annotator member of
+    the campaign's study (removing the member closes them at once)."""
+    return Campaign.objects.filter(invitations__user=user, study__in=annotating_studies(user))

@@ -19,9 +19,9 @@ from annotation.services.campaigns import (
     CampaignError,
     create_campaign,
     researcher_campaigns,
-    researcher_studies,
 )
 from annotation.services.preferences import preference_pairs
+from studies.permissions import research_studies
 from studies.views.helpers import researcher_required, stop_polling_when, wants_partial
 
 
@@ -43,7 +43,7 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
     raw = request.GET.get("study", "")
     study = None
     if raw.isdigit() and len(raw) < 18:
-        study = researcher_studies(request.user).filter(pk=int(raw)).first()
+        study = research_studies(request.user).filter(pk=int(raw)).first()
     form = CampaignForm(request.POST or None, user=request.user, study=study)
     if request.method == "POST" and form.is_valid():
         try:
@@ -55,7 +55,7 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
             return redirect("annotation:campaign-detail", pk=campaign.pk)
     status = 400 if request.method == "POST" else 200
     context = {"form": form, "study": study,
-               "studies": [] if study else researcher_studies(request.user).order_by("name")[:50]}  # fmt: skip
+               "studies": [] if study else research_studies(request.user).order_by("name")[:50]}  # fmt: skip
     return render(request, "annotation/campaign_new.html", context, status=status)
 
 

@@ -1,8 +1,10 @@
 """Studies: create one on a dataset, manage its members (invite annotator or researcher
-accounts, create annotator accounts), and read its overview and a researcher's home.
+accounts, create annotator accounts, remove members), and read its overview and a
+researcher's home.
 
 Pages and the API call these; bad input raises :class:`StudyError` naming the field and
-writes nothing."""
+writes nothing. Who may do what is :mod:`studies.permissions`' access model: only a
+dataset's owner (or an admin) puts it in a study or changes a study's members."""
 
 from __future__ import annotations
 
@@ -18,7 +20,15 @@ from django.db import transaction
 from django.db.models import Count, Q, QuerySet
 
 from studies.models import Aspect, Dataset, Judgment, MetricRun, Study, StudyMember
-from studies.permissions import ANNOTATOR, RESEARCHER, dataset_aspects
+from studies.permissions import (
+    ANNOTATOR,
+    RESEARCHER,
+    dataset_aspects,
+    may_change_dataset,
+    may_manage_members,
+    research_studies,
+)
+from studies.signals import member_removed
 
 # Granted by an admin (to a researcher, or to the researcher group) in the Django admin;
 # superusers have it implicitly. Without it a researcher only invites existing accounts.
@@ -26,11 +36,21 @@ CREATE_ANNOTATORS = "studies.create_annotator_accounts"
 
 
 class StudyError(ValueError):
-    """A study or member change that cannot be made as asked; nothing was written."""
+    """A study or member change that cannot be made as asked; nothing was written.
+    ``forbidden`` marks a change the user may not make at all (pages and API answer 403)."""
 
-    def __init__(self, field: str, message: str) -> None:
+    def __init__(self, field: str, message: str, *, forbidden: bool = False) -> None:
         super().__init__(message)
         self.field = field
+        self.forbidden = forbidden
+
+
+MANAGE_MEMBERS = "Only the dataset's owner (or an admin) can change this study's members: ask them."
+
+
+def _require_manager(study: Study, by: Any) -> None:
+    if by is not None and not may_manage_members(by, study):
+        raise StudyError("username", MANAGE_MEMBERS, forbidden=True)
 
 
 def task_aspects(dataset: Dataset) -> QuerySet[Aspect]:
@@ -67,7 +87,14 @@ def campaign_aspects_of(studies: QuerySet[Study]) -> QuerySet[Aspect]:
 def create_study(
     dataset: Dataset, name: str, owner: Any, aspects: Sequence[Aspect] = (), description: str = ""
 ) -> Study:
-    """A study of ``dataset`` owned by ``owner``; its aspects must be of the dataset's task."""
+    """A study of ``dataset`` owned by ``owner``; its aspects must be of the dataset's task.
+    Only the dataset's owner (or an admin) may put it in a study."""
+    if not may_change_dataset(owner, dataset):
+        raise StudyError(
+            "dataset",
+            "Only the dataset's owner (or an admin) can put it in a study: ask them.",
+            forbidden=True,
+        )
     if not name.strip():
         raise StudyError("name", "Give the study a name.")
     allowed = set(task_aspects(dataset).values_list("pk", flat=True))
@@ -89,15 +116,17 @@ def _has_group(user: Any, name: str) -> bool:
 
 
 @transaction.atomic
-def add_member(study: Study, username: str, role: str) -> StudyMember:
-    """Invite an existing account: annotators as annotators, researchers as either."""
+def add_member(study: Study, username: str, role: str, by: Any = None) -> StudyMember:
+    """Invite an existing account: annotators as annotators, researchers as either. ``by``
+    (the user asking; ``None`` for commands) must manage the study's members."""
+    _require_manager(study, by)
     if role not in StudyMember.Role.values:
         raise StudyError("role", f"Unknown role {role!r}: use annotator or researcher.")
     user = get_user_model().objects.filter(username=username.strip()).first()
     if user is None:
         raise StudyError("username", f"No account is called {username.strip()!r}.")
-    if user.pk == study.owner_id:
-        raise StudyError("username", "The study's owner is already its researcher.")
+    if user.pk in (study.owner_id, study.dataset.owner_id):
+        raise StudyError("username", f"{user.get_username()} owns the study already.")
     if role == StudyMember.Role.RESEARCHER and not (
         user.is_superuser or _has_group(user, RESEARCHER)
     ):
@@ -110,6 +139,21 @@ def add_member(study: Study, username: str, role: str) -> StudyMember:
     return member
 
 
+@transaction.atomic
+def remove_member(study: Study, user_id: int, by: Any = None) -> StudyMember:
+    """Remove a member from ``study``: from then on every page, API route, export and
+    annotation queue that the membership opened answers them 404. Their judgments stay
+    (they are the study's data); apps drop what the membership gave (the annotation app
+    its invitations and open leases) through :data:`studies.signals.member_removed`."""
+    _require_manager(study, by)
+    member = study.memberships.select_related("user").filter(user_id=user_id).first()
+    if member is None:
+        raise StudyError("user", f"No member {user_id} in the study {study.name}.")
+    member.delete()
+    member_removed.send(sender=StudyMember, study=study, user=member.user, role=member.role)
+    return member
+
+
 def may_create_annotators(user: Any) -> bool:
     return bool(user.is_authenticated and user.has_perm(CREATE_ANNOTATORS))
 
@@ -118,6 +162,7 @@ def may_create_annotators(user: Any) -> bool:
 def create_annotator(study: Study, username: str, password: str, by: Any) -> StudyMember:
     """A new annotator account, member of ``study``; only for users with the
     ``create_annotator_accounts`` permission."""
+    _require_manager(study, by)
     if not may_create_annotators(by):
         raise StudyError("username", "You may not create accounts: ask an admin.")
     username = username.strip()
@@ -182,10 +227,5 @@ def overview(study: Study) -> Overview:
 
 
 def owned_studies(user: Any) -> QuerySet[Study]:
-    """Studies the user owns or researches in (all for admins), newest first."""
-    studies = Study.objects.select_related("dataset", "owner")
-    if not user.is_superuser:
-        studies = studies.filter(
-            Q(owner=user) | Q(memberships__user=user, memberships__role=StudyMember.Role.RESEARCHER)
-        ).distinct()
-    return studies.order_by("-created_at")
+    """Studies the user sees as a researcher (:func:`research_studies`), newest first."""
+    return research_studies(user).select_related("dataset", "owner").order_by("-created_at")

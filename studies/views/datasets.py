@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET
 
 from studies.forms import UploadForm
 from studies.models import ImportJob, Judgment, MetricRun
-from studies.permissions import visible_datasets
+from studies.permissions import may_change_dataset, visible_datasets
 from studies.services.datasets import export_dataset
 from studies.services.imports import create_import_job
 from studies.services.records import FORMATS
@@ -47,6 +47,7 @@ def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "jobs": dataset.import_jobs.all()[:10],
         "formats": FORMATS,
         "studies": owned_studies(request.user).filter(dataset=dataset),
+        "may_share": may_change_dataset(request.user, dataset),
     }
     return render(request, "studies/dataset_detail.html", context)
 

@@ -5,14 +5,20 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET
 
 from studies.forms import AnnotatorAccountForm, MemberForm, StudyForm
 from studies.models import MetricRun, Study
-from studies.permissions import is_researcher, visible_datasets
+from studies.permissions import (
+    is_researcher,
+    may_manage_members,
+    shareable_datasets,
+    visible_datasets,
+)
 from studies.services import studies as service
 from studies.views.helpers import researcher_required
 
@@ -46,7 +52,7 @@ def home(request: HttpRequest) -> HttpResponse:
 def study_new(request: HttpRequest) -> HttpResponse:
     raw = request.POST.get("dataset") or request.GET.get("dataset") or ""
     chosen = (
-        visible_datasets(request.user).filter(pk=int(raw)).first()
+        shareable_datasets(request.user).filter(pk=int(raw)).first()
         if raw.isdigit() and len(raw) < 18
         else None
     )
@@ -60,9 +66,12 @@ def study_new(request: HttpRequest) -> HttpResponse:
         data = form.cleaned_data
         try:
             study = service.create_study(
-                data["dataset"], data["name"], request.user,
-                aspects=list(data["aspects"]), description=data["description"],
-            )  # fmt: skip
+                data["dataset"],
+                data["name"],
+                request.user,
+                aspects=list(data["aspects"]),
+                description=data["description"],
+            )
         except service.StudyError as exc:
             form.add_error(exc.field if exc.field in form.fields else None, str(exc))
         else:
@@ -81,15 +90,20 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 @researcher_required
 def study_members(request: HttpRequest, pk: int) -> HttpResponse:
-    """The members table; POST invites an account (``action=invite``) or creates an
-    annotator account (``action=create``, with the permission)."""
+    """The members table; the dataset's owner (or an admin) invites an account
+    (``action=invite``), creates an annotator account (``action=create``, with the
+    permission) or removes a member (``action=remove``); collaborators only read it."""
     study = _study(request, pk)
-    may_create = service.may_create_annotators(request.user)
-    action = "create" if request.POST.get("action") == "create" else "invite"
+    manages = may_manage_members(request.user, study)
+    if request.method == "POST" and not manages:
+        raise PermissionDenied(service.MANAGE_MEMBERS)
+    action = request.POST.get("action", "invite") if request.method == "POST" else ""
+    if action == "remove":
+        return _remove_member(request, study)
     invite = MemberForm(request.POST if action == "invite" else None)
     create = AnnotatorAccountForm(request.POST if action == "create" else None)
-    form = invite if action == "invite" else create
-    if request.method == "POST" and form.is_valid():
+    form = create if action == "create" else invite
+    if action and form.is_valid():
         data = form.cleaned_data
         try:
             if action == "create":
@@ -97,13 +111,10 @@ def study_members(request: HttpRequest, pk: int) -> HttpResponse:
                     study, data["new_username"], data["password"], request.user
                 )
             else:
-                member = service.add_member(study, data["username"], data["role"])
+                member = service.add_member(study, data["username"], data["role"], by=request.user)
         except service.StudyError as exc:
-            field = (
-                {"username": "new_username"}.get(exc.field, exc.field)
-                if action == "create"
-                else exc.field
-            )
+            field = {"username": "new_username"}.get(exc.field, exc.field)
+            field = field if action == "create" else exc.field
             form.add_error(field if field in form.fields else None, str(exc))
         else:
             messages.success(
@@ -115,11 +126,24 @@ def study_members(request: HttpRequest, pk: int) -> HttpResponse:
         "members": study.memberships.select_related("user").order_by("role", "user__username"),
         "invite": invite,
         "create": create,
-        "may_create": may_create,
+        "manages": manages,
+        "may_create": manages and service.may_create_annotators(request.user),
     }
-    return render(
+    status = 400 if request.method == "POST" else 200
+    return render(request, "studies/study_members.html", context, status=status)
+
+
+def _remove_member(request: HttpRequest, study: Study) -> HttpResponse:
+    raw = request.POST.get("user", "")
+    if not raw.isdigit() or len(raw) > 18:
+        raise Http404("No such member.")
+    try:
+        member = service.remove_member(study, int(raw), by=request.user)
+    except service.StudyError as exc:
+        raise Http404(str(exc)) from None
+    messages.success(
         request,
-        "studies/study_members.html",
-        context,
-        status=400 if request.method == "POST" else 200,
+        f"{member.user.get_username()} was removed from {study.name}: they no longer see "
+        "its dataset or its campaigns.",
     )
+    return redirect("studies:study-members", pk=study.pk)

@@ -1,5 +1,6 @@
-"""The API's world: the six roles with tokens, an owner's scored dataset with a study,
-a campaign and a lease, and an outside researcher's dataset."""
+"""The API's world: the seven roles with tokens, an owner's scored dataset with a study
+(a collaborator researches in it), a campaign and a lease, and an outside researcher's
+dataset."""
 
 from __future__ import annotations
 
@@ -18,7 +19,15 @@ from studies.services.datasets import ImportOptions, import_file
 from studies.services.tokens import token_for
 from tests.factories import UserFactory
 
-ROLES = ("anonymous", "annotator", "other_annotator", "owner", "other_researcher", "admin")
+ROLES = (
+    "anonymous",
+    "annotator",
+    "other_annotator",
+    "owner",
+    "collaborator",
+    "other_researcher",
+    "admin",
+)
 
 
 def scored_records(n_docs: int = 4, systems: int = 3, seed: int = 0) -> list[dict[str, Any]]:
@@ -60,6 +69,7 @@ def build_world(cast: dict[str, Any], write_jsonl: Any) -> World:
         "annotator": cast["annotator"],
         "other_annotator": UserFactory(username="ann-other", role="annotator"),
         "owner": cast["owner"],
+        "collaborator": UserFactory(username="collab", role="researcher"),
         "other_researcher": cast["outsider"],
         "admin": cast["admin"],
     }
@@ -94,6 +104,8 @@ def build_world(cast: dict[str, Any], write_jsonl: Any) -> World:
     StudyMember.objects.get_or_create(
         study=study, user=cast["owner"], defaults={"role": "researcher"}
     )
+    # a researcher the owner shared the study with: reads, runs and exports the dataset
+    StudyMember.objects.create(study=study, user=users["collaborator"], role="researcher")
     return World(users, dataset, other, study, campaign, lease, run, job)
 
 

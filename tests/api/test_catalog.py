@@ -10,7 +10,7 @@ from tests.api.conftest import ROLES, errors_body
 
 pytestmark = pytest.mark.django_db
 READ = {"anonymous": 401, "annotator": 403, "other_annotator": 403, "owner": 200,
-        "other_researcher": 200, "admin": 200}  # fmt: skip
+        "collaborator": 200, "other_researcher": 200, "admin": 200}  # fmt: skip
 
 
 @pytest.mark.parametrize("role", ROLES)
@@ -81,7 +81,7 @@ def test_aspects_and_templates_are_read_by_researchers_and_written_by_admins(wor
     changed = client.patch(
         f"/api/aspects/{aspect.pk}/", {"definition": "Is it coherent?"}, format="json"
     )
-    write = {**READ, "owner": 403, "other_researcher": 403}[role]
+    write = {**READ, "owner": 403, "collaborator": 403, "other_researcher": 403}[role]
     assert changed.status_code == write
     edited = client.patch(
         f"/api/templates/{template.pk}/", {"text": "Rate {src}: {hypo}"}, format="json"

@@ -15,7 +15,7 @@ from tests.conftest import record, row_counts
 pytestmark = pytest.mark.django_db
 
 LIST_STATUS = {"anonymous": 401, "annotator": 403, "other_annotator": 403, "owner": 200,
-               "other_researcher": 200, "admin": 200}  # fmt: skip
+               "collaborator": 200, "other_researcher": 200, "admin": 200}  # fmt: skip
 DETAIL_STATUS = {**LIST_STATUS, "other_researcher": 404}
 
 
@@ -34,6 +34,7 @@ def test_dataset_list_and_detail_follow_the_page_rules(world, role):
         names = {d["name"] for d in listed.json()["results"]}
         expected = {
             "owner": {"scored"},
+            "collaborator": {"scored"},
             "other_researcher": {"theirs"},
             "admin": {"scored", "theirs"},
         }
@@ -126,7 +127,9 @@ def test_upload_into_a_dataset_by_id_follows_the_rules(world, role):
         f"/api/datasets/{world.dataset.pk}/upload/",
         {"file": SimpleUploadedFile("u.jsonl", jsonl(record("z1")))}, format="multipart",
     )  # fmt: skip
-    assert response.status_code == {**DETAIL_STATUS, "owner": 201, "admin": 201}[role]
+    # a collaborator reads the dataset but only its owner writes into it
+    expected = {**DETAIL_STATUS, "owner": 201, "collaborator": 403, "admin": 201}
+    assert response.status_code == expected[role]
 
 
 @pytest.mark.parametrize("file_format", ["jsonl", "csv"])

@@ -12,7 +12,7 @@ from tests.api.conftest import ROLES, errors_body
 
 pytestmark = pytest.mark.django_db
 STATUS = {"anonymous": 401, "annotator": 403, "other_annotator": 403, "owner": 200,
-          "other_researcher": 404, "admin": 200}  # fmt: skip
+          "collaborator": 200, "other_researcher": 404, "admin": 200}  # fmt: skip
 
 
 @pytest.mark.parametrize("role", ROLES)
@@ -80,7 +80,8 @@ def test_bad_run_requests_are_a_400_naming_the_field_and_start_nothing(world, bo
 def test_starting_a_run_on_someone_elses_dataset_is_refused(world, role):
     response = world.client(role).post("/api/runs/", {"dataset": world.dataset.pk, "metric": "bleu"},
                                        format="json")  # fmt: skip
-    assert response.status_code == {**STATUS, "owner": 201, "admin": 201}[role]
+    # collaborators run metrics on the datasets they research
+    assert response.status_code == {**STATUS, "owner": 201, "collaborator": 201, "admin": 201}[role]
 
 
 def test_status_shows_progress_rate_and_eta(world):

@@ -31,7 +31,7 @@ from studies.api.serializers.datasets import (
 )
 from studies.api.views.common import PassthroughRenderer, datasets_of
 from studies.models import Dataset, ImportJob
-from studies.permissions import may_delete_dataset
+from studies.permissions import may_change_dataset
 from studies.services.datasets import export_dataset
 from studies.services.deletion import DeletionRefused, delete_dataset
 from studies.services.imports import create_import_job, run_import_job
@@ -106,7 +106,7 @@ class DatasetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cr
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         dataset = self.get_object()
-        if not may_delete_dataset(request.user, dataset):
+        if not may_change_dataset(request.user, dataset):
             return error_response(403, "Only the dataset's owner can delete it.")
         try:
             delete_dataset(dataset)
@@ -123,6 +123,10 @@ class DatasetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cr
     @action(detail=True, methods=["post"], parser_classes=[MultiPartParser, FormParser])
     def upload(self, request: Request, pk: Any = None) -> Response:
         dataset: Dataset = self.get_object()
+        if not may_change_dataset(request.user, dataset):
+            return error_response(
+                403, "Only the dataset's owner can upload into it; upload into a dataset of yours."
+            )
         form = UploadSerializer(
             data={"file": request.data.get("file"), "dataset": dataset.name,
                   "task": dataset.task.code, "create_aspects": request.data.get("create_aspects", False)},
