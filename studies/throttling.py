@@ -64,7 +64,7 @@ def client_address(request: Any) -> str:
     forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
     peer = _ip(remote)
     if not _trusted(peer):
-        if forwarded and not settings.TRUSTED_PROXIES and not _warned_untrusted_forwarding:
+        if forwarded and not settings.TRUSTED_PROXIES:
             _warn_once(remote)
         return str(peer) if peer is not None else ""
     hops = [entry for entry in forwarded.split(",") if entry.strip()]
@@ -88,6 +88,8 @@ def _warn_once(remote: str) -> None:
     """Say once per process that a forwarded address was ignored: behind a proxy that is
     not in TRUSTED_PROXIES, every client shares the proxy's limits."""
     global _warned_untrusted_forwarding
+    if _warned_untrusted_forwarding:
+        return
     _warned_untrusted_forwarding = True
     log.warning(
         "A request from %s carried X-Forwarded-For, which is ignored because TRUSTED_PROXIES "

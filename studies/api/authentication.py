@@ -21,10 +21,11 @@ class ThrottledTokenAuthentication(TokenAuthentication):
     answers 401, and from a client address that sent ``API_FAILED_AUTH_LIMIT`` invalid
     tokens in the current minute, 429 with ``Retry-After`` until the minute ends.
 
-    A token holds 160 random bits, so guessing one is hopeless whatever the rate; the
-    limit slows scanners down and tells them nothing (the 429 comes whether or not the
-    token they sent exists). Refusing valid tokens too would let anyone sharing an
-    address (an office's NAT, an unconfigured reverse proxy) lock everyone else out."""
+    A token holds 160 random bits, so guessing one is hopeless whatever the rate: the
+    token's length, not this limit, is the defence. The limit tells a client that keeps
+    sending bad tokens (a script with a revoked token, a scanner) to back off, and shows
+    it in the log. Refusing valid tokens too would let anyone sharing an address (an
+    office's NAT, an unconfigured reverse proxy) lock everyone else out."""
 
     def authenticate(self, request: Any) -> Any:
         try:
