@@ -6,9 +6,12 @@ accepts a ``NAME_FILE`` variable pointing at a file holding the value (Docker se
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 from typing import Any
+
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -70,3 +73,19 @@ def env_list(name: str, default: list[str]) -> list[str]:
 def env_float(name: str, default: float, *, minimum: float | None = None) -> float:
     value: float = _env_number(name, default, float, "a number", minimum)
     return value
+
+
+def env_networks(name: str) -> tuple[IPNetwork, ...]:
+    """A comma-separated list of IP addresses and networks (``10.0.0.2, 172.16.0.0/12,
+    ::1``); empty when unset. An entry that is neither, or a network with host bits set
+    (``10.0.0.1/8``: which was meant?), is refused with its position."""
+    networks = []
+    for position, item in enumerate(env_list(name, []), start=1):
+        try:
+            networks.append(ipaddress.ip_network(item))
+        except ValueError as exc:
+            raise EnvError(
+                f"{name}: entry {position}, {item!r}, is not an IP address or network "
+                f"(e.g. 10.0.0.2 or 172.16.0.0/12): {exc}"
+            ) from exc
+    return tuple(networks)

@@ -16,7 +16,7 @@ from celery.schedules import schedule
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
-from evalsite.env import env_bool, env_float, env_int, env_list, env_str
+from evalsite.env import env_bool, env_float, env_int, env_list, env_networks, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("CONCORDIA_DATA_DIR") or BASE_DIR / "data").resolve()
@@ -177,14 +177,32 @@ CONTENT_SECURITY_POLICY = {
     }
 }
 
+# The client's address, for every limiter (studies/throttling.py: client_address): the
+# peer's, unless the peer is one of these reverse proxies, whose X-Forwarded-For is then
+# believed. Empty: no proxy is trusted, and a forwarded header is ignored.
+TRUSTED_PROXIES = env_networks("TRUSTED_PROXIES")
+
 # Login throttling (django-axes): LOGIN_FAILURE_LIMIT failed logins for one username from
-# one IP lock that pair out for LOGIN_COOLOFF_MINUTES; staff reset it in the admin (Axes →
-# Access attempts) or with `manage.py axes_reset`. A success resets the count.
+# one address lock that pair out for LOGIN_COOLOFF_MINUTES; LOGIN_ADDRESS_FAILURE_LIMIT
+# from one address over all usernames (password spraying) lock the address out, the right
+# password included. Staff reset either in the admin (Axes → Access attempts) or with
+# `manage.py axes_reset` / `axes_reset_ip`. A success clears that username's count.
 AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+LOGIN_ADDRESS_FAILURE_LIMIT = env_int("LOGIN_ADDRESS_FAILURE_LIMIT", 30, minimum=1)
+if LOGIN_ADDRESS_FAILURE_LIMIT < AXES_FAILURE_LIMIT:
+    # Below it, one user's run of typos would lock their whole office out before their own
+    # account lock took over.
+    raise ImproperlyConfigured(
+        f"LOGIN_ADDRESS_FAILURE_LIMIT={LOGIN_ADDRESS_FAILURE_LIMIT} must be at least "
+        f"LOGIN_FAILURE_LIMIT={AXES_FAILURE_LIMIT}."
+    )
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_HANDLER = "studies.throttling.LoginLockoutHandler"  # adds the per-address lock
+AXES_CLIENT_IP_CALLABLE = "studies.throttling.client_address"
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_LOCKOUT_CALLABLE = "studies.throttling.lockout_response"  # says which lock holds
 AXES_USERNAME_FORM_FIELD = "username"
 
 # --- Celery ---------------------------------------------------------------------------
@@ -303,7 +321,8 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_RATES": {"auth": env_str("API_AUTH_RATE") or "20/min"},
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }
-API_FAILED_AUTH_LIMIT = env_int("API_FAILED_AUTH_LIMIT", 20, minimum=1)  # per client, per minute
+# invalid tokens per client address and clock minute before they get 429 (valid ones never do)
+API_FAILED_AUTH_LIMIT = env_int("API_FAILED_AUTH_LIMIT", 20, minimum=1)
 API_SYNC_IMPORT_MAX_BYTES = env_int("API_SYNC_IMPORT_MAX_BYTES", 5 * 1024 * 1024, minimum=0)
 SPECTACULAR_SETTINGS = {
     "TITLE": "Concordia API",

@@ -2,7 +2,7 @@
 
 import pytest
 
-from evalsite.env import EnvError, env_bool, env_int, env_list, env_str
+from evalsite.env import EnvError, env_bool, env_int, env_list, env_networks, env_str
 
 
 def test_env_bool_accepts_common_spellings_and_rejects_others(monkeypatch):
@@ -41,6 +41,24 @@ def test_file_variant_is_read_for_secrets(monkeypatch, tmp_path):
 def test_env_list_splits_on_commas(monkeypatch):
     monkeypatch.setenv("HOSTS", "a.example, b.example,,")
     assert env_list("HOSTS", []) == ["a.example", "b.example"]
+
+
+def test_env_networks_reads_addresses_and_networks_and_names_a_bad_entry(monkeypatch):
+    import ipaddress
+
+    assert env_networks("PROXIES") == ()
+    monkeypatch.setenv("PROXIES", "10.0.0.2, 172.16.0.0/12,::1,")
+    assert env_networks("PROXIES") == (
+        ipaddress.ip_network("10.0.0.2/32"),
+        ipaddress.ip_network("172.16.0.0/12"),
+        ipaddress.ip_network("::1/128"),
+    )
+    monkeypatch.setenv("PROXIES", "10.0.0.2, proxy.local")
+    with pytest.raises(EnvError, match="PROXIES: entry 2, 'proxy.local', is not an IP address"):
+        env_networks("PROXIES")
+    monkeypatch.setenv("PROXIES", "10.0.0.1/8")  # host bits set: 10.0.0.1 or 10.0.0.0/8?
+    with pytest.raises(EnvError, match="has host bits set"):
+        env_networks("PROXIES")
 
 
 def test_production_settings_refuse_to_start_without_a_secret_key(tmp_path):

@@ -6,10 +6,12 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
 
 from studies.services.tokens import regenerate_token, token_for
 
 
+@never_cache  # the page shows a secret: no browser or proxy may keep a copy
 @login_required
 def api_token(request: HttpRequest) -> HttpResponse:
     """GET shows the token (created on first visit); POST replaces it."""

@@ -46,17 +46,39 @@ def test_wrong_password_is_a_400_and_too_many_attempts_a_429(cast, settings):
         ScopedRateThrottle.THROTTLE_RATES = api_settings.DEFAULT_THROTTLE_RATES
 
 
-def test_guessing_tokens_is_throttled_per_client(cast, settings):
-    settings.API_FAILED_AUTH_LIMIT = 3
+def test_bad_tokens_are_throttled_per_client_but_a_valid_token_always_passes(cast, settings):
+    assert settings.API_FAILED_AUTH_LIMIT == 20
     good = Token.objects.create(user=cast["owner"]).key
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION="Token not-a-token")
-    assert [client.get("/api/datasets/").status_code for _ in range(4)] == [401, 401, 401, 429]
+    assert [client.get("/api/datasets/").status_code for _ in range(21)] == [401] * 20 + [429]
+    refused = client.get("/api/datasets/")
+    assert refused.status_code == 429 and 1 <= int(refused["Retry-After"]) <= 60
     client.credentials(HTTP_AUTHORIZATION=f"Token {good}")
-    assert client.get("/api/datasets/").status_code == 429  # this client waits out the minute
+    assert client.get("/api/datasets/").status_code == 200  # the same address, a valid token
+    client.credentials(HTTP_AUTHORIZATION="Token not-a-token")
+    assert client.get("/api/datasets/").status_code == 429  # its bad tokens still wait
     other = APIClient(REMOTE_ADDR="10.0.0.2")
-    other.credentials(HTTP_AUTHORIZATION=f"Token {good}")
-    assert other.get("/api/datasets/").status_code == 200
+    other.credentials(HTTP_AUTHORIZATION="Token not-a-token")
+    assert other.get("/api/datasets/").status_code == 401
+
+
+def test_the_bad_token_count_ends_with_its_minute(cast, settings, monkeypatch):
+    """Counts live in clock-aligned windows: the next minute starts from zero on every
+    cache backend (Django's file cache, the default, gives a key a week on ``incr``)."""
+    import types
+
+    from studies import throttling
+
+    clock = [60 * 20_000 + 20.0]  # 20 s into a minute
+    monkeypatch.setattr(throttling, "time", types.SimpleNamespace(time=lambda: clock[0]))
+    settings.API_FAILED_AUTH_LIMIT = 3
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION="Token not-a-token")
+    assert [client.get("/api/datasets/").status_code for _ in range(4)] == [401, 401, 401, 429]
+    assert client.get("/api/datasets/")["Retry-After"] == "40"
+    clock[0] += 40
+    assert [client.get("/api/datasets/").status_code for _ in range(4)] == [401, 401, 401, 429]
 
 
 def test_api_token_command_creates_once_and_regenerates(cast, capsys):

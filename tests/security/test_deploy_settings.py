@@ -62,6 +62,11 @@ def test_production_defaults_to_https_redirect_hsts_and_secure_cookies(tmp_path)
         ({"ALLOWED_HOSTS": ""}, "ALLOWED_HOSTS must be set when DEBUG is off"),
         ({"SECURE_HSTS_SECONDS": "a year"}, "SECURE_HSTS_SECONDS='a year' is not an integer"),
         ({"LOGIN_FAILURE_LIMIT": "0"}, "LOGIN_FAILURE_LIMIT=0 must be at least 1"),
+        ({"TRUSTED_PROXIES": "10.0.0.300"}, "TRUSTED_PROXIES: entry 1, '10.0.0.300', is not"),
+        (
+            {"LOGIN_ADDRESS_FAILURE_LIMIT": "5"},
+            "LOGIN_ADDRESS_FAILURE_LIMIT=5 must be at least LOGIN_FAILURE_LIMIT=10",
+        ),
     ],
 )
 def test_production_refuses_to_start_with_a_weak_configuration(tmp_path, env, message):

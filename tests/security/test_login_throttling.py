@@ -1,4 +1,5 @@
-"""Login throttling (django-axes): repeated wrong passwords lock a username and IP out."""
+"""Login throttling (django-axes): repeated wrong passwords lock a username and address out;
+many over usernames (password spraying) lock the address out."""
 
 from __future__ import annotations
 
@@ -54,6 +55,53 @@ def test_a_success_before_the_limit_clears_the_count(client, cast, settings):
         attempt(client, reverse("login"), f"wrong-{i}")
     assert attempt(client, reverse("login"), "pw").status_code == 302
     assert not AccessAttempt.objects.filter(username="owner").exists()
+
+
+def test_spraying_many_accounts_from_one_address_locks_the_address_out(client, cast, settings):
+    """108 wrong passwords over 12 accounts, 9 each: no account reaches its own lock, but
+    the address does at LOGIN_ADDRESS_FAILURE_LIMIT, and then even a right password from it
+    is refused (a weak password must not be guessable by spraying slowly enough)."""
+    from django.core.management import call_command
+
+    limit = settings.LOGIN_ADDRESS_FAILURE_LIMIT
+    assert settings.AXES_FAILURE_LIMIT < limit < 108
+    names = ["owner", "outsider", "annotator", "boss"] + [f"user{i}" for i in range(8)]
+    guesses = [(name, f"guess-{i}") for i in range(9) for name in names]
+    statuses = [attempt(client, reverse("login"), pw, name).status_code for name, pw in guesses]
+    assert statuses == [200] * (limit - 1) + [429] * (108 - limit + 1)
+    refused = attempt(client, reverse("login"), "pw", "annotator")
+    assert refused.status_code == 429 and "_auth_user_id" not in client.session
+    assert "Logins from your address are paused, for every account" in refused.content.decode()
+    token = client.post(reverse("api:token"), {"username": "annotator", "password": "pw"})
+    assert token.status_code == 400  # the API's token endpoint is behind the same lock
+    # another address is not affected, and the lock can be lifted by hand
+    elsewhere = client.__class__(REMOTE_ADDR="10.0.0.9")
+    assert attempt(elsewhere, reverse("login"), "pw", "annotator").status_code == 302
+    call_command("axes_reset_ip", "127.0.0.1")
+    assert attempt(client, reverse("login"), "pw", "annotator").status_code == 302
+
+
+def test_a_user_who_mistypes_and_then_logs_in_never_counts_toward_the_address_lock(
+    client, cast, settings
+):
+    """Behind one address (an office), users mistype and then log in, far more often than
+    the address limit: each success clears that user's failures."""
+    settings.LOGIN_ADDRESS_FAILURE_LIMIT = settings.AXES_FAILURE_LIMIT
+    for round_ in range(3 * settings.LOGIN_ADDRESS_FAILURE_LIMIT):
+        name = ["owner", "outsider", "annotator"][round_ % 3]
+        assert attempt(client, reverse("login"), "typo", name).status_code == 200
+        assert attempt(client, reverse("login"), "pw", name).status_code == 302
+        client.logout()
+
+
+def test_one_user_retrying_a_stale_password_never_locks_the_address(client, cast, settings):
+    """A script with an old password keeps failing: its account locks, and each refused
+    retry is recorded, but a username counts at most its own limit toward the address's."""
+    settings.LOGIN_ADDRESS_FAILURE_LIMIT = settings.AXES_FAILURE_LIMIT + 1
+    for i in range(3 * settings.AXES_FAILURE_LIMIT):
+        attempt(client, reverse("login"), f"stale-{i}")
+    assert attempt(client, reverse("login"), "pw").status_code == 429
+    assert attempt(client, reverse("login"), "pw", username="annotator").status_code == 302
 
 
 def test_staff_see_and_reset_lockouts_in_the_admin(client, cast, settings):

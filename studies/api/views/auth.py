@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.decorators import method_decorator
+from django.views.decorators.cache import never_cache
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.throttling import ScopedRateThrottle
 
+from studies.api.authentication import ClientRateThrottle
 from studies.services.tokens import token_for
 
 
@@ -20,12 +22,13 @@ class TokenSerializer(serializers.Serializer):  # type: ignore[type-arg]
     username = serializers.CharField()
 
 
+@method_decorator(never_cache, name="dispatch")  # the answer is a secret: never stored
 class TokenView(ObtainAuthToken):
     """Rate-limited per client address (``API_AUTH_RATE``), successful or not; the
     password check goes through ``authenticate()``, so login throttles (django-axes)
     see these attempts too."""
 
-    throttle_classes = [ScopedRateThrottle]
+    throttle_classes = [ClientRateThrottle]
     throttle_scope = "auth"
     authentication_classes: list[Any] = []
 
