@@ -25,6 +25,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from studies.services.csvfile import restore_cell
+
 FORMATS = ("jsonl", "csv")
 JSONL_FIELDS = {
     "doc_id",
@@ -39,9 +41,6 @@ JSONL_FIELDS = {
 REQUIRED_FIELDS = ("doc_id", "system_id", "source", "output")
 MAX_DEPTH = 64  # JSON nesting kept; deeper values would overflow recursive code later on
 MAX_METRIC_NAME = 64  # MetricRun.metric
-# Spreadsheet formula triggers (OWASP "CSV injection"): an exported text cell starting with
-# one of these, after any leading quotes, gets one more leading ' (see neutralise_cell).
-FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 _REFERENCE_COLUMN = re.compile(r"^reference(?:_(\d+))?$")
 _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]*$")
 # NUL: PostgreSQL text cannot hold it; lone surrogates: not encodable as UTF-8.
@@ -484,41 +483,3 @@ def _record_from_row(
             return context
         obj["context"], suspect = context[0], suspect or context[1]
     return _record_from_mapping(number, obj, suspect=suspect)
-
-
-# --- spreadsheet formulas -----------------------------------------------------------------
-
-
-def _looks_like_formula(text: str) -> bool:
-    return text.lstrip("'").startswith(FORMULA_TRIGGERS)
-
-
-def neutralise_cell(text: str) -> str:
-    """A text cell a spreadsheet will not run: one ``'`` before a cell that starts, after
-    any quotes it already has, with ``= + - @``, tab or CR. :func:`restore_cell` undoes it
-    exactly, so an exported CSV imports back to the same text."""
-    return "'" + text if _looks_like_formula(text) else text
-
-
-def restore_cell(text: str) -> str:
-    """The inverse of :func:`neutralise_cell` (a cell it would not have written is kept)."""
-    return text[1:] if text.startswith("'") and _looks_like_formula(text[1:]) else text
-
-
-class ExportWriter:
-    """The CSV writer of every export: :meth:`text` neutralises a text cell (unless
-    ``raw``); numbers go in as they are. A row holding a lone CR is written fully quoted:
-    the csv module quotes a field holding the line terminator (\\n) but not a bare \\r,
-    which readers then take for a line break."""
-
-    def __init__(self, buffer: IO[str], *, raw: bool = False) -> None:
-        self.raw = raw
-        self._plain = csv.writer(buffer, lineterminator="\n")
-        self._quoting = csv.writer(buffer, lineterminator="\n", quoting=csv.QUOTE_ALL)
-
-    def text(self, value: str) -> str:
-        return value if self.raw else neutralise_cell(value)
-
-    def writerow(self, row: list[Any]) -> None:
-        has_cr = any(isinstance(c, str) and "\r" in c for c in row)
-        (self._quoting if has_cr else self._plain).writerow(row)
