@@ -264,6 +264,9 @@ CONCORDIA = {
     "IMPORT_BATCH_SIZE": env_int("IMPORT_BATCH_SIZE", 2000, minimum=1),
     # aspects one import may create with "create unknown aspects" (a researcher's own)
     "IMPORT_MAX_NEW_ASPECTS": env_int("IMPORT_MAX_NEW_ASPECTS", 20, minimum=0),
+    # metric names (each becomes an imported run) one file may hold: above the largest
+    # published metric collections, below a typo's (or an attack's) thousands of runs
+    "IMPORT_MAX_METRICS": env_int("IMPORT_MAX_METRICS", 100, minimum=1),
     # A cold correlation matrix estimated (scoring.stats.cost) to take at most this many
     # seconds is computed in the request; a costlier one by a worker while the page polls.
     "DASHBOARD_INLINE_SECONDS": env_float("DASHBOARD_INLINE_SECONDS", 1.0, minimum=0.0),

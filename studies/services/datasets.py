@@ -143,9 +143,17 @@ def import_file(path: Path | str, options: ImportOptions) -> ImportSummary:
     return summary
 
 
+def _read(stream: Any, options: ImportOptions) -> Iterator[Record | RecordError]:
+    cfg = settings.CONCORDIA
+    limits = {
+        "max_line_bytes": cfg["IMPORT_MAX_LINE_BYTES"],
+        "max_metrics": cfg["IMPORT_MAX_METRICS"],
+    }
+    return read_records(stream, options.file_format, **limits)
+
+
 def _valid_records(stream: Any, options: ImportOptions) -> Iterator[Record]:
-    max_line = settings.CONCORDIA["IMPORT_MAX_LINE_BYTES"]
-    for item in read_records(stream, options.file_format, max_line_bytes=max_line):
+    for item in _read(stream, options):
         if isinstance(item, RecordError):  # the file changed between the two passes
             raise ImportValidationError(item.errors)
         yield item
@@ -188,9 +196,8 @@ def _validate(path: Path, options: ImportOptions) -> _Plan:
     documents: dict[str, tuple[int, bytes, bytes, bytes]] = {}
     outputs: dict[bytes, tuple[int, bytes]] = {}
     count = 0
-    max_line = settings.CONCORDIA["IMPORT_MAX_LINE_BYTES"]
     with path.open("rb") as stream:
-        for item in read_records(stream, options.file_format, max_line_bytes=max_line):
+        for item in _read(stream, options):
             if isinstance(item, RecordError):
                 for error in item.errors:
                     report(error)
