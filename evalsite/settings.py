@@ -71,6 +71,9 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Before anything reads a body: refuses an upload past IMPORT_MAX_FILE_BYTES with 413
+    # while it arrives (on Content-Length, or once a streamed body passes the limit).
+    "studies.views.uploads.UploadLimitMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -282,6 +285,10 @@ CONCORDIA = {
     "IMPORT_BATCH_SIZE": env_int("IMPORT_BATCH_SIZE", 2000, minimum=1),
     # aspects one import may create with "create unknown aspects" (a researcher's own)
     "IMPORT_MAX_NEW_ASPECTS": env_int("IMPORT_MAX_NEW_ASPECTS", 20, minimum=0),
+    # metric names (each becomes an imported run) one file may hold: above the few dozen of
+    # the largest public benchmarks (WMT's metrics tasks), far below a malformed file's
+    # thousands of runs
+    "IMPORT_MAX_METRICS": env_int("IMPORT_MAX_METRICS", 100, minimum=1),
     # A cold correlation matrix estimated (scoring.stats.cost) to take at most this many
     # seconds is computed in the request; a costlier one by a worker while the page polls.
     "DASHBOARD_INLINE_SECONDS": env_float("DASHBOARD_INLINE_SECONDS", 1.0, minimum=0.0),

@@ -16,6 +16,16 @@ from studies.services.scales import parse_ranges
 MAX_ID = 2**63 - 1  # the largest primary key any database stores
 
 
+def upload_too_large(limit: int) -> str:
+    """The one message for an import file over the limit: the form's, and the 413 of the
+    upload page and the API (studies/views/uploads.py)."""
+    size = f"{limit / 2**20:.4g} MiB" if limit >= 2**20 else f"{limit / 1024:.4g} KiB"
+    return (
+        f"The file is larger than the import limit of {limit:,} bytes ({size}, "
+        "IMPORT_MAX_FILE_BYTES); nothing was imported."
+    )
+
+
 class IdsField(forms.ModelMultipleChoiceField):
     """Model choices by id; an id beyond the database's integer range is an invalid
     choice (the database would otherwise fail on the lookup)."""
@@ -77,7 +87,7 @@ class UploadForm(forms.Form):
             raise forms.ValidationError(str(exc)) from exc
         limit = settings.CONCORDIA["IMPORT_MAX_FILE_BYTES"]
         if upload.size > limit:
-            raise forms.ValidationError(f"The file is larger than {limit} bytes.")
+            raise forms.ValidationError(upload_too_large(limit))
         if upload.size == 0:
             raise forms.ValidationError("The file is empty.")
         return upload

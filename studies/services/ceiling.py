@@ -16,6 +16,7 @@ from django.contrib.auth import get_user_model
 from scoring.stats import Groups
 from scoring.stats.diagnostics import leave_one_out
 from studies.models import Dataset, Judgment
+from studies.services.csvfile import number
 from studies.services.dashboards import MatrixParams, cell_statistic
 from studies.services.frames import ScoreFrame, _rows
 
@@ -128,6 +129,6 @@ def csv_row(result: dict[str, Any], per_aspect: int, trailing: int) -> list[Any]
         return None
     line: list[Any] = ["human ceiling", "", "", "", ""]
     for entry in ceiling:
-        value = "" if entry["value"] is None else f"{entry['value']:.6f}"
-        line += [value, "", "", entry["n_annotators"], *[""] * (per_aspect - 4)]
+        line += [number(entry["value"], 6), "", "", entry["n_annotators"]]
+        line += [""] * (per_aspect - 4)
     return [*line, *[""] * trailing]

@@ -10,7 +10,6 @@ duplicates. Rows that are not in the file are left alone: an import only adds or
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import logging
 import time
@@ -39,13 +38,8 @@ from studies.models import (
 )
 from studies.permissions import owned_aspects
 from studies.services import scales
-from studies.services.records import (
-    ExportWriter,
-    LineError,
-    Record,
-    RecordError,
-    read_records,
-)
+from studies.services.csvfile import CsvWriter
+from studies.services.records import LineError, Record, RecordError, read_records
 
 log = logging.getLogger(__name__)
 MAX_REPORTED_ERRORS = 50
@@ -149,9 +143,17 @@ def import_file(path: Path | str, options: ImportOptions) -> ImportSummary:
     return summary
 
 
+def _read(stream: Any, options: ImportOptions) -> Iterator[Record | RecordError]:
+    cfg = settings.CONCORDIA
+    limits = {
+        "max_line_bytes": cfg["IMPORT_MAX_LINE_BYTES"],
+        "max_metrics": cfg["IMPORT_MAX_METRICS"],
+    }
+    return read_records(stream, options.file_format, **limits)
+
+
 def _valid_records(stream: Any, options: ImportOptions) -> Iterator[Record]:
-    max_line = settings.CONCORDIA["IMPORT_MAX_LINE_BYTES"]
-    for item in read_records(stream, options.file_format, max_line_bytes=max_line):
+    for item in _read(stream, options):
         if isinstance(item, RecordError):  # the file changed between the two passes
             raise ImportValidationError(item.errors)
         yield item
@@ -194,9 +196,8 @@ def _validate(path: Path, options: ImportOptions) -> _Plan:
     documents: dict[str, tuple[int, bytes, bytes, bytes]] = {}
     outputs: dict[bytes, tuple[int, bytes]] = {}
     count = 0
-    max_line = settings.CONCORDIA["IMPORT_MAX_LINE_BYTES"]
     with path.open("rb") as stream:
-        for item in read_records(stream, options.file_format, max_line_bytes=max_line):
+        for item in _read(stream, options):
             if isinstance(item, RecordError):
                 for error in item.errors:
                     report(error)
@@ -837,32 +838,14 @@ def _csv_export(
     header += [f"human_{k}" for k in human_keys] + [f"metric_{k}" for k in metric_keys]
     if has_context:
         header.append("context")
-    buffer = io.StringIO()
-    writer = ExportWriter(buffer, raw=raw)
-
-    def flush() -> str:
-        text = buffer.getvalue()
-        buffer.seek(0)
-        buffer.truncate()
-        return text
-
-    writer.writerow(header)  # every column name starts with a letter
-    yield flush()
+    writer = CsvWriter(raw=raw)
+    yield writer.row(header)
     for output, human, metrics in _rows(outputs, aspects, runs, chunk_size):
         refs = list(output.document.references or [])
-        text = [output.document.doc_key, output.system_id, output.document.source]
-        text += refs + [""] * (n_refs - len(refs)) + [output.text]
-        row = [writer.text(t) for t in text]  # a score such as -0.5 stays a number
-        row += [_csv_number(human.get(k)) for k in human_keys]
-        row += [_csv_number(metrics.get(k)) for k in metric_keys]
+        row: list[Any] = [output.document.doc_key, output.system_id, output.document.source]
+        row += refs + [""] * (n_refs - len(refs)) + [output.text]
+        row += [human.get(k) for k in human_keys] + [metrics.get(k) for k in metric_keys]
         if has_context:
             context = output.document.context
-            row.append(
-                "" if context is None else writer.text(json.dumps(context, ensure_ascii=False))
-            )
-        writer.writerow(row)
-        yield flush()
-
-
-def _csv_number(value: float | None) -> str:
-    return "" if value is None else repr(value)
+            row.append(None if context is None else json.dumps(context, ensure_ascii=False))
+        yield writer.row(row)

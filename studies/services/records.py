@@ -25,6 +25,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from studies.services.csvfile import restore_cell
+
 FORMATS = ("jsonl", "csv")
 JSONL_FIELDS = {
     "doc_id",
@@ -39,9 +41,6 @@ JSONL_FIELDS = {
 REQUIRED_FIELDS = ("doc_id", "system_id", "source", "output")
 MAX_DEPTH = 64  # JSON nesting kept; deeper values would overflow recursive code later on
 MAX_METRIC_NAME = 64  # MetricRun.metric
-# Spreadsheet formula triggers (OWASP "CSV injection"): an exported text cell starting with
-# one of these, after any leading quotes, gets one more leading ' (see neutralise_cell).
-FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 _REFERENCE_COLUMN = re.compile(r"^reference(?:_(\d+))?$")
 _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]*$")
 # NUL: PostgreSQL text cannot hold it; lone surrogates: not encodable as UTF-8.
@@ -104,18 +103,27 @@ def detect_format(file_name: str) -> str:
 
 
 def read_records(
-    stream: IO[bytes], file_format: str, *, max_line_bytes: int
+    stream: IO[bytes], file_format: str, *, max_line_bytes: int, max_metrics: int | None = None
 ) -> Iterator[Record | RecordError]:
     """Yield a record, or a :class:`RecordError`, per data line of ``stream``.
 
-    File-level problems (empty file, bad CSV header) are yielded as a RecordError too.
+    File-level problems (empty file, bad CSV header) are yielded as a RecordError too, and
+    so is the metric name that takes a file past ``max_metrics`` names (None: no cap).
     """
     if file_format == "jsonl":
-        yield from _read_jsonl(stream, max_line_bytes)
+        yield from _read_jsonl(stream, max_line_bytes, max_metrics)
     elif file_format == "csv":
-        yield from _read_csv(stream, max_line_bytes)
+        yield from _read_csv(stream, max_line_bytes, max_metrics)
     else:
         raise ValueError(f"Unknown format {file_format!r}; expected one of {FORMATS}.")
+
+
+def too_many_metrics(limit: int, found: str) -> str:
+    """The message for a file past the cap on metric names (``found``: what it holds)."""
+    return (
+        f"the file {found}; one import takes at most {limit} metrics (IMPORT_MAX_METRICS), "
+        "each becoming a metric run: split the file"
+    )
 
 
 # --- lines --------------------------------------------------------------------------------
@@ -153,8 +161,12 @@ def _lines(stream: IO[bytes], max_line_bytes: int) -> Iterator[tuple[int, str | 
 # --- JSONL --------------------------------------------------------------------------------
 
 
-def _read_jsonl(stream: IO[bytes], max_line_bytes: int) -> Iterator[Record | RecordError]:
+def _read_jsonl(
+    stream: IO[bytes], max_line_bytes: int, max_metrics: int | None
+) -> Iterator[Record | RecordError]:
     seen_any = False
+    metrics: set[str] = set()  # the names seen so far, up to the cap
+    capped = False
     for number, text in _lines(stream, max_line_bytes):
         if isinstance(text, LineError):
             seen_any = True
@@ -166,8 +178,19 @@ def _read_jsonl(stream: IO[bytes], max_line_bytes: int) -> Iterator[Record | Rec
         parsed = _parse_json(number, "", text)
         if isinstance(parsed, RecordError):
             yield parsed
-        else:
-            yield _record_from_mapping(number, parsed[0], suspect=parsed[1])
+            continue
+        item = _record_from_mapping(number, parsed[0], suspect=parsed[1])
+        if isinstance(item, Record) and max_metrics is not None and not capped:
+            new = [name for name in item.metrics if name not in metrics]
+            if len(metrics) + len(new) > max_metrics:  # reported once, at the name past it
+                capped = True
+                name = new[max_metrics - len(metrics)]
+                found = f"names more than {max_metrics} metrics"
+                item = RecordError(
+                    [LineError(number, f"metrics.{name}", too_many_metrics(max_metrics, found))]
+                )
+            metrics.update(new)
+        yield item
     if not seen_any:
         yield RecordError([LineError(0, "", "the file is empty: no records found")])
 
@@ -380,7 +403,9 @@ class _CsvColumns:
     metrics: dict[str, int]
 
 
-def _read_csv(stream: IO[bytes], max_line_bytes: int) -> Iterator[Record | RecordError]:
+def _read_csv(
+    stream: IO[bytes], max_line_bytes: int, max_metrics: int | None
+) -> Iterator[Record | RecordError]:
     problems: list[LineError] = []
 
     def text_lines() -> Iterator[str]:
@@ -403,7 +428,7 @@ def _read_csv(stream: IO[bytes], max_line_bytes: int) -> Iterator[Record | Recor
     if header is None:
         yield RecordError([LineError(0, "", "the file is empty: no header and no records")])
         return
-    columns = _csv_columns(header)
+    columns = _csv_columns(header, max_metrics)
     if isinstance(columns, RecordError):
         yield columns
         return
@@ -426,16 +451,21 @@ def _read_csv(stream: IO[bytes], max_line_bytes: int) -> Iterator[Record | Recor
         yield RecordError([LineError(0, "", "the file is empty: a header but no records")])
 
 
-def _csv_columns(header: list[str]) -> _CsvColumns | RecordError:
+def _csv_columns(header: list[str], max_metrics: int | None) -> _CsvColumns | RecordError:
     names = [h.strip() for h in header]
     errors: list[LineError] = []
     index: dict[str, int] = {}
     references: list[tuple[int, int]] = []
     human: dict[str, int] = {}
     metrics: dict[str, int] = {}
+    seen: dict[str, int] = {}  # a column's identity -> its position
     for position, name in enumerate(names):
-        if name in index or name in human or name in metrics:
-            errors.append(LineError(1, name, "column appears twice"))
+        first = seen.setdefault(_column_identity(name), position) if name else position
+        if first != position:  # one value would silently replace the other
+            errors.append(
+                LineError(1, name, _duplicate_column(names[first], first, name, position))
+            )
+            continue
         ref = _REFERENCE_COLUMN.match(name)
         if ref:
             references.append((int(ref.group(1) or 0), position))
@@ -457,9 +487,26 @@ def _csv_columns(header: list[str]) -> _CsvColumns | RecordError:
     for required in REQUIRED_FIELDS:
         if required not in index:
             errors.append(LineError(1, required, "missing required column"))
+    if max_metrics is not None and len(metrics) > max_metrics:  # located at the first past it
+        name = list(metrics)[max_metrics]
+        message = too_many_metrics(max_metrics, f"has {len(metrics)} metric columns")
+        errors.append(LineError(1, f"metric_{name}", message))
     if errors:
         return RecordError(errors)
     return _CsvColumns(index, [p for _n, p in sorted(references)], human, metrics)
+
+
+def _column_identity(name: str) -> str:
+    """What a header cell names: human score names match aspects case-insensitively (as
+    the import matches them), every other column exactly."""
+    return name.lower() if name.startswith("human_") else name
+
+
+def _duplicate_column(first: str, first_at: int, name: str, position: int) -> str:
+    where = f"columns {first_at + 1} and {position + 1}"
+    if first == name:
+        return f"duplicate column: {name!r} appears twice ({where}); keep one"
+    return f"duplicate column: {first!r} and {name!r} ({where}) name the same scores; keep one"
 
 
 def _record_from_row(
@@ -484,41 +531,3 @@ def _record_from_row(
             return context
         obj["context"], suspect = context[0], suspect or context[1]
     return _record_from_mapping(number, obj, suspect=suspect)
-
-
-# --- spreadsheet formulas -----------------------------------------------------------------
-
-
-def _looks_like_formula(text: str) -> bool:
-    return text.lstrip("'").startswith(FORMULA_TRIGGERS)
-
-
-def neutralise_cell(text: str) -> str:
-    """A text cell a spreadsheet will not run: one ``'`` before a cell that starts, after
-    any quotes it already has, with ``= + - @``, tab or CR. :func:`restore_cell` undoes it
-    exactly, so an exported CSV imports back to the same text."""
-    return "'" + text if _looks_like_formula(text) else text
-
-
-def restore_cell(text: str) -> str:
-    """The inverse of :func:`neutralise_cell` (a cell it would not have written is kept)."""
-    return text[1:] if text.startswith("'") and _looks_like_formula(text[1:]) else text
-
-
-class ExportWriter:
-    """The CSV writer of every export: :meth:`text` neutralises a text cell (unless
-    ``raw``); numbers go in as they are. A row holding a lone CR is written fully quoted:
-    the csv module quotes a field holding the line terminator (\\n) but not a bare \\r,
-    which readers then take for a line break."""
-
-    def __init__(self, buffer: IO[str], *, raw: bool = False) -> None:
-        self.raw = raw
-        self._plain = csv.writer(buffer, lineterminator="\n")
-        self._quoting = csv.writer(buffer, lineterminator="\n", quoting=csv.QUOTE_ALL)
-
-    def text(self, value: str) -> str:
-        return value if self.raw else neutralise_cell(value)
-
-    def writerow(self, row: list[Any]) -> None:
-        has_cr = any(isinstance(c, str) and "\r" in c for c in row)
-        (self._quoting if has_cr else self._plain).writerow(row)

@@ -3,7 +3,6 @@ G-Eval ρ/τ table, and their exports (CSV, JSON, LaTeX with booktabs)."""
 
 from __future__ import annotations
 
-import io
 import json
 from dataclasses import replace
 from typing import Any
@@ -13,6 +12,7 @@ import numpy as np
 from scoring.stats import Alternative, Coefficient, Level, Swap, permutation_test
 from studies.models import Dataset
 from studies.services.ceiling import csv_row
+from studies.services.csvfile import csv_text, number
 from studies.services.dashboards import (
     COEFFICIENT_LABELS,
     MatrixParams,
@@ -20,7 +20,6 @@ from studies.services.dashboards import (
     matrix_for,
     statistic_options,
 )
-from studies.services.records import ExportWriter
 
 SETTINGS = ("VAL", "IST", "IDM")
 
@@ -102,10 +101,10 @@ def coverage_fields(cell: dict[str, Any]) -> list[Any]:
             "" if shared is None else shared]  # fmt: skip
 
 
-def sentinel_fields(cell: dict[str, Any], writer: Any) -> list[str]:
+def sentinel_fields(cell: dict[str, Any]) -> list[Any]:
     """The sentinel a metric does not beat significantly (its label) and that test's p."""
     failed = cell.get("fails_sentinel")
-    return [writer.text(failed["label"]), _fmt(failed["p"], 4)] if failed else ["", ""]
+    return [failed["label"], number(failed["p"], 4)] if failed else ["", ""]
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -113,35 +112,30 @@ def _fmt(value: float | None, digits: int = 3) -> str:
 
 
 def to_csv(result: dict[str, Any], *, raw: bool = False) -> str:
-    """The matrix as CSV; text cells (labels, models, aspect codes) that a spreadsheet
-    would run as formulas get a leading ``'`` unless ``raw``. Numbers are left alone."""
-    buffer = io.StringIO()
-    writer = ExportWriter(buffer, raw=raw)
+    """The matrix as CSV, through the one CSV writer: text cells (labels, models, aspect
+    codes) that a spreadsheet would run as formulas get a leading ``'`` unless ``raw``.
+    Numbers are left alone."""
     header = ["run", "metric", "model", "setting", "dimension"]
     suffixes = ["", "_low", "_high", "_n", "_p_vs_best", "_rank", "_epsilon", "_coverage_outputs",
                 "_coverage_documents", "_judged_outputs", "_judged_documents", "_partial",
                 "_n_shared_with_best", "_not_above_sentinel", "_not_above_sentinel_p"]  # fmt: skip
     for column in result["columns"]:
-        code = writer.text(column["aspect"]["code"])
-        header += [code + suffix for suffix in suffixes]
+        header += [column["aspect"]["code"] + suffix for suffix in suffixes]
     trailing = ["sentinel", "partial_run", "average_rank"]
-    writer.writerow(header + trailing)
+    rows: list[list[Any]] = [header + trailing]
     for row in matrix_rows(result):
         run = row["run"]
-        line = [
-            writer.text(str(run[k] or ""))
-            for k in ("label", "metric", "model", "setting", "dimension")
-        ]
+        line = [str(run[k] or "") for k in ("label", "metric", "model", "setting", "dimension")]
         for cell in row["cells"]:
-            line += [_fmt(cell["value"], 6), _fmt(cell["low"], 6), _fmt(cell["high"], 6),
-                     cell["n_outputs"], _fmt(cell["p_vs_best"], 4), cell.get("rank") or "",
-                     _fmt(cell.get("epsilon"), 6), *coverage_fields(cell),
-                     *sentinel_fields(cell, writer)]  # fmt: skip
-        writer.writerow([*line, "yes" if run.get("sentinel") else "", partial_note(run),
-                         _fmt(row["average_rank"], 2)])  # fmt: skip
+            line += [number(cell["value"], 6), number(cell["low"], 6), number(cell["high"], 6),
+                     cell["n_outputs"], number(cell["p_vs_best"], 4), cell.get("rank") or "",
+                     number(cell.get("epsilon"), 6), *coverage_fields(cell),
+                     *sentinel_fields(cell)]  # fmt: skip
+        rows.append([*line, "yes" if run.get("sentinel") else "", partial_note(run),
+                     number(row["average_rank"], 2)])  # fmt: skip
     if (ceiling := csv_row(result, len(suffixes), len(trailing))) is not None:  # the ceiling
-        writer.writerow(ceiling)
-    return buffer.getvalue()
+        rows.append(ceiling)
+    return csv_text(rows, raw=raw)
 
 
 def to_json(result: dict[str, Any]) -> str:
@@ -402,17 +396,11 @@ def _paper_grid(which: str, table: dict[str, Any], ci: bool) -> tuple[list[str],
 
 
 def paper_to_csv(which: str, table: dict[str, Any], *, raw: bool = False, ci: bool = True) -> str:
-    """A paper table as CSV, through the exports' writer: text cells that a spreadsheet
+    """A paper table as CSV, through the one CSV writer: text cells that a spreadsheet
     would run as formulas get a leading ``'`` unless ``raw``."""
-    buffer = io.StringIO()
-    writer = ExportWriter(buffer, raw=raw)
     header, rows = _paper_grid(which, table, ci)
-    writer.writerow([writer.text(h) for h in header])
-    for row in rows:
-        writer.writerow([writer.text(v) if isinstance(v, str) else
-                         "" if v is None else _fmt(v, 6) if isinstance(v, float) else v
-                         for v in row])  # fmt: skip
-    return buffer.getvalue()
+    cells = [[number(v, 6) if isinstance(v, float) else v for v in row] for row in rows]
+    return csv_text([header, *cells], raw=raw)
 
 
 def paper_to_latex(which: str, table: dict[str, Any], *, ci: bool = False) -> str:

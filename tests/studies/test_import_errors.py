@@ -181,6 +181,44 @@ def test_csv_missing_column_is_reported(tmp_path):
     assert_rejected(path, "field 'system_id': missing required column", file_format="csv")
 
 
+@pytest.mark.parametrize(
+    ("columns", "values", "expected"),
+    [
+        (
+            "human_coherence,human_coherence",
+            "3,4",
+            "field 'human_coherence': duplicate column: 'human_coherence' appears twice "
+            "(columns 6 and 7)",
+        ),
+        (
+            "human_coherence,human_Coherence",
+            "3,4",
+            "field 'human_Coherence': duplicate column: 'human_coherence' and 'human_Coherence' "
+            "(columns 6 and 7) name the same scores",
+        ),
+        (
+            "metric_rouge1,metric_rouge1",
+            "0.25,0.5",
+            "field 'metric_rouge1': duplicate column: 'metric_rouge1' appears twice "
+            "(columns 6 and 7)",
+        ),
+        (
+            "reference",
+            "r2",
+            "field 'reference': duplicate column: 'reference' appears twice (columns 4 and 6)",
+        ),
+    ],
+)
+def test_a_duplicate_csv_column_names_line_1_and_both_columns(tmp_path, columns, values, expected):
+    """Two columns for one value: the second would silently replace the first (3 -> 4)."""
+    path = tmp_path / "twice.csv"
+    path.write_text(
+        f"doc_id,system_id,source,reference,output,{columns}\nd1,s1,src,ref,out,{values}\n"
+    )
+    error = assert_rejected(path, f"line 1, {expected}", file_format="csv")
+    assert len(error.errors) == 1
+
+
 def test_all_errors_are_reported_at_once(write_jsonl):
     bad = [record(f"d{i}", human={"coherence": "bad"}) for i in range(5)]
     error = assert_rejected(write_jsonl(bad), "line 1")
@@ -327,3 +365,51 @@ def test_a_dataset_name_that_is_not_a_slug_is_rejected_by_the_service(write_json
                                         file_format="jsonl", file_name=path.name))  # fmt: skip
     assert "field 'dataset': the dataset name" in str(info.value)
     assert row_counts() == before
+
+
+def test_a_line_with_thousands_of_metrics_is_refused_at_the_first_past_the_cap(write_jsonl):
+    """One 100 KB line would otherwise create 5,001 metric runs."""
+    metrics = {f"m{i}": 0.5 for i in range(5001)}
+    path = write_jsonl([record("d1", metrics=metrics)])
+    assert path.stat().st_size > 50_000
+    error = assert_rejected(
+        path,
+        "line 1, field 'metrics.m100': the file names more than 100 metrics; one import takes "
+        "at most 100 metrics (IMPORT_MAX_METRICS)",
+    )
+    assert len(error.errors) == 1
+
+
+def test_metrics_past_the_cap_over_several_lines_are_located(write_jsonl, settings):
+    settings.CONCORDIA = {**settings.CONCORDIA, "IMPORT_MAX_METRICS": 3}
+    lines = [
+        record("d1", metrics={"a": 1.0, "b": 1.0}),
+        record("d2", metrics={"b": 1.0, "c": 1.0}),
+        record("d3", metrics={"a": 1.0, "d": 1.0, "e": 1.0}),
+        record("d4", metrics={"f": 1.0}),
+    ]
+    error = assert_rejected(write_jsonl(lines), "line 3, field 'metrics.d': the file names more")
+    assert len(error.errors) == 1
+
+
+def test_a_csv_with_thousands_of_metric_columns_is_refused_on_its_header(tmp_path):
+    names = [f"metric_m{i}" for i in range(5001)]
+    path = tmp_path / "wide.csv"
+    path.write_text(
+        "doc_id,system_id,source,output," + ",".join(names) + "\n"
+        "d1,s1,src,out," + ",".join(["0.5"] * len(names)) + "\n"
+    )
+    assert_rejected(
+        path,
+        "line 1, field 'metric_m100': the file has 5001 metric columns; one import takes at "
+        "most 100 metrics (IMPORT_MAX_METRICS)",
+        file_format="csv",
+    )
+
+
+def test_a_file_with_as_many_metrics_as_the_cap_imports(write_jsonl, settings):
+    from studies.models import MetricRun
+
+    settings.CONCORDIA = {**settings.CONCORDIA, "IMPORT_MAX_METRICS": 5}
+    run_import(write_jsonl([record("d1", metrics={f"m{i}": 0.5 for i in range(5)})]))
+    assert MetricRun.objects.count() == 5

@@ -117,7 +117,7 @@ def csv_rows(records: list[dict[str, Any]]) -> list[list[str]]:
 
 
 def _quoted(text: str) -> str:
-    from studies.services.records import neutralise_cell
+    from studies.services.csvfile import neutralise_cell
 
     return neutralise_cell(text)
 

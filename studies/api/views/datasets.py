@@ -11,6 +11,7 @@ from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
+    OpenApiResponse,
     extend_schema,
     extend_schema_view,
 )
@@ -20,7 +21,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from studies.api.errors import error_response
+from studies.api.errors import ErrorSerializer, error_response
 from studies.api.permissions import IsResearcher
 from studies.api.serializers.datasets import (
     DatasetSerializer,
@@ -44,6 +45,11 @@ FILE_FORMAT = OpenApiParameter(
     "file_format", OpenApiTypes.STR, enum=["jsonl", "csv"], default="jsonl"
 )
 MAX_WAIT = 300.0
+TOO_LARGE = OpenApiResponse(
+    ErrorSerializer,
+    description="The file is larger than the import limit (IMPORT_MAX_FILE_BYTES), "
+    "refused while it arrives; nothing was stored.",
+)
 
 
 class ExportQuery(serializers.Serializer):  # type: ignore[type-arg]
@@ -118,7 +124,7 @@ class DatasetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cr
         summary="Upload records (JSONL or CSV) into this dataset",
         request={"multipart/form-data": UploadIntoSerializer},
         parameters=[WAIT],
-        responses={201: ImportJobSerializer},
+        responses={201: ImportJobSerializer, 413: TOO_LARGE},
     )
     @action(detail=True, methods=["post"], parser_classes=[MultiPartParser, FormParser])
     def upload(self, request: Request, pk: Any = None) -> Response:
@@ -181,7 +187,7 @@ class ImportJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
         summary="Upload records into a new or existing dataset (as the upload page)",
         request={"multipart/form-data": UploadSerializer},
         parameters=[WAIT],
-        responses={201: ImportJobSerializer},
+        responses={201: ImportJobSerializer, 413: TOO_LARGE},
     )
     def create(self, request: Request) -> Response:
         form = UploadSerializer(data=request.data, context={"request": request})

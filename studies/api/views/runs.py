@@ -3,8 +3,6 @@ resume, scores (paginated, or streamed as CSV/JSONL)."""
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -23,6 +21,7 @@ from studies.api.permissions import IsResearcher
 from studies.api.serializers.runs import RunCreateSerializer, RunScoreSerializer, RunSerializer
 from studies.api.views.common import PassthroughRenderer, dataset_or_404, datasets_of
 from studies.models import MetricRun, MetricScore
+from studies.services.csvfile import CsvWriter
 from studies.services.runs import RunError, cancel_run, resume_run, start_requested
 
 
@@ -141,12 +140,7 @@ def _jsonl_lines(run: MetricRun) -> Iterator[str]:
 
 
 def _csv_lines(run: MetricRun) -> Iterator[str]:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(FIELDS)
+    writer = CsvWriter()
+    yield writer.row(FIELDS)
     for row in _rows(run):
-        writer.writerow(["" if row[f] is None else row[f] for f in FIELDS])
-        yield buffer.getvalue()
-        buffer.seek(0)
-        buffer.truncate()
-    yield buffer.getvalue()
+        yield writer.row(row[f] for f in FIELDS)
