@@ -335,11 +335,11 @@ def main() -> None:
         results.setdefault((scenario, layout), []).append(json.loads(out.strip().splitlines()[-1]))
     print(
         f"Recovery with SWEEP_INTERVAL_SECONDS={args.sweep}, RUN_LEASE_SECONDS={args.lease}, "
-        f"PENDING_GRACE_SECONDS={args.grace}; long run {args.long:.0f} s; {args.repeats} "
-        f"repetitions side by side; {os.cpu_count()} CPU cores, load {load:.1f} before, "
+        f"PENDING_GRACE_SECONDS={args.grace}; long run {args.long:.0f} s; repetitions: "
+        f"{args.repeats}, side by side; {os.cpu_count()} CPU cores, load {load:.1f} before, "
         f"{os.getloadavg()[0]:.1f} after; {time.monotonic() - started:.0f} s in all"
     )
-    print("seconds from the loss: median (each repetition)")
+    print("seconds from the kill, or from the loss: median (each repetition)")
     for (scenario, layout), runs in results.items():
         title, keys = SCENARIOS[scenario]
         cells = []

@@ -241,8 +241,8 @@ CELERY_TASK_ROUTES = {
 CELERY_TASK_ALWAYS_EAGER = False
 # One beat per deployment (embedded in the maintenance worker: `worker -Q maintenance -B`)
 # sends the sweeper, which re-enqueues runs and imports whose task was lost
-# (studies/services/recovery.py). A sweep left waiting longer than an interval (at least a
-# minute: the filesystem broker polls once a second) is dropped; the next one does its work.
+# (studies/services/recovery.py). A sweep left waiting longer than an interval (a minute
+# at least) is dropped: the next one does its work.
 _sweep_interval = env_int("SWEEP_INTERVAL_SECONDS", 60, minimum=1)
 CELERY_BEAT_SCHEDULE = {
     "sweep-stale-work": {

@@ -72,10 +72,12 @@ class Workers:
         # over the plain broker URL.
         self.app.conf.broker_read_url = self.app.conf.broker_write_url = broker_url
         if broker_url.startswith("filesystem"):
-            folder = str(data_dir / "broker" / "queue")
-            os.makedirs(folder, exist_ok=True)
+            folder, control = data_dir / "broker" / "queue", data_dir / "broker" / "control"
+            for made in (folder, control):  # the control folder, else ./control in the repo
+                made.mkdir(parents=True, exist_ok=True)
             self.app.conf.broker_transport_options = {
-                "data_folder_in": folder, "data_folder_out": folder,
+                "data_folder_in": str(folder), "data_folder_out": str(folder),
+                "control_folder": str(control),
             }  # fmt: skip
 
     def start(
@@ -192,8 +194,9 @@ def test_the_compose_beat_service_runs_the_sweeper_with_no_other_worker(run, wor
     wait_for(
         lambda: bool(MetricRun.objects.get(pk=run.pk).provenance.get("recoveries")), 90, w.logs
     )
-    assert "[queues]" in w.logs() and ".> maintenance " in w.logs()  # and no other queue
-    assert ".> cpu " not in w.logs()
+    banner = (w.data_dir / "beat.log").read_text()
+    assert "[queues]" in banner and ".> maintenance " in banner  # and no other queue
+    assert ".> cpu " not in banner and ".> gpu " not in banner
 
 
 class RedisServer:
