@@ -5,8 +5,11 @@
 #                then exec gunicorn on 0.0.0.0:8000
 #   worker       wait for the database, then exec a Celery worker; extra arguments go
 #                to `celery worker` (e.g. `worker --hostname gpu@%h`)
-#   beat         wait for the database, then exec celery beat (the periodic sweeper that
-#                recovers lost runs; run exactly one); schedule file under CONCORDIA_DATA_DIR
+#   beat         wait for the database, then exec celery beat embedded in a one-task worker
+#                on the `maintenance` queue: beat sends the periodic sweeper that recovers
+#                lost runs and this worker runs it, so no run can delay it (run exactly
+#                one); schedule file under CONCORDIA_DATA_DIR; extra arguments go to
+#                `celery worker`
 #   healthcheck  GET /login/ on the local web server; exit 0 when it answers 200
 #   anything else is exec'd as given (`python manage.py shell`, `bash`, ...)
 #
@@ -100,7 +103,9 @@ case "$role" in
         ;;
     beat)
         wait_for_database
-        exec celery -A evalsite beat --loglevel "${LOG_LEVEL:-INFO}" \
+        # The solo pool: one sweep at a time, in the process itself (it loads no model).
+        exec celery -A evalsite worker --queues maintenance --pool solo --hostname "beat@%h" \
+            --loglevel "${LOG_LEVEL:-INFO}" --beat \
             --schedule "${CONCORDIA_DATA_DIR:-/data}/celerybeat-schedule" "$@"
         ;;
     healthcheck)

@@ -1,10 +1,20 @@
-"""The Celery application. Workers start with ``celery -A evalsite worker -Q cpu,gpu``."""
+"""The Celery application, its queues and the workers a single machine runs.
 
+Queues: ``gpu`` (model-based runs), ``cpu`` (model-free runs, imports, computed pages) and
+``maintenance`` (the sweeper alone). A model worker serves ``cpu,gpu``; a light worker
+serves ``maintenance`` and runs celery beat, so a sweep never waits behind the runs it
+recovers: ``celery -A evalsite worker -Q cpu,gpu`` and one
+``celery -A evalsite worker -Q maintenance -B``.
+"""
+
+import logging
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from celery import Celery
+from celery.signals import celeryd_after_setup
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
 
@@ -12,15 +22,19 @@ app = Celery("concordia")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
+log = logging.getLogger(__name__)
+MODEL_QUEUES = "cpu,gpu"
+MAINTENANCE_QUEUE = "maintenance"  # the sweeper's (settings: CELERY_TASK_ROUTES, beat)
+
 
 def worker_command(
-    node_name: str, queues: str = "cpu,gpu", beat_schedule: Path | None = None
+    node_name: str, queues: str = MODEL_QUEUES, beat_schedule: Path | None = None
 ) -> list[str]:
-    """argv of a single-process worker that starts fast (demo and tests run one).
+    """argv of a single-process worker that starts fast (demo and tests run them).
 
     With ``beat_schedule`` (a file, e.g. under the data dir) the worker also runs celery
     beat, which sends the periodic tasks: the sweeper that recovers lost runs. Run one beat
-    per deployment (compose has its own ``beat`` service).
+    per deployment (compose's ``beat`` service runs it beside the maintenance queue).
     """
     beat = ["-B", "-s", str(beat_schedule)] if beat_schedule else []
     return [
@@ -28,3 +42,31 @@ def worker_command(
         "--pool=solo", "--loglevel=INFO", "--without-gossip", "--without-mingle",
         "--without-heartbeat", "-n", node_name, *beat,
     ]  # fmt: skip
+
+
+def local_workers(name: str, beat_schedule: Path) -> list[list[str]]:
+    """argv of the two workers one machine runs (``manage.py demo``, the tests' worker): a
+    model worker on ``cpu,gpu`` and a light one on ``maintenance`` with celery beat, which
+    loads no model and so runs each sweep on time however long the runs are."""
+    return [
+        worker_command(f"{name}@%h"),
+        worker_command(f"{name}-maintenance@%h", MAINTENANCE_QUEUE, beat_schedule),
+    ]
+
+
+@celeryd_after_setup.connect
+def warn_if_beat_sweeps_elsewhere(sender: str, instance: Any, **kwargs: Any) -> None:
+    """Log a warning when a worker runs beat (``-B``) but not the maintenance queue, as the
+    layout before that queue did: its sweeps then wait for another worker to take them,
+    and recover nothing if none serves ``maintenance``."""
+    queues = instance.app.amqp.queues
+    if getattr(instance, "beat", None) and MAINTENANCE_QUEUE not in queues:
+        log.warning(
+            "worker %s runs celery beat but not the %r queue, where beat sends the sweeper "
+            "that recovers lost runs: add -Q %s to a worker that runs no long task, e.g. "
+            "`celery -A evalsite worker -Q %s -B` instead of -B here",
+            sender,
+            MAINTENANCE_QUEUE,
+            MAINTENANCE_QUEUE,
+            MAINTENANCE_QUEUE,
+        )

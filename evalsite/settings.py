@@ -246,6 +246,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ACKS_LATE = True  # a worker killed mid-task leaves the message for another
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "cpu"
+# Queues: `gpu` model-based runs; `cpu` model-free runs, imports and computed pages (the
+# model worker serves both); `maintenance` the sweeper alone, served by a light worker that
+# runs beat and never a long task, so that recovery never waits behind the work it
+# recovers (evalsite/celery.py: local_workers; docker/compose.yml: the beat service).
 CELERY_TASK_ROUTES = {
     "studies.tasks.run_metric": {"queue": "gpu"},
     "studies.tasks.generate_steps": {"queue": "gpu"},
@@ -253,15 +257,19 @@ CELERY_TASK_ROUTES = {
     "studies.tasks.compute_planner": {"queue": "cpu"},
     "studies.tasks.compute_diagnostics": {"queue": "cpu"},
     "annotation.tasks.compute_agreement": {"queue": "cpu"},
+    "studies.tasks.sweep_stale_work": {"queue": "maintenance"},
 }
 CELERY_TASK_ALWAYS_EAGER = False
-# Workers run an embedded beat (`worker -B`) or a `celery beat` beside them; the sweeper
-# re-enqueues runs and imports whose task was lost (studies/services/recovery.py).
+# One beat per deployment (embedded in the maintenance worker: `worker -Q maintenance -B`)
+# sends the sweeper, which re-enqueues runs and imports whose task was lost
+# (studies/services/recovery.py). A sweep left waiting longer than an interval (a minute
+# at least) is dropped: the next one does its work.
+_sweep_interval = env_int("SWEEP_INTERVAL_SECONDS", 60, minimum=1)
 CELERY_BEAT_SCHEDULE = {
     "sweep-stale-work": {
         "task": "studies.tasks.sweep_stale_work",
-        "schedule": schedule(timedelta(seconds=env_int("SWEEP_INTERVAL_SECONDS", 60, minimum=1))),
-        "options": {"queue": "cpu", "expires": 60},
+        "schedule": schedule(timedelta(seconds=_sweep_interval)),
+        "options": {"queue": "maintenance", "expires": max(_sweep_interval, 60)},
     }
 }
 

@@ -106,9 +106,10 @@ def generate_steps(
     return generate_steps_job(task_id, aspect_version_id, model, seed, force, user_id, shared)
 
 
-@shared_task(name="studies.tasks.sweep_stale_work", queue="cpu")
+@shared_task(name="studies.tasks.sweep_stale_work", queue="maintenance")
 def sweep_stale_work() -> dict[str, int]:
-    """Enqueue again runs and imports whose task was lost (run by celery beat)."""
+    """Enqueue again runs and imports whose task was lost (sent by celery beat, run by the
+    maintenance worker, which no run can keep busy)."""
     from studies.services.recovery import sweep_stale_work as sweep
 
     return sweep()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import time
 from collections import Counter
@@ -89,6 +90,13 @@ def row_counts() -> dict[str, int]:
     }
 
 
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (the OS picks it), for a server a test starts."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 def _worker_env() -> dict[str, str]:
     """The environment of a worker that uses the test database and the tests' broker."""
     from django.conf import settings
@@ -110,37 +118,42 @@ def _worker_env() -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[subprocess.Popen[bytes]]:  # type: ignore[no-untyped-def]
-    """A real ``celery worker`` process on the test database and the configured broker."""
+    """Real ``celery worker`` processes on the test database and the configured broker, as
+    the demo runs them (evalsite.celery.local_workers): the model worker, yielded, and the
+    maintenance worker with beat."""
     from django.conf import settings
 
-    from evalsite.celery import worker_command
+    from evalsite.celery import local_workers
     from studies.tasks import heartbeat
 
-    log_path = settings.DATA_DIR / "test-worker.log"
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            worker_command(
-                f"test-{os.getpid()}@%h", beat_schedule=settings.DATA_DIR / "test-beat-schedule"
-            ),
-            cwd=ROOT,
-            env=_worker_env(),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+    procs, logs = [], []
+    for k, cmd in enumerate(
+        local_workers(f"test-{os.getpid()}", settings.DATA_DIR / "test-beat-schedule")
+    ):
+        logs.append(settings.DATA_DIR / f"test-worker-{k}.log")
+        with logs[-1].open("wb") as log:
+            procs.append(
+                subprocess.Popen(
+                    cmd, cwd=ROOT, env=_worker_env(), stdout=log, stderr=subprocess.STDOUT
+                )
+            )
+    proc = procs[0]
     try:
         with django_db_blocker.unblock():
             started = time.monotonic()
             result = heartbeat.delay("worker fixture start")
             while not result.ready():
-                assert proc.poll() is None, log_path.read_text()[-3000:]
+                assert proc.poll() is None, logs[0].read_text()[-3000:]
                 assert time.monotonic() - started < 60, (
-                    "worker did not start: " + log_path.read_text()[-3000:]
+                    "worker did not start: " + logs[0].read_text()[-3000:]
                 )
                 time.sleep(0.2)
         yield proc
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait(timeout=30)
 
 
 def wait_until_true(page, expression: str, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]

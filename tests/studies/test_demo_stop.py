@@ -1,12 +1,12 @@
-"""``manage.py demo`` stops its Celery worker however it is stopped: Ctrl+C, SIGTERM or
-SIGHUP (a real demo process with its real worker, on the embedded defaults)."""
+"""``manage.py demo`` runs a model worker and a maintenance worker (beat and the sweeper)
+and stops both however it is stopped: Ctrl+C, SIGTERM or SIGHUP (a real demo process with
+its real workers, on the embedded defaults)."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,13 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import free_port
+
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _children(pid: int) -> list[int]:
@@ -37,6 +33,12 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def _queues_of(pid: int) -> tuple[str, bool]:
+    """The queues a worker process consumes (its ``-Q``) and whether it runs beat (``-B``)."""
+    argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+    return argv[argv.index("-Q") + 1], "-B" in argv
+
+
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -47,8 +49,8 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")
 @pytest.mark.parametrize("stop", [signal.SIGTERM])
-def test_stopping_the_demo_with_sigterm_stops_its_worker(tmp_path, stop):
-    port = _free_port()
+def test_stopping_the_demo_with_sigterm_stops_its_workers(tmp_path, stop):
+    port = free_port()
     env = {k: v for k, v in os.environ.items()
            if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND")}  # fmt: skip
     env["CONCORDIA_DATA_DIR"] = str(tmp_path)
@@ -70,7 +72,9 @@ def test_stopping_the_demo_with_sigterm_stops_its_worker(tmp_path, stop):
         else:
             pytest.fail("the demo did not serve within 120 s")
         workers = _children(demo.pid)
-        assert workers, "the demo runs its worker as a child process"
+        queues = sorted(_queues_of(w) for w in workers)
+        # the sweeper's queue has a worker of its own (with beat), never the model worker
+        assert queues == [("cpu,gpu", False), ("maintenance", True)], queues
         demo.send_signal(stop)
         demo.wait(timeout=60)
         deadline = time.monotonic() + 30

@@ -1,4 +1,4 @@
-"""``python manage.py demo``: set up the demo study and run the web server and a worker.
+"""``python manage.py demo``: set up the demo study and run the web server and the workers.
 
 Everything runs on the embedded defaults unless DATABASE_URL / CELERY_BROKER_URL are
 set: a SQLite file and a filesystem broker under ./data, no server needed.
@@ -22,7 +22,7 @@ from django.db import transaction
 
 from annotation.models import Campaign
 from annotation.services.campaigns import CampaignSpec, create_campaign
-from evalsite.celery import worker_command
+from evalsite.celery import local_workers
 from studies.demo_data import write_demo_jsonl
 from studies.models import Aspect, Dataset, Study, StudyMember
 from studies.services.datasets import ImportOptions, import_file
@@ -38,12 +38,15 @@ DEMO_USERS = {  # username: (password, role)
 
 
 def _exit_on_signal(signum: int, frame: Any) -> None:
-    """SIGTERM or SIGHUP end the command like Ctrl+C, so its ``finally`` stops the worker."""
+    """SIGTERM or SIGHUP end the command like Ctrl+C, so its ``finally`` stops the workers."""
     raise SystemExit(128 + signum)
 
 
 class Command(BaseCommand):
-    help = "Load the synthetic demo study, then run the web server and a Celery worker."
+    help = (
+        "Load the synthetic demo study, then run the web server and two Celery workers (the "
+        "model worker, and a light one running beat and the sweeper)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--addr", default="127.0.0.1:8000", help="address:port to serve on")
@@ -62,10 +65,12 @@ class Command(BaseCommand):
                 log.warning("the default scoring model could not be installed: %s", exc)
         if opts["setup_only"]:
             return
-        for stop in (signal.SIGTERM, signal.SIGHUP):  # not only Ctrl+C: the worker stops too
+        for stop in (signal.SIGTERM, signal.SIGHUP):  # not only Ctrl+C: the workers stop too
             signal.signal(stop, _exit_on_signal)
-        cmd = worker_command("demo@%h", beat_schedule=settings.DATA_DIR / "celerybeat-schedule")
-        worker = subprocess.Popen(cmd, cwd=settings.BASE_DIR, env=os.environ.copy())
+        workers = [
+            subprocess.Popen(cmd, cwd=settings.BASE_DIR, env=os.environ.copy())
+            for cmd in local_workers("demo", settings.DATA_DIR / "celerybeat-schedule")
+        ]
         try:
             self.wait_for_worker()
             host, _, port = opts["addr"].rpartition(":")
@@ -73,16 +78,18 @@ class Command(BaseCommand):
                 self.style.SUCCESS(
                     f"\nConcordia is running at http://{host or '127.0.0.1'}:{port}/\n"
                     "  log in as researcher / researcher (datasets, uploads), annotator / annotator,\n"
-                    "  or admin / admin (Django admin at /admin/). Ctrl+C stops the server and the worker.\n"
+                    "  or admin / admin (Django admin at /admin/). Ctrl+C stops the server and the workers.\n"
                 )
             )
             call_command("runserver", opts["addr"], use_reloader=False)
         finally:
-            worker.send_signal(signal.SIGTERM)
-            try:
-                worker.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                worker.kill()
+            for worker in workers:
+                worker.send_signal(signal.SIGTERM)
+            for worker in workers:
+                try:
+                    worker.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    worker.kill()
 
     @transaction.atomic
     def setup_demo(self) -> None:
