@@ -78,10 +78,22 @@ def run_tool(jar: Path, lines: list[str], options: list[str]) -> list[float]:
         data.write_text("".join(line + "\n" for line in lines))
         prefix = str(Path(folder) / "out")
         subprocess.run(
-            ["java", "-jar", str(jar), "--prefix", prefix, "--restarts", str(RESTARTS),
-             "--iterations", str(ITERATIONS), *options, str(data)],
-            check=True, capture_output=True,
-        )  # fmt: skip
+            [
+                "java",
+                "-jar",
+                str(jar),
+                "--prefix",
+                prefix,
+                "--restarts",
+                str(RESTARTS),
+                "--iterations",
+                str(ITERATIONS),
+                *options,
+                str(data),
+            ],
+            check=True,
+            capture_output=True,
+        )
         return [float(v) for v in Path(prefix + ".competence").read_text().split()]
 
 
@@ -96,10 +108,16 @@ def main() -> None:
         runs = {run: run_tool(jar, lines, options) for run, options in RUNS.items()}
         out.append({"name": name, "csv": lines, "competence": runs})
     json.dump(
-        {"source": "dirkhovy/MACE (MACE.jar)", "revision": args.revision,
-         "restarts": RESTARTS, "iterations": ITERATIONS, "cases": out},
-        sys.stdout, indent=1,
-    )  # fmt: skip
+        {
+            "source": "dirkhovy/MACE (MACE.jar)",
+            "revision": args.revision,
+            "restarts": RESTARTS,
+            "iterations": ITERATIONS,
+            "cases": out,
+        },
+        sys.stdout,
+        indent=1,
+    )
     sys.stdout.write("\n")
 
 

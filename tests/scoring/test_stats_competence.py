@@ -57,8 +57,9 @@ def majority_vote(items: np.ndarray, answers: np.ndarray, n_items: int, seed: in
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_mace_recovers_the_ranking_of_known_competences(seed, method):
     true_competence, _, items, annotators, answers = simulate(seed)
-    result = mace(items, annotators, answers, labels=LABELS, rng=np.random.default_rng(seed),
-                  method=method)  # fmt: skip
+    result = mace(
+        items, annotators, answers, labels=LABELS, rng=np.random.default_rng(seed), method=method
+    )
     assert result.fitted and list(result.annotators) == list(range(8))
     rho = stats.spearmanr(result.competence, true_competence).statistic
     assert rho >= 0.9, (rho, result.competence, true_competence)
@@ -71,8 +72,9 @@ def test_mace_recovers_the_ranking_of_known_competences(seed, method):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_mace_labels_items_better_than_majority_vote_when_spammers_answer(seed, method):
     _, truth, items, annotators, answers = simulate(seed)
-    result = mace(items, annotators, answers, labels=LABELS, rng=np.random.default_rng(seed),
-                  method=method)  # fmt: skip
+    result = mace(
+        items, annotators, answers, labels=LABELS, rng=np.random.default_rng(seed), method=method
+    )
     mace_accuracy = np.mean(result.predicted_labels() == truth)
     vote_accuracy = np.mean(majority_vote(items, answers, truth.size, seed) == truth)
     assert mace_accuracy > vote_accuracy + 0.03, (mace_accuracy, vote_accuracy)
@@ -147,8 +149,12 @@ RUNS = {"vb": {}, "em": {"method": Method.EM}, "vb_alpha2": {"alpha": 2.0}}
 
 def reference_answers(case: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # type: ignore[type-arg]
     """The tool's input (one CSV line per item, a column per annotator) as answer rows."""
-    rows = [(i, j, value) for i, line in enumerate(case["csv"])
-            for j, value in enumerate(line.split(",")) if value]  # fmt: skip
+    rows = [
+        (i, j, value)
+        for i, line in enumerate(case["csv"])
+        for j, value in enumerate(line.split(","))
+        if value
+    ]
     items, annotators, labels = zip(*rows, strict=True)
     return np.array(items), np.array(annotators), np.array(labels)
 
@@ -159,8 +165,9 @@ def test_competence_equals_the_mace_tools_in_each_of_its_modes(case, run):
     reference = next(c for c in REFERENCE["cases"] if c["name"] == case)
     items, annotators, labels = reference_answers(reference)
     # Run to convergence, as the tool ran (1,000 iterations, 20 restarts).
-    result = mace(items, annotators, labels, restarts=10, iterations=1000, tolerance=0.0,
-                  **RUNS[run])  # fmt: skip
+    result = mace(
+        items, annotators, labels, restarts=10, iterations=1000, tolerance=0.0, **RUNS[run]
+    )
     expected = np.array(reference["competence"][run])[result.annotators]
     np.testing.assert_allclose(result.competence, expected, atol=1e-6)
 
@@ -197,8 +204,9 @@ def test_variational_bayes_agrees_with_em_on_plentiful_clean_data():
     competences = np.linspace(0.7, 0.95, 8)
     _, _, items, annotators, answers = simulate(3, n_items=600, competences=competences)
     vb = mace(items, annotators, answers, labels=LABELS, rng=np.random.default_rng(1))
-    em = mace(items, annotators, answers, labels=LABELS, rng=np.random.default_rng(1),
-              method=Method.EM)  # fmt: skip
+    em = mace(
+        items, annotators, answers, labels=LABELS, rng=np.random.default_rng(1), method=Method.EM
+    )
     np.testing.assert_allclose(vb.competence, em.competence, atol=0.02)
     assert np.mean(vb.predicted_labels() == em.predicted_labels()) > 0.98
 
@@ -225,9 +233,18 @@ def test_every_step_raises_the_objective(method):
     # (which is what lets a fit stop once the gain is negligible).
     _, _, items, annotators, answers = simulate(4, n_items=120)
     objectives = [
-        mace(items, annotators, answers, labels=LABELS, rng=np.random.default_rng(2),
-             restarts=1, iterations=k, tolerance=0.0, method=method).objective
+        mace(
+            items,
+            annotators,
+            answers,
+            labels=LABELS,
+            rng=np.random.default_rng(2),
+            restarts=1,
+            iterations=k,
+            tolerance=0.0,
+            method=method,
+        ).objective
         for k in range(1, 30)
-    ]  # fmt: skip
+    ]
     assert np.all(np.diff(objectives) >= -1e-9 * np.abs(objectives[1:]))
     assert objectives[-1] > objectives[0]
