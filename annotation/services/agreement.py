@@ -32,7 +32,8 @@ RESAMPLES = 1000
 # so a page stays near a second below it.
 INLINE_LIMIT = 1500
 CHOICE_CODES = {"a": 1.0, "tie": 0.0, "b": -1.0}  # ordered, so ρ reads "prefers A"
-VERSION = 2  # of the cached result's contents (2: competence, gold flags, position bias)
+VERSION = 3  # of the cached result's contents (2: competence, gold flags, position bias;
+# 3: competence by variational Bayes)
 
 
 def answers(campaign: Campaign) -> list[tuple[int, int, int, float]]:

@@ -4,6 +4,8 @@ annotator's judgments.
 
 Likert answers are the aspect's scale points taken as categories; pairwise answers are
 A better, tie, B better in the pair's own frame (whatever side each annotator saw).
+MACE is fitted by variational Bayes with the MACE tool's priors (its default; EM is
+its ``--em``), so an annotator with a handful of answers is not called perfect on them.
 Estimates are cached under the dataset's data version (every stored answer bumps it).
 """
 
@@ -20,12 +22,13 @@ from django.core.cache import cache
 from annotation.models import Campaign
 from annotation.services.agreement import CHOICE_CODES, answers, campaign_cache_key
 from annotation.services.answers import scale_points
-from scoring.stats.competence import mace
+from scoring.stats.competence import ALPHA, BETA, Method, mace
 from studies.models import Dataset
 
 RESTARTS = 10
 ITERATIONS = 100
-VERSION = 1  # bump when the cached result's shape or the model's settings change
+METHOD = Method.VARIATIONAL  # the MACE tool's default, with its priors
+VERSION = 2  # bump when the cached result's shape or the model's settings change
 
 
 def compute_competence(campaign: Campaign) -> list[dict[str, Any]]:
@@ -45,12 +48,13 @@ def compute_competence(campaign: Campaign) -> list[dict[str, Any]]:
             (np.array(c) for c in zip(*mine, strict=True)) if mine else ([], [], [])
         )
         fit = mace(items, who, values, labels=labels, rng=np.random.default_rng(campaign.seed),
-                   restarts=RESTARTS, iterations=ITERATIONS)  # fmt: skip
+                   restarts=RESTARTS, iterations=ITERATIONS, method=METHOD)  # fmt: skip
         estimates = fit.by_annotator()
         result.append({
             "aspect_id": aspect.pk, "code": aspect.code, "name": aspect.name,
             "reason": fit.reason, "n_answers": len(mine), "n_items": int(fit.items.size),
-            "log_likelihood": fit.log_likelihood if math.isfinite(fit.log_likelihood) else None,
+            "method": METHOD.value, "alpha": ALPHA, "beta": BETA,
+            "objective": fit.objective if math.isfinite(fit.objective) else None,
             "annotators": [
                 {"user": names[user], "user_id": user, "competence": estimates[user],
                  "answers": int(n), "shared": int(shared)}
@@ -71,7 +75,7 @@ def by_annotator(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def cache_key(campaign: Campaign) -> str:
-    return campaign_cache_key("competence", campaign, RESTARTS, ITERATIONS, VERSION)
+    return campaign_cache_key("competence", campaign, RESTARTS, ITERATIONS, METHOD.value, VERSION)
 
 
 def campaign_competence(campaign: Campaign) -> list[dict[str, Any]]:

@@ -9,6 +9,7 @@ than it (p ≤ alpha); so rank 1 holds the metrics no rank-1 metric beats signif
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -80,14 +81,25 @@ def average_ranks(
     tables: Sequence[Mapping[str, int | None]], weights: Sequence[float] | None = None
 ) -> dict[str, float]:
     """Each metric's rank averaged over ``tables`` (weighted; uniform by default), for
-    the metrics ranked in every table (as mt-metrics-eval's ``AverageRanks``), sorted
-    from best (lowest) to worst."""
+    the metrics ranked in every table, sorted from best (lowest) to worst.
+
+    The weights are normalised to sum to 1, so this is a weighted mean. mt-metrics-eval's
+    ``AverageRanks`` sums rank × weight as given: the two agree for weights that sum to
+    1 (its uniform default and its ``AssignWeights``), and for others its values are
+    these times the weights' sum (the order is the same)."""
     if not tables:
         return {}
     if weights is None:
         weights = [1.0] * len(tables)
-    if len(weights) != len(tables) or sum(weights) <= 0:
-        raise ValueError("one non-negative weight per table, not all zero")
+    if (
+        len(weights) != len(tables)
+        or not all(math.isfinite(w) and w >= 0 for w in weights)
+        or sum(weights) <= 0
+    ):
+        raise ValueError(
+            f"one non-negative weight per table, not all zero: got {list(weights)} "
+            f"for {len(tables)} tables"
+        )
     weights = [w / sum(weights) for w in weights]
     common = set.intersection(*({m for m, r in t.items() if r is not None} for t in tables))
     totals = {

@@ -10,6 +10,13 @@ with its outputs, which the tests compare Concordia's implementation against::
 
 Its layout: ``num_sys`` systems × ``num_items`` documents, packed system by system, a
 missing human score as null (mt-metrics-eval filters those; metric scores are complete).
+
+It also measures how far mt-metrics-eval's SPA strays on one-decimal scores, where its
+float32 sums round (``spa_rounding``: per shape, over random cases, the largest
+difference from its own value on the same scores × 10, integers whose float32 sums are
+exact, with the same p-values in exact arithmetic; printed to stderr and stored with
+each shape's worst case), and records its ``TaskSetResults.AverageRanks`` on random rank
+tables with weights that sum to 1 and weights that do not (``average_ranks``).
 """
 
 from __future__ import annotations
@@ -46,6 +53,72 @@ def complete_case(rng: np.random.Generator, num_sys: int, num_items: int) -> dic
             "metric": [float(v) for v in metric.ravel()]}  # fmt: skip
 
 
+SPA_SHAPES = [(2, 2), (2, 3), (3, 5), (4, 10), (6, 25), (12, 60), (15, 500)]
+SPA_CASES = 2000
+
+
+def spa_rounding(stats: Any, rng: np.random.Generator) -> list[dict[str, Any]]:
+    """Per shape, SPA_CASES random cases of scores 0.0-10.0 in steps of 0.1: how often and
+    how far mt-metrics-eval's SPA differs from its exact value, and the worst case."""
+    out = []
+    for num_sys, num_items in SPA_SHAPES:
+        worst: dict[str, Any] = {}
+        differences = []
+        for _ in range(SPA_CASES):
+            tenths = rng.integers(0, 101, size=(2, num_sys * num_items))
+            gold, metric = (tenths / 10).tolist()
+            rounded = float(stats.PairwiseConfidenceError(gold, metric, num_sys=num_sys)[0])
+            exact = float(stats.PairwiseConfidenceError(*tenths.tolist(), num_sys=num_sys)[0])
+            differences.append(abs(rounded - exact))
+            if not worst or differences[-1] > worst["difference"]:
+                worst = {
+                    "num_sys": num_sys,
+                    "num_items": num_items,
+                    "gold": gold,
+                    "metric": metric,
+                    "float32": rounded,
+                    "exact": exact,
+                    "difference": differences[-1],
+                }
+        spread = np.array(differences)
+        worst["share_differing"] = float(np.mean(spread > 1e-12))
+        worst["median_difference"] = float(np.median(spread))
+        worst["cases"] = SPA_CASES
+        if num_sys * num_items > 1000:  # a WMT-sized set: its summary, not its 15,000 scores
+            del worst["gold"], worst["metric"]
+        print(
+            f"SPA float32, {num_sys} systems x {num_items} documents, {SPA_CASES} cases: "
+            f"{worst['share_differing']:.0%} differ, median {worst['median_difference']:.4f}, "
+            f"max {worst['difference']:.4f}",
+            file=sys.stderr,
+        )
+        out.append(worst)
+    return out
+
+
+def average_ranks_cases(tasks: Any, rng: np.random.Generator) -> list[dict[str, Any]]:
+    """mt-metrics-eval's weighted average rank over random tables (a metric missing from
+    a table is left out), with no weights, weights summing to 1, and weights that do not."""
+    out = []
+    for _ in range(10):
+        n_tables, names = int(rng.integers(2, 6)), [f"m{k}" for k in range(int(rng.integers(3, 8)))]
+        tables = []
+        for _ in range(n_tables):
+            kept = [m for m in names if rng.random() > 0.15]
+            tables.append(
+                {m: int(r) for m, r in zip(kept, rng.integers(1, 5, len(kept)), strict=True)}
+            )
+        raw = rng.uniform(0.5, 3, n_tables)
+        for weights in (None, (raw / raw.sum()).tolist(), raw.tolist()):
+            results = tasks.TaskSetResults(
+                [types.SimpleNamespace(metrics=list(t), Rank=t.__getitem__) for t in tables]
+            )
+            out.append(
+                {"tables": tables, "weights": weights, "expected": results.AverageRanks(weights)}
+            )
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mtme", required=True, help="root of an mt-metrics-eval checkout")
@@ -56,7 +129,7 @@ def main() -> None:
     for unused in ("apache_beam", "dacite"):
         sys.modules.setdefault(unused, types.ModuleType(unused))
     import scipy.stats
-    from mt_metrics_eval import data, stats
+    from mt_metrics_eval import data, stats, tasks
 
     rng = np.random.default_rng(2025)
     cases = []
@@ -123,9 +196,14 @@ def main() -> None:
             ranks.append({"sig": sig.tolist(), "pval": pval,
                           "ranks": [int(r) for r in data.AssignRanks(sig, pval)]})  # fmt: skip
 
+    # Drawn from a generator of their own, so the sections above stay as they were.
+    extra = np.random.default_rng(2026)
+    rounding = spa_rounding(stats, extra)
+    average = average_ranks_cases(tasks, extra)
     json.dump(
         {"source": "google-research/mt-metrics-eval", "revision": args.revision, "cases": cases, "spa": spa_cases,
-         "williams": williams, "assign_ranks": ranks},
+         "williams": williams, "assign_ranks": ranks, "spa_rounding": rounding,
+         "average_ranks": average},
         sys.stdout, indent=1,
     )  # fmt: skip
     sys.stdout.write("\n")

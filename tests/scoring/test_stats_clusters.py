@@ -33,3 +33,12 @@ def test_average_ranks_keep_the_metrics_ranked_everywhere_and_sort_best_first():
     assert weighted == {"a": pytest.approx(1.25), "b": pytest.approx(2.0)}
     with pytest.raises(ValueError, match="one non-negative weight"):
         average_ranks(tables, weights=[1, 1])
+
+
+@pytest.mark.parametrize("weights", [[2, -1, 1], [1, math.nan, 1], [1, math.inf, 1], [0, 0, 0]])
+def test_average_ranks_refuse_negative_or_non_finite_weights(weights):
+    # A negative weight once passed as long as the sum stayed positive, giving a
+    # "mean" rank outside the ranks' range.
+    tables = [{"a": 1, "b": 2}, {"a": 2, "b": 1}, {"a": 1, "b": 2}]
+    with pytest.raises(ValueError, match="one non-negative weight per table"):
+        average_ranks(tables, weights=weights)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +22,14 @@ from scoring.stats import (
     Level,
     Options,
     assign_ranks,
+    average_ranks,
     calibrate_ties,
     correlate,
     williams_test,
 )
 
-REFERENCE = json.loads((Path(__file__).parent.parent / "data" / "mtme_reference.json").read_text())
+ROOT = Path(__file__).parent.parent.parent
+REFERENCE = json.loads((ROOT / "tests" / "data" / "mtme_reference.json").read_text())
 
 
 def packed(num_sys: int, gold: list[Any], metric: list[Any]) -> dict[str, Any]:
@@ -278,6 +281,109 @@ def test_williams_p_values_equal_mt_metrics_eval():
 def test_assign_ranks_equal_mt_metrics_eval():
     for case in REFERENCE["assign_ranks"]:
         assert assign_ranks(np.array(case["sig"]), case["pval"]) == case["ranks"]
+
+
+def like(data: dict[str, Any], threshold: float, **settings: Any) -> Any:
+    """Concordia's sample-level Kendall-like result on packed data."""
+    options = Options(threshold=threshold)
+    return correlate(
+        data["metric"],
+        data["human"],
+        level=Level.SAMPLE,
+        coefficient=Coefficient.KENDALL_LIKE,
+        docs=data["docs"],
+        systems=data["systems"],
+        options=options,
+        **settings,
+    )
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_kendall_like_equals_mt_metrics_eval_micro_or_with_zero_but_not_at_macro_skip(case):
+    reference = CASES[case]
+    data = packed(reference["num_sys"], reference["gold"], reference["metric"])
+    for threshold in (1.0, 2.0):
+        micro = reference["expected"][
+            f"like_item_micro_t{threshold}"
+        ]  # its Correlation.KendallLike
+        macro = reference["expected"][f"like_item_macro_t{threshold}"]  # its macro average
+        # Micro weighs a document by its counted pairs, so one without any weighs 0
+        # whatever the policy.
+        for policy in DegeneratePolicy:
+            got = like(data, threshold, average=Average.MICRO, policy=policy).value
+            assert got == pytest.approx(micro, abs=1e-12)
+        zero = like(data, threshold, average=Average.MACRO, policy=DegeneratePolicy.ZERO)
+        assert zero.value == pytest.approx(macro, abs=1e-12)
+        # The default, macro + SKIP, leaves out the documents without a counted pair
+        # where it counts them as 0: the same sum over fewer documents.
+        skip = like(data, threshold)
+        assert skip.policy is DegeneratePolicy.SKIP and skip.average is Average.MACRO
+        used = np.count_nonzero(skip.weights)
+        assert skip.value * used == pytest.approx(macro * (used + skip.n_constant), abs=1e-9)
+        if skip.n_constant and macro != 0:
+            assert abs(skip.value - macro) > 1e-3
+
+
+def test_kendall_like_at_macro_skip_differs_from_mt_metrics_eval_on_the_reference_cases():
+    differences = []
+    for reference in CASES:
+        data = packed(reference["num_sys"], reference["gold"], reference["metric"])
+        skip = like(data, 2.0)
+        differences.append(abs(skip.value - reference["expected"]["like_item_macro_t2.0"]))
+    assert sum(d > 1e-3 for d in differences) >= 3, differences
+
+
+SPA_ROUNDING = REFERENCE["spa_rounding"]
+
+
+@pytest.mark.parametrize("case", [c for c in SPA_ROUNDING if "gold" in c], ids=str)
+def test_soft_pairwise_accuracy_counts_the_ties_mt_metrics_eval_rounds_away_in_float32(case):
+    # Its SPA on one-decimal scores sums in float32 and may miss a permuted sum equal to
+    # the observed one; on the same scores × 10 (integers: its sums are exact) it counts
+    # them. Ours gives that exact value on the one-decimal scores themselves.
+    data = packed(case["num_sys"], case["gold"], case["metric"])
+    ours = value(data, Level.SYSTEM, Coefficient.SPA)
+    assert ours == pytest.approx(case["exact"], abs=1e-12)
+    assert abs(ours - case["float32"]) == pytest.approx(case["difference"], abs=1e-12)
+
+
+def test_soft_pairwise_accuracy_does_not_change_with_the_scores_scale():
+    rng = np.random.default_rng(5)
+    for num_sys, num_items in [(2, 2), (3, 5), (4, 10), (6, 25)] * 5:
+        tenths = rng.integers(0, 101, size=(2, num_sys * num_items))
+        decimal = packed(num_sys, *(tenths / 10).tolist())
+        integer = packed(num_sys, *tenths.tolist())
+        assert value(decimal, Level.SYSTEM, Coefficient.SPA) == value(
+            integer, Level.SYSTEM, Coefficient.SPA
+        )
+
+
+def test_the_readme_states_the_float32_rounding_measured_for_each_shape():
+    readme = " ".join((ROOT / "README.md").read_text().replace(",", "").split())
+    stated = {
+        (int(s), int(d)): float(bound)
+        for bound, s, d in re.findall(r"([0-9.]+) \(([0-9]+) systems? × ([0-9]+) documents", readme)
+    }
+    measured = {(c["num_sys"], c["num_items"]): c["difference"] for c in SPA_ROUNDING}
+    assert set(measured) <= set(stated), stated
+    for shape, difference in measured.items():
+        assert stated[shape] == pytest.approx(difference, rel=0.05), shape
+
+
+@pytest.mark.parametrize("case", range(len(REFERENCE["average_ranks"])))
+def test_average_ranks_equal_mt_metrics_eval_for_weights_summing_to_one(case):
+    reference = REFERENCE["average_ranks"][case]
+    weights = reference["weights"]
+    ours = average_ranks(reference["tables"], weights)
+    total = 1.0 if weights is None else sum(weights)
+    # Ours is a weighted mean; its AverageRanks sums rank × weight as given.
+    expected = {m: v / total for m, v in reference["expected"].items()}
+    assert ours == pytest.approx(expected, abs=1e-12)
+    assert sorted(ours.values()) == list(ours.values())
+    if weights is None or math.isclose(total, 1.0):
+        assert ours == pytest.approx(reference["expected"], abs=1e-12)
+    else:
+        assert ours != pytest.approx(reference["expected"], abs=1e-3)
 
 
 def test_reference_cases_exercise_missing_judgments_ties_and_the_pooled_sorting_path():
