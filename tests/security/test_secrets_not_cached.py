@@ -18,7 +18,7 @@ from rest_framework.test import APIClient
 
 from studies.services.tokens import token_for
 from tests.api.conftest import build_world
-from tests.api.test_authorization_matrix import admin_urls, kwarg_value, routes
+from tests.api.routes import admin_urls, kwarg_value, routes
 
 pytestmark = pytest.mark.django_db
 
