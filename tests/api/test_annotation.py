@@ -11,9 +11,9 @@ from tests.api.conftest import ROLES, errors_body
 
 pytestmark = pytest.mark.django_db
 RESEARCH = {"anonymous": 401, "annotator": 403, "other_annotator": 403, "owner": 200,
-            "other_researcher": 404, "admin": 200}  # fmt: skip
+            "collaborator": 200, "other_researcher": 404, "admin": 200}  # fmt: skip
 ANNOTATE = {"anonymous": 401, "annotator": 200, "other_annotator": 404, "owner": 404,
-            "other_researcher": 404, "admin": 404}  # fmt: skip
+            "collaborator": 404, "other_researcher": 404, "admin": 404}  # fmt: skip
 
 
 def answers(campaign: Campaign, value: object = 4) -> dict[str, object]:
@@ -158,15 +158,21 @@ def test_bad_campaigns_are_a_400_naming_the_field_and_create_nothing(world, body
 def test_studies_and_campaigns_of_other_researchers_cannot_be_used(world, role):
     client = world.client(role)
     made = client.post("/api/studies/", {"name": "S", "dataset": world.dataset.pk}, format="json")
-    assert (
-        made.status_code == {**RESEARCH, "owner": 201, "admin": 201, "other_researcher": 400}[role]
-    )
+    # a collaborator reads the owner's dataset but may not put it in a study of their own
+    shares = {**RESEARCH, "owner": 201, "admin": 201, "collaborator": 403, "other_researcher": 400}
+    assert made.status_code == shares[role]
     made = client.post("/api/campaigns/", {"study": world.study.pk, "name": "C", "overlap": 1,
                                            "annotators": ["annotator"],
                                            "aspects": [Aspect.objects.get(code="COH").pk]}, format="json")  # fmt: skip
-    assert (
-        made.status_code == {**RESEARCH, "owner": 201, "admin": 201, "other_researcher": 400}[role]
-    )
+    # ... but runs campaigns in the study with its annotators
+    campaigns = {
+        **RESEARCH,
+        "owner": 201,
+        "admin": 201,
+        "collaborator": 201,
+        "other_researcher": 400,
+    }
+    assert made.status_code == campaigns[role]
     assert Study.objects.filter(name="S").count() == (1 if role in ("owner", "admin") else 0)
 
 
