@@ -15,16 +15,61 @@ ERROR_CODES = {
     "403": "Not allowed for this account.",
     "404": "No such object, or not yours.",
     "409": "The object's state refuses the request.",
+    "413": "The request body is too large.",
     "429": "Too many requests.",
 }
 
 
 class ApiAutoSchema(AutoSchema):
+    # Only a GET lists: a POST answering a list (POST /api/runs/ starts several runs) is
+    # neither filtered nor paginated, whatever its view does for GET.
+    def _get_paginator(self) -> Any:
+        return super()._get_paginator() if self.method == "GET" else None
+
+    def _get_filter_parameters(self) -> list[Any]:
+        return list(super()._get_filter_parameters()) if self.method == "GET" else []
+
     def _get_response_bodies(self, direction: Any = "response") -> dict[str, Any]:
         responses: dict[str, Any] = super()._get_response_bodies(direction)
+        takes_body = self.method in ("POST", "PUT", "PATCH") and bool(self.get_request_serializer())
         for code, description in ERROR_CODES.items():
-            if code not in responses:
+            if code not in responses and (code != "413" or takes_body):
                 response = self._get_response_for_code(ErrorSerializer, code, direction=direction)
                 response["description"] = description
                 responses[code] = response
         return responses
+
+
+# Django and DRF refuse text holding the NUL character (PostgreSQL cannot store it), so
+# every string a request carries is documented as NUL-free.
+NO_NUL = "^[^\\u0000]*$"
+
+
+def _forbid_nul(schema: Any) -> None:
+    if isinstance(schema, list):
+        for item in schema:
+            _forbid_nul(item)
+    elif isinstance(schema, dict):
+        if schema.get("type") == "string" and not {"enum", "pattern", "format"} & set(schema):
+            schema["pattern"] = NO_NUL
+        for key in ("properties", "additionalProperties", "items", "allOf", "anyOf", "oneOf"):
+            value = schema.get(key)
+            if key == "properties" and isinstance(value, dict):
+                _forbid_nul(list(value.values()))
+            elif value is not None:
+                _forbid_nul(value)
+
+
+def document_nul_refusal(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """Postprocessing hook: the request side's strings (parameters and request bodies)
+    say they cannot hold NUL."""
+    for name, component in result.get("components", {}).get("schemas", {}).items():
+        if name.endswith("Request"):
+            _forbid_nul(component)
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", []):
+                _forbid_nul(parameter.get("schema"))
+            for media in operation.get("requestBody", {}).get("content", {}).values():
+                _forbid_nul(media.get("schema"))
+    return result
