@@ -1,8 +1,8 @@
-"""The API's list filters. An object filter (``?dataset=``, ``?study=``, ``?output=`` …)
-takes an id: a positive whole number, a 400 naming the parameter otherwise, as the schema
-says. An id of nothing you can see lists nothing, the same answer whether the object is
-someone else's or does not exist (a choice filter's "Select a valid choice" told them
-apart)."""
+"""The API's list filters and ordering, strict as the schema documents them. An object
+filter (``?dataset=``, ``?study=``, ``?output=`` …) takes an id: a positive whole number,
+a 400 naming the parameter otherwise. An id of nothing you can see lists nothing, the same
+answer whether the object is someone else's or does not exist (a choice filter's "Select a
+valid choice" told them apart). ``?ordering=`` takes the view's fields only."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ class OrderingFilter(filters.OrderingFilter):
 
     def get_ordering(self, request: Any, queryset: Any, view: Any) -> Any:
         raw = request.query_params.get(self.ordering_param)
-        if not raw:
+        if raw is None:
             return self.get_default_ordering(view)
         terms = [term.strip() for term in raw.split(",")]
         choices = self._choices(view, queryset, request)
@@ -86,7 +86,7 @@ class OrderingFilter(filters.OrderingFilter):
         if not choices:
             return []  # the view orders its own way
         description = "Comma-separated fields to order by (a leading - for descending)."
-        schema = {"type": "array", "items": {"type": "string", "enum": choices}}
+        schema = {"type": "array", "items": {"type": "string", "enum": choices}, "minItems": 1}
         return [
             {
                 "name": self.ordering_param,

@@ -1,5 +1,7 @@
 """The OpenAPI schema: every operation documents the shared error body for the 4xx
-answers it can give, besides its own responses."""
+answers it can give, besides its own responses; only a GET is a filtered, paginated list;
+request strings are documented NUL-free (a postprocessing hook). tests/api/test_schema_fuzz.py
+checks that the API answers as this schema says."""
 
 from __future__ import annotations
 
@@ -41,8 +43,11 @@ class ApiAutoSchema(AutoSchema):
 
 
 # Django and DRF refuse text holding the NUL character (PostgreSQL cannot store it), so
-# every string a request carries is documented as NUL-free.
+# every string a request carries is documented as NUL-free; DRF trims a text field, so
+# one that may not be blank needs a character other than Python's whitespace.
 NO_NUL = "^[^\\u0000]*$"
+SPACE = "\\t\\n\\u000b\\f\\r\\u001c-\\u001f \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
+NOT_BLANK = f"^[^\\u0000]*[^\\u0000{SPACE}][^\\u0000]*$"
 
 
 def _forbid_nul(schema: Any) -> None:
@@ -51,7 +56,7 @@ def _forbid_nul(schema: Any) -> None:
             _forbid_nul(item)
     elif isinstance(schema, dict):
         if schema.get("type") == "string" and not {"enum", "pattern", "format"} & set(schema):
-            schema["pattern"] = NO_NUL
+            schema["pattern"] = NOT_BLANK if schema.get("minLength", 0) > 0 else NO_NUL
         for key in ("properties", "additionalProperties", "items", "allOf", "anyOf", "oneOf"):
             value = schema.get(key)
             if key == "properties" and isinstance(value, dict):

@@ -71,6 +71,7 @@ SEMANTIC: dict[str, set[str]] = {
         "question_aspect",
     },
     "POST /api/learned/": {"dataset", "aspect", "datasets", "backbone"},
+    "POST /api/runs/": {"aspects", "model", "non_field_errors"},
     "POST /api/imports/": {"file", "dataset", "task"},
     "POST /api/datasets/{id}/upload/": {"file"},
     # the browser's runs, systems and aspects are the dataset's; a range needs its run or

@@ -1,6 +1,7 @@
 """JSON request bodies hold the types the schema documents. DRF converts what it can (0
 becomes "0" in a text field, "5" becomes 5, "yes" becomes true), so a body the schema
-refuses would be accepted; with StrictJsonTypes it is a 400 naming the field."""
+refuses would be accepted; with StrictJsonTypes it is a 400 naming the field. Text holds
+no NUL, as the schema says (a lookup by a name with NUL was a 500 on PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -58,10 +59,23 @@ def type_error(field: Any, value: Any) -> str | None:
         return None if _is_number(value) else "Must be a number."
     if isinstance(field, serializers.ChoiceField):
         if all(isinstance(choice, str) for choice in field.choices):
-            return None if isinstance(value, str) else "Must be a string."
+            return _text_error(value)
         return None
     if isinstance(field, serializers.CharField | relations.SlugRelatedField):
-        return None if isinstance(value, str) else "Must be a string."
+        max_length = getattr(field, "max_length", None)
+        if isinstance(value, str) and max_length is not None and len(value) > max_length:
+            # the schema's maxLength counts what is sent; DRF would count it trimmed
+            return f"Ensure this field has no more than {max_length} characters."
+        return _text_error(value)
+    return None
+
+
+def _text_error(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return "Must be a string."
+    # PostgreSQL refuses NUL in a lookup with a DataError (a 500), and the schema says so
+    if "\x00" in value:
+        return "Null characters are not allowed."
     return None
 
 
