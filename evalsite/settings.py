@@ -321,7 +321,7 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "studies.api.schema.document_nul_refusal",
+        "studies.api.schema.document_request_text",
     ],
     "SWAGGER_UI_DIST": "SIDECAR",  # served from static files: works offline, no CDN
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

@@ -45,36 +45,36 @@ class ApiAutoSchema(AutoSchema):
 # Django and DRF refuse text holding the NUL character (PostgreSQL cannot store it), so
 # every string a request carries is documented as NUL-free; DRF trims a text field, so
 # one that may not be blank needs a character other than Python's whitespace.
-NO_NUL = "^[^\\u0000]*$"
-SPACE = "\\t\\n\\u000b\\f\\r\\u001c-\\u001f \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
-NOT_BLANK = f"^[^\\u0000]*[^\\u0000{SPACE}][^\\u0000]*$"
+NO_NUL = r"^[^\u0000]*$"
+SPACE = r"\t\n\u000b\f\r\u001c-\u001f \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+NOT_BLANK = rf"^[^\u0000]*[^\u0000{SPACE}][^\u0000]*$"
 
 
-def _forbid_nul(schema: Any) -> None:
+def _document_text(schema: Any) -> None:
     if isinstance(schema, list):
         for item in schema:
-            _forbid_nul(item)
+            _document_text(item)
     elif isinstance(schema, dict):
         if schema.get("type") == "string" and not {"enum", "pattern", "format"} & set(schema):
             schema["pattern"] = NOT_BLANK if schema.get("minLength", 0) > 0 else NO_NUL
         for key in ("properties", "additionalProperties", "items", "allOf", "anyOf", "oneOf"):
             value = schema.get(key)
             if key == "properties" and isinstance(value, dict):
-                _forbid_nul(list(value.values()))
+                _document_text(list(value.values()))
             elif value is not None:
-                _forbid_nul(value)
+                _document_text(value)
 
 
-def document_nul_refusal(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+def document_request_text(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
     """Postprocessing hook: the request side's strings (parameters and request bodies)
-    say they cannot hold NUL."""
+    say they cannot hold NUL, nor be blank where the field refuses a blank."""
     for name, component in result.get("components", {}).get("schemas", {}).items():
         if name.endswith("Request"):
-            _forbid_nul(component)
+            _document_text(component)
     for operations in result.get("paths", {}).values():
         for operation in operations.values():
             for parameter in operation.get("parameters", []):
-                _forbid_nul(parameter.get("schema"))
+                _document_text(parameter.get("schema"))
             for media in operation.get("requestBody", {}).get("content", {}).values():
-                _forbid_nul(media.get("schema"))
+                _document_text(media.get("schema"))
     return result
