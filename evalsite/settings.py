@@ -69,6 +69,8 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # under /api/: a query parameter given twice is a 400 (the schema gives each one value)
+    "studies.api.middleware.SingleQueryValuesMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # Before anything reads a body: refuses an upload past IMPORT_MAX_FILE_BYTES with 413
@@ -325,11 +327,14 @@ REST_FRAMEWORK = {
         "studies.api.authentication.ThrottledTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
+    # bodies are JSON (form encodings cannot say null, [] or a nested object); the
+    # upload endpoints take multipart/form-data, the token endpoint forms too
+    "DEFAULT_PARSER_CLASSES": ["studies.api.parsers.JSONParser"],
     "DEFAULT_PAGINATION_CLASS": "studies.api.pagination.Pagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": [
-        "django_filters.rest_framework.DjangoFilterBackend",
-        "rest_framework.filters.OrderingFilter",
+        "studies.api.filters.FilterBackend",
+        "studies.api.filters.OrderingFilter",
     ],
     "DEFAULT_SCHEMA_CLASS": "studies.api.schema.ApiAutoSchema",
     "EXCEPTION_HANDLER": "studies.api.errors.exception_handler",
@@ -348,6 +353,10 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SCHEMA_PATH_PREFIX": "/api/",
     "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "studies.api.schema.document_request_text",
+    ],
     "SWAGGER_UI_DIST": "SIDECAR",  # served from static files: works offline, no CDN
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, RequestDataTooBig, TooManyFieldsSent
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import Http404
+from django.http import Http404, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.defaults import page_not_found
 from rest_framework import exceptions, serializers
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
@@ -39,19 +41,25 @@ def field_errors(detail: Any) -> dict[str, list[str]]:
     return {api_settings.NON_FIELD_ERRORS_KEY: _messages(detail)}
 
 
+def invalid_input_body(errors: dict[str, list[str]]) -> dict[str, Any]:
+    """The body of a 400 for bad input: the first message as the detail."""
+    first = next(iter(errors.values()), ["Invalid input."])
+    detail = f"Invalid input: {first[0]}" if first else "Invalid input."
+    return {"detail": detail, "errors": errors}
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(
             exc.message_dict if hasattr(exc, "error_dict") else exc.messages
         )
+    if isinstance(exc, RequestDataTooBig | TooManyFieldsSent):
+        return error_response(413, str(exc) or "The request is too large.")
     response = drf_exception_handler(exc, context)
     if response is None:
         return None
     if isinstance(exc, exceptions.ValidationError):
-        errors = field_errors(exc.detail)
-        first = next(iter(errors.values()), ["Invalid input."])
-        detail = f"Invalid input: {first[0]}" if first else "Invalid input."
-        response.data = {"detail": detail, "errors": errors}
+        response.data = invalid_input_body(field_errors(exc.detail))
     elif isinstance(exc, Http404 | PermissionDenied | exceptions.APIException):
         data = response.data if isinstance(response.data, dict) else {}
         response.data = {"detail": str(data.get("detail", exc)), "errors": {}}
@@ -76,12 +84,16 @@ def form_errors(form: Any) -> exceptions.ValidationError:
     )
 
 
+@csrf_exempt  # it changes nothing, and a refused CSRF check would answer an HTML 403
+def no_route(request: Any) -> JsonResponse:
+    """The API's last route: any other URL under ``/api/`` is a 404 with the error body,
+    under DEBUG too (where Django shows its HTML page instead of calling handler404)."""
+    return JsonResponse({"detail": "Not found.", "errors": {}}, status=404)
+
+
 def not_found(request: Any, exception: Exception) -> Any:
     """Django's 404 for URLs no route matches: the API's error body under ``/api/``,
     the usual page elsewhere."""
-    from django.http import JsonResponse
-    from django.views.defaults import page_not_found
-
     if request.path.startswith("/api/"):
-        return JsonResponse({"detail": "Not found.", "errors": {}}, status=404)
+        return no_route(request)
     return page_not_found(request, exception)

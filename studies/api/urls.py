@@ -1,9 +1,10 @@
 """The API's routes, mounted at ``/api/``."""
 
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
+from studies.api.errors import no_route
 from studies.api.views import (
     annotation,
     catalog,
@@ -66,4 +67,7 @@ urlpatterns = [
         name="docs",
     ),
     path("", include(router.urls)),
+    # last: any other URL ending in a slash (a path id that is not a number, an unknown
+    # action) is a JSON 404; one without the slash is still redirected to it first
+    re_path(r"^.+/$", no_route, name="no-route"),
 ]

@@ -26,7 +26,12 @@ MAX_QUERY = 200  # characters of search text
 
 
 class BadQuery(ValueError):
-    """A parameter the browser cannot use; its message says which and why."""
+    """A parameter the browser cannot use; its message says which and why, and
+    ``parameter`` names it (for the API's error body)."""
+
+    def __init__(self, message: str, parameter: str) -> None:
+        super().__init__(message)
+        self.parameter = parameter
 
 
 @dataclass(frozen=True)
@@ -83,16 +88,16 @@ def _number(query: Any, name: str) -> float | None:
     try:
         value = float(raw)
     except ValueError:
-        raise BadQuery(f"{name} must be a number, not {raw[:40]!r}.") from None
+        raise BadQuery(f"{name} must be a number, not {raw[:40]!r}.", name) from None
     if not math.isfinite(value):
-        raise BadQuery(f"{name} must be a finite number.")
+        raise BadQuery(f"{name} must be a finite number.", name)
     return value
 
 
 def _range(query: Any, low: str, high: str) -> tuple[float | None, float | None]:
     lo, hi = _number(query, low), _number(query, high)
     if lo is not None and hi is not None and lo > hi:
-        raise BadQuery(f"{low} ({lo:g}) is above {high} ({hi:g}).")
+        raise BadQuery(f"{low} ({lo:g}) is above {high} ({hi:g}).", low)
     return lo, hi
 
 
@@ -108,16 +113,16 @@ class Choices:
         try:
             pk = int(raw)
         except ValueError:
-            raise BadQuery(f"{name} must be a run id, not {raw[:40]!r}.") from None
+            raise BadQuery(f"{name} must be a run id, not {raw[:40]!r}.", name) from None
         if pk not in {r.pk for r in self.runs}:
-            raise BadQuery(f"This dataset has no run {pk}.")
+            raise BadQuery(f"This dataset has no run {pk}.", name)
         return pk
 
-    def aspect(self, code: str) -> Aspect:
+    def aspect(self, code: str, name: str = "aspect") -> Aspect:
         for aspect in self.aspects:
             if aspect.code.lower() == code.lower():
                 return aspect
-        raise BadQuery(f"No judgments on an aspect {code[:40]!r} in this dataset.")
+        raise BadQuery(f"No judgments on an aspect {code[:40]!r} in this dataset.", name)
 
 
 def choices(dataset: Dataset) -> Choices:
@@ -133,10 +138,10 @@ def parse_query(query: Any, offered: Choices) -> BrowseQuery:
     """The query from request parameters; :class:`BadQuery` names a bad one."""
     q = (query.get("q") or "").strip()
     if len(q) > MAX_QUERY:
-        raise BadQuery(f"The search text is longer than {MAX_QUERY} characters.")
+        raise BadQuery(f"The search text is longer than {MAX_QUERY} characters.", "q")
     system = (query.get("system") or "").strip()
     if system and system not in offered.systems:
-        raise BadQuery(f"This dataset has no system {system[:40]!r}.")
+        raise BadQuery(f"This dataset has no system {system[:40]!r}.", "system")
     sort = (query.get("sort") or "").strip()
     if sort:
         sign = "-" if sort.startswith("-") else ""
@@ -144,21 +149,21 @@ def parse_query(query: Any, offered: Choices) -> BrowseQuery:
         if kind == "run":
             sort = f"{sign}run:{offered.run(ref, 'sort')}"
         elif kind == "aspect":
-            sort = f"{sign}aspect:{offered.aspect(ref).code}"
+            sort = f"{sign}aspect:{offered.aspect(ref, 'sort').code}"
         else:
             raise BadQuery(f"sort must be run:<id> or aspect:<code>, with - for descending, "
-                           f"not {sort[:40]!r}.")  # fmt: skip
+                           f"not {sort[:40]!r}.", "sort")  # fmt: skip
     run_raw = (query.get("run") or "").strip()
     run = offered.run(run_raw, "run") if run_raw else None
     low, high = _range(query, "min", "max")
     if run is None and (low is not None or high is not None):
-        raise BadQuery("A score range (min, max) needs a run.")
+        raise BadQuery("A score range (min, max) needs a run.", "run")
     aspect = (query.get("aspect") or "").strip()
     if aspect:
         aspect = offered.aspect(aspect).code
     hlow, hhigh = _range(query, "hmin", "hmax")
     if not aspect and (hlow is not None or hhigh is not None):
-        raise BadQuery("A judgment range (hmin, hmax) needs an aspect.")
+        raise BadQuery("A judgment range (hmin, hmax) needs an aspect.", "aspect")
     try:
         page = max(int(query.get("page") or 1), 1)
     except ValueError:

@@ -60,6 +60,8 @@ def expected(route: Route) -> dict[str, str]:
         return PUBLIC
     if name in ("studies:home", "studies:api-token", "annotation:home"):
         return LOGGED_IN
+    if name == "api:no-route":  # the API's last route: any other URL under /api/
+        return dict.fromkeys(ROLES, HIDDEN)
     if name == "api:api-root":
         return {**PUBLIC, "anonymous": UNAUTH}
     if name.startswith(("api:annotate-campaign-", "api:assignment-")):

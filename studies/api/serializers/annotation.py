@@ -11,10 +11,11 @@ from rest_framework import serializers
 
 from annotation.forms import MAX_DB_INT
 from annotation.models import Assignment, Campaign
+from studies.api.serializers.types import StrictJsonTypes
 from studies.models import Study, StudyMember
 
 
-class StudySerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+class StudySerializer(StrictJsonTypes, serializers.ModelSerializer):  # type: ignore[type-arg]
     """A study; created through ``studies.services.studies.create_study`` (its aspects
     must be of the dataset's task)."""
 
@@ -41,7 +42,7 @@ class StudySerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
         return reverse("api:correlations", args=[study.dataset_id])
 
 
-class AnnotatorAccountSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class AnnotatorAccountSerializer(StrictJsonTypes, serializers.Serializer):  # type: ignore[type-arg]
     """A new annotator account for the study (needs the create_annotator_accounts
     permission)."""
 
@@ -49,7 +50,7 @@ class AnnotatorAccountSerializer(serializers.Serializer):  # type: ignore[type-a
     password = serializers.CharField(write_only=True, max_length=128)
 
 
-class MemberSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+class MemberSerializer(StrictJsonTypes, serializers.ModelSerializer):  # type: ignore[type-arg]
     user = serializers.SlugRelatedField(
         slug_field="username", queryset=get_user_model().objects.all()
     )
@@ -85,13 +86,15 @@ class AnnotatorCampaignSerializer(CampaignSerializer):
         read_only_fields = fields
 
 
-class CampaignCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class CampaignCreateSerializer(StrictJsonTypes, serializers.Serializer):  # type: ignore[type-arg]
     """The *New campaign* page's form (it validates; the same service creates)."""
 
     study = serializers.IntegerField()
     name = serializers.CharField(max_length=200)
     mode = serializers.ChoiceField(choices=Campaign.Mode.choices, default=Campaign.Mode.LIKERT)
-    aspects = serializers.ListField(child=serializers.IntegerField(), help_text="Aspect ids.")
+    aspects = serializers.ListField(
+        child=serializers.IntegerField(), min_length=1, help_text="Aspect ids."
+    )
     overlap = serializers.IntegerField(default=3, min_value=1, max_value=50)
     selection = serializers.ChoiceField(choices=Campaign.Selection.choices, default="all")
     systems = serializers.ListField(child=serializers.CharField(), default=list)
@@ -184,11 +187,11 @@ class AssignmentSerializer(serializers.ModelSerializer):  # type: ignore[type-ar
         return {str(k): v for k, v in current_answers(a).items()}
 
 
-class SubmitSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class SubmitSerializer(StrictJsonTypes, serializers.Serializer):  # type: ignore[type-arg]
     answers = serializers.DictField(
         help_text="Aspect id → a scale point (Likert) or left / right / tie (pairwise)."
     )
 
 
-class SkipSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class SkipSerializer(StrictJsonTypes, serializers.Serializer):  # type: ignore[type-arg]
     reason = serializers.CharField(default="", allow_blank=True, max_length=500)

@@ -6,10 +6,11 @@ from typing import Any
 
 from rest_framework import serializers
 
+from studies.api.serializers.types import StrictJsonTypes
 from studies.models import Aspect, AspectVersion, PromptTemplate, PromptTemplateVersion, TaskKind
 
 
-class VersionedSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+class VersionedSerializer(StrictJsonTypes, serializers.ModelSerializer):  # type: ignore[type-arg]
     """Writes through the model's own checks (``full_clean``: constraints, template
     safety) and records who changed it; the model's ``save`` writes the new version."""
 

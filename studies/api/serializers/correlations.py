@@ -39,7 +39,7 @@ class MatrixQuerySerializer(JudgmentChoices):
     )
     source = serializers.RegexField(
         r"^((import|campaign):[0-9]{1,12}|file:[^\x00-\x1f]{1,255})?$", required=False,
-        default="", allow_blank=True,
+        default="", allow_blank=True, trim_whitespace=False,  # a file name is taken as given
         help_text="Whose judgments make the human side: empty (all), import:<import job id> "
                   "(one uploaded file), file:<file name> (a file imported by the command) "
                   "or campaign:<campaign id> (one campaign's answers).",

@@ -9,6 +9,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from studies.api.errors import form_errors
+from studies.api.serializers.types import StrictJsonTypes
 from studies.forms import UploadForm
 from studies.models import (
     Dataset,
@@ -21,7 +22,7 @@ from studies.models import (
 )
 
 
-class DatasetSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+class DatasetSerializer(StrictJsonTypes, serializers.ModelSerializer):  # type: ignore[type-arg]
     task = serializers.SlugRelatedField(slug_field="code", queryset=TaskKind.objects.all())
     owner = serializers.CharField(
         source="owner.username", read_only=True, default=None, allow_null=True

@@ -14,9 +14,10 @@ from learned.services.jobs import can_resume
 from scoring.learned.pairs import DEFAULT_MARGIN
 from studies.api.errors import form_errors
 from studies.api.serializers.runs import form_data
+from studies.api.serializers.types import StrictJsonTypes
 
 
-class TrainedMetricCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class TrainedMetricCreateSerializer(StrictJsonTypes, serializers.Serializer):  # type: ignore[type-arg]
     """The *Train a metric* page's form: same fields, same checks (the form validates)."""
 
     dataset = serializers.IntegerField(help_text="The target dataset's id.")

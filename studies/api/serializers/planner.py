@@ -5,9 +5,10 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from studies.api.serializers.runs import RunSerializer
+from studies.api.serializers.types import StrictJsonTypes
 
 
-class SentinelRequestSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class SentinelRequestSerializer(StrictJsonTypes, serializers.Serializer):  # type: ignore[type-arg]
     aspect = serializers.CharField(
         required=False, allow_blank=True, max_length=64,
         help_text="The aspect (code) the source-free GPTScore is prompted for (default: the most judged).",

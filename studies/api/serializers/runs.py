@@ -7,12 +7,13 @@ from typing import Any
 from rest_framework import serializers
 
 from studies.api.errors import form_errors
+from studies.api.serializers.types import StrictJsonTypes
 from studies.forms import RunForm
 from studies.models import MetricRun
 from studies.services.runs import can_resume, eta, outcome, phase
 
 
-class RunCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class RunCreateSerializer(StrictJsonTypes, serializers.Serializer):  # type: ignore[type-arg]
     """The dataset page's *New metric run* form: same fields, same checks (the form
     validates). GPTScore and G-Eval start one run per aspect, ``rouge`` three runs."""
 

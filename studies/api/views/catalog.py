@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 import django_filters
-from django import forms
 from django.db.models import Prefetch
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, viewsets
 from rest_framework.exceptions import ValidationError
 
+from studies.api.filters import FilterSet, IdFilter
 from studies.api.permissions import IsResearcher, ResearcherReadAdminWrite
 from studies.api.serializers.catalog import AspectSerializer, TemplateSerializer
 from studies.api.serializers.datasets import (
@@ -21,34 +21,28 @@ from studies.api.serializers.datasets import (
     OutputSerializer,
 )
 from studies.api.views.common import datasets_of
-from studies.forms import MAX_ID
 from studies.models import Aspect, Document, Judgment, MetricScore, Output, PromptTemplate
 from studies.permissions import visible_aspects
 from studies.services import browse
 
-
-class IdField(forms.IntegerField):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, min_value=-MAX_ID, max_value=MAX_ID, **kwargs)
-
-
-class IdFilter(django_filters.NumberFilter):
-    """An id: an integer in the database's range (a float or a huge number is a 400)."""
-
-    field_class = IdField
-
-
+INCLUDABLE = ("judgments", "scores")
 INCLUDE = OpenApiParameter(
-    "include", OpenApiTypes.STR,
-    description="Comma-separated: judgments, scores (each output's human judgments and metric scores).",
-)  # fmt: skip
-INCLUDABLE = {"judgments", "scores"}
+    "include",
+    {"type": "array", "items": {"type": "string", "enum": list(INCLUDABLE)}, "minItems": 1},
+    style="form",
+    explode=False,
+    description="Comma-separated: judgments, scores (each output's human judgments and "
+    "metric scores).",
+)
 # the output browser's parameters (studies.services.browse), with a dataset
+SORT_PATTERN = r"^\s*(-?(run:[0-9]+|aspect:.+))?\s*$"
 BROWSE = [
-    OpenApiParameter("q", OpenApiTypes.STR, description="Text in the output, its source or its document key."),
+    OpenApiParameter("q", {"type": "string", "maxLength": browse.MAX_QUERY},
+                     description="Text in the output, its source or its document key."),
     OpenApiParameter("system", OpenApiTypes.STR, description="One system's outputs."),
-    OpenApiParameter("sort", OpenApiTypes.STR, description="run:<id> (a run's score) or aspect:<code> (the mean "
-                     "human judgment), with a leading - for descending; missing values last."),
+    OpenApiParameter("sort", {"type": "string", "pattern": SORT_PATTERN},
+                     description="run:<id> (a run's score) or aspect:<code> (the mean human "
+                     "judgment), with a leading - for descending; missing values last."),
     OpenApiParameter("run", OpenApiTypes.INT, description="Only outputs this run scored (within min..max)."),
     OpenApiParameter("min", OpenApiTypes.NUMBER), OpenApiParameter("max", OpenApiTypes.NUMBER),
     OpenApiParameter("aspect", OpenApiTypes.STR, description="Only outputs judged on this aspect code "
@@ -56,9 +50,10 @@ BROWSE = [
     OpenApiParameter("hmin", OpenApiTypes.NUMBER), OpenApiParameter("hmax", OpenApiTypes.NUMBER),
 ]  # fmt: skip
 BROWSE_NAMES = {p.name for p in BROWSE}
+BROWSE_NUMBERS = ("run", "min", "max", "hmin", "hmax")
 
 
-class DocumentFilter(django_filters.FilterSet):
+class DocumentFilter(FilterSet):
     dataset = IdFilter(field_name="dataset_id")
     doc_key = django_filters.CharFilter()
 
@@ -82,7 +77,7 @@ class DocumentViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]
         return Document.objects.filter(dataset__in=datasets_of(self.request.user))
 
 
-class OutputFilter(django_filters.FilterSet):
+class OutputFilter(FilterSet):
     dataset = IdFilter(field_name="document__dataset_id")
     doc_key = django_filters.CharFilter(field_name="document__doc_key")
     system_id = django_filters.CharFilter()
@@ -109,11 +104,13 @@ class OutputViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]
     ordering = ["document__doc_key", "system_id"]
 
     def _include(self) -> set[str]:
-        raw = self.request.query_params.get("include", "")
-        wanted = {part.strip() for part in raw.split(",") if part.strip()}
-        if wanted - INCLUDABLE:
-            raise ValidationError({"include": [f"Unknown: {', '.join(sorted(wanted - INCLUDABLE))}; "
-                                               "use judgments, scores."]})  # fmt: skip
+        raw = self.request.query_params.get("include")
+        if raw is None:
+            return set()
+        wanted = {part.strip() for part in raw.split(",")}
+        unknown = ", ".join(sorted(map(repr, wanted - set(INCLUDABLE))))
+        if unknown:
+            raise ValidationError({"include": [f"Unknown: {unknown}; use judgments, scores."]})
         return wanted
 
     def get_queryset(self) -> Any:
@@ -139,7 +136,12 @@ class OutputViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]
     def filter_queryset(self, queryset: Any) -> Any:
         queryset = super().filter_queryset(queryset)
         params = self.request.query_params
-        if self.action != "list" or not BROWSE_NAMES & {k for k, v in params.items() if v}:
+        if self.action != "list":
+            return queryset
+        empty = [name for name in BROWSE_NUMBERS if params.get(name) == ""]
+        if empty:  # the page's form sends empty fields; the schema's numbers are not empty
+            raise ValidationError(dict.fromkeys(empty, ["Give a number, or leave it out."]))
+        if not BROWSE_NAMES & {k for k, v in params.items() if v}:
             return queryset
         if not params.get("dataset"):
             raise ValidationError(
@@ -152,12 +154,12 @@ class OutputViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]
         try:
             query = browse.parse_query(params, offered)
         except browse.BadQuery as exc:
-            raise ValidationError({"detail": [str(exc)]}) from exc
+            raise ValidationError({exc.parameter: [str(exc)]}) from exc
         found = browse.outputs(dataset, query, offered, base=queryset.order_by())
         return found if query.sort else found.order_by(*queryset.query.order_by)
 
 
-class JudgmentFilter(django_filters.FilterSet):
+class JudgmentFilter(FilterSet):
     dataset = IdFilter(field_name="output__document__dataset_id")
     aspect = IdFilter(field_name="aspect_id")
     aspect_code = django_filters.CharFilter(field_name="aspect__code", lookup_expr="iexact")

@@ -9,6 +9,7 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.request import Request
 
 from studies.models import Dataset
 from studies.permissions import visible_datasets
@@ -38,6 +39,13 @@ def datasets_of(user: Any) -> QuerySet[Dataset]:
 
 def dataset_or_404(user: Any, pk: Any) -> Dataset:
     return get_object_or_404(datasets_of(user), pk=pk)
+
+
+def query_of(request: Request) -> dict[str, str]:
+    """The query string as a plain dict, for a query serializer: an empty value is then a
+    value to validate (DRF reads an empty form field as absent, which made ``?weights=``
+    mean the default). A parameter given twice never gets here (SingleQueryValuesMiddleware)."""
+    return request.query_params.dict()
 
 
 def id_param(name: str, description: str) -> OpenApiParameter:

@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from studies.api.errors import error_response
 from studies.api.permissions import IsResearcher
 from studies.api.serializers.compare import CompareQuerySerializer, CompareSerializer
-from studies.api.views.common import dataset_or_404
+from studies.api.views.common import dataset_or_404, query_of
 from studies.services import compare
 
 
@@ -23,7 +23,7 @@ from studies.services import compare
 @permission_classes([IsResearcher])
 def runs(request: Request, pk: int) -> Response:
     dataset = dataset_or_404(request.user, pk)
-    query = CompareQuerySerializer(data=request.query_params)
+    query = CompareQuerySerializer(data=query_of(request))
     query.is_valid(raise_exception=True)
     a = compare.parse_run(dataset, str(query.validated_data["a"]))
     b = compare.parse_run(dataset, str(query.validated_data["b"]))

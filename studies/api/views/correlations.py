@@ -24,7 +24,7 @@ from studies.api.serializers.correlations import (
     PaperSerializer,
     PendingSerializer,
 )
-from studies.api.views.common import PassthroughRenderer, dataset_or_404
+from studies.api.views.common import PassthroughRenderer, dataset_or_404, query_of
 from studies.models import Dataset
 from studies.services import dashboards, tables
 from studies.services.dashboards import MatrixParams
@@ -37,7 +37,7 @@ EXPORTS = {"csv": ("text/csv", tables.to_csv), "json": ("application/json", tabl
 def _params(request: Request, serializer: type[MatrixQuerySerializer] = MatrixQuerySerializer) -> tuple[MatrixParams, dict[str, Any]]:  # fmt: skip
     """The page's parameters, parsed as the page parses them (MatrixParams.from_query)
     once the query is known to be valid."""
-    query = serializer(data=request.query_params)
+    query = serializer(data=query_of(request))
     query.is_valid(raise_exception=True)
     data = query.validated_data
     params = MatrixParams.from_query(

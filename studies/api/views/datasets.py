@@ -30,7 +30,7 @@ from studies.api.serializers.datasets import (
     UploadSerializer,
     sync_import_limit,
 )
-from studies.api.views.common import PassthroughRenderer, datasets_of
+from studies.api.views.common import PassthroughRenderer, datasets_of, query_of
 from studies.models import Dataset, ImportJob
 from studies.permissions import may_change_dataset
 from studies.services.datasets import export_dataset
@@ -64,7 +64,7 @@ def _import(request: Request, upload: Any, *, name: str, task: Any, file_format:
             create_aspects: bool) -> Response:  # fmt: skip
     """Save the upload as a job (the upload page's service); with ``?wait=``, import it
     now when small (the queued task then finds it done) or wait for the worker."""
-    wait = WaitQuery(data=request.query_params)
+    wait = WaitQuery(data=query_of(request))
     wait.is_valid(raise_exception=True)
     seconds = wait.validated_data["wait"]
     with transaction.atomic():
@@ -154,7 +154,7 @@ class DatasetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cr
     @action(detail=True, methods=["get"], renderer_classes=[PassthroughRenderer])
     def export(self, request: Request, pk: Any = None) -> Any:
         dataset = self.get_object()
-        query = ExportQuery(data=request.query_params)
+        query = ExportQuery(data=query_of(request))
         query.is_valid(raise_exception=True)
         file_format = query.validated_data["file_format"]
         content_type = "text/csv" if file_format == "csv" else "application/x-ndjson"

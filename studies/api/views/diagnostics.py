@@ -14,7 +14,7 @@ from studies.api.serializers.diagnostics import (
     DiagnosticsQuerySerializer,
     DiagnosticsSerializer,
 )
-from studies.api.views.common import dataset_or_404
+from studies.api.views.common import dataset_or_404, query_of
 from studies.services.dashboards import MatrixParams
 from studies.services.diagnostics import UnknownChoice, available_diagnostics
 
@@ -28,7 +28,7 @@ from studies.services.diagnostics import UnknownChoice, available_diagnostics
 @permission_classes([IsResearcher])
 def diagnostics_view(request: Request, pk: int) -> Response:
     dataset = dataset_or_404(request.user, pk)
-    query = DiagnosticsQuerySerializer(data=request.query_params)
+    query = DiagnosticsQuerySerializer(data=query_of(request))
     query.is_valid(raise_exception=True)
     data = query.validated_data
     params = MatrixParams.from_query({k: data[k] for k in ("level", "coef", "flagged", "weights")})

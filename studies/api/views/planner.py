@@ -19,7 +19,7 @@ from studies.api.serializers.planner import (
     SentinelsSerializer,
 )
 from studies.api.serializers.runs import RunSerializer
-from studies.api.views.common import dataset_or_404
+from studies.api.views.common import dataset_or_404, query_of
 from studies.services import planner
 from studies.services.planner import PlannerParams
 from studies.services.sentinels import add_sentinels
@@ -51,7 +51,7 @@ def sentinels(request: Request, pk: int) -> Response:
 @permission_classes([IsResearcher])
 def plan(request: Request, pk: int) -> Response:
     dataset = dataset_or_404(request.user, pk)
-    query = PlannerQuerySerializer(data=request.query_params)
+    query = PlannerQuerySerializer(data=query_of(request))
     query.is_valid(raise_exception=True)
     params = PlannerParams.from_query({k: str(v) for k, v in query.validated_data.items()})
     try:

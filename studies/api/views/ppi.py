@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from studies.api.errors import error_response
 from studies.api.permissions import IsResearcher
 from studies.api.serializers.ppi import PPIQuerySerializer, PPITableSerializer
-from studies.api.views.common import dataset_or_404
+from studies.api.views.common import dataset_or_404, query_of
 from studies.services import ppi
 
 
@@ -23,7 +23,7 @@ from studies.services import ppi
 @permission_classes([IsResearcher])
 def table(request: Request, pk: int) -> Response:
     dataset = dataset_or_404(request.user, pk)
-    query = PPIQuerySerializer(data=request.query_params)
+    query = PPIQuerySerializer(data=query_of(request))
     query.is_valid(raise_exception=True)
     try:
         found, _, _ = ppi.parse_query(dataset, query.validated_data)

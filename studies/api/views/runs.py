@@ -19,7 +19,12 @@ from scoring.lm.store import ModelNotInstalled
 from studies.api.errors import error_response
 from studies.api.permissions import IsResearcher
 from studies.api.serializers.runs import RunCreateSerializer, RunScoreSerializer, RunSerializer
-from studies.api.views.common import PassthroughRenderer, dataset_or_404, datasets_of
+from studies.api.views.common import (
+    PassthroughRenderer,
+    dataset_or_404,
+    datasets_of,
+    query_of,
+)
 from studies.models import MetricRun, MetricScore
 from studies.services.csvfile import CsvWriter
 from studies.services.runs import RunError, cancel_run, resume_run, start_requested
@@ -104,7 +109,7 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
             renderer_classes=[PassthroughRenderer])  # fmt: skip
     def scores_export(self, request: Request, pk: Any = None) -> Any:
         run = self.get_object()
-        query = ScoresExportQuery(data=request.query_params)
+        query = ScoresExportQuery(data=query_of(request))
         query.is_valid(raise_exception=True)
         file_format = query.validated_data["file_format"]
         lines = _csv_lines(run) if file_format == "csv" else _jsonl_lines(run)
