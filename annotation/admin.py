@@ -31,8 +31,15 @@ class ItemAdmin(admin.ModelAdmin):
 
 @admin.register(models.Assignment)
 class AssignmentAdmin(admin.ModelAdmin):
-    list_display = ("item", "annotator", "status", "leased_at", "expires_at", "seconds",
-                    "routing_score")  # fmt: skip
+    list_display = (
+        "item",
+        "annotator",
+        "status",
+        "leased_at",
+        "expires_at",
+        "seconds",
+        "routing_score",
+    )
     list_filter = ("status",)
     raw_id_fields = ("item",)
 

@@ -26,18 +26,22 @@ class CampaignForm(forms.Form):
         queryset=Aspect.objects.order_by("code"), widget=forms.CheckboxSelectMultiple
     )
     overlap = forms.IntegerField(
-        min_value=1, max_value=50, initial=3,
+        min_value=1,
+        max_value=50,
+        initial=3,
         help_text="How many different annotators judge each item (at most the number of "
         "annotators invited below); agreement needs at least 2.",
-    )  # fmt: skip
+    )
     selection = forms.ChoiceField(choices=Campaign.Selection.choices, initial="all")
     systems = forms.CharField(
         required=False, help_text="For chosen systems: their ids, separated by commas."
     )
     sample_size = forms.IntegerField(
-        min_value=1, max_value=MAX_DB_INT, required=False,
+        min_value=1,
+        max_value=MAX_DB_INT,
+        required=False,
         help_text="For a random subset: how many items.",
-    )  # fmt: skip
+    )
     seed = forms.IntegerField(initial=0, min_value=-MAX_DB_INT, max_value=MAX_DB_INT)
     show_references = forms.BooleanField(required=False)
     annotators = IdsField(
@@ -46,31 +50,44 @@ class CampaignForm(forms.Form):
         required=False,
     )
     lease_seconds = forms.IntegerField(
-        min_value=30, max_value=3600, initial=300, label="Lease (seconds)",
+        min_value=30,
+        max_value=3600,
+        initial=300,
+        label="Lease (seconds)",
         help_text="How long an item stays reserved for the annotator who opened it; an "
         "unanswered item goes back to the queue after this.",
-    )  # fmt: skip
+    )
     gold_threshold = forms.FloatField(
-        min_value=0, max_value=1, initial=0.7,
+        min_value=0,
+        max_value=1,
+        initial=0.7,
         help_text="Between 0 and 1: annotators who agree with the gold items' expected "
         "answers less often than this are flagged (and can be left out of the results).",
-    )  # fmt: skip
+    )
     routing = forms.ChoiceField(
-        choices=Campaign.Routing.choices, initial=Campaign.Routing.RANDOM, required=False,
+        choices=Campaign.Routing.choices,
+        initial=Campaign.Routing.RANDOM,
+        required=False,
         help_text="Informative first hands out the documents that narrow the interval of "
         "the question below fastest (run A vs run B on an aspect).",
-    )  # fmt: skip
+    )
     question_run_a = forms.ModelChoiceField(
-        queryset=None, required=False, label="Question: run A",  # type: ignore[arg-type]
+        queryset=None,
+        required=False,
+        label="Question: run A",  # type: ignore[arg-type]
         help_text="Informative first: a finished run of the study's dataset.",
-    )  # fmt: skip
+    )
     question_run_b = forms.ModelChoiceField(
-        queryset=None, required=False, label="Question: run B",  # type: ignore[arg-type]
-    )  # fmt: skip
+        queryset=None,
+        required=False,
+        label="Question: run B",  # type: ignore[arg-type]
+    )
     question_aspect = forms.ModelChoiceField(
-        queryset=None, required=False, label="Question: aspect",  # type: ignore[arg-type]
+        queryset=None,
+        required=False,
+        label="Question: aspect",  # type: ignore[arg-type]
         help_text="Informative first: one of the campaign's aspects.",
-    )  # fmt: skip
+    )
 
     def __init__(self, *args: Any, user: Any, study: Study | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -115,15 +132,23 @@ class CampaignForm(forms.Form):
         data = self.cleaned_data
         systems = [s.strip() for s in data["systems"].split(",") if s.strip()]
         return CampaignSpec(
-            name=data["name"], mode=data["mode"], aspects=list(data["aspects"]),
-            overlap=data["overlap"], selection=data["selection"], systems=systems,
-            sample_size=data["sample_size"], seed=data["seed"],
-            show_references=data["show_references"], annotators=list(data["annotators"]),
-            lease_seconds=data["lease_seconds"], gold_threshold=data["gold_threshold"],
+            name=data["name"],
+            mode=data["mode"],
+            aspects=list(data["aspects"]),
+            overlap=data["overlap"],
+            selection=data["selection"],
+            systems=systems,
+            sample_size=data["sample_size"],
+            seed=data["seed"],
+            show_references=data["show_references"],
+            annotators=list(data["annotators"]),
+            lease_seconds=data["lease_seconds"],
+            gold_threshold=data["gold_threshold"],
             routing=data["routing"] or Campaign.Routing.RANDOM,
             question_run_a=data["question_run_a"],
-            question_run_b=data["question_run_b"], question_aspect=data["question_aspect"],
-        )  # fmt: skip
+            question_run_b=data["question_run_b"],
+            question_aspect=data["question_aspect"],
+        )
 
 
 def _item_label(item: Any) -> str:

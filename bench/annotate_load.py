@@ -104,8 +104,9 @@ def make_users(n_annotators: int) -> tuple[Any, list[Any]]:
     return owner, annotators
 
 
-def new_campaign(owner: Any, annotators: list[Any], run: int, docs: int = 60,
-                 systems: int = 3) -> Any:  # fmt: skip
+def new_campaign(
+    owner: Any, annotators: list[Any], run: int, docs: int = 60, systems: int = 3
+) -> Any:
     """A fresh dataset (so that no run sees another's judgments) and its campaign."""
     from annotation.services.campaigns import CampaignSpec, create_campaign
     from studies.models import Aspect, Dataset, Document, Output, Study, TaskKind
@@ -124,8 +125,9 @@ def new_campaign(owner: Any, annotators: list[Any], run: int, docs: int = 60,
     )
     study = Study.objects.create(name=f"bench {run}", dataset=dataset, owner=owner)
     aspects = list(Aspect.objects.filter(code__in=("COH", "FLU")))
-    spec = CampaignSpec(name=f"run {run}", aspects=aspects, overlap=3, annotators=annotators,
-                        seed=run)  # fmt: skip
+    spec = CampaignSpec(
+        name=f"run {run}", aspects=aspects, overlap=3, annotators=annotators, seed=run
+    )
     return create_campaign(study, spec, owner)
 
 
@@ -145,8 +147,9 @@ def sessions(users: list[Any]) -> list[Annotator]:
     return result
 
 
-def request(port: int, who: Annotator, method: str, path: str,
-            body: dict[str, str] | None = None) -> tuple[int, dict[str, str], str]:  # fmt: skip
+def request(
+    port: int, who: Annotator, method: str, path: str, body: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], str]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     headers = {
         "Cookie": f"sessionid={who.session}; csrftoken={who.csrf}",
@@ -166,8 +169,15 @@ def request(port: int, who: Annotator, method: str, path: str,
         conn.close()
 
 
-def annotate(port: int, who: Annotator, campaign: int, aspects: list[int], deadline: float,
-             think: tuple[float, float], rng: random.Random) -> None:  # fmt: skip
+def annotate(
+    port: int,
+    who: Annotator,
+    campaign: int,
+    aspects: list[int],
+    deadline: float,
+    think: tuple[float, float],
+    rng: random.Random,
+) -> None:
     status, headers, _ = request(port, who, "POST", f"/annotate/{campaign}/next/", {})
     match = re.search(r"/items/(\d+)/", headers.get("Location", ""))
     if status != 302 or match is None:
@@ -243,8 +253,20 @@ def tear_down(server: subprocess.Popen[bytes] | None, database: str) -> None:
 def serve(env: dict[str, str], workers: int, threads: int) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     gunicorn = Path(sys.executable).with_name("gunicorn")
-    cmd = [str(gunicorn), "evalsite.wsgi:application", "-b", f"127.0.0.1:{port}", "-k",
-           "gthread", "-w", str(workers), "--threads", str(threads), "--log-level", "warning"]  # fmt: skip
+    cmd = [
+        str(gunicorn),
+        "evalsite.wsgi:application",
+        "-b",
+        f"127.0.0.1:{port}",
+        "-k",
+        "gthread",
+        "-w",
+        str(workers),
+        "--threads",
+        str(threads),
+        "--log-level",
+        "warning",
+    ]
     proc = subprocess.Popen(cmd, cwd=REPO, env={**os.environ, **env})
     for _ in range(200):
         try:
@@ -256,8 +278,15 @@ def serve(env: dict[str, str], workers: int, threads: int) -> tuple[subprocess.P
     raise SystemExit("gunicorn did not start")
 
 
-def one_run(port: int, owner: Any, users: list[Any], run: int, seconds: float,
-            think: tuple[float, float], lease: int = 300) -> dict[str, Any]:  # fmt: skip
+def one_run(
+    port: int,
+    owner: Any,
+    users: list[Any],
+    run: int,
+    seconds: float,
+    think: tuple[float, float],
+    lease: int = 300,
+) -> dict[str, Any]:
     from annotation.models import Campaign
 
     campaign = new_campaign(owner, users, run)
@@ -269,7 +298,7 @@ def one_run(port: int, owner: Any, users: list[Any], run: int, seconds: float,
         threading.Thread(
             target=annotate,
             args=(port, a, campaign.pk, aspects, deadline, think, random.Random(run * 1000 + k)),
-        )  # fmt: skip
+        )
         for k, a in enumerate(annotators)
     ]
     started = time.monotonic()
@@ -305,8 +334,14 @@ def summary(label: str, runs: list[dict[str, Any]]) -> None:
     print(f"  HTTP errors    {len(errors)} {Counter(errors).most_common(3) if errors else ''}")
     if any(r["lost_leases"] for r in runs):
         print(f"  refused late   {sum(r['lost_leases'] for r in runs)} answers on lapsed leases")
-    print("  integrity      " + ("; ".join(problems) if problems else
-                                 "ok: none lost, none duplicated, no item over its overlap"))  # fmt: skip
+    print(
+        "  integrity      "
+        + (
+            "; ".join(problems)
+            if problems
+            else "ok: none lost, none duplicated, no item over its overlap"
+        )
+    )
 
 
 def main() -> None:
@@ -334,12 +369,16 @@ def main() -> None:
             env = setup_django(args.database, Path(tmp))
             owner, users = make_users(args.annotators)
             server, port = serve(env, args.workers, args.threads)
-            print(f"{args.annotators} annotators, gunicorn gthread {args.workers}x{args.threads} "
-                  f"on PostgreSQL, {os.cpu_count()} CPUs; think time uniform "
-                  f"{think[0]:g}-{think[1]:g} s per item, {args.seconds:g} s per run after a 3 s warm-up")  # fmt: skip
+            print(
+                f"{args.annotators} annotators, gunicorn gthread {args.workers}x{args.threads} "
+                f"on PostgreSQL, {os.cpu_count()} CPUs; think time uniform "
+                f"{think[0]:g}-{think[1]:g} s per item, {args.seconds:g} s per run after a 3 s warm-up"
+            )
             one_run(port, owner, users, 99, 3, (0.0, 0.0))  # warm-up: connections, templates
-            runs = [one_run(port, owner, users, k, args.seconds, think)  # type: ignore[arg-type]
-                    for k in range(args.runs)]  # fmt: skip
+            runs = [
+                one_run(port, owner, users, k, args.seconds, think)  # type: ignore[arg-type]
+                for k in range(args.runs)
+            ]
             summary("with think time", runs)
             if args.no_think_seconds:
                 saturated = [one_run(port, owner, users, 100, args.no_think_seconds, (0.0, 0.0))]

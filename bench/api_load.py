@@ -89,8 +89,16 @@ def pause(think: tuple[float, float], rng: random.Random) -> None:
         time.sleep(rng.uniform(*think))
 
 
-def reader(port: int, token: str, path: str, expected: bytes, deadline: float,
-           think: tuple[float, float], rng: random.Random, tally: Tally) -> None:  # fmt: skip
+def reader(
+    port: int,
+    token: str,
+    path: str,
+    expected: bytes,
+    deadline: float,
+    think: tuple[float, float],
+    rng: random.Random,
+    tally: Tally,
+) -> None:
     while time.monotonic() < deadline:
         pause(think, rng)
         status, body, seconds = call(port, token, "GET", path)
@@ -100,9 +108,17 @@ def reader(port: int, token: str, path: str, expected: bytes, deadline: float,
             tally.statuses[("read-different-body", status)] += 1
 
 
-def annotator(port: int, token: str, who: Annotator, campaign: int, aspects: list[int],
-              deadline: float, think: tuple[float, float], rng: random.Random,
-              tally: Tally) -> None:  # fmt: skip
+def annotator(
+    port: int,
+    token: str,
+    who: Annotator,
+    campaign: int,
+    aspects: list[int],
+    deadline: float,
+    think: tuple[float, float],
+    rng: random.Random,
+    tally: Tally,
+) -> None:
     while time.monotonic() < deadline:
         pause(think, rng)
         status, body, seconds = call(
@@ -115,8 +131,13 @@ def annotator(port: int, token: str, who: Annotator, campaign: int, aspects: lis
         assignment = json.loads(body)
         pause(think, rng)  # reading the item
         answers = {str(pk): rng.randint(1, 5) for pk in aspects}
-        status, body, seconds = call(port, token, "POST", f"/api/annotate/assignments/{assignment['id']}/submit/",
-                                     {"answers": answers})  # fmt: skip
+        status, body, seconds = call(
+            port,
+            token,
+            "POST",
+            f"/api/annotate/assignments/{assignment['id']}/submit/",
+            {"answers": answers},
+        )
         tally.latencies["submit"].append(seconds)
         tally.statuses[("submit", status)] += 1
         if status == 200:
@@ -132,8 +153,15 @@ def percentile(values: list[float], q: float) -> float:
     return 1000 * ordered[min(int(len(ordered) * q), len(ordered) - 1)] if ordered else float("nan")
 
 
-def one_run(port: int, setup: dict[str, Any], run: int, seconds: float, clients: int,
-            readers: int, think: tuple[float, float]) -> dict[str, Any]:  # fmt: skip
+def one_run(
+    port: int,
+    setup: dict[str, Any],
+    run: int,
+    seconds: float,
+    clients: int,
+    readers: int,
+    think: tuple[float, float],
+) -> dict[str, Any]:
     from studies.services.tokens import token_for
 
     owner, users = setup["owner"], setup["annotators"][: clients - readers]
@@ -143,12 +171,39 @@ def one_run(port: int, setup: dict[str, Any], run: int, seconds: float, clients:
     tokens = [token_for(u).key for u in users]
     tallies = [Tally() for _ in range(clients)]
     deadline = time.monotonic() + seconds
-    threads = [threading.Thread(target=reader, args=(port, setup["owner_token"], setup["path"], setup["body"],
-                                                     deadline, think, random.Random(k), tallies[k]))
-               for k in range(readers)]  # fmt: skip
-    threads += [threading.Thread(target=annotator, args=(port, tokens[k], people[k], campaign.pk, aspects, deadline,
-                                                         think, random.Random(run * 100 + k), tallies[readers + k]))
-                for k in range(clients - readers)]  # fmt: skip
+    threads = [
+        threading.Thread(
+            target=reader,
+            args=(
+                port,
+                setup["owner_token"],
+                setup["path"],
+                setup["body"],
+                deadline,
+                think,
+                random.Random(k),
+                tallies[k],
+            ),
+        )
+        for k in range(readers)
+    ]
+    threads += [
+        threading.Thread(
+            target=annotator,
+            args=(
+                port,
+                tokens[k],
+                people[k],
+                campaign.pk,
+                aspects,
+                deadline,
+                think,
+                random.Random(run * 100 + k),
+                tallies[readers + k],
+            ),
+        )
+        for k in range(clients - readers)
+    ]
     started = time.monotonic()
     for t in threads:
         t.start()
@@ -188,11 +243,23 @@ def prepare(tmp: Path, n_annotators: int) -> dict[str, Any]:
     Group.objects.get(name="annotator").user_set.add(*annotators)
     path = tmp / "demo.jsonl"
     write_demo_jsonl(path)
-    import_file(path, ImportOptions(dataset="demo", task="summarization", file_format="jsonl",
-                                    file_name=path.name, owner=owner))  # fmt: skip
+    import_file(
+        path,
+        ImportOptions(
+            dataset="demo",
+            task="summarization",
+            file_format="jsonl",
+            file_name=path.name,
+            owner=owner,
+        ),
+    )
     dataset = Dataset.objects.get(name="demo")
-    return {"owner": owner, "annotators": annotators, "owner_token": token_for(owner).key,
-            "path": f"/api/datasets/{dataset.pk}/correlations/?level=sample&coef=spearman"}  # fmt: skip
+    return {
+        "owner": owner,
+        "annotators": annotators,
+        "owner_token": token_for(owner).key,
+        "path": f"/api/datasets/{dataset.pk}/correlations/?level=sample&coef=spearman",
+    }
 
 
 def flush_cache(url: str) -> None:
@@ -208,8 +275,11 @@ def summary(runs: list[dict[str, Any]], baseline: list[float], target: bool = Tr
 
     base = statistics.median(baseline) * 1000
     print(f"{len(runs)} run(s); median (min-max) over runs")
-    for kind, label in (("read", "cached correlation read"), ("next", "lease next item"),
-                        ("submit", "submit judgments")):  # fmt: skip
+    for kind, label in (
+        ("read", "cached correlation read"),
+        ("next", "lease next item"),
+        ("submit", "submit judgments"),
+    ):
         print(
             f"  {label:25} p50 {fig('p50', kind)} ms   p95 {fig('p95', kind)} ms   {fig('per_s', kind)} req/s"
         )
@@ -232,8 +302,14 @@ def summary(runs: list[dict[str, Any]], baseline: list[float], target: bool = Tr
     if lost:
         print(f"  refused late   {lost} answers on lapsed leases (409)")
     problems = [p for r in runs for p in r["problems"]]
-    print("  integrity      " + ("; ".join(problems) if problems else
-                                 "ok: every accepted submit stored once, none lost, none duplicated, no item over its overlap"))  # fmt: skip
+    print(
+        "  integrity      "
+        + (
+            "; ".join(problems)
+            if problems
+            else "ok: every accepted submit stored once, none lost, none duplicated, no item over its overlap"
+        )
+    )
 
 
 def main() -> None:
@@ -280,13 +356,17 @@ def main() -> None:
                 call(port, setup["owner_token"], "GET", setup["path"])[2] for _ in range(30)
             ]
             load = os.getloadavg()
-            print(f"{args.clients} clients ({readers} reading correlations, {args.clients - readers} annotating), "
-                  f"gunicorn gthread {args.workers}x{args.threads} on PostgreSQL, cache in Redis, "
-                  f"{os.cpu_count()} CPUs; {args.seconds:g} s per run; cold matrix {cold * 1000:.0f} ms "
-                  f"({len(body) // 1024} KiB)")  # fmt: skip
+            print(
+                f"{args.clients} clients ({readers} reading correlations, {args.clients - readers} annotating), "
+                f"gunicorn gthread {args.workers}x{args.threads} on PostgreSQL, cache in Redis, "
+                f"{os.cpu_count()} CPUs; {args.seconds:g} s per run; cold matrix {cold * 1000:.0f} ms "
+                f"({len(body) // 1024} KiB)"
+            )
             print(f"with think time (uniform {think[0]:g}-{think[1]:g} s before each request):")
-            runs = [one_run(port, setup, k, args.seconds, args.clients, readers, think)  # type: ignore[arg-type]
-                    for k in range(args.runs)]  # fmt: skip
+            runs = [
+                one_run(port, setup, k, args.seconds, args.clients, readers, think)  # type: ignore[arg-type]
+                for k in range(args.runs)
+            ]
             summary(runs, baseline)
             if args.no_think_seconds:
                 print("without think time (saturated: each client sends its next request at once):")

@@ -58,16 +58,25 @@ def main() -> None:
         owner.groups.add(Group.objects.get_or_create(name="researcher")[0])
         import_file(
             Path(args.data),
-            ImportOptions(dataset="summeval", task="summarization", file_format="jsonl",
-                          file_name="summeval.jsonl", owner=owner),
-        )  # fmt: skip
+            ImportOptions(
+                dataset="summeval",
+                task="summarization",
+                file_format="jsonl",
+                file_name="summeval.jsonl",
+                owner=owner,
+            ),
+        )
         dataset = Dataset.objects.get(name="summeval", owner=owner)
         ids = list(Output.objects.filter(document__dataset=dataset).values_list("pk", flat=True))
         rng = np.random.default_rng(0)
         runs = []
         for k in range(args.runs):
-            run = MetricRun.objects.create(dataset=dataset, metric="gptscore", label=f"run-{k}",
-                                           status=MetricRun.Status.SUCCEEDED)  # fmt: skip
+            run = MetricRun.objects.create(
+                dataset=dataset,
+                metric="gptscore",
+                label=f"run-{k}",
+                status=MetricRun.Status.SUCCEEDED,
+            )
             MetricScore.objects.bulk_create(
                 MetricScore(run=run, output_id=pk, value=float(v))
                 for pk, v in zip(ids, rng.normal(size=len(ids)), strict=True)
@@ -82,18 +91,30 @@ def main() -> None:
             "sort run desc": {"sort": f"-run:{r}"},
             "sort run asc, page 20": {"sort": f"run:{r}", "page": 20},
             "sort aspect desc": {"sort": "-aspect:COH"},
-            "score + judgment ranges": {"run": r, "min": -0.5, "max": 0.5, "aspect": "REL",
-                                        "hmin": 3, "sort": "aspect:REL"},
+            "score + judgment ranges": {
+                "run": r,
+                "min": -0.5,
+                "max": 0.5,
+                "aspect": "REL",
+                "hmin": 3,
+                "sort": "aspect:REL",
+            },
             "search 'police'": {"q": "police", "sort": f"-run:{runs[-1].pk}"},
             "system M11": {"system": "M11", "sort": f"-run:{r}"},
-        }  # fmt: skip
+        }
         print(f"{len(ids)} outputs, {args.runs} runs; median (min-max) of {args.repeat} renders")
         for name, params in cases.items():
             report(name, lambda p=params: client.get(url, p, secure=True), args.repeat)
-        report("htmx partial, sorted",
-               lambda: client.get(url, {"sort": f"-run:{r}"},
-                                  headers={"HX-Request": "true", "HX-Target": "outputs"}, secure=True),
-               args.repeat)  # fmt: skip
+        report(
+            "htmx partial, sorted",
+            lambda: client.get(
+                url,
+                {"sort": f"-run:{r}"},
+                headers={"HX-Request": "true", "HX-Target": "outputs"},
+                secure=True,
+            ),
+            args.repeat,
+        )
         one = reverse("studies:output-detail", args=[ids[len(ids) // 2]])
         report("output page", lambda: client.get(one, secure=True), args.repeat)
 

@@ -128,13 +128,21 @@ def generate(n_docs: int, n_systems: int, seed: int = 0) -> int:
         for a in aspects
     }
     Judgment.objects.bulk_create(
-        [Judgment(output_id=int(o), aspect_id=a, value=float(v[k]), import_file="bench.jsonl")
-         for a, v in human.items() for k, o in enumerate(outputs)],
+        [
+            Judgment(output_id=int(o), aspect_id=a, value=float(v[k]), import_file="bench.jsonl")
+            for a, v in human.items()
+            for k, o in enumerate(outputs)
+        ],
         batch_size=10000,
-    )  # fmt: skip
+    )
     for r in range(N_RUNS):
-        run = MetricRun.objects.create(dataset=dataset, metric="bench", label=f"metric-{r}",
-                                       kind="imported", status="succeeded")  # fmt: skip
+        run = MetricRun.objects.create(
+            dataset=dataset,
+            metric="bench",
+            label=f"metric-{r}",
+            kind="imported",
+            status="succeeded",
+        )
         noise = 0.3 + 0.35 * r  # from a strong metric to a weak one
         values = quality + rng.normal(0, noise, outputs.size)
         MetricScore.objects.bulk_create(
@@ -233,11 +241,16 @@ def dataset_cell(frame, coefficient, resamples: int, loop: bool) -> float:  # ty
     from scoring.stats.resampling import _dataset_pairs, _dataset_spearman, _recompute_each
 
     x, y = frame.metrics[:, 0], frame.human[:, 0]
-    plan = draw_resamples(np.random.default_rng(0), Groups.from_keys(frame.doc_codes),
-                          frame.system_codes, resamples=resamples)  # fmt: skip
+    plan = draw_resamples(
+        np.random.default_rng(0),
+        Groups.from_keys(frame.doc_codes),
+        frame.system_codes,
+        resamples=resamples,
+    )
     valid = np.isfinite(x) & np.isfinite(y)
-    settings = Settings(Level.DATASET, coefficient, DegeneratePolicy.SKIP, Average.MACRO,
-                        DEFAULT_OPTIONS)  # fmt: skip
+    settings = Settings(
+        Level.DATASET, coefficient, DegeneratePolicy.SKIP, Average.MACRO, DEFAULT_OPTIONS
+    )
     start = time.perf_counter()
     if loop:
         some = min(20, resamples)
@@ -256,8 +269,10 @@ def show(name: str, times: list[float], target: float | None, unit: str = "s") -
     scale = 1000 if unit == "ms" else 1
     med = statistics.median(times) * scale
     verdict = "" if target is None else ("PASS" if med < target else "FAIL")
-    print(f"  {name:<18} {med:9.3f} {unit} (min {min(times) * scale:.3f}, max {max(times) * scale:.3f})"
-          f"{'' if target is None else f'  target < {target} {unit}: {verdict}'}")  # fmt: skip
+    print(
+        f"  {name:<18} {med:9.3f} {unit} (min {min(times) * scale:.3f}, max {max(times) * scale:.3f})"
+        f"{'' if target is None else f'  target < {target} {unit}: {verdict}'}"
+    )
 
 
 def main() -> None:
@@ -282,8 +297,10 @@ def main() -> None:
         started = time.perf_counter()
         dataset = Dataset.objects.get(pk=generate(args.docs, args.systems))
         n = args.docs * args.systems
-        print(f"dataset: {n:,} outputs ({args.docs} documents x {args.systems} systems), {N_RUNS} runs, "
-              f"{len(ASPECT_CODES)} aspects; generated in {time.perf_counter() - started:.1f} s")  # fmt: skip
+        print(
+            f"dataset: {n:,} outputs ({args.docs} documents x {args.systems} systems), {N_RUNS} runs, "
+            f"{len(ASPECT_CODES)} aspects; generated in {time.perf_counter() - started:.1f} s"
+        )
         params = MatrixParams(level="sample", coefficient="spearman", ci=True, resamples=1000)
 
         def cold() -> None:
@@ -332,29 +349,41 @@ def main() -> None:
         show("  of which DB", frame_times, None)
         show("page cached", page_times, 300.0, unit="ms")
         show("baseline", [base], None)
-        print(f"  x baseline         {statistics.median(cold_times) / base:9.3f}  (cold matrix with 1,000-resample CIs "
-              "/ scipy loop without CIs; below 1 is faster)")  # fmt: skip
+        print(
+            f"  x baseline         {statistics.median(cold_times) / base:9.3f}  (cold matrix with 1,000-resample CIs "
+            "/ scipy loop without CIs; below 1 is faster)"
+        )
         show("acc23 tie-cal", acc23_times, 10.0 if n >= 100_000 else None)
         show("  of which ε search", search_times, None)
         show("acc23 previous", acc23_previous, None)
         show("  ε search previous", search_previous, None)
-        print(f"  x previous         {statistics.median(acc23_times) / statistics.median(acc23_previous):9.3f}"
-              f"  (ε search alone: {statistics.median(search_times) / statistics.median(search_previous):.3f};"
-              " below 1 is faster)")  # fmt: skip
-        print(f"  x spearman cold    {statistics.median(acc23_times) / statistics.median(cold_times):9.3f}"
-              "  (acc23 tie-calibrated matrix / the Spearman one above)")  # fmt: skip
+        print(
+            f"  x previous         {statistics.median(acc23_times) / statistics.median(acc23_previous):9.3f}"
+            f"  (ε search alone: {statistics.median(search_times) / statistics.median(search_previous):.3f};"
+            " below 1 is faster)"
+        )
+        print(
+            f"  x spearman cold    {statistics.median(acc23_times) / statistics.median(cold_times):9.3f}"
+            "  (acc23 tie-calibrated matrix / the Spearman one above)"
+        )
         show("spa cold", spa_times, 5.0 if n >= 100_000 else None)
         show("spa previous", spa_previous, None)
-        print(f"  x previous         {statistics.median(spa_times) / statistics.median(spa_previous):9.3f}"
-              "  (below 1 is faster)")  # fmt: skip
+        print(
+            f"  x previous         {statistics.median(spa_times) / statistics.median(spa_previous):9.3f}"
+            "  (below 1 is faster)"
+        )
         show("dataset ρ cell", rho_times, None)
         show("ρ loop (scaled)", rho_loop, None)
-        print(f"  x loop             {statistics.median(rho_times) / statistics.median(rho_loop):9.3f}"
-              "  (below 1 is faster)")  # fmt: skip
+        print(
+            f"  x loop             {statistics.median(rho_times) / statistics.median(rho_loop):9.3f}"
+            "  (below 1 is faster)"
+        )
         show("dataset τ-b cell", tau_times, None)
         show("τ-b loop (scaled)", tau_loop, None)
-        print(f"  x loop             {statistics.median(tau_times) / statistics.median(tau_loop):9.3f}"
-              "  (below 1 is faster)")  # fmt: skip
+        print(
+            f"  x loop             {statistics.median(tau_times) / statistics.median(tau_loop):9.3f}"
+            "  (below 1 is faster)"
+        )
         print(f"done; {load()}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

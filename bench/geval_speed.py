@@ -51,26 +51,39 @@ def main() -> None:
     intro, source_label, output_label = geval.introduction_for("summarization", template["text"])
     scale = geval.integer_scale(aspect["scale_min"], aspect["scale_max"])
     config = geval.GEvalConfig(
-        introduction=intro, aspect_name=aspect["name"], scale=scale, steps=PAPER_STEPS,
-        criteria=geval.criteria_text(aspect["name"], aspect["definition"], scale, aspect["anchors"]),
-        source_label=source_label, output_label=output_label,
-    )  # fmt: skip
-    items = [Item(key=i, doc_key=r["doc_id"], source=r["source"], hypothesis=r["output"])
-             for i, r in enumerate(records)]  # fmt: skip
+        introduction=intro,
+        aspect_name=aspect["name"],
+        scale=scale,
+        steps=PAPER_STEPS,
+        criteria=geval.criteria_text(
+            aspect["name"], aspect["definition"], scale, aspect["anchors"]
+        ),
+        source_label=source_label,
+        output_label=output_label,
+    )
+    items = [
+        Item(key=i, doc_key=r["doc_id"], source=r["source"], hypothesis=r["output"])
+        for i, r in enumerate(records)
+    ]
 
     started = time.perf_counter()
     lm = HFLanguageModel(MODEL, batch_size=args.batch_size, device="cpu")
     requests = geval.requests(config, items, geval.formatter(lm, config))
     lengths = [len(lm.loaded.tokenizer(r.prompt)["input_ids"]) for r in requests]
-    print(f"model {MODEL.name} loaded in {time.perf_counter() - started:.1f} s; {len(requests)} outputs "
-          f"from {len(docs)} documents; prompts {min(lengths)}-{max(lengths)} tokens; "
-          f"{args.threads} threads; batch size {args.batch_size}")  # fmt: skip
+    print(
+        f"model {MODEL.name} loaded in {time.perf_counter() - started:.1f} s; {len(requests)} outputs "
+        f"from {len(docs)} documents; prompts {min(lengths)}-{max(lengths)} tokens; "
+        f"{args.threads} threads; batch size {args.batch_size}"
+    )
 
     fast_times, fast = timed(lm.rating_distributions, requests, args.repeat)
     plain_times, plain = timed(lm.rating_distributions_plain, requests, args.repeat)
     assert all(d.ok for d in fast) and all(d.ok for d in plain)
-    delta = max(abs(a - b) for f, p in zip(fast, plain, strict=True)
-                for a, b in zip(f.probs, p.probs, strict=True))  # fmt: skip
+    delta = max(
+        abs(a - b)
+        for f, p in zip(fast, plain, strict=True)
+        for a, b in zip(f.probs, p.probs, strict=True)
+    )
     weighted = [d.weighted([float(v) for v in scale]) for d in fast]
     score_delta = max(
         abs(a - p.weighted([float(v) for v in scale])) for a, p in zip(weighted, plain, strict=True)
@@ -78,13 +91,19 @@ def main() -> None:
     n = len(requests)
     for name, times in (("plain", plain_times), ("fast", fast_times)):
         med = statistics.median(times)
-        print(f"  {name:<6} {med:8.2f} s  {n / med:6.2f} outputs/s  "
-              f"(runs: {', '.join(f'{t:.2f}' for t in times)})")  # fmt: skip
+        print(
+            f"  {name:<6} {med:8.2f} s  {n / med:6.2f} outputs/s  "
+            f"(runs: {', '.join(f'{t:.2f}' for t in times)})"
+        )
     ratio = statistics.median(plain_times) / statistics.median(fast_times)
-    print(f"  speed ratio fast/plain: {ratio:.2f}x   max |Δ| label probability: {delta:.2e}   "
-          f"max |Δ| score Σp·s: {score_delta:.2e}")  # fmt: skip
-    print(f"  scores {min(weighted):.3f}-{max(weighted):.3f}; mean label mass "
-          f"{statistics.mean(d.label_mass or 0 for d in fast):.3f}")  # fmt: skip
+    print(
+        f"  speed ratio fast/plain: {ratio:.2f}x   max |Δ| label probability: {delta:.2e}   "
+        f"max |Δ| score Σp·s: {score_delta:.2e}"
+    )
+    print(
+        f"  scores {min(weighted):.3f}-{max(weighted):.3f}; mean label mass "
+        f"{statistics.mean(d.label_mass or 0 for d in fast):.3f}"
+    )
 
 
 if __name__ == "__main__":

@@ -45,24 +45,35 @@ def main() -> None:
         "--pack-tokens", type=int, help="trie nodes per forward (default: the engine's)"
     )
     parser.add_argument(
-        "--tree-rows", type=int,
+        "--tree-rows",
+        type=int,
         help="query rows per tree-attention block (default: the engine's; 0: dense mask)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--doc-pack-tokens", type=int, default=0,
+        "--doc-pack-tokens",
+        type=int,
+        default=0,
         help="tokens per forward packing whole documents together (default 0: one document "
         "at a time, the CPU default; the fast path is then called with all documents at once)",
-    )  # fmt: skip
+    )
     args = parser.parse_args()
     defaults, docs, records = prepare(args)
     from scoring.lm import HFLanguageModel, _causal
     from scoring.metrics.gptscore import GPTScoreConfig, Item, Template, build_requests
 
-    row = next(t for t in defaults["templates"] if t["task"] == "summarization" and t["kind"] == "gptscore"
-               and t["aspect"] == "COH" and t["dimension"] == "src_hypo")  # fmt: skip
+    row = next(
+        t
+        for t in defaults["templates"]
+        if t["task"] == "summarization"
+        and t["kind"] == "gptscore"
+        and t["aspect"] == "COH"
+        and t["dimension"] == "src_hypo"
+    )
     config = GPTScoreConfig(template=Template(row["text"], row["target"]))
-    items = [Item(key=i, doc_key=r["doc_id"], source=r["source"], hypothesis=r["output"])
-             for i, r in enumerate(records)]  # fmt: skip
+    items = [
+        Item(key=i, doc_key=r["doc_id"], source=r["source"], hypothesis=r["output"])
+        for i, r in enumerate(records)
+    ]
     requests = build_requests(items, config)
 
     started = time.perf_counter()
@@ -76,11 +87,13 @@ def main() -> None:
     )
     tree = _causal.tree_attention_works(lm._causal)
     rows = _causal.tree_rows_used(lm._causal)
-    print(f"model {MODEL.name} loaded in {time.perf_counter() - started:.1f} s; {len(requests)} outputs "
-          f"from {len(docs)} documents; {args.threads} threads; batch size {args.batch_size}; "
-          f"tree attention {'on' if tree else 'UNAVAILABLE'}, {_causal.pack_budget(lm._causal)} nodes per pack, "
-          f"attention blocks of {rows or 'all (dense mask)'} rows, "
-          f"documents packed together: {args.doc_pack_tokens or 'no'}")  # fmt: skip
+    print(
+        f"model {MODEL.name} loaded in {time.perf_counter() - started:.1f} s; {len(requests)} outputs "
+        f"from {len(docs)} documents; {args.threads} threads; batch size {args.batch_size}; "
+        f"tree attention {'on' if tree else 'UNAVAILABLE'}, {_causal.pack_budget(lm._causal)} nodes per pack, "
+        f"attention blocks of {rows or 'all (dense mask)'} rows, "
+        f"documents packed together: {args.doc_pack_tokens or 'no'}"
+    )
 
     # Dense: the pack size that suits the dense mask, unless one was asked for.
     dense = dataclasses.replace(lm._causal, tree_rows=0)
@@ -104,15 +117,20 @@ def main() -> None:
             cpu[name].append(time.process_time() - before)
             times[name].append(took)
     fast, plain = results["fast"], results["plain"]
-    delta = max(abs(a - b) for f, p in zip(fast, plain, strict=True)
-                for a, b in zip(f.token_logprobs, p.token_logprobs, strict=True))  # fmt: skip
+    delta = max(
+        abs(a - b)
+        for f, p in zip(fast, plain, strict=True)
+        for a, b in zip(f.token_logprobs, p.token_logprobs, strict=True)
+    )
     tokens = sum(s.n_tokens for s in fast)
     n = len(requests)
     labels = {"dense": "tree, dense mask", "fast": "fast"}
     for name, runs in times.items():
         med = statistics.median(runs)
-        print(f"  {labels.get(name, name):<17} {med:8.2f} s  {n / med:6.2f} outputs/s  "
-              f"{tokens / med:8.1f} target tokens/s  (runs: {', '.join(f'{t:.2f}' for t in runs)})")  # fmt: skip
+        print(
+            f"  {labels.get(name, name):<17} {med:8.2f} s  {n / med:6.2f} outputs/s  "
+            f"{tokens / med:8.1f} target tokens/s  (runs: {', '.join(f'{t:.2f}' for t in runs)})"
+        )
 
     def ratio_of(slow: str, quick: str, clock: dict[str, list[float]]) -> float:
         return statistics.median(a / b for a, b in zip(clock[slow], clock[quick], strict=True))
@@ -120,10 +138,14 @@ def main() -> None:
     ratios = [p / f for p, f in zip(times["plain"], times["fast"], strict=True)]
     ratio = statistics.median(ratios)
     verdict = "PASS" if ratio >= 6 and delta <= 1e-4 else "FAIL"
-    print(f"  CPU time, median: {', '.join(f'{k} {statistics.median(v):.2f} s' for k, v in cpu.items())}; "
-          f"fast/plain {ratio_of('plain', 'fast', cpu):.2f}x")  # fmt: skip
-    print(f"  blocked attention against the dense mask: {ratio_of('dense', 'fast', times):.2f}x wall, "
-          f"{ratio_of('dense', 'fast', cpu):.2f}x CPU time (medians of per-repeat ratios)")  # fmt: skip
+    print(
+        f"  CPU time, median: {', '.join(f'{k} {statistics.median(v):.2f} s' for k, v in cpu.items())}; "
+        f"fast/plain {ratio_of('plain', 'fast', cpu):.2f}x"
+    )
+    print(
+        f"  blocked attention against the dense mask: {ratio_of('dense', 'fast', times):.2f}x wall, "
+        f"{ratio_of('dense', 'fast', cpu):.2f}x CPU time (medians of per-repeat ratios)"
+    )
     print(
         f"  speed ratio fast/plain: {ratio:.2f}x (median of per-repeat ratios: "
         f"{', '.join(f'{r:.2f}' for r in ratios)})   max |Δ| per token: {delta:.2e}   "

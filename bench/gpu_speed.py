@@ -80,19 +80,29 @@ def options(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", nargs="+", default=["135M", "1.7B", "7B"], choices=SHAPES)
     parser.add_argument("--precisions", nargs="+", default=["fast", "exact"], choices=DTYPES)
-    parser.add_argument("--paths", nargs="+", default=["gptscore", "seq2seq", "rating"],
-                        choices=["gptscore", "seq2seq", "rating"])  # fmt: skip
+    parser.add_argument(
+        "--paths",
+        nargs="+",
+        default=["gptscore", "seq2seq", "rating"],
+        choices=["gptscore", "seq2seq", "rating"],
+    )
     parser.add_argument("--docs", type=int, default=40)
     parser.add_argument("--outputs-per-doc", type=int, default=16)
     parser.add_argument("--baseline-batch", type=int, default=32)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--doc-pack-tokens", type=int, help="default: the engine's CUDA budget")
-    parser.add_argument("--tree-rows", type=int,
-                        help="query rows per tree-attention block (default: the engine's CUDA "
-                        "default, 0: one dense masked call per forward)")  # fmt: skip
+    parser.add_argument(
+        "--tree-rows",
+        type=int,
+        help="query rows per tree-attention block (default: the engine's CUDA "
+        "default, 0: one dense masked call per forward)",
+    )
     parser.add_argument("--tflops", type=float, help="the card's rate (default: measured)")
-    parser.add_argument("--cpu-smoke", action="store_true",
-                        help="run everything on a tiny random model on the CPU (a check)")  # fmt: skip
+    parser.add_argument(
+        "--cpu-smoke",
+        action="store_true",
+        help="run everything on a tiny random model on the CPU (a check)",
+    )
     args = parser.parse_args(argv)
     if args.cpu_smoke:
         args.sizes, args.docs, args.outputs_per_doc, args.repeat = ["tiny"], 2, 3, 1
@@ -127,14 +137,18 @@ def main(argv: list[str] | None = None) -> Tables:
     import torch
 
     if not args.cpu_smoke and not torch.cuda.is_available():
-        print("bench/gpu_speed.py needs a CUDA GPU and none is visible here; nothing was "
-              "measured. (Run with --cpu-smoke to check the script on a tiny CPU model.)")  # fmt: skip
+        print(
+            "bench/gpu_speed.py needs a CUDA GPU and none is visible here; nothing was "
+            "measured. (Run with --cpu-smoke to check the script on a tiny CPU model.)"
+        )
         return Tables([], [])
     device = "cpu" if args.cpu_smoke else "cuda"
     tokenizer = _tokenizer(args.cpu_smoke)
     requests = _requests(args)
-    print(f"{len(requests)} outputs from {args.docs} documents on {_device_name(device)}; "
-          f"baseline batch {args.baseline_batch}")  # fmt: skip
+    print(
+        f"{len(requests)} outputs from {args.docs} documents on {_device_name(device)}; "
+        f"baseline batch {args.baseline_batch}"
+    )
     rows: list[Row] = []
     for size in args.sizes if "gptscore" in args.paths else []:
         for precision in args.precisions:
@@ -167,9 +181,12 @@ def _tokenizer(smoke: bool) -> Any:
 
     raw = Tokenizer(models.BPE())
     raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<pad>", "</s>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  show_progress=False)  # fmt: skip
+    trainer = trainers.BpeTrainer(
+        vocab_size=300,
+        special_tokens=["<pad>", "</s>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     raw.train_from_iterator(SMOKE_TEXTS, trainer)
     return transformers.PreTrainedTokenizerFast(
         tokenizer_object=raw, eos_token="</s>", pad_token="<pad>"
@@ -182,16 +199,25 @@ def _requests(args: argparse.Namespace) -> list[Any]:
     from scoring.metrics.gptscore import GPTScoreConfig, Item, Template, build_requests
 
     defaults = json.loads((REPO / "studies" / "defaults" / "defaults.json").read_text())
-    row = next(t for t in defaults["templates"] if t["task"] == "summarization" and t["kind"] == "gptscore"
-               and t["aspect"] == "COH" and t["dimension"] == "src_hypo")  # fmt: skip
+    row = next(
+        t
+        for t in defaults["templates"]
+        if t["task"] == "summarization"
+        and t["kind"] == "gptscore"
+        and t["aspect"] == "COH"
+        and t["dimension"] == "src_hypo"
+    )
     config = GPTScoreConfig(template=Template(row["text"], row["target"]))
     if SUMMEVAL.is_file():
         records = [json.loads(line) for line in SUMMEVAL.read_text().splitlines()]
         docs = list(dict.fromkeys(r["doc_id"] for r in records))[: args.docs]
         records = [r for r in records if r["doc_id"] in docs]
     elif args.cpu_smoke:
-        records = [{"doc_id": d, "source": text, "output": text[: 20 + 9 * k]}
-                   for d, text in enumerate(SMOKE_TEXTS) for k in range(4)]  # fmt: skip
+        records = [
+            {"doc_id": d, "source": text, "output": text[: 20 + 9 * k]}
+            for d, text in enumerate(SMOKE_TEXTS)
+            for k in range(4)
+        ]
     else:
         sys.exit(f"needs {SUMMEVAL} (the shared data folder beside the repository)")
     kept: dict[Any, int] = {}
@@ -199,8 +225,14 @@ def _requests(args: argparse.Namespace) -> list[Any]:
     for i, r in enumerate(records):
         if kept.setdefault(r["doc_id"], 0) < args.outputs_per_doc:
             kept[r["doc_id"]] += 1
-            items.append(Item(key=i, doc_key=r["doc_id"], source=r["source"][:300] if args.cpu_smoke
-                              else r["source"], hypothesis=r["output"]))  # fmt: skip
+            items.append(
+                Item(
+                    key=i,
+                    doc_key=r["doc_id"],
+                    source=r["source"][:300] if args.cpu_smoke else r["source"],
+                    hypothesis=r["output"],
+                )
+            )
     return build_requests(items, config)
 
 
@@ -211,10 +243,16 @@ def _build(size: str, dtype: str, device: str, vocab: int) -> Any:
 
     hidden, intermediate, layers, heads, kv_heads, tied = SHAPES[size]
     config = transformers.LlamaConfig(
-        vocab_size=vocab, hidden_size=hidden, intermediate_size=intermediate,
-        num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
-        max_position_embeddings=8192, tie_word_embeddings=tied, attn_implementation="sdpa",
-    )  # fmt: skip
+        vocab_size=vocab,
+        hidden_size=hidden,
+        intermediate_size=intermediate,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        max_position_embeddings=8192,
+        tie_word_embeddings=tied,
+        attn_implementation="sdpa",
+    )
     torch.manual_seed(0)
     with torch.device(device):
         model = transformers.LlamaForCausalLM(config).to(getattr(torch, dtype))
@@ -238,16 +276,21 @@ def _measure(
     lm = _replace(lm, doc_pack_tokens=budget)
     tree = _causal.tree_attention_works(lm)
     parameters = sum(p.numel() for p in model.parameters())
-    print(f"{size}/{precision}: {parameters / 1e9:.2f}B parameters, {dtype}, tree attention "
-          f"{'on' if tree else 'UNAVAILABLE'}, {budget} tokens per packed forward, attention "
-          f"blocks of {_causal.tree_rows_used(lm) or 'all (dense mask)'} rows")  # fmt: skip
+    print(
+        f"{size}/{precision}: {parameters / 1e9:.2f}B parameters, {dtype}, tree attention "
+        f"{'on' if tree else 'UNAVAILABLE'}, {budget} tokens per packed forward, attention "
+        f"blocks of {_causal.tree_rows_used(lm) or 'all (dense mask)'} rows"
+    )
 
     engine_times, engine = _timed(lambda: _causal.score_fast(lm, requests, 8), args.repeat, device)
     base_times, _ = _timed(lambda: baseline(lm, requests, args.baseline_batch), args.repeat, device)
     with torch.inference_mode():
         plain = _causal.score_plain(lm, requests)
-    delta = max(abs(a - b) for f, p in zip(engine, plain, strict=True)
-                for a, b in zip(f.token_logprobs, p.token_logprobs, strict=True))  # fmt: skip
+    delta = max(
+        abs(a - b)
+        for f, p in zip(engine, plain, strict=True)
+        for a, b in zip(f.token_logprobs, p.token_logprobs, strict=True)
+    )
     seconds = statistics.median(engine_times)
     tflops = args.tflops or _matmul_tflops(dtype, device)
     floor = 2 * parameters * useful_tokens(lm, requests) / (tflops * 1e12)
@@ -329,8 +372,11 @@ def useful_tokens(lm: Any, requests: list[Any]) -> int:
     from scoring.lm import _causal
     from scoring.lm._util import common_prefix_len
 
-    encoded = [e for e in _causal.tokenise(lm, requests, lm.context_limit)
-               if isinstance(e, _causal.CausalEncoding)]  # fmt: skip
+    encoded = [
+        e
+        for e in _causal.tokenise(lm, requests, lm.context_limit)
+        if isinstance(e, _causal.CausalEncoding)
+    ]
     by_prompt: dict[str, list[Any]] = {}
     for request, enc in zip(requests, encoded, strict=True):
         by_prompt.setdefault(request.prompt, []).append(enc)
@@ -399,32 +445,61 @@ def other_paths(
         if "seq2seq" in args.paths:
             d_model, d_ff, layers, heads, d_kv = T5_SHAPES["tiny" if args.cpu_smoke else "t5-base"]
             config = transformers.T5Config(
-                vocab_size=len(tokenizer), d_model=d_model, d_ff=d_ff, num_layers=layers,
-                num_heads=heads, d_kv=d_kv, decoder_start_token_id=tokenizer.pad_token_id,
-                pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
-            )  # fmt: skip
+                vocab_size=len(tokenizer),
+                d_model=d_model,
+                d_ff=d_ff,
+                num_layers=layers,
+                num_heads=heads,
+                d_kv=d_kv,
+                decoder_start_token_id=tokenizer.pad_token_id,
+                pad_token_id=tokenizer.pad_token_id,
+                eos_token_id=tokenizer.eos_token_id,
+            )
             torch.manual_seed(0)
             with torch.device(device):
                 t5 = (
                     transformers.T5ForConditionalGeneration(config).to(getattr(torch, dtype)).eval()
                 )
-            lm = _seq2seq.Seq2SeqModel(t5, tokenizer, device, 512, tokenizer.pad_token_id,
-                                       tokenizer.pad_token_id)  # fmt: skip
-            found.append(_compare("seq2seq", precision, device, args.repeat, requests,
-                                  lambda reqs, lm=lm: _seq2seq.score_fast(lm, reqs, 8),
-                                  lambda reqs, lm=lm: _seq2seq.score_plain(lm, reqs),
-                                  lambda r: r.token_logprobs))  # fmt: skip
+            lm = _seq2seq.Seq2SeqModel(
+                t5, tokenizer, device, 512, tokenizer.pad_token_id, tokenizer.pad_token_id
+            )
+            found.append(
+                _compare(
+                    "seq2seq",
+                    precision,
+                    device,
+                    args.repeat,
+                    requests,
+                    lambda reqs, lm=lm: _seq2seq.score_fast(lm, reqs, 8),
+                    lambda reqs, lm=lm: _seq2seq.score_plain(lm, reqs),
+                    lambda r: r.token_logprobs,
+                )
+            )
             del t5, lm
         if "rating" in args.paths:
             model = _build("tiny" if args.cpu_smoke else "135M", dtype, device, len(tokenizer))
             causal = hf.causal_model(model, tokenizer, device)
-            ratings = [RatingRequest(r.key, r.prompt + r.target + FORM,
-                                     tuple(str(k) for k in range(1, 6)), group=r.prompt)
-                       for r in requests]  # fmt: skip
-            found.append(_compare("rating", precision, device, args.repeat, ratings,
-                                  lambda reqs, lm=causal: _rating.rate_fast(lm, reqs, 8),
-                                  lambda reqs, lm=causal: _rating.rate_plain(lm, reqs),
-                                  lambda r: r.probs))  # fmt: skip
+            ratings = [
+                RatingRequest(
+                    r.key,
+                    r.prompt + r.target + FORM,
+                    tuple(str(k) for k in range(1, 6)),
+                    group=r.prompt,
+                )
+                for r in requests
+            ]
+            found.append(
+                _compare(
+                    "rating",
+                    precision,
+                    device,
+                    args.repeat,
+                    ratings,
+                    lambda reqs, lm=causal: _rating.rate_fast(lm, reqs, 8),
+                    lambda reqs, lm=causal: _rating.rate_plain(lm, reqs),
+                    lambda r: r.probs,
+                )
+            )
             del model, causal
         gc.collect()
         if device == "cuda":
@@ -432,8 +507,16 @@ def other_paths(
     return found
 
 
-def _compare(path: str, precision: str, device: str, repeat: int, requests: list[Any],
-             fast: Any, plain: Any, values: Any) -> PathRow:  # fmt: skip
+def _compare(
+    path: str,
+    precision: str,
+    device: str,
+    repeat: int,
+    requests: list[Any],
+    fast: Any,
+    plain: Any,
+    values: Any,
+) -> PathRow:
     from scoring.lm._collate import FALLBACKS as fallbacks
 
     before = fallbacks.rows.copy()
@@ -441,40 +524,55 @@ def _compare(path: str, precision: str, device: str, repeat: int, requests: list
     calls = repeat + 1  # _timed's warm-up call included
     handed_on = {name: -(-n // calls) for name, n in fallbacks.since(before).items()}  # per call
     plain_times, plain_out = _timed(lambda: plain(requests), repeat, device)
-    pairs = [(a, b) for f, p in zip(fast_out, plain_out, strict=True)
-             for a, b in zip(values(f), values(p), strict=True)]  # fmt: skip
+    pairs = [
+        (a, b)
+        for f, p in zip(fast_out, plain_out, strict=True)
+        for a, b in zip(values(f), values(p), strict=True)
+    ]
     row = PathRow(
-        path=path, precision=precision,
+        path=path,
+        precision=precision,
         fast_per_s=len(requests) / statistics.median(fast_times),
         plain_per_s=len(requests) / statistics.median(plain_times),
         max_delta=max((abs(a - b) for a, b in pairs), default=0.0),
         identical=all(a == b for a, b in pairs),
-        fallbacks=handed_on, errors={k: fallbacks.errors[k] for k in handed_on},
-    )  # fmt: skip
-    print(f"{path}/{precision}: fast {row.fast_per_s:.1f} out/s, plain {row.plain_per_s:.1f}, "
-          f"fallback rows {handed_on or 'none'}{'; errors: ' + str(row.errors) if handed_on else ''}")  # fmt: skip
+        fallbacks=handed_on,
+        errors={k: fallbacks.errors[k] for k in handed_on},
+    )
+    print(
+        f"{path}/{precision}: fast {row.fast_per_s:.1f} out/s, plain {row.plain_per_s:.1f}, "
+        f"fallback rows {handed_on or 'none'}{'; errors: ' + str(row.errors) if handed_on else ''}"
+    )
     return row
 
 
 def _print_paths(rows: list[PathRow]) -> None:
     if not rows:
         return
-    print(f"\n{'path':<8} {'precision':<9} {'fast/s':>8} {'plain/s':>8} {'ratio':>6} "
-          f"{'max |Δ|':>9} {'bit-equal':>9} fallback rows")  # fmt: skip
+    print(
+        f"\n{'path':<8} {'precision':<9} {'fast/s':>8} {'plain/s':>8} {'ratio':>6} "
+        f"{'max |Δ|':>9} {'bit-equal':>9} fallback rows"
+    )
     for r in rows:
-        print(f"{r.path:<8} {r.precision:<9} {r.fast_per_s:8.1f} {r.plain_per_s:8.1f} "
-              f"{r.fast_per_s / r.plain_per_s:5.2f}x {r.max_delta:9.2e} {str(r.identical):>9} "
-              f"{sum(r.fallbacks.values())}")  # fmt: skip
+        print(
+            f"{r.path:<8} {r.precision:<9} {r.fast_per_s:8.1f} {r.plain_per_s:8.1f} "
+            f"{r.fast_per_s / r.plain_per_s:5.2f}x {r.max_delta:9.2e} {str(r.identical):>9} "
+            f"{sum(r.fallbacks.values())}"
+        )
     print("fallback rows > 0: the fast path failed for those rows (errors printed above)")
 
 
 def _print(rows: list[Row]) -> None:
-    print(f"\n{'size':<6} {'precision':<9} {'out/s':>8} {'baseline':>9} {'ratio':>6} "
-          f"{'floor':>6} {'max |Δ|':>9}")  # fmt: skip
+    print(
+        f"\n{'size':<6} {'precision':<9} {'out/s':>8} {'baseline':>9} {'ratio':>6} "
+        f"{'floor':>6} {'max |Δ|':>9}"
+    )
     for r in rows:
         ratio = r.outputs_per_s / r.baseline_per_s
-        print(f"{r.size:<6} {r.precision:<9} {r.outputs_per_s:8.1f} {r.baseline_per_s:9.1f} "
-              f"{ratio:5.2f}x {r.floor_share:6.1%} {r.max_delta:9.2e}")  # fmt: skip
+        print(
+            f"{r.size:<6} {r.precision:<9} {r.outputs_per_s:8.1f} {r.baseline_per_s:9.1f} "
+            f"{ratio:5.2f}x {r.floor_share:6.1%} {r.max_delta:9.2e}"
+        )
     print("targets: ratio ≥ 3x in fast at every size; floor ≥ 40% at 7B; exact max |Δ| ≤ 1e-4")
 
 

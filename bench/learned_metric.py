@@ -47,10 +47,28 @@ def train(
 
     out = StringIO()
     started = time.perf_counter()
-    call_command("train_metric", "--dataset", "summeval", "--aspect", "coherence",
-                 "--setup", setup, "--backbone", args.backbone, "--mode", "head",
-                 "--layer", str(layer or args.layer), "--seed", str(args.seed), "--format", "json",
-                 "--pooling", pooling, stdout=out)  # fmt: skip
+    call_command(
+        "train_metric",
+        "--dataset",
+        "summeval",
+        "--aspect",
+        "coherence",
+        "--setup",
+        setup,
+        "--backbone",
+        args.backbone,
+        "--mode",
+        "head",
+        "--layer",
+        str(layer or args.layer),
+        "--seed",
+        str(args.seed),
+        "--format",
+        "json",
+        "--pooling",
+        pooling,
+        stdout=out,
+    )
     return json.loads(out.getvalue().strip().splitlines()[-1]), time.perf_counter() - started
 
 
@@ -82,21 +100,39 @@ def main() -> None:
         keep = list(dict.fromkeys(json.loads(line)["doc_id"] for line in lines))[: args.docs]
         source = tmp / "summeval-subset.jsonl"
         source.write_text("\n".join(li for li in lines if json.loads(li)["doc_id"] in keep) + "\n")
-    import_file(source, ImportOptions(dataset="summeval", task="summarization",
-                                      file_format="jsonl", file_name=SUMMEVAL.name))  # fmt: skip
+    import_file(
+        source,
+        ImportOptions(
+            dataset="summeval", task="summarization", file_format="jsonl", file_name=SUMMEVAL.name
+        ),
+    )
     print(f"load average at start: {os.getloadavg()}")
     rows = args.rows.split(",")
     if "single" in rows:
         summary, seconds = train("single", args)
-        print(f"single-task (coherence, head, {args.backbone}, {args.layer} blocks): "
-              f"{seconds:.1f} s, pairs {summary['pairs']}, timings {summary['timings']}")  # fmt: skip
+        print(
+            f"single-task (coherence, head, {args.backbone}, {args.layer} blocks): "
+            f"{seconds:.1f} s, pairs {summary['pairs']}, timings {summary['timings']}"
+        )
         print(json.dumps(summary))
         job = TrainedMetric.objects.get(pk=summary["model"])
-        for metric, extra in (("learned", ["--model", str(job.pk)]), ("gptscore", ["--aspect", "coherence"]),
-                              ("rouge2", [])):  # fmt: skip
+        for metric, extra in (
+            ("learned", ["--model", str(job.pk)]),
+            ("gptscore", ["--aspect", "coherence"]),
+            ("rouge2", []),
+        ):
             started = time.perf_counter()
-            call_command("run_metric", "--dataset", "summeval", "--metric", metric, *extra,
-                         "--test-docs-of", str(job.pk), stdout=StringIO())  # fmt: skip
+            call_command(
+                "run_metric",
+                "--dataset",
+                "summeval",
+                "--metric",
+                metric,
+                *extra,
+                "--test-docs-of",
+                str(job.pk),
+                stdout=StringIO(),
+            )
             print(
                 f"run {metric} on the {len(job.test_docs())} test documents: {time.perf_counter() - started:.1f} s"
             )
@@ -114,26 +150,34 @@ def main() -> None:
             )
         others = [r["spearman"] for r in compare_on_test(job) if not r["learned"]]
         trained_acc, base_acc = t["trained"]["pairwise_accuracy"], t["base"]["pairwise_accuracy"]
-        print(f"\ntargets: time {seconds / 60:.1f} min ≤ 15: {seconds <= 900}; accuracy "
-              f"{trained_acc:.3f} ≥ 0.63: {trained_acc >= 0.63}; ≥ Base + 0.10 ({base_acc + 0.10:.3f}): "
-              f"{trained_acc >= base_acc + 0.10}; Spearman {t['trained']['spearman']:.3f} above every "
-              f"other run ({max(others):.3f}): {t['trained']['spearman'] > max(others)}")  # fmt: skip
+        print(
+            f"\ntargets: time {seconds / 60:.1f} min ≤ 15: {seconds <= 900}; accuracy "
+            f"{trained_acc:.3f} ≥ 0.63: {trained_acc >= 0.63}; ≥ Base + 0.10 ({base_acc + 0.10:.3f}): "
+            f"{trained_acc >= base_acc + 0.10}; Spearman {t['trained']['spearman']:.3f} above every "
+            f"other run ({max(others):.3f}): {t['trained']['spearman'] > max(others)}"
+        )
     for setup in ("multi", "cross"):
         if setup in rows:
             summary, seconds = train(setup, args)
             t = summary["test"]
-            print(f"{setup}-task → coherence: {seconds:.1f} s, pairs {summary['pairs']}, Base "
-                  f"{t['base']['pairwise_accuracy']:.3f} / {t['base']['spearman']:.3f}, trained "
-                  f"{t['trained']['pairwise_accuracy']:.3f} / {t['trained']['spearman']:.3f} "
-                  f"(pairwise accuracy / Spearman)")  # fmt: skip
+            print(
+                f"{setup}-task → coherence: {seconds:.1f} s, pairs {summary['pairs']}, Base "
+                f"{t['base']['pairwise_accuracy']:.3f} / {t['base']['spearman']:.3f}, trained "
+                f"{t['trained']['pairwise_accuracy']:.3f} / {t['trained']['spearman']:.3f} "
+                f"(pairwise accuracy / Spearman)"
+            )
     if "ablation" in rows:
-        for name, pooling, layer in (("last token alone, 12 blocks", "last", None),
-                                     ("last+answer, every block", "", 30)):  # fmt: skip
+        for name, pooling, layer in (
+            ("last token alone, 12 blocks", "last", None),
+            ("last+answer, every block", "", 30),
+        ):
             summary, seconds = train("single", args, pooling=pooling, layer=layer)
             t = summary["test"]
-            print(f"single-task, {name}: {seconds:.1f} s, Base {t['base']['pairwise_accuracy']:.3f} / "
-                  f"{t['base']['spearman']:.3f}, trained {t['trained']['pairwise_accuracy']:.3f} / "
-                  f"{t['trained']['spearman']:.3f} (pairwise accuracy / Spearman)")  # fmt: skip
+            print(
+                f"single-task, {name}: {seconds:.1f} s, Base {t['base']['pairwise_accuracy']:.3f} / "
+                f"{t['base']['spearman']:.3f}, trained {t['trained']['pairwise_accuracy']:.3f} / "
+                f"{t['trained']['spearman']:.3f} (pairwise accuracy / Spearman)"
+            )
     print(f"load average at the end: {os.getloadavg()}")
 
 

@@ -138,16 +138,29 @@ class Data:
     def asking(self, question: str) -> Data:
         """The same outputs with ``question``'s two runs as ``a`` and ``b``."""
         key_a, key_b, name_a, name_b = QUESTIONS[question]
-        return replace(self, a=self.scores[key_a], b=self.scores[key_b], names=(name_a, name_b),
-                       keys=(key_a, key_b))  # fmt: skip
+        return replace(
+            self,
+            a=self.scores[key_a],
+            b=self.scores[key_b],
+            names=(name_a, name_b),
+            keys=(key_a, key_b),
+        )
 
     def take(self, picks: np.ndarray) -> Data:
         """A campaign of the documents ``picks`` (repeats allowed), renumbered."""
         index = [np.flatnonzero(self.docs == d) for d in picks]
         rows = np.concatenate(index)
         docs = np.concatenate([np.full(len(ix), k) for k, ix in enumerate(index)])
-        return Data(docs, self.a[rows], self.b[rows], {k: v[rows] for k, v in self.human.items()},
-                    [], {k: v[rows] for k, v in self.scores.items()}, self.names, self.keys)  # fmt: skip
+        return Data(
+            docs,
+            self.a[rows],
+            self.b[rows],
+            {k: v[rows] for k, v in self.human.items()},
+            [],
+            {k: v[rows] for k, v in self.scores.items()},
+            self.names,
+            self.keys,
+        )
 
 
 def load(gptscore_file: Path | None) -> Data:
@@ -158,10 +171,20 @@ def load(gptscore_file: Path | None) -> Data:
 
     records = [json.loads(line) for line in SUMMEVAL.read_text().splitlines()]
     keys = {d: k for k, d in enumerate(dict.fromkeys(r["doc_id"] for r in records))}
-    items = [Item(key=k, doc_key=r["doc_id"], source=r["source"], hypothesis=r["output"],
-                  references=tuple(r["references"])) for k, r in enumerate(records)]  # fmt: skip
-    scores = {kind: np.array([s.value for s in rouge.score(items, kind)], dtype=float)
-              for kind in ("rouge1", "rouge2", "rougeL")}  # fmt: skip
+    items = [
+        Item(
+            key=k,
+            doc_key=r["doc_id"],
+            source=r["source"],
+            hypothesis=r["output"],
+            references=tuple(r["references"]),
+        )
+        for k, r in enumerate(records)
+    ]
+    scores = {
+        kind: np.array([s.value for s in rouge.score(items, kind)], dtype=float)
+        for kind in ("rouge1", "rouge2", "rougeL")
+    }
     scores["length"] = np.array([len(r["output"].split()) for r in records], dtype=float)
     if gptscore_file is not None:
         scores["gptscore"] = read_gptscore(gptscore_file, records)
@@ -193,23 +216,49 @@ def write_gptscore(path: Path, threads: int) -> None:
         sys.exit(f"no model at {MODEL}: run `python3 manage.py install_model` first")
     torch.set_num_threads(threads)
     defaults = json.loads((REPO / "studies" / "defaults" / "defaults.json").read_text())
-    row = next(t for t in defaults["templates"] if t["task"] == "summarization" and t["kind"] == "gptscore"
-               and t["aspect"] == "COH" and t["dimension"] == "src_hypo" and t["setting"] == "IST")  # fmt: skip
+    row = next(
+        t
+        for t in defaults["templates"]
+        if t["task"] == "summarization"
+        and t["kind"] == "gptscore"
+        and t["aspect"] == "COH"
+        and t["dimension"] == "src_hypo"
+        and t["setting"] == "IST"
+    )
     config = GPTScoreConfig(template=Template(row["text"], row["target"]))
     records = [json.loads(line) for line in SUMMEVAL.read_text().splitlines()]
     lm = HFLanguageModel(MODEL, device="cpu")
-    items = [Item(key=(r["doc_id"], r["system_id"]), doc_key=r["doc_id"], source=r["source"],
-                  hypothesis=r["output"]) for r in records]  # fmt: skip
+    items = [
+        Item(
+            key=(r["doc_id"], r["system_id"]),
+            doc_key=r["doc_id"],
+            source=r["source"],
+            hypothesis=r["output"],
+        )
+        for r in records
+    ]
     started = time.perf_counter()
     results = gptscore.score(lm, items, config)
-    scores = [{"doc_id": i.key[0], "system_id": i.key[1], "value": r.value, "error": r.error}
-              for i, r in zip(items, results, strict=True)]  # fmt: skip
+    scores = [
+        {"doc_id": i.key[0], "system_id": i.key[1], "value": r.value, "error": r.error}
+        for i, r in zip(items, results, strict=True)
+    ]
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({
-        "metric": "gptscore", "model": MODEL.name, "aspect": "COH", "setting": "IST",
-        "dimension": "src_hypo", "reduction": str(config.reduction), "template": row["text"],
-        "seconds": round(time.perf_counter() - started), "scores": scores,
-    }))  # fmt: skip
+    path.write_text(
+        json.dumps(
+            {
+                "metric": "gptscore",
+                "model": MODEL.name,
+                "aspect": "COH",
+                "setting": "IST",
+                "dimension": "src_hypo",
+                "reduction": str(config.reduction),
+                "template": row["text"],
+                "seconds": round(time.perf_counter() - started),
+                "scores": scores,
+            }
+        )
+    )
     print(f"GPTScore of {len(scores)} outputs written to {path}")
 
 
@@ -223,8 +272,10 @@ def read_gptscore(path: Path, records: list[dict[str, Any]]) -> np.ndarray:
     missing = [r for r in records if found.get((r["doc_id"], r["system_id"])) is None]
     if missing:
         sys.exit(f"{path} has no GPTScore for {len(missing)} of {len(records)} outputs")
-    print(f"GPTScore read from {path} ({cached['model']}, {cached['aspect']}, {cached['setting']}, "
-          f"{cached['dimension']}, {cached['reduction']})")  # fmt: skip
+    print(
+        f"GPTScore read from {path} ({cached['model']}, {cached['aspect']}, {cached['setting']}, "
+        f"{cached['dimension']}, {cached['reduction']})"
+    )
     return np.array([found[(r["doc_id"], r["system_id"])] for r in records], dtype=float)
 
 
@@ -232,20 +283,38 @@ def truth(data: Data, aspect: str) -> float:
     """The sample-level Spearman difference on every document."""
     from scoring.stats import Coefficient, Level, correlate
 
-    values = [correlate(m, data.human[aspect], level=Level.SAMPLE, coefficient=Coefficient.SPEARMAN,
-                        docs=data.docs).value for m in (data.a, data.b)]  # fmt: skip
+    values = [
+        correlate(
+            m,
+            data.human[aspect],
+            level=Level.SAMPLE,
+            coefficient=Coefficient.SPEARMAN,
+            docs=data.docs,
+        ).value
+        for m in (data.a, data.b)
+    ]
     return values[0] - values[1]
 
 
-def plain_interval(data: Data, aspect: str, judged: np.ndarray, rng: np.random.Generator) -> tuple[float, float]:  # fmt: skip
+def plain_interval(
+    data: Data, aspect: str, judged: np.ndarray, rng: np.random.Generator
+) -> tuple[float, float]:
     """The paired bootstrap interval of the difference over the judged documents."""
     from scoring.stats import Coefficient, Level, Unit, bootstrap_distribution, draw_resamples
 
     keep = np.isin(data.docs, judged)
     docs = data.docs[keep]
     plan = draw_resamples(rng, docs, unit=Unit.DOCUMENTS, resamples=RESAMPLES)
-    a, b = (bootstrap_distribution(plan, m[keep], data.human[aspect][keep], level=Level.SAMPLE,
-                                   coefficient=Coefficient.SPEARMAN) for m in (data.a, data.b))  # fmt: skip
+    a, b = (
+        bootstrap_distribution(
+            plan,
+            m[keep],
+            data.human[aspect][keep],
+            level=Level.SAMPLE,
+            coefficient=Coefficient.SPEARMAN,
+        )
+        for m in (data.a, data.b)
+    )
     diff = a - b
     low, high = np.quantile(diff[np.isfinite(diff)], [0.025, 0.975])
     return float(low), float(high)
@@ -280,7 +349,7 @@ def proxy_guesses(data: Data) -> dict[str, np.ndarray]:
     return {
         key: np.nan_to_num(
             route(data.a, data.b, data.scores[key], data.docs, np.random.default_rng(0)).difference
-        )  # fmt: skip
+        )
         for key in data.proxies
     }
 
@@ -399,10 +468,12 @@ def coverage(data: Data, aspect: str, campaigns: int) -> dict[str, dict[int, tup
                 inside = None if interval is None else bool(interval[0] <= target <= interval[1])
                 hits.setdefault(arm, {}).setdefault(n, []).append(inside)
     return {
-        arm: {n: (float(np.mean([h for h in v if h is not None] or [np.nan])), v.count(None))
-              for n, v in by_n.items()}
+        arm: {
+            n: (float(np.mean([h for h in v if h is not None] or [np.nan])), v.count(None))
+            for n, v in by_n.items()
+        }
         for arm, by_n in hits.items()
-    }  # fmt: skip
+    }
 
 
 @dataclass(frozen=True)
@@ -475,36 +546,50 @@ def report_aspect(data: Data, aspect: str, args: argparse.Namespace) -> dict[str
     medians = simulate(data, aspect, args.seeds, args.upto)
     name_a, name_b = data.names
     print(f"\n{aspect}: {name_a} - {name_b} = {truth(data, aspect):+.4f} on all 100 documents")
-    print(f"  95% CI half-width, median of {args.seeds} seeds   "
-          + "  ".join(f"{n:>3} docs" for n in CHECKPOINTS))  # fmt: skip
+    print(
+        f"  95% CI half-width, median of {args.seeds} seeds   "
+        + "  ".join(f"{n:>3} docs" for n in CHECKPOINTS)
+    )
     for arm in medians:
         print(f"  {label(arm):<44}" + "  ".join(f"{medians[arm][n]:8.4f}" for n in CHECKPOINTS))
     ratio = [medians["informative"][n] / medians["random"][n] for n in CHECKPOINTS]
     print(f"  {'informative / random':<44}" + "  ".join(f"{r:8.3f}" for r in ratio))
-    row: dict[str, Any] = {"random": medians["random"][BASELINE_AT],
-                           "informative": medians["informative"][BASELINE_AT]}  # fmt: skip
+    row: dict[str, Any] = {
+        "random": medians["random"][BASELINE_AT],
+        "informative": medians["informative"][BASELINE_AT],
+    }
     for arm in ("random", "random, one band"):
         goal = medians[arm][BASELINE_AT]
         for routed in (a for a in medians if a.startswith("informative")):
             reach = needed(medians[routed], goal)
-            print(f"  documents {routed} needs for the {BASELINE_AT}-document width of {arm} "
-                  f"({goal:.4f}): {reach if reach is not None else f'more than {args.upto}'}")  # fmt: skip
+            print(
+                f"  documents {routed} needs for the {BASELINE_AT}-document width of {arm} "
+                f"({goal:.4f}): {reach if reach is not None else f'more than {args.upto}'}"
+            )
             if arm == "random":
                 row[f"needs: {routed}"] = reach
     met = [k for k, v in row.items() if k.startswith("needs") and v is not None and v <= TARGET]
-    print(f"  target (<= {TARGET} documents for the baseline's {BASELINE_AT}-document width): "
-          f"{'MET by ' + ', '.join(met) if met else 'NOT MET'}")  # fmt: skip
+    print(
+        f"  target (<= {TARGET} documents for the baseline's {BASELINE_AT}-document width): "
+        f"{'MET by ' + ', '.join(met) if met else 'NOT MET'}"
+    )
     row["met"] = bool(met)
     bound = oracle(data, aspect)
     row["oracle"] = bound
-    print(f"  oracle, documents matching a random sample's {BASELINE_AT}-document variance: knowing "
-          f"each of the {bound.bands} bands' true spread {bound.band_spread:.1f}; knowing each "
-          f"document's |difference - mean| (needs its judgments) {bound.document_spread:.1f}")  # fmt: skip
+    print(
+        f"  oracle, documents matching a random sample's {BASELINE_AT}-document variance: knowing "
+        f"each of the {bound.bands} bands' true spread {bound.band_spread:.1f}; knowing each "
+        f"document's |difference - mean| (needs its judgments) {bound.document_spread:.1f}"
+    )
     if bound.band_spread > TARGET:
-        print(f"    even the bands' oracle needs more than {TARGET}: no allocation over the "
-              "disagreement bands can meet the target here")  # fmt: skip
-    print("  proxy judges (a third score as the humans), r with the per-document difference "
-          "(within bands), documents with the bands' oracle and that control variate:")  # fmt: skip
+        print(
+            f"    even the bands' oracle needs more than {TARGET}: no allocation over the "
+            "disagreement bands can meet the target here"
+        )
+    print(
+        "  proxy judges (a third score as the humans), r with the per-document difference "
+        "(within bands), documents with the bands' oracle and that control variate:"
+    )
     for key, (r, within) in bound.proxies.items():
         print(
             f"    {key:<10} r {r:+.2f} ({within:+.2f})   {bound.band_spread * (1 - within**2):5.1f}"
@@ -512,8 +597,10 @@ def report_aspect(data: Data, aspect: str, args: argparse.Namespace) -> dict[str
     if args.coverage:
         cover = coverage(data, aspect, args.coverage)
         row["coverage"] = {arm: by_n[BASELINE_AT][0] for arm, by_n in cover.items()}
-        print(f"  coverage of the population's difference, {args.coverage} campaigns drawn "
-              "from SummEval (no interval yet: n)")  # fmt: skip
+        print(
+            f"  coverage of the population's difference, {args.coverage} campaigns drawn "
+            "from SummEval (no interval yet: n)"
+        )
         for arm, by_n in cover.items():
             note = "  (invalid after routing)" if arm == "agreeing first" else ""
             cells = [
@@ -527,21 +614,27 @@ def report_aspect(data: Data, aspect: str, args: argparse.Namespace) -> dict[str
 def summary(rows: dict[tuple[str, str], dict[str, Any]]) -> None:
     """One line per question and aspect: the 40-document widths, the documents the
     informative order needs (best control variate in brackets), the oracles, coverage."""
-    print(f"\nsummary: half-widths at {BASELINE_AT} documents, documents needed for random's "
-          f"{BASELINE_AT}-document width (target <= {TARGET}), coverage at {BASELINE_AT}")  # fmt: skip
-    print(f"  {'question':<22}{'aspect':<12}{'random':>8}{'inform.':>8}{'needs':>7}{'+ CV':>7}"
-          f"{'oracle bands':>14}{'oracle docs':>13}{'coverage':>10}{'cov. + CV':>11}")  # fmt: skip
+    print(
+        f"\nsummary: half-widths at {BASELINE_AT} documents, documents needed for random's "
+        f"{BASELINE_AT}-document width (target <= {TARGET}), coverage at {BASELINE_AT}"
+    )
+    print(
+        f"  {'question':<22}{'aspect':<12}{'random':>8}{'inform.':>8}{'needs':>7}{'+ CV':>7}"
+        f"{'oracle bands':>14}{'oracle docs':>13}{'coverage':>10}{'cov. + CV':>11}"
+    )
     for (question, aspect), row in rows.items():
         plain = row.get("needs: informative")
         controlled = [v for k, v in row.items() if k.startswith("needs: informative +")]
         best = min((v for v in controlled if v is not None), default=None)
         cover = row.get("coverage", {})
         cv_cover = [v for k, v in cover.items() if k.startswith("informative +")]
-        print(f"  {question:<22}{aspect:<12}{row['random']:8.4f}{row['informative']:8.4f}"
-              f"{plain if plain is not None else '>':>7}{best if best is not None else '>':>7}"
-              f"{row['oracle'].band_spread:14.1f}{row['oracle'].document_spread:13.1f}"
-              f"{cover.get('informative', float('nan')):10.2f}"
-              f"{(min(cv_cover) if cv_cover else float('nan')):11.2f}")  # fmt: skip
+        print(
+            f"  {question:<22}{aspect:<12}{row['random']:8.4f}{row['informative']:8.4f}"
+            f"{plain if plain is not None else '>':>7}{best if best is not None else '>':>7}"
+            f"{row['oracle'].band_spread:14.1f}{row['oracle'].document_spread:13.1f}"
+            f"{cover.get('informative', float('nan')):10.2f}"
+            f"{(min(cv_cover) if cv_cover else float('nan')):11.2f}"
+        )
 
 
 # --- lease timing (Django) -----------------------------------------------------------------
@@ -566,23 +659,35 @@ def lease_timing(data: Data, leases: int) -> None:
     from studies.permissions import ANNOTATOR
 
     owner = User.objects.create_user("bench-owner", password="x")
-    dataset = Dataset.objects.create(name="summeval", owner=owner,
-                                     task=TaskKind.objects.get(code="summarization"))  # fmt: skip
+    dataset = Dataset.objects.create(
+        name="summeval", owner=owner, task=TaskKind.objects.get(code="summarization")
+    )
     by_doc: dict[int, Document] = {}
     for code, record in zip(data.docs, data.records, strict=True):
         if code not in by_doc:
-            by_doc[code] = Document.objects.create(dataset=dataset, doc_key=record["doc_id"],
-                                                   source=record["source"], references=record["references"])  # fmt: skip
+            by_doc[code] = Document.objects.create(
+                dataset=dataset,
+                doc_key=record["doc_id"],
+                source=record["source"],
+                references=record["references"],
+            )
     outputs = Output.objects.bulk_create(
         Output(document=by_doc[code], system_id=r["system_id"], text=r["output"])
         for code, r in zip(data.docs, data.records, strict=True)
     )
     runs = []
     for label, values in (("ROUGE-2", data.a), ("ROUGE-L", data.b)):
-        run = MetricRun.objects.create(dataset=dataset, metric="rouge", label=label, kind="imported",
-                                       status=MetricRun.Status.SUCCEEDED)  # fmt: skip
-        MetricScore.objects.bulk_create(MetricScore(run=run, output=o, value=float(v))
-                                        for o, v in zip(outputs, values, strict=True))  # fmt: skip
+        run = MetricRun.objects.create(
+            dataset=dataset,
+            metric="rouge",
+            label=label,
+            kind="imported",
+            status=MetricRun.Status.SUCCEEDED,
+        )
+        MetricScore.objects.bulk_create(
+            MetricScore(run=run, output=o, value=float(v))
+            for o, v in zip(outputs, values, strict=True)
+        )
         runs.append(run)
     study = Study.objects.create(name="bench", dataset=dataset, owner=owner)
     relevance = Aspect.objects.filter(code="REL").first() or Aspect.objects.first()
@@ -590,9 +695,16 @@ def lease_timing(data: Data, leases: int) -> None:
     for mode in (Campaign.Routing.RANDOM, Campaign.Routing.INFORMATIVE):
         annotator = User.objects.create_user(f"bench-{mode}", password="x")
         annotator.groups.add(Group.objects.get(name=ANNOTATOR))
-        spec = CampaignSpec(name=mode, aspects=[relevance], overlap=1, annotators=[annotator],
-                            routing=mode, question_run_a=runs[0], question_run_b=runs[1],
-                            question_aspect=relevance)  # fmt: skip
+        spec = CampaignSpec(
+            name=mode,
+            aspects=[relevance],
+            overlap=1,
+            annotators=[annotator],
+            routing=mode,
+            question_run_a=runs[0],
+            question_run_b=runs[1],
+            question_aspect=relevance,
+        )
         campaigns[mode] = (create_campaign(study, spec, owner), annotator)
     times: dict[str, dict[str, list[float]]] = {m: {"claim": [], "submit": []} for m in campaigns}
     for k in range(leases):  # the modes take turns, so a busy machine slows both alike
@@ -610,9 +722,11 @@ def lease_timing(data: Data, leases: int) -> None:
     for part in ("claim", "submit"):
         med = {m: statistics.median(t[part]) * 1000 for m, t in times.items()}
         p90 = {m: float(np.quantile(t[part], 0.9)) * 1000 for m, t in times.items()}
-        print(f"  {part:<7} random {med['random']:6.2f} ms (p90 {p90['random']:6.2f})   informative "
-              f"{med['informative']:6.2f} ms (p90 {p90['informative']:6.2f})   "
-              f"x random {med['informative'] / med['random']:.2f}")  # fmt: skip
+        print(
+            f"  {part:<7} random {med['random']:6.2f} ms (p90 {p90['random']:6.2f})   informative "
+            f"{med['informative']:6.2f} ms (p90 {p90['informative']:6.2f})   "
+            f"x random {med['informative'] / med['random']:.2f}"
+        )
 
 
 def timed_section(name: str, fn: Callable[[], Any]) -> Any:
@@ -624,8 +738,13 @@ def timed_section(name: str, fn: Callable[[], Any]) -> Any:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--aspects", nargs="*", choices=ASPECTS, default=list(ASPECTS),
-                        help="none: the lease timing only")  # fmt: skip
+    parser.add_argument(
+        "--aspects",
+        nargs="*",
+        choices=ASPECTS,
+        default=list(ASPECTS),
+        help="none: the lease timing only",
+    )
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument(
         "--upto", type=int, default=60, help="documents the informative order runs to"
@@ -633,12 +752,25 @@ def main() -> None:
     parser.add_argument("--coverage", type=int, default=200, help="campaigns drawn (0: skip)")
     parser.add_argument("--leases", type=int, default=200)
     parser.add_argument("--no-lease", action="store_true")
-    parser.add_argument("--questions", nargs="+", choices=QUESTIONS, default=["rouge2-rougeL"],
-                        help="the gptscore ones need --gptscore")  # fmt: skip
-    parser.add_argument("--gptscore", type=Path, metavar="FILE",
-                        help="SummEval's GPTScore, cached by --write-gptscore (never read unless named)")  # fmt: skip
-    parser.add_argument("--write-gptscore", type=Path, metavar="FILE",
-                        help="score SummEval with GPTScore (minutes of CPU), write FILE, then go on")  # fmt: skip
+    parser.add_argument(
+        "--questions",
+        nargs="+",
+        choices=QUESTIONS,
+        default=["rouge2-rougeL"],
+        help="the gptscore ones need --gptscore",
+    )
+    parser.add_argument(
+        "--gptscore",
+        type=Path,
+        metavar="FILE",
+        help="SummEval's GPTScore, cached by --write-gptscore (never read unless named)",
+    )
+    parser.add_argument(
+        "--write-gptscore",
+        type=Path,
+        metavar="FILE",
+        help="score SummEval with GPTScore (minutes of CPU), write FILE, then go on",
+    )
     parser.add_argument("--threads", type=int, default=2, help="torch threads for --write-gptscore")
     args = parser.parse_args()
     if not SUMMEVAL.is_file():
@@ -661,8 +793,10 @@ def main() -> None:
     if rows:
         summary(rows)
         met = sum(row["met"] for row in rows.values())
-        print(f"\ntarget (informative reaches random's {BASELINE_AT}-document width with <= "
-              f"{TARGET} documents) met on {met} of {len(rows)} questions x aspects")  # fmt: skip
+        print(
+            f"\ntarget (informative reaches random's {BASELINE_AT}-document width with <= "
+            f"{TARGET} documents) met on {met} of {len(rows)} questions x aspects"
+        )
     if not args.no_lease:
         tmp = Path(tempfile.mkdtemp(prefix="concordia-routing-"))
         try:

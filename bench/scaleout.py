@@ -53,12 +53,19 @@ def load(tmp: Path, docs: int) -> int:
         seen.add(record["doc_id"])
         if len(seen) > docs:
             break
-        keep.append(json.dumps({k: record[k] for k in ("doc_id", "system_id", "source",
-                                                       "references", "output")}))  # fmt: skip
+        keep.append(
+            json.dumps(
+                {k: record[k] for k in ("doc_id", "system_id", "source", "references", "output")}
+            )
+        )
     path = tmp / "summeval.jsonl"
     path.write_text("\n".join(keep) + "\n")
-    import_file(path, ImportOptions(dataset="summeval", task="summarization",
-                                    file_format="jsonl", file_name=path.name))  # fmt: skip
+    import_file(
+        path,
+        ImportOptions(
+            dataset="summeval", task="summarization", file_format="jsonl", file_name=path.name
+        ),
+    )
     from studies.models import Dataset
 
     return int(Dataset.objects.get(name="summeval").pk)
@@ -68,20 +75,31 @@ class Workers:
     def __init__(self, tmp: Path) -> None:
         self.tmp, self.procs = tmp, []  # type: ignore[var-annotated]
         self.env = {
-            **os.environ, "CONCORDIA_DATA_DIR": str(tmp), "DATABASE_URL": "",
-            "CELERY_BROKER_URL": "", "CELERY_RESULT_BACKEND": "", "CACHE_URL": "",
-            "RUN_SHARD_DOCUMENTS": "10", "RUN_LEASE_SECONDS": "3", "PENDING_GRACE_SECONDS": "600",
+            **os.environ,
+            "CONCORDIA_DATA_DIR": str(tmp),
+            "DATABASE_URL": "",
+            "CELERY_BROKER_URL": "",
+            "CELERY_RESULT_BACKEND": "",
+            "CACHE_URL": "",
+            "RUN_SHARD_DOCUMENTS": "10",
+            "RUN_LEASE_SECONDS": "3",
+            "PENDING_GRACE_SECONDS": "600",
             "SWEEP_INTERVAL_SECONDS": "1",
-        }  # fmt: skip
+        }
 
     def start(self, name: str, beat: bool = False) -> subprocess.Popen[bytes]:
         from evalsite.celery import worker_command
 
         schedule = self.tmp / f"{name}-beat" if beat else None
         log = self.tmp / f"{name}.log"
-        proc = subprocess.Popen(worker_command(f"{name}@%h", queues="cpu", beat_schedule=schedule),
-                                cwd=REPO, env=self.env, stdout=log.open("wb"),
-                                stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        proc = subprocess.Popen(
+            worker_command(f"{name}@%h", queues="cpu", beat_schedule=schedule),
+            cwd=REPO,
+            env=self.env,
+            stdout=log.open("wb"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + 120
         while " ready." not in log.read_text(errors="replace"):
             if proc.poll() is not None or time.monotonic() > deadline:
@@ -141,9 +159,11 @@ def scale(tmp: Path, dataset_id: int, repeats: int) -> dict[int, float]:
             total = run.total  # type: ignore[attr-defined]
             median = statistics.median(times)
             rates[n] = total / median
-            print(f"  {n} worker{'s' if n > 1 else ' '}: {median:6.2f} s median of {repeats} "
-                  f"({', '.join(f'{t:.2f}' for t in times)}), {total / median:6.1f} outputs/s, "
-                  f"shards per worker {shares}, one score per output: {ok}")  # fmt: skip
+            print(
+                f"  {n} worker{'s' if n > 1 else ' '}: {median:6.2f} s median of {repeats} "
+                f"({', '.join(f'{t:.2f}' for t in times)}), {total / median:6.1f} outputs/s, "
+                f"shards per worker {shares}, one score per output: {ok}"
+            )
         finally:
             workers.stop()
     print(f"  2 workers / 1 worker: x{rates[2] / rates[1]:.2f} outputs/s")
@@ -166,8 +186,9 @@ def kill_one(tmp: Path, dataset_id: int) -> None:
         held = None
         deadline = time.monotonic() + 120
         while held is None:  # a shard held by the doomed worker (solo pool: its own pid)
-            held = RunShard.objects.filter(run=run, status="running",
-                                           worker__endswith=f":{doomed.pid}").first()  # fmt: skip
+            held = RunShard.objects.filter(
+                run=run, status="running", worker__endswith=f":{doomed.pid}"
+            ).first()
             if time.monotonic() > deadline:
                 raise SystemExit("the doomed worker never held a shard")
             time.sleep(0.02)
@@ -185,11 +206,13 @@ def kill_one(tmp: Path, dataset_id: int) -> None:
         finished = time.perf_counter() - killed
         run = MetricRun.objects.get(pk=run.pk)
         once, by_worker = check(run)
-        print(f"  SIGKILL of a worker holding shard {held.index}: back in PENDING after "
-              f"{requeued if requeued is not None else finished:.2f} s (lease 3 s, sweep every 1 s), "
-              f"run SUCCEEDED {finished:.2f} s after the kill; recoveries "
-              f"{[e['reason'] for e in run.provenance.get('recoveries', [])]}; "
-              f"one score per output: {once}")  # fmt: skip
+        print(
+            f"  SIGKILL of a worker holding shard {held.index}: back in PENDING after "
+            f"{requeued if requeued is not None else finished:.2f} s (lease 3 s, sweep every 1 s), "
+            f"run SUCCEEDED {finished:.2f} s after the kill; recoveries "
+            f"{[e['reason'] for e in run.provenance.get('recoveries', [])]}; "
+            f"one score per output: {once}"
+        )
     finally:
         workers.stop()
 
@@ -206,12 +229,19 @@ def main() -> None:
         raise SystemExit(f"{SUMMEVAL} is missing: the benchmark needs SummEval")
     tmp = Path(tempfile.mkdtemp(prefix="concordia-scaleout-"))
     try:
-        os.environ.update(DATABASE_URL="", CELERY_BROKER_URL="", CELERY_RESULT_BACKEND="",
-                          CACHE_URL="", RUN_SHARD_DOCUMENTS="10")  # fmt: skip
+        os.environ.update(
+            DATABASE_URL="",
+            CELERY_BROKER_URL="",
+            CELERY_RESULT_BACKEND="",
+            CACHE_URL="",
+            RUN_SHARD_DOCUMENTS="10",
+        )
         setup_django(tmp)
         dataset_id = load(tmp, args.docs)
-        print(f"ROUGE-L over {args.docs} SummEval documents ({args.docs * 16} outputs), "
-              f"10 documents per shard, {os.cpu_count()} CPU cores, load {os.getloadavg()[0]:.1f}")  # fmt: skip
+        print(
+            f"ROUGE-L over {args.docs} SummEval documents ({args.docs * 16} outputs), "
+            f"10 documents per shard, {os.cpu_count()} CPU cores, load {os.getloadavg()[0]:.1f}"
+        )
         scale(tmp, dataset_id, args.repeats)
         if not args.no_kill:
             kill_one(tmp, dataset_id)

@@ -38,10 +38,23 @@ def worker_command(
     """
     beat = ["-B", "-s", str(beat_schedule)] if beat_schedule else []
     return [
-        sys.executable, "-m", "celery", "-A", "evalsite", "worker", "-Q", queues,
-        "--pool=solo", "--loglevel=INFO", "--without-gossip", "--without-mingle",
-        "--without-heartbeat", "-n", node_name, *beat,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "evalsite",
+        "worker",
+        "-Q",
+        queues,
+        "--pool=solo",
+        "--loglevel=INFO",
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+        "-n",
+        node_name,
+        *beat,
+    ]
 
 
 def local_workers(name: str, beat_schedule: Path) -> list[list[str]]:

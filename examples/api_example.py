@@ -29,8 +29,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--aspect", default="coherence", help="GPTScore's aspect (code or name)")
     parser.add_argument("--model", default="default", help="GPTScore's language model")
     parser.add_argument("--limit-docs", type=int, default=None)
-    parser.add_argument("--train", action="store_true",
-                        help="also train a learned metric on the aspect (needs ~10+ judged documents)")  # fmt: skip
+    parser.add_argument(
+        "--train",
+        action="store_true",
+        help="also train a learned metric on the aspect (needs ~10+ judged documents)",
+    )
     args = parser.parse_args(argv)
 
     api = requests.Session()
@@ -44,18 +47,34 @@ def main(argv: list[str] | None = None) -> None:
 
     # 1. upload: the server imports a small file at once with ?wait=
     with open(args.file, "rb") as fh:
-        job = call("POST", "imports/?wait=60", files={"file": fh},
-                   data={"dataset": args.dataset, "task": args.task}).json()  # fmt: skip
+        job = call(
+            "POST",
+            "imports/?wait=60",
+            files={"file": fh},
+            data={"dataset": args.dataset, "task": args.task},
+        ).json()
     print(f"import {job['status']}: {job['summary'].get('outputs')} outputs")
     dataset = job["dataset"]
 
     # 2. start the runs: ROUGE-1/2/L (three runs) and GPTScore on one aspect
-    aspect = next(a for a in call("GET", "aspects/?page_size=1000").json()["results"]
-                  if args.aspect.lower() in (a["code"].lower(), a["name"].lower()))  # fmt: skip
+    aspect = next(
+        a
+        for a in call("GET", "aspects/?page_size=1000").json()["results"]
+        if args.aspect.lower() in (a["code"].lower(), a["name"].lower())
+    )
     common = {"dataset": dataset, "limit_docs": args.limit_docs}
     runs = call("POST", "runs/", json={**common, "metric": "rouge"}).json()
-    runs += call("POST", "runs/", json={**common, "metric": "gptscore", "aspects": [aspect["id"]],
-                                        "model": args.model, "setting": "IST"}).json()  # fmt: skip
+    runs += call(
+        "POST",
+        "runs/",
+        json={
+            **common,
+            "metric": "gptscore",
+            "aspects": [aspect["id"]],
+            "model": args.model,
+            "setting": "IST",
+        },
+    ).json()
 
     # 3. wait for them, with progress
     def wait(runs: list[dict[str, object]]) -> None:
@@ -97,8 +116,11 @@ def main(argv: list[str] | None = None) -> None:
     # 5. (--train) a learned metric from the dataset's judgments of the aspect: a job that
     # a worker trains (the default backbone's first 12 blocks, a linear head), then a run
     if args.train:
-        job = call("POST", "learned/", json={"dataset": dataset, "aspect": aspect["id"],
-                                             "setup": "single", "margin": 0.5}).json()  # fmt: skip
+        job = call(
+            "POST",
+            "learned/",
+            json={"dataset": dataset, "aspect": aspect["id"], "setup": "single", "margin": 0.5},
+        ).json()
         print(f"\ntraining job {job['id']}: {job['pairs']['train']} train pairs")
         while job["status"] not in FINISHED:
             time.sleep(1)
@@ -110,8 +132,10 @@ def main(argv: list[str] | None = None) -> None:
         if job["status"] != "succeeded":
             sys.exit(f"training job {job['id']} {job['status']}: {job['error']}")
         base, trained = job["results"]["base"], job["results"]["trained"]
-        print(f"test pairwise accuracy {base['pairwise_accuracy']:.3f} (Base) -> "
-              f"{trained['pairwise_accuracy']:.3f} on {len(job['test_documents'])} test documents")  # fmt: skip
+        print(
+            f"test pairwise accuracy {base['pairwise_accuracy']:.3f} (Base) -> "
+            f"{trained['pairwise_accuracy']:.3f} on {len(job['test_documents'])} test documents"
+        )
         learned = {**common, "metric": "learned", "model": str(job["id"])}
         wait(call("POST", "runs/", json=learned).json())
 

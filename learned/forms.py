@@ -122,10 +122,15 @@ class TrainForm(forms.Form):
         else:
             aspect.help_text = "Choose a dataset first: its judged aspects are listed."
         # choosing another dataset redraws the form with that dataset's aspects (htmx)
-        self.fields["dataset"].widget.attrs.update({
-            "hx-get": reverse("learned:new"), "hx-trigger": "change", "hx-target": "#train-form",
-            "hx-swap": "outerHTML", "hx-include": "#train-form [name]:not([name=csrfmiddlewaretoken])",
-        })  # fmt: skip
+        self.fields["dataset"].widget.attrs.update(
+            {
+                "hx-get": reverse("learned:new"),
+                "hx-trigger": "change",
+                "hx-target": "#train-form",
+                "hx-swap": "outerHTML",
+                "hx-include": "#train-form [name]:not([name=csrfmiddlewaretoken])",
+            }
+        )
 
     def _dataset_label(self, dataset: Dataset) -> str:
         """A dataset's name, with its owner's when it is not the user's (names are unique
@@ -160,12 +165,18 @@ class TrainForm(forms.Form):
         """The job the form asks for (no blocks asked: the job's :func:`default_layer`)."""
         data = self.cleaned_data
         return TrainingRequest(
-            dataset=str(data["dataset"].pk), aspect=data["aspect"].code, setup=data["setup"],
+            dataset=str(data["dataset"].pk),
+            aspect=data["aspect"].code,
+            setup=data["setup"],
             datasets=tuple(str(d.pk) for d in data["datasets"] if d.pk != data["dataset"].pk),
-            backbone=data["backbone"], mode=data["mode"], margin=data["margin"],
-            seed=data["seed"], max_minutes=data["max_minutes"],
-            exclude_flagged=data["exclude_flagged"], layer=data["layer"],
-        )  # fmt: skip
+            backbone=data["backbone"],
+            mode=data["mode"],
+            margin=data["margin"],
+            seed=data["seed"],
+            max_minutes=data["max_minutes"],
+            exclude_flagged=data["exclude_flagged"],
+            layer=data["layer"],
+        )
 
 
 def initial_from_query(query: Any) -> dict[str, Any]:

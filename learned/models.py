@@ -34,13 +34,17 @@ class TrainedMetric(models.Model):
 
     label = models.CharField(max_length=200)
     dataset = models.ForeignKey(
-        Dataset, on_delete=models.CASCADE, related_name="trained_metrics",
+        Dataset,
+        on_delete=models.CASCADE,
+        related_name="trained_metrics",
         help_text="The target dataset: its test documents give the reported numbers.",
-    )  # fmt: skip
+    )
     aspect = models.ForeignKey(
-        Aspect, on_delete=models.PROTECT, related_name="trained_metrics",
+        Aspect,
+        on_delete=models.PROTECT,
+        related_name="trained_metrics",
         help_text="The target aspect.",
-    )  # fmt: skip
+    )
     setup = models.CharField(max_length=8, choices=Setup.choices, default=Setup.SINGLE)
     mode = models.CharField(max_length=8, choices=Mode.choices, default=Mode.HEAD)
     config = models.JSONField(default=dict, help_text="Frozen configuration.")

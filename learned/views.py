@@ -62,8 +62,12 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @researcher_required
 def report(request: HttpRequest, pk: int) -> HttpResponse:
     job = get_object_or_404(_jobs(request), pk=pk, status=TrainedMetric.Status.SUCCEEDED)
-    context = {"job": job, "curve": curve_points(job.curves), "others": compare_on_test(job),
-               "test_docs": job.test_docs()}  # fmt: skip
+    context = {
+        "job": job,
+        "curve": curve_points(job.curves),
+        "others": compare_on_test(job),
+        "test_docs": job.test_docs(),
+    }
     return render(request, "learned/report.html", context)
 
 

@@ -87,8 +87,9 @@ def shoot(page: Any, path: Path, max_height: int = 1400) -> None:
     page.wait_for_load_state("networkidle")
     bottom = page.evaluate("document.querySelector('main').getBoundingClientRect().bottom")
     height = min(int(bottom) + 24, max_height)
-    page.screenshot(path=str(path), clip={"x": 0, "y": 0, "width": WIDTH, "height": height},
-                    full_page=True)  # fmt: skip
+    page.screenshot(
+        path=str(path), clip={"x": 0, "y": 0, "width": WIDTH, "height": height}, full_page=True
+    )
     print(f"wrote {path} ({path.stat().st_size // 1024} KB)")
 
 
@@ -133,8 +134,11 @@ def main() -> None:
         env = {**os.environ, "CONCORDIA_DATA_DIR": str(data_dir), "DEBUG": "true"}
         server = subprocess.Popen(
             [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
-            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             base = f"http://127.0.0.1:{port}"
             wait_until_up(f"{base}/login/", server)

@@ -87,9 +87,16 @@ class TaskKindAdmin(admin.ModelAdmin):
 @admin.register(models.Aspect)
 class AspectAdmin(VersionedAdmin):
     list_display = (
-        "code", "name", "key", "owner", "definition", "scale_min", "scale_max", "version",
+        "code",
+        "name",
+        "key",
+        "owner",
+        "definition",
+        "scale_min",
+        "scale_max",
+        "version",
         "updated_at",
-    )  # fmt: skip
+    )
     list_filter = ("tasks", ("owner", admin.EmptyFieldListFilter))
     search_fields = ("code", "name", "key", "definition")
     filter_horizontal = ("tasks",)
@@ -201,8 +208,14 @@ class EvaluationStepsAdmin(admin.ModelAdmin):
     """Read-only: steps change through the steps page, where an edit is a new version."""
 
     list_display = (
-        "task", "aspect_version", "version", "origin", "owner", "created_by", "created_at"
-    )  # fmt: skip
+        "task",
+        "aspect_version",
+        "version",
+        "origin",
+        "owner",
+        "created_by",
+        "created_at",
+    )
     list_filter = ("task", "origin")
     readonly_fields = [f.name for f in models.EvaluationSteps._meta.fields]
 

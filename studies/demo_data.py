@@ -89,12 +89,41 @@ _TOKEN_RE = re.compile(r"\w+")
 #: Lowercase function words the "disfluent" system may drop.
 _FUNCTION_WORDS = frozenset(
     {
-        "a", "an", "the", "of", "to", "in", "on", "at", "by", "for", "from",
-        "with", "and", "or", "but", "is", "are", "was", "were", "has", "have",
-        "had", "will", "be", "its", "their", "it", "that", "after", "so",
-        "since", "about", "as",
+        "a",
+        "an",
+        "the",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "from",
+        "with",
+        "and",
+        "or",
+        "but",
+        "is",
+        "are",
+        "was",
+        "were",
+        "has",
+        "have",
+        "had",
+        "will",
+        "be",
+        "its",
+        "their",
+        "it",
+        "that",
+        "after",
+        "so",
+        "since",
+        "about",
+        "as",
     }
-)  # fmt: skip
+)
 
 
 @dataclass(frozen=True)

@@ -104,28 +104,44 @@ class RunForm(forms.Form):
     """A metric run as the dataset page and the API ask for it (same fields, same checks)."""
 
     metric = forms.ChoiceField(
-        choices=[("gptscore", "GPTScore"), ("geval", "G-Eval"),
-                 ("rouge", "ROUGE-1/2/L (three runs)"), ("bleu", "BLEU"), ("chrf", "chrF"),
-                 ("bertscore", "BERTScore-style similarity"),
-                 ("learned", "Learned metric (model: its id)"),
-                 ("length", "Output length in tokens (sentinel)"),
-                 ("random", "Random score (sentinel)")],
+        choices=[
+            ("gptscore", "GPTScore"),
+            ("geval", "G-Eval"),
+            ("rouge", "ROUGE-1/2/L (three runs)"),
+            ("bleu", "BLEU"),
+            ("chrf", "chrF"),
+            ("bertscore", "BERTScore-style similarity"),
+            ("learned", "Learned metric (model: its id)"),
+            ("length", "Output length in tokens (sentinel)"),
+            ("random", "Random score (sentinel)"),
+        ],
         initial="gptscore",
         required=False,
-    )  # fmt: skip
+    )
     aspects = IdsField(
         queryset=Aspect.objects.none(),
         widget=forms.CheckboxSelectMultiple,
         required=False,
         help_text="GPTScore and G-Eval: one run per aspect",
     )
-    setting = forms.ChoiceField(choices=[("IST", "IST: instruction"), ("VAL", "VAL: no instruction"),
-                                         ("IDM", "IDM: instruction + demonstrations")],
-                                help_text="GPTScore only")  # fmt: skip
-    dimension = forms.ChoiceField(choices=[("src_hypo", "src→hypo"), ("ref_hypo", "ref→hypo"),
-                                           ("hypo_ref", "hypo→ref"), ("avg_f", "avg of ref→hypo and hypo→ref"),
-                                           ("hypo", "hypo only (source-free sentinel)")],
-                                  help_text="GPTScore only")  # fmt: skip
+    setting = forms.ChoiceField(
+        choices=[
+            ("IST", "IST: instruction"),
+            ("VAL", "VAL: no instruction"),
+            ("IDM", "IDM: instruction + demonstrations"),
+        ],
+        help_text="GPTScore only",
+    )
+    dimension = forms.ChoiceField(
+        choices=[
+            ("src_hypo", "src→hypo"),
+            ("ref_hypo", "ref→hypo"),
+            ("hypo_ref", "hypo→ref"),
+            ("avg_f", "avg of ref→hypo and hypo→ref"),
+            ("hypo", "hypo only (source-free sentinel)"),
+        ],
+        help_text="GPTScore only",
+    )
     model = forms.CharField(
         initial="default",
         help_text="'default' (SmolLM2-135M-Instruct; all-MiniLM-L6-v2 for BERTScore), "
@@ -135,11 +151,19 @@ class RunForm(forms.Form):
     k = forms.IntegerField(
         min_value=0, max_value=8, initial=2, help_text="demonstrations (IDM only)"
     )
-    steps = forms.ChoiceField(choices=[("auto", "auto chain-of-thought (generated once, editable)"),
-                                       ("none", "no evaluation steps")], help_text="G-Eval only",
-                              required=False)  # fmt: skip
-    weighting = forms.ChoiceField(choices=[("prob", "Σ p(s)·s"), ("argmax", "most probable label")],
-                                  help_text="G-Eval only", required=False)  # fmt: skip
+    steps = forms.ChoiceField(
+        choices=[
+            ("auto", "auto chain-of-thought (generated once, editable)"),
+            ("none", "no evaluation steps"),
+        ],
+        help_text="G-Eval only",
+        required=False,
+    )
+    weighting = forms.ChoiceField(
+        choices=[("prob", "Σ p(s)·s"), ("argmax", "most probable label")],
+        help_text="G-Eval only",
+        required=False,
+    )
     references = forms.ChoiceField(
         choices=[("", "the metric's convention"), ("mean", "mean"), ("max", "max")],
         required=False,
@@ -149,12 +173,14 @@ class RunForm(forms.Form):
         min_value=1, required=False, help_text="only the first N documents"
     )
     precision = forms.ChoiceField(
-        choices=[("auto", "auto: exact under 1B parameters or on the CPU, fast above"),
-                 ("exact", "exact: float32, equal to the CPU's numbers"),
-                 ("fast", "fast: bfloat16 on a GPU (scores move by up to ~0.03)")],
+        choices=[
+            ("auto", "auto: exact under 1B parameters or on the CPU, fast above"),
+            ("exact", "exact: float32, equal to the CPU's numbers"),
+            ("fast", "fast: bfloat16 on a GPU (scores move by up to ~0.03)"),
+        ],
         required=False,
         help_text="GPTScore and G-Eval; recorded with the run (with the device it ran on)",
-    )  # fmt: skip
+    )
 
     def __init__(self, *args, dataset, **kwargs):  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
@@ -165,11 +191,17 @@ class RunForm(forms.Form):
         """The runs' shared configuration (one run per aspect is started from it)."""
         data = self.cleaned_data
         return RunRequest(
-            metric=data["metric"], setting=data["setting"], dimension=data["dimension"],
-            model=data["model"], k=data["k"] or 0, limit_docs=data["limit_docs"],
-            steps=data["steps"], weighting=data["weighting"],
-            reference_aggregation=data["references"] or "", precision=data["precision"],
-        )  # fmt: skip
+            metric=data["metric"],
+            setting=data["setting"],
+            dimension=data["dimension"],
+            model=data["model"],
+            k=data["k"] or 0,
+            limit_docs=data["limit_docs"],
+            steps=data["steps"],
+            weighting=data["weighting"],
+            reference_aggregation=data["references"] or "",
+            precision=data["precision"],
+        )
 
     def clean(self):  # type: ignore[no-untyped-def]
         data = super().clean()

@@ -592,8 +592,11 @@ class MetricRun(models.Model):
     def is_partial(self) -> bool:
         """A computed run that ended without scoring every output (cancelled, failed or
         short): its correlations cover only what it scored."""
-        return (self.kind == self.Kind.COMPUTED and self.is_finished
-                and (self.status != self.Status.SUCCEEDED or self.done < self.total))  # fmt: skip
+        return (
+            self.kind == self.Kind.COMPUTED
+            and self.is_finished
+            and (self.status != self.Status.SUCCEEDED or self.done < self.total)
+        )
 
 
 class RunShard(models.Model):

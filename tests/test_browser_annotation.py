@@ -95,8 +95,10 @@ def test_annotator_reads_guidelines_and_rates_three_items_with_the_keyboard(
     assignments = Assignment.objects.filter(annotator=cast["annotator"]).select_related("item")
     by_item = {a.item_id: a.item.output_a_id for a in assignments}
     assert [(values[(by_item[i], "COH")], values[(by_item[i], "FLU")]) for i in rated] == [
-        (4.0, 2.0), (5.0, 5.0), (1.0, 3.0)
-    ]  # fmt: skip
+        (4.0, 2.0),
+        (5.0, 5.0),
+        (1.0, 3.0),
+    ]
     assert assignments.get(status="skipped").skip_reason == "off topic"
 
     response = page.goto(f"{live_server.url}/annotate/{elsewhere[0]}/items/{elsewhere[1]}/")
@@ -109,8 +111,15 @@ def test_a_second_annotator_gets_other_items_until_the_overlap_is_reached(
 ):
     second_user = UserFactory(username="second", role="annotator")
     study = make_study(cast["owner"])
-    campaign = new_campaign(study, cast["owner"], [cast["annotator"], second_user], overlap=2,
-                            selection="random", sample_size=4, aspect_codes=("COH",))  # fmt: skip
+    campaign = new_campaign(
+        study,
+        cast["owner"],
+        [cast["annotator"], second_user],
+        overlap=2,
+        selection="random",
+        sample_size=4,
+        aspect_codes=("COH",),
+    )
     seen: dict[str, list[int]] = {}
     for username, n in (("annotator", 2), ("second", 4)):
         phone = {"width": 390, "height": 844} if username == "second" else None
@@ -144,10 +153,12 @@ def test_a_second_annotator_gets_other_items_until_the_overlap_is_reached(
 
 
 def test_the_researcher_sees_alpha(live_server, page: Page, cast):
-    annotators = [cast["annotator"]] + [UserFactory(username=f"a{k}", role="annotator")
-                                        for k in (2, 3)]  # fmt: skip
-    campaign = new_campaign(make_study(cast["owner"]), cast["owner"], annotators, overlap=3,
-                            aspect_codes=("COH",))  # fmt: skip
+    annotators = [cast["annotator"]] + [
+        UserFactory(username=f"a{k}", role="annotator") for k in (2, 3)
+    ]
+    campaign = new_campaign(
+        make_study(cast["owner"]), cast["owner"], annotators, overlap=3, aspect_codes=("COH",)
+    )
     for k, user in enumerate(annotators):
         while (lease := assignment.claim_next(campaign, user)) is not None:
             value = 1 + (lease.item.output_a_id * (1 + (k == 2))) % 5

@@ -30,8 +30,9 @@ def _item_id(page: Page) -> int:
 def test_digits_fill_the_aspects_in_order_and_each_new_item_starts_on_the_first(
     live_server, page: Page, cast
 ):
-    campaign = new_campaign(make_study(cast["owner"]), cast["owner"], [cast["annotator"]],
-                            aspect_codes=ASPECTS)  # fmt: skip
+    campaign = new_campaign(
+        make_study(cast["owner"]), cast["owner"], [cast["annotator"]], aspect_codes=ASPECTS
+    )
     log_in(page, live_server.url, "annotator")
     page.goto(f"{live_server.url}/annotate/{campaign.pk}/guidelines/")
     expect(page.locator("#guidelines-start")).to_contain_text("12 items left for you")
@@ -66,10 +67,14 @@ def test_digits_fill_the_aspects_in_order_and_each_new_item_starts_on_the_first(
     expect(page.locator("#aspect-COH input:checked")).to_have_attribute("data-key", "3")
 
     by_item = dict(
-        Assignment.objects.filter(annotator=cast["annotator"]).values_list("item_id", "item__output_a_id")
-    )  # fmt: skip
-    values = {(j.output_id, j.aspect.code): j.value
-              for j in Judgment.objects.filter(annotator=cast["annotator"]).select_related("aspect")}  # fmt: skip
+        Assignment.objects.filter(annotator=cast["annotator"]).values_list(
+            "item_id", "item__output_a_id"
+        )
+    )
+    values = {
+        (j.output_id, j.aspect.code): j.value
+        for j in Judgment.objects.filter(annotator=cast["annotator"]).select_related("aspect")
+    }
     assert [tuple(values[(by_item[i], code)] for code in ASPECTS) for i in rated] == [
         tuple(float(d) for d in digits) for digits in given
     ]
@@ -85,10 +90,17 @@ def _rows(page: Page) -> list[set[float]]:
 
 @pytest.mark.parametrize("width", [1280, 1024, 390])
 def test_the_rating_buttons_stay_on_one_row(live_server, browser: Browser, cast, width):
-    campaign = new_campaign(make_study(cast["owner"]), cast["owner"], [cast["annotator"]],
-                            aspect_codes=ASPECTS)  # fmt: skip
-    pairwise = new_campaign(Study.objects.get(), cast["owner"], [cast["annotator"]],
-                            name="Pairs", mode="pairwise", aspect_codes=ASPECTS)  # fmt: skip
+    campaign = new_campaign(
+        make_study(cast["owner"]), cast["owner"], [cast["annotator"]], aspect_codes=ASPECTS
+    )
+    pairwise = new_campaign(
+        Study.objects.get(),
+        cast["owner"],
+        [cast["annotator"]],
+        name="Pairs",
+        mode="pairwise",
+        aspect_codes=ASPECTS,
+    )
     context = browser.new_context(viewport={"width": width, "height": 800})
     page = context.new_page()
     log_in(page, live_server.url, "annotator")
@@ -147,8 +159,12 @@ def test_on_a_phone_the_answers_stay_in_reach_over_a_long_source(
     source_box = page.locator(".source").bounding_box()
     assert source_box is not None and source_box["height"] > 3 * 844  # far longer than the screen
     assert page.evaluate("window.scrollY") == 0
-    for selector in ("#aspect-COH .point:first-child", "#aspect-COH .point:last-child",
-                     "#submit-answer", "[data-skip]"):  # fmt: skip
+    for selector in (
+        "#aspect-COH .point:first-child",
+        "#aspect-COH .point:last-child",
+        "#submit-answer",
+        "[data-skip]",
+    ):
         assert page.evaluate(ON_SCREEN, selector), selector
     # Tap a rating per aspect and submit: the answer bar scrolls, the page does not.
     for code, nth in (("COH", 3), ("FLU", 1), ("REL", 4)):
@@ -163,8 +179,10 @@ def test_on_a_phone_the_answers_stay_in_reach_over_a_long_source(
     page.locator("#submit-answer").tap()
     expect(page.locator("#progress-text")).to_have_text("1 / 2")
     assert sorted(Judgment.objects.values_list("aspect__code", "value")) == [
-        ("COH", 4.0), ("FLU", 2.0), ("REL", 5.0)
-    ]  # fmt: skip
+        ("COH", 4.0),
+        ("FLU", 2.0),
+        ("REL", 5.0),
+    ]
     # Halfway down the next source the answers are still on screen.
     page.mouse.move(195, 300)  # over the source, not the bar
     page.mouse.wheel(0, 1500)

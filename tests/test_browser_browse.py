@@ -24,8 +24,16 @@ def test_researcher_filters_sorts_opens_an_output_and_comes_back(
     live_server, browser: Browser, cast, write_jsonl
 ):
     path = write_jsonl(synthetic_records(), name="scored.jsonl")
-    import_file(path, ImportOptions(dataset="scored", task="summarization", file_format="jsonl",
-                                    file_name=path.name, owner=cast["owner"]))  # fmt: skip
+    import_file(
+        path,
+        ImportOptions(
+            dataset="scored",
+            task="summarization",
+            file_format="jsonl",
+            file_name=path.name,
+            owner=cast["owner"],
+        ),
+    )
     run = MetricRun.objects.get(dataset__name="scored", label="good")
     best = (
         MetricScore.objects.filter(run=run, output__system_id="sys2")

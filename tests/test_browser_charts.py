@@ -24,8 +24,16 @@ def test_cell_page_draws_vega_charts_with_a_legend_and_no_csp_violation(
     live_server, browser: Browser, cast, write_jsonl
 ):
     path = write_jsonl(synthetic_records(), name="scored.jsonl")
-    import_file(path, ImportOptions(dataset="scored", task="summarization", file_format="jsonl",
-                                    file_name=path.name, owner=cast["owner"]))  # fmt: skip
+    import_file(
+        path,
+        ImportOptions(
+            dataset="scored",
+            task="summarization",
+            file_format="jsonl",
+            file_name=path.name,
+            owner=cast["owner"],
+        ),
+    )
     run = MetricRun.objects.get(dataset__name="scored", label="good")
     other = MetricRun.objects.get(dataset__name="scored", label="noise")
     coh = Aspect.objects.get(code="COH")
@@ -68,11 +76,17 @@ def test_cell_page_draws_vega_charts_with_a_legend_and_no_csp_violation(
     expect(page.locator("#cell-histogram[data-drawn=yes] svg")).to_be_attached()
 
     job = TrainedMetric.objects.create(
-        label="learned:test", dataset=run.dataset, aspect=coh, status=TrainedMetric.Status.RUNNING,
-        created_by=cast["owner"], progress={"epoch": 2, "epochs": 3},
-        curves=[{"epoch": 1, "loss": 0.9, "validation_accuracy": 0.6},
-                {"epoch": 2, "loss": 0.7, "validation_accuracy": 0.66}],
-    )  # fmt: skip
+        label="learned:test",
+        dataset=run.dataset,
+        aspect=coh,
+        status=TrainedMetric.Status.RUNNING,
+        created_by=cast["owner"],
+        progress={"epoch": 2, "epochs": 3},
+        curves=[
+            {"epoch": 1, "loss": 0.9, "validation_accuracy": 0.6},
+            {"epoch": 2, "loss": 0.7, "validation_accuracy": 0.66},
+        ],
+    )
     researcher.open(f"/learned/{job.pk}/")  # the training curves, redrawn on every poll
     expect(page.locator("#curve[data-drawn=yes] svg")).to_be_attached()
     TrainedMetric.objects.filter(pk=job.pk).update(status=TrainedMetric.Status.CANCELLED)

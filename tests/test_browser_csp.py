@@ -94,8 +94,16 @@ def test_pages_work_under_the_content_security_policy_without_violations(
     live_server, browser: Browser, cast, write_jsonl
 ):
     path = write_jsonl(synthetic_records(), name="scored.jsonl")
-    import_file(path, ImportOptions(dataset="scored", task="summarization", file_format="jsonl",
-                                    file_name=path.name, owner=cast["owner"]))  # fmt: skip
+    import_file(
+        path,
+        ImportOptions(
+            dataset="scored",
+            task="summarization",
+            file_format="jsonl",
+            file_name=path.name,
+            owner=cast["owner"],
+        ),
+    )
     run = MetricRun.objects.filter(dataset__name="scored").first()
     assert run is not None
     scored = f"/datasets/{run.dataset_id}"
@@ -105,17 +113,32 @@ def test_pages_work_under_the_content_security_policy_without_violations(
 
     researcher = Watched(browser, live_server.url)
     researcher.log_in("owner")
-    for page_path in ("/", "/datasets/", f"{scored}/", "/datasets/upload/",
-                      f"{scored}/runs/new/", f"/runs/{run.pk}/", "/steps/summarization/COH/",
-                      "/campaigns/", f"/campaigns/{campaign.pk}/", "/campaigns/new/", "/learned/",
-                      f"/learned/new/?dataset={run.dataset_id}", f"/campaigns/{routed.pk}/",
-                      "/studies/new/", f"/studies/new/?dataset={run.dataset_id}",
-                      f"/studies/{campaign.study_id}/", f"/studies/{campaign.study_id}/members/",
-                      f"/campaigns/new/?study={campaign.study_id}", f"{scored}/outputs/",
-                      f"{scored}/outputs/?system=sys1&sort=-run:{run.pk}",
-                      f"/outputs/{run.scores.first().output_id}/",
-                      f"/documents/{run.scores.first().output.document_id}/",
-                      f"{scored}/compare/", f"{scored}/compare/?a={run.pk}&b={run.pk}"):  # fmt: skip
+    for page_path in (
+        "/",
+        "/datasets/",
+        f"{scored}/",
+        "/datasets/upload/",
+        f"{scored}/runs/new/",
+        f"/runs/{run.pk}/",
+        "/steps/summarization/COH/",
+        "/campaigns/",
+        f"/campaigns/{campaign.pk}/",
+        "/campaigns/new/",
+        "/learned/",
+        f"/learned/new/?dataset={run.dataset_id}",
+        f"/campaigns/{routed.pk}/",
+        "/studies/new/",
+        f"/studies/new/?dataset={run.dataset_id}",
+        f"/studies/{campaign.study_id}/",
+        f"/studies/{campaign.study_id}/members/",
+        f"/campaigns/new/?study={campaign.study_id}",
+        f"{scored}/outputs/",
+        f"{scored}/outputs/?system=sys1&sort=-run:{run.pk}",
+        f"/outputs/{run.scores.first().output_id}/",
+        f"/documents/{run.scores.first().output.document_id}/",
+        f"{scored}/compare/",
+        f"{scored}/compare/?a={run.pk}&b={run.pk}",
+    ):
         researcher.open(page_path)
     researcher.open(f"{scored}/correlations/")
     page = researcher.page
@@ -180,8 +203,13 @@ def test_pages_work_under_the_content_security_policy_without_violations(
 
     admin = Watched(browser, live_server.url)
     admin.log_in("boss", "/admin/login/")
-    for page_path in ("/admin/", "/admin/studies/metricrun/", f"/admin/studies/metricrun/{run.pk}/change/",
-                      "/admin/studies/aspect/add/", "/admin/axes/accessattempt/"):  # fmt: skip
+    for page_path in (
+        "/admin/",
+        "/admin/studies/metricrun/",
+        f"/admin/studies/metricrun/{run.pk}/change/",
+        "/admin/studies/aspect/add/",
+        "/admin/axes/accessattempt/",
+    ):
         admin.open(page_path)
     admin.collect()
 

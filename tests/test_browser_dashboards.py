@@ -19,8 +19,16 @@ pytestmark = [
 def log_in_with_a_scored_dataset(live_server, page: Page, cast, write_jsonl) -> None:  # type: ignore[no-untyped-def]
     """The owner, logged in, with the synthetic "scored" dataset imported."""
     path = write_jsonl(synthetic_records(), name="scored.jsonl")
-    import_file(path, ImportOptions(dataset="scored", task="summarization", file_format="jsonl",
-                                    file_name=path.name, owner=cast["owner"]))  # fmt: skip
+    import_file(
+        path,
+        ImportOptions(
+            dataset="scored",
+            task="summarization",
+            file_format="jsonl",
+            file_name=path.name,
+            owner=cast["owner"],
+        ),
+    )
     page.goto(live_server.url + "/login/")
     page.fill("input[name=username]", "owner")
     page.fill("input[name=password]", "pw")

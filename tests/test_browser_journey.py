@@ -29,11 +29,18 @@ def records() -> str:
         reference = f"The council approved budget {d} after a long debate on schools."
         for s in range(4):
             output = reference if s == 3 else f"Budget {d} talk {'and schools ' * s}went on."
-            lines.append(json.dumps({
-                "doc_id": f"doc{d}", "system_id": f"s{s}", "source": f"Source text {d}.",
-                "references": [reference], "output": output,
-                "human": {"coherence": 1 + s + (d % 2) * 0.5},
-            }))  # fmt: skip
+            lines.append(
+                json.dumps(
+                    {
+                        "doc_id": f"doc{d}",
+                        "system_id": f"s{s}",
+                        "source": f"Source text {d}.",
+                        "references": [reference],
+                        "output": output,
+                        "human": {"coherence": 1 + s + (d % 2) * 0.5},
+                    }
+                )
+            )
     return "\n".join(lines) + "\n"
 
 

@@ -28,12 +28,27 @@ REDRAW_MS = 20_000  # an htmx round trip to the live server; CI's machine may be
 def test_a_researcher_fills_the_training_form_and_follows_the_job_to_its_report(
     live_server, browser: Browser, cast, write_jsonl, celery_worker_process, settings, tmp_path
 ):
-    for name, rows in (("judged", records()),
-                       ("coherence-only", [{**r, "human": {"coherence": r["human"]["coherence"]}}  # type: ignore[dict-item]
-                                           for r in records(6)])):  # fmt: skip
+    for name, rows in (
+        ("judged", records()),
+        (
+            "coherence-only",
+            [
+                {**r, "human": {"coherence": r["human"]["coherence"]}}  # type: ignore[dict-item]
+                for r in records(6)
+            ],
+        ),
+    ):
         path = write_jsonl(rows, name=f"{name}.jsonl")
-        import_file(path, ImportOptions(dataset=name, task="summarization", file_format="jsonl",
-                                        file_name=path.name, owner=cast["owner"]))  # fmt: skip
+        import_file(
+            path,
+            ImportOptions(
+                dataset=name,
+                task="summarization",
+                file_format="jsonl",
+                file_name=path.name,
+                owner=cast["owner"],
+            ),
+        )
     # a tiny model installed in the model directory: the form lists it (a web request
     # may not name a path); the worker loads it from the location frozen with the job
     tiny_gpt2(tmp_path / "models" / "tiny-gpt2")

@@ -23,8 +23,16 @@ pytestmark = [
 @pytest.fixture
 def researcher(live_server, browser: Browser, cast, write_jsonl) -> Watched:  # type: ignore[no-untyped-def]
     path = write_jsonl(synthetic_records(), name="scored.jsonl")
-    import_file(path, ImportOptions(dataset="scored", task="summarization", file_format="jsonl",
-                                    file_name=path.name, owner=cast["owner"]))  # fmt: skip
+    import_file(
+        path,
+        ImportOptions(
+            dataset="scored",
+            task="summarization",
+            file_format="jsonl",
+            file_name=path.name,
+            owner=cast["owner"],
+        ),
+    )
     watched = Watched(browser, live_server.url)
     watched.log_in("owner")
     watched.open(f"/datasets/{dataset_pk('scored')}/correlations/")

@@ -27,8 +27,16 @@ def test_from_an_uploaded_dataset_to_an_annotators_campaign(
     live_server, browser: Browser, cast, write_jsonl
 ):
     path = write_jsonl(synthetic_records(), name="uploaded.jsonl")
-    import_file(path, ImportOptions(dataset="uploaded", task="summarization", file_format="jsonl",
-                                    file_name=path.name, owner=cast["owner"]))  # fmt: skip
+    import_file(
+        path,
+        ImportOptions(
+            dataset="uploaded",
+            task="summarization",
+            file_format="jsonl",
+            file_name=path.name,
+            owner=cast["owner"],
+        ),
+    )
     coherence = Aspect.objects.get(code="COH", owner__isnull=True)
 
     researcher = Watched(browser, live_server.url)

@@ -123,19 +123,37 @@ def build(owner: Any, annotator: Any, write_jsonl: Any) -> dict[str, Any]:
     """The hostile dataset (the import creates its aspect and runs), one small dataset per
     vector for the list page, and a campaign over the hostile outputs."""
     path: Path = write_jsonl(hostile_records(), name="hostile.jsonl")
-    import_file(path, ImportOptions(dataset="hostile", task="summarization", file_format="jsonl",
-                                    file_name=path.name, owner=owner, create_aspects=True,
-                                    description=" ".join(VECTORS)))  # fmt: skip
+    import_file(
+        path,
+        ImportOptions(
+            dataset="hostile",
+            task="summarization",
+            file_format="jsonl",
+            file_name=path.name,
+            owner=owner,
+            create_aspects=True,
+            description=" ".join(VECTORS),
+        ),
+    )
     # imports take slugs only, but a row from before that check (or written by hand) may
     # hold any name: the pages must escape it too
     dataset_name = VECTORS[4]
     Dataset.objects.filter(owner=owner, name="hostile").update(name=dataset_name)
     for i, vector in enumerate(VECTORS):
-        small = write_jsonl([{"doc_id": "d", "system_id": "s", "source": "x", "output": "y"}],
-                            name=f"v{i}.jsonl")  # fmt: skip
-        import_file(small, ImportOptions(dataset=f"xss-{i}", task="summarization",
-                                         file_format="jsonl", file_name=small.name, owner=owner,
-                                         description=vector))  # fmt: skip
+        small = write_jsonl(
+            [{"doc_id": "d", "system_id": "s", "source": "x", "output": "y"}], name=f"v{i}.jsonl"
+        )
+        import_file(
+            small,
+            ImportOptions(
+                dataset=f"xss-{i}",
+                task="summarization",
+                file_format="jsonl",
+                file_name=small.name,
+                owner=owner,
+                description=vector,
+            ),
+        )
     # names the forms take as free text: an aspect edit, run labels, study and campaign
     aspect = Aspect.objects.get(owner=owner, key="hostile_aspect")
     aspect.name, aspect.definition = whole_vectors(100), " ".join(VECTORS)
@@ -148,8 +166,14 @@ def build(owner: Any, annotator: Any, write_jsonl: Any) -> dict[str, Any]:
         assert len(run.label) <= 200
         run.save(update_fields=["label"])
     study = Study.objects.create(name=whole_vectors(200), dataset=runs[0].dataset, owner=owner)
-    campaign: Campaign = new_campaign(study, owner, [annotator], aspect_codes=(aspect.code,),
-                                      name=whole_vectors(200), show_references=True)  # fmt: skip
+    campaign: Campaign = new_campaign(
+        study,
+        owner,
+        [annotator],
+        aspect_codes=(aspect.code,),
+        name=whole_vectors(200),
+        show_references=True,
+    )
     return {"dataset": runs[0].dataset, "run": runs[0], "campaign": campaign, "study": study}
 
 
@@ -193,8 +217,11 @@ def check_page(
     problems += [f"request to {url}" for url in watch.requests if "logout" in url]
     problems += [f"injected: {html}" for html in page.evaluate(INJECTED)]
     text = page.evaluate("() => document.documentElement.textContent")
-    problems += [f"not shown as text: vector {i + 1} {v!r}"
-                 for i, v in enumerate(VECTORS) if v in (shown or v) and v not in text]  # fmt: skip
+    problems += [
+        f"not shown as text: vector {i + 1} {v!r}"
+        for i, v in enumerate(VECTORS)
+        if v in (shown or v) and v not in text
+    ]
     if "49 x8" in text or "sys.path" in text or "'csrf_token'" in text:
         problems.append("a template tag in the data was evaluated")
     findings[name] = problems
@@ -254,8 +281,11 @@ def test_hostile_text_is_shown_escaped_and_never_runs_on_any_page(
     visit(page, f"{base}/campaigns/{campaign.pk}/")
     check_page(page, watch, "campaign page", findings, shown=campaign.name)
     study = built["study"]
-    for name, url in {"researcher's home": "/", "study page": f"/studies/{study.pk}/",
-                      "study members": f"/studies/{study.pk}/members/"}.items():  # fmt: skip
+    for name, url in {
+        "researcher's home": "/",
+        "study page": f"/studies/{study.pk}/",
+        "study members": f"/studies/{study.pk}/members/",
+    }.items():
         visit(page, base + url)
         check_page(page, watch, name, findings, shown=study.name)
 
@@ -264,8 +294,9 @@ def test_hostile_text_is_shown_escaped_and_never_runs_on_any_page(
     annotator_watch = Watch(annotator_page)
     log_in(annotator_page, base, "annotator")
     visit(annotator_page, base + "/annotate/")
-    check_page(annotator_page, annotator_watch, "annotator's campaigns", findings,
-               shown=campaign.name)  # fmt: skip
+    check_page(
+        annotator_page, annotator_watch, "annotator's campaigns", findings, shown=campaign.name
+    )
     annotator_page.click(f"#start-{campaign.pk}")
     expect(annotator_page.locator("#answer-form")).to_be_visible()
     assert "/items/" in annotator_page.url

@@ -91,15 +91,26 @@ def compute_agreement(
         data = matrix(rows, users)
         domain = None if campaign.is_pairwise else scale_points(aspect)
         alpha = krippendorff_alpha(data, level, rng=rng, resamples=resamples, value_domain=domain)
-        result.append({
-            "code": aspect.code, "name": aspect.name, "level": level,
-            "alpha": _num(alpha.value), "low": _num(alpha.low), "high": _num(alpha.high),
-            "n_units": alpha.n_units, "n_answers": len(rows),
-            "pairs": [{"a": names[users[i]], "b": names[users[j]], "rho": _num(rho), "n": n}
-                      for i, j, rho, n in annotator_correlations(data)],
-            "others": [{"user": names[users[i]], "rho": _num(rho), "n": n}
-                       for i, (rho, n) in enumerate(versus_others(data))],
-        })  # fmt: skip
+        result.append(
+            {
+                "code": aspect.code,
+                "name": aspect.name,
+                "level": level,
+                "alpha": _num(alpha.value),
+                "low": _num(alpha.low),
+                "high": _num(alpha.high),
+                "n_units": alpha.n_units,
+                "n_answers": len(rows),
+                "pairs": [
+                    {"a": names[users[i]], "b": names[users[j]], "rho": _num(rho), "n": n}
+                    for i, j, rho, n in annotator_correlations(data)
+                ],
+                "others": [
+                    {"user": names[users[i]], "rho": _num(rho), "n": n}
+                    for i, (rho, n) in enumerate(versus_others(data))
+                ],
+            }
+        )
     flagged = get_user_model().objects.filter(pk__in=flagged_annotator_ids(campaign))
     return {
         "aspects": result,

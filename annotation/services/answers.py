@@ -134,9 +134,15 @@ def _store_likert(
     for aspect, value in answers.items():
         judgment = existing.get(aspect)
         if judgment is None:
-            new.append(Judgment(output_id=output_id, aspect_id=aspect, value=value,
-                                annotator_id=assignment.annotator_id,
-                                aspect_version_id=shown.get(aspect)))  # fmt: skip
+            new.append(
+                Judgment(
+                    output_id=output_id,
+                    aspect_id=aspect,
+                    value=value,
+                    annotator_id=assignment.annotator_id,
+                    aspect_version_id=shown.get(aspect),
+                )
+            )
         elif judgment.value != value:
             current = current if current is not None else versions_at(list(answers), now)
             Judgment.objects.filter(pk=judgment.pk).update(
@@ -165,9 +171,11 @@ def _store_pairwise(assignment: Assignment, answers: dict[int, str]) -> dict[int
         if judgment is not None and judgment.choice == choice:
             continue
         PairwiseJudgment.objects.update_or_create(
-            item=item, aspect_id=aspect, annotator_id=assignment.annotator_id,
+            item=item,
+            aspect_id=aspect,
+            annotator_id=assignment.annotator_id,
             defaults={"choice": choice, "left_output_id": left_output},
-        )  # fmt: skip
+        )
         changes[aspect] = {"choice": choice}
     return changes
 

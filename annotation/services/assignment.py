@@ -168,16 +168,29 @@ def claim_next(campaign: Campaign, user: Any) -> Assignment | None:
             return None
         item = Item.objects.select_related("document", "output_a", "output_b").get(pk=ranked[0])
         # one statement: a new lease, or the renewal of the user's own expired one
-        lease = Assignment(item=item, annotator=user, status=Assignment.Status.LEASED,
-                           leased_at=now, expires_at=expires,
-                           left_is_a=_sides(campaign, item, user),
-                           routing_score=plan.gain(item.document_id) if plan else None,
-                           routing_reason=plan.reason(item.document_id)[:REASON_LENGTH] if plan else "")  # fmt: skip
+        lease = Assignment(
+            item=item,
+            annotator=user,
+            status=Assignment.Status.LEASED,
+            leased_at=now,
+            expires_at=expires,
+            left_is_a=_sides(campaign, item, user),
+            routing_score=plan.gain(item.document_id) if plan else None,
+            routing_reason=plan.reason(item.document_id)[:REASON_LENGTH] if plan else "",
+        )
         Assignment.objects.bulk_create(
-            [lease], update_conflicts=True, unique_fields=["item", "annotator"],
-            update_fields=["status", "leased_at", "expires_at", "left_is_a", "routing_score",
-                           "routing_reason"],
-        )  # fmt: skip
+            [lease],
+            update_conflicts=True,
+            unique_fields=["item", "annotator"],
+            update_fields=[
+                "status",
+                "leased_at",
+                "expires_at",
+                "left_is_a",
+                "routing_score",
+                "routing_reason",
+            ],
+        )
         if lease.pk is None:  # a backend without RETURNING on upserts
             lease = Assignment.objects.select_related(*ITEM_RELATED).get(item=item, annotator=user)
         lease.item.campaign = campaign

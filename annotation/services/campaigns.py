@@ -145,18 +145,33 @@ def create_campaign(study: Study, spec: CampaignSpec, created_by: Any) -> Campai
         raise CampaignError("The selection contains no items.")
     rng.shuffle(units)
     campaign = Campaign.objects.create(
-        study=study, name=spec.name, mode=spec.mode, overlap=spec.overlap,
-        selection=spec.selection, systems=list(spec.systems), sample_size=spec.sample_size,
-        seed=spec.seed, show_references=spec.show_references, lease_seconds=spec.lease_seconds,
-        gold_threshold=spec.gold_threshold, created_by=created_by, routing=spec.routing,
+        study=study,
+        name=spec.name,
+        mode=spec.mode,
+        overlap=spec.overlap,
+        selection=spec.selection,
+        systems=list(spec.systems),
+        sample_size=spec.sample_size,
+        seed=spec.seed,
+        show_references=spec.show_references,
+        lease_seconds=spec.lease_seconds,
+        gold_threshold=spec.gold_threshold,
+        created_by=created_by,
+        routing=spec.routing,
         **_question(spec),
-    )  # fmt: skip
+    )
     campaign.aspects.set(spec.aspects)
     Item.objects.bulk_create(
-        Item(campaign=campaign, document_id=doc, output_a_id=a, output_b_id=b,
-             system_key=system, position=k)
+        Item(
+            campaign=campaign,
+            document_id=doc,
+            output_a_id=a,
+            output_b_id=b,
+            system_key=system,
+            position=k,
+        )
         for k, (doc, a, b, system) in enumerate(units)
-    )  # fmt: skip
+    )
     invite(campaign, spec.annotators)
     return campaign
 

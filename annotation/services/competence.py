@@ -47,21 +47,43 @@ def compute_competence(campaign: Campaign) -> list[dict[str, Any]]:
         items, who, values = (
             (np.array(c) for c in zip(*mine, strict=True)) if mine else ([], [], [])
         )
-        fit = mace(items, who, values, labels=labels, rng=np.random.default_rng(campaign.seed),
-                   restarts=RESTARTS, iterations=ITERATIONS, method=METHOD)  # fmt: skip
+        fit = mace(
+            items,
+            who,
+            values,
+            labels=labels,
+            rng=np.random.default_rng(campaign.seed),
+            restarts=RESTARTS,
+            iterations=ITERATIONS,
+            method=METHOD,
+        )
         estimates = fit.by_annotator()
-        result.append({
-            "aspect_id": aspect.pk, "code": aspect.code, "name": aspect.name,
-            "reason": fit.reason, "n_answers": len(mine), "n_items": int(fit.items.size),
-            "method": METHOD.value, "alpha": ALPHA, "beta": BETA,
-            "objective": fit.objective if math.isfinite(fit.objective) else None,
-            "annotators": [
-                {"user": names[user], "user_id": user, "competence": estimates[user],
-                 "answers": int(n), "shared": int(shared)}
-                for user, n, shared in zip(fit.annotators.tolist(), fit.n_answers, fit.n_shared,
-                                           strict=True)
-            ],
-        })  # fmt: skip
+        result.append(
+            {
+                "aspect_id": aspect.pk,
+                "code": aspect.code,
+                "name": aspect.name,
+                "reason": fit.reason,
+                "n_answers": len(mine),
+                "n_items": int(fit.items.size),
+                "method": METHOD.value,
+                "alpha": ALPHA,
+                "beta": BETA,
+                "objective": fit.objective if math.isfinite(fit.objective) else None,
+                "annotators": [
+                    {
+                        "user": names[user],
+                        "user_id": user,
+                        "competence": estimates[user],
+                        "answers": int(n),
+                        "shared": int(shared),
+                    }
+                    for user, n, shared in zip(
+                        fit.annotators.tolist(), fit.n_answers, fit.n_shared, strict=True
+                    )
+                ],
+            }
+        )
     return result
 
 
@@ -70,8 +92,9 @@ def by_annotator(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     (None where the annotator gave no answer on it), for the campaign page."""
     users = sorted({row["user"] for entry in entries for row in entry["annotators"]})
     cells = {(e["code"], row["user"]): row for e in entries for row in e["annotators"]}
-    return [{"user": user, "cells": [cells.get((e["code"], user)) for e in entries]}
-            for user in users]  # fmt: skip
+    return [
+        {"user": user, "cells": [cells.get((e["code"], user)) for e in entries]} for user in users
+    ]
 
 
 def cache_key(campaign: Campaign) -> str:

@@ -34,8 +34,9 @@ def set_gold(item: Item, expected: dict[int, Any], tolerance: float = 0.0) -> No
         if not campaign.is_pairwise and not (
             isinstance(value, int | float) and aspect.scale_min <= value <= aspect.scale_max
         ):
-            problems.append(f"{aspect.name}: expected a score from {aspect.scale_min:g} "
-                            f"to {aspect.scale_max:g}")  # fmt: skip
+            problems.append(
+                f"{aspect.name}: expected a score from {aspect.scale_min:g} to {aspect.scale_max:g}"
+            )
     if not 0 <= tolerance < float("inf"):
         problems.append("the tolerance must be a number ≥ 0")
     if problems:

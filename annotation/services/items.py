@@ -11,8 +11,11 @@ from annotation.models import Assignment, Campaign
 from annotation.services.answers import current_answers, scale_points
 from studies.models import Aspect
 
-PAIRWISE_POINTS = (("left", "1", "Left is better"), ("tie", "2", "Tie"),
-                   ("right", "3", "Right is better"))  # fmt: skip
+PAIRWISE_POINTS = (
+    ("left", "1", "Left is better"),
+    ("tie", "2", "Tie"),
+    ("right", "3", "Right is better"),
+)
 
 
 @dataclass(frozen=True)
@@ -72,10 +75,14 @@ def controls(campaign: Campaign, answers: dict[int, Any]) -> list[AspectControl]
         else:
             anchors = aspect.anchors if isinstance(aspect.anchors, dict) else {}
             points = [
-                Point(_fmt(p), _fmt(p) if len(_fmt(p)) == 1 else "", _fmt(p),
-                      str(anchors.get(_fmt(p), "")))
+                Point(
+                    _fmt(p),
+                    _fmt(p) if len(_fmt(p)) == 1 else "",
+                    _fmt(p),
+                    str(anchors.get(_fmt(p), "")),
+                )
                 for p in scale_points(aspect)
-            ]  # fmt: skip
+            ]
             current = _current(answers.get(aspect.pk))
         result.append(AspectControl(aspect, points, current))
     return result

@@ -47,19 +47,27 @@ def position_report(campaign: Campaign) -> list[dict[str, Any]] | None:
             np.array([int(CHOICE_CODES[r[3]]) for r in mine], dtype=np.int64),
             np.array([r[4] == r[5] for r in mine], dtype=bool),
         )
-        report.append({
-            "code": aspect.code, "name": aspect.name, "overall": _share(result.overall),
-            "annotators": [{"user": names[user], **_share(share)}
-                           for user, share in sorted(result.annotators.items(),
-                                                     key=lambda kv: names[kv[0]])],
-            "flips": _flips(result.flips),
-        })  # fmt: skip
+        report.append(
+            {
+                "code": aspect.code,
+                "name": aspect.name,
+                "overall": _share(result.overall),
+                "annotators": [
+                    {"user": names[user], **_share(share)}
+                    for user, share in sorted(
+                        result.annotators.items(), key=lambda kv: names[kv[0]]
+                    )
+                ],
+                "flips": _flips(result.flips),
+            }
+        )
     return report
 
 
 def _share(share: SideShare) -> dict[str, Any]:
-    values = {k: (None if isinstance(v, float) and math.isnan(v) else v)
-              for k, v in asdict(share).items()}  # fmt: skip
+    values = {
+        k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in asdict(share).items()
+    }
     values["biased"] = values["p_value"] is not None and values["p_value"] < ALPHA
     return values
 

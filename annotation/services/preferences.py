@@ -42,8 +42,9 @@ class PreferencePair:
     def of(cls, answer: PairwiseAnswer) -> PreferencePair:
         a, b = answer.output_a_id, answer.output_b_id
         good, bad = (a, b) if answer.choice == PairwiseJudgment.Choice.A else (b, a)
-        return cls(answer.aspect, answer.doc_key, good, bad, answer.annotator_id,
-                   answer.left_output_id)  # fmt: skip
+        return cls(
+            answer.aspect, answer.doc_key, good, bad, answer.annotator_id, answer.left_output_id
+        )
 
 
 def pairwise_answers(
@@ -67,9 +68,16 @@ def pairwise_answers(
     ordered = (
         rows.exclude(annotator_id__in=list(exclude_annotators))
         .order_by("item__campaign_id", "item__position", "aspect__code", "annotator_id")
-        .values_list("aspect__code", "item__document__doc_key", "item__output_a_id",
-                     "item__output_b_id", "choice", "annotator_id", "left_output_id")
-    )  # fmt: skip
+        .values_list(
+            "aspect__code",
+            "item__document__doc_key",
+            "item__output_a_id",
+            "item__output_b_id",
+            "choice",
+            "annotator_id",
+            "left_output_id",
+        )
+    )
     for row in ordered:
         yield PairwiseAnswer(*row)
 

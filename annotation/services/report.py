@@ -133,12 +133,17 @@ def outdated_answers(campaign: Campaign, limit: int = 50) -> list[OutdatedAnswer
     for aspect in campaign.aspects.order_by("code"):
         older = judged.filter(aspect=aspect, aspect_version__version__lt=aspect.version)
         by_version = list(
-            older.order_by("aspect_version__version").values_list("aspect_version__version")
-            .annotate(n=Count("pk")).values_list("aspect_version__version", "n")
-        )  # fmt: skip
+            older.order_by("aspect_version__version")
+            .values_list("aspect_version__version")
+            .annotate(n=Count("pk"))
+            .values_list("aspect_version__version", "n")
+        )
         if by_version:
-            answers = list(older.select_related("output__document", "annotator", "aspect_version")
-                           .order_by("aspect_version__version", "pk")[:limit])  # fmt: skip
+            answers = list(
+                older.select_related("output__document", "annotator", "aspect_version").order_by(
+                    "aspect_version__version", "pk"
+                )[:limit]
+            )
             found.append(OutdatedAnswers(aspect, aspect.version, by_version, answers))
     return found
 

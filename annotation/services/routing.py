@@ -94,8 +94,14 @@ def plan_for(campaign: Campaign) -> Plan | None:
         return None
     outputs = _outputs(campaign)
     human = _human(campaign, outputs)
-    found = route(outputs.score_a, outputs.score_b, human, Groups.from_keys(outputs.docs),
-                  np.random.default_rng(campaign.seed), question=outputs.question)  # fmt: skip
+    found = route(
+        outputs.score_a,
+        outputs.score_b,
+        human,
+        Groups.from_keys(outputs.docs),
+        np.random.default_rng(campaign.seed),
+        question=outputs.question,
+    )
     return Plan(routing=found, estimate=estimate(found))
 
 
@@ -107,8 +113,13 @@ def _outputs(campaign: Campaign) -> Outputs:
             pk__in=[campaign.question_run_a_id, campaign.question_run_b_id]
         ).values_list("pk", "label", "finished_at", "done")
     }
-    key = _key("routing-outputs", campaign.pk, campaign.created_at, campaign.question_aspect_id,
-               sorted(runs.items()))  # fmt: skip
+    key = _key(
+        "routing-outputs",
+        campaign.pk,
+        campaign.created_at,
+        campaign.question_aspect_id,
+        sorted(runs.items()),
+    )
     found: Outputs | None = cache.get(key)
     if found is not None:
         return found
@@ -184,10 +195,16 @@ def documents(campaign: Campaign, plan: Plan) -> list[dict[str, Any]]:
         campaign.items.values_list("document_id", "document__doc_key").order_by().distinct()
     )
     return [
-        {"document": doc, "doc_key": names.get(doc, str(doc)), "rank": rank,
-         "score": plan.gain(doc), "judged": plan.judged(doc), "reason": plan.reason(doc)}
+        {
+            "document": doc,
+            "doc_key": names.get(doc, str(doc)),
+            "rank": rank,
+            "score": plan.gain(doc),
+            "judged": plan.judged(doc),
+            "reason": plan.reason(doc),
+        }
         for rank, doc in enumerate(plan.order)
-    ]  # fmt: skip
+    ]
 
 
 def summary(campaign: Campaign) -> dict[str, Any]:
@@ -200,13 +217,25 @@ def summary(campaign: Campaign) -> dict[str, Any]:
     found = plan.estimate
     return {
         "routing": campaign.routing,
-        "question": {"run_a": question.run_a, "run_b": question.run_b, "aspect": question.aspect,
-                     "coefficient": "spearman", "level": "sample"},
-        "estimate": None if found is None else {
-            "difference": found.value, "low": found.low, "high": found.high,
-            "alpha": found.alpha, "judged_documents": found.n_judged, "bands": found.n_bands},
+        "question": {
+            "run_a": question.run_a,
+            "run_b": question.run_b,
+            "aspect": question.aspect,
+            "coefficient": "spearman",
+            "level": "sample",
+        },
+        "estimate": None
+        if found is None
+        else {
+            "difference": found.value,
+            "low": found.low,
+            "high": found.high,
+            "alpha": found.alpha,
+            "judged_documents": found.n_judged,
+            "bands": found.n_bands,
+        },
         "documents": documents(campaign, plan),
-    }  # fmt: skip
+    }
 
 
 def page_context(campaign: Campaign) -> dict[str, Any] | None:

@@ -28,8 +28,10 @@ def _campaign(request: HttpRequest, pk: int) -> Campaign:
 def _assignment(request: HttpRequest, campaign: Campaign, item: int) -> Assignment:
     found = get_object_or_404(
         Assignment.objects.select_related(*assignment.ITEM_RELATED),
-        item__campaign=campaign, item_id=item, annotator=request.user,
-    )  # fmt: skip
+        item__campaign=campaign,
+        item_id=item,
+        annotator=request.user,
+    )
     found.item.campaign = campaign  # one instance: its aspects are read once
     return found
 
@@ -38,8 +40,14 @@ def _item_url(a: Assignment) -> str:
     return reverse("annotation:item", args=[a.item.campaign_id, a.item_id])
 
 
-def _render_item(request: HttpRequest, a: Assignment | None, campaign: Campaign, status: int = 200,
-                 error: str = "", draft: dict[int, Any] | None = None) -> HttpResponse:  # fmt: skip
+def _render_item(
+    request: HttpRequest,
+    a: Assignment | None,
+    campaign: Campaign,
+    status: int = 200,
+    error: str = "",
+    draft: dict[int, Any] | None = None,
+) -> HttpResponse:
     """The item (or the "nothing left" note when ``a`` is None), as a page or its partial."""
     context = item_context(a, draft) if a else {"campaign": campaign}
     context.update(progress=assignment.progress(campaign, request.user), error=error)
@@ -54,8 +62,10 @@ def _render_item(request: HttpRequest, a: Assignment | None, campaign: Campaign,
 @require_GET
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    rows = [(c, assignment.progress(c, request.user), assignment.recent(c, request.user))
-            for c in annotator_campaigns(request.user).select_related("study")]  # fmt: skip
+    rows = [
+        (c, assignment.progress(c, request.user), assignment.recent(c, request.user))
+        for c in annotator_campaigns(request.user).select_related("study")
+    ]
     return render(request, "annotation/home.html", {"rows": rows})
 
 
@@ -65,8 +75,11 @@ def guidelines(request: HttpRequest, pk: int) -> HttpResponse:
     campaign = _campaign(request, pk)
     aspects = [(a, a.current_version()) for a in campaign.aspects.order_by("code")]
     progress = assignment.progress(campaign, request.user)
-    return render(request, "annotation/guidelines.html",
-                  {"campaign": campaign, "aspects": aspects, "progress": progress})  # fmt: skip
+    return render(
+        request,
+        "annotation/guidelines.html",
+        {"campaign": campaign, "aspects": aspects, "progress": progress},
+    )
 
 
 @require_POST
@@ -97,8 +110,14 @@ def submit(request: HttpRequest, pk: int, item: int) -> HttpResponse:
         _, following = answers.submit_and_claim(current.pk, request.user, given, campaign)
     except answers.InvalidAnswer as exc:
         draft = {k: v for k, v in request.POST.items() if k.startswith("aspect-")}
-        return _render_item(request, current, campaign, 422, error=str(exc),
-                            draft={int(k[7:]): v for k, v in draft.items()})  # fmt: skip
+        return _render_item(
+            request,
+            current,
+            campaign,
+            422,
+            error=str(exc),
+            draft={int(k[7:]): v for k, v in draft.items()},
+        )
     except assignment.LeaseLost as exc:
         return _after(request, campaign, error=str(exc))  # go on with another item
     except assignment.AnnotationError as exc:
@@ -123,8 +142,9 @@ def _after(request: HttpRequest, campaign: Campaign, error: str = "") -> HttpRes
     return _show_next(request, campaign, assignment.claim_next(campaign, request.user), error)
 
 
-def _show_next(request: HttpRequest, campaign: Campaign, following: Assignment | None,
-               error: str = "") -> HttpResponse:  # fmt: skip
+def _show_next(
+    request: HttpRequest, campaign: Campaign, following: Assignment | None, error: str = ""
+) -> HttpResponse:
     if not wants_partial(request):
         if error:
             messages.warning(request, error)

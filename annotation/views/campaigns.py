@@ -54,8 +54,11 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
             messages.success(request, f"Campaign created with {campaign.items.count()} items.")
             return redirect("annotation:campaign-detail", pk=campaign.pk)
     status = 400 if request.method == "POST" else 200
-    context = {"form": form, "study": study,
-               "studies": [] if study else research_studies(request.user).order_by("name")[:50]}  # fmt: skip
+    context = {
+        "form": form,
+        "study": study,
+        "studies": [] if study else research_studies(request.user).order_by("name")[:50],
+    }
     return render(request, "annotation/campaign_new.html", context, status=status)
 
 
@@ -65,22 +68,29 @@ def campaign_detail(request: HttpRequest, pk: int) -> HttpResponse:
     campaign = _campaign(request, pk)
     result = agreement.available_agreement(campaign)
     if wants_partial(request, "agreement"):
-        response = render(request, "annotation/partials/agreement.html",
-                          {"campaign": campaign, "agreement": result})  # fmt: skip
+        response = render(
+            request,
+            "annotation/partials/agreement.html",
+            {"campaign": campaign, "agreement": result},
+        )
         return stop_polling_when(response, result is not None and bool(request.GET.get("poll")))
     return render(request, "annotation/campaign_detail.html", _detail(campaign, result))
 
 
 def _detail(campaign: Campaign, result: object, form: GoldForm | None = None) -> dict[str, object]:
     return {
-        "campaign": campaign, "agreement": result, "annotators": report.annotator_rows(campaign),
-        "items": report.item_summary(campaign), "aspects": report.aspect_rows(campaign),
-        "skipped": report.skipped_items(campaign), "gold_form": form or GoldForm(campaign=campaign),
+        "campaign": campaign,
+        "agreement": result,
+        "annotators": report.annotator_rows(campaign),
+        "items": report.item_summary(campaign),
+        "aspects": report.aspect_rows(campaign),
+        "skipped": report.skipped_items(campaign),
+        "gold_form": form or GoldForm(campaign=campaign),
         "gold_items": campaign.items.filter(gold_answer__isnull=False).select_related("document"),
         "item_list": campaign.items.select_related("document")[:200],
         "routing": routing.page_context(campaign),
         "outdated": report.outdated_answers(campaign),
-    }  # fmt: skip
+    }
 
 
 @require_POST
@@ -90,8 +100,9 @@ def campaign_gold(request: HttpRequest, pk: int) -> HttpResponse:
     form = GoldForm(request.POST, campaign=campaign)
     if form.is_valid():
         try:
-            gold.set_gold(form.cleaned_data["item"], form.expected(),
-                          form.cleaned_data["tolerance"] or 0.0)  # fmt: skip
+            gold.set_gold(
+                form.cleaned_data["item"], form.expected(), form.cleaned_data["tolerance"] or 0.0
+            )
         except InvalidAnswer as exc:
             form.add_error(None, str(exc))
         else:

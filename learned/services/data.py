@@ -41,9 +41,14 @@ class Task:
 
     def frozen(self) -> dict[str, object]:
         version = self.aspect.current_version()
-        return {"key": self.key, "dataset": self.dataset.name, "dataset_id": self.dataset.pk,
-                "aspect": self.aspect.code, "aspect_version": version.version,
-                "instruction": self.instruction}  # fmt: skip
+        return {
+            "key": self.key,
+            "dataset": self.dataset.name,
+            "dataset_id": self.dataset.pk,
+            "aspect": self.aspect.code,
+            "aspect_version": version.version,
+            "instruction": self.instruction,
+        }
 
 
 @dataclass
@@ -119,18 +124,34 @@ def load_task(task: Task, *, margin: float, exclude_flagged: bool = False) -> Ta
     keys = [(task.key, i) for i in ids]
     pairs, likert = likert_pairs(task.key, docs, keys, [float(v) for v in human], margin=margin)
     answers = pairwise_answers(
-        dataset=task.dataset, aspect=task.aspect,
+        dataset=task.dataset,
+        aspect=task.aspect,
         exclude_annotators=flagged_for_dataset(task.dataset) if exclude_flagged else (),
-    )  # fmt: skip
+    )
     more, answered = answer_pairs(
         task.key,
-        ((doc_name(task.dataset, x.doc_key), (task.key, x.output_a_id), (task.key, x.output_b_id),
-          x.choice) for x in answers),
-    )  # fmt: skip
+        (
+            (
+                doc_name(task.dataset, x.doc_key),
+                (task.key, x.output_a_id),
+                (task.key, x.output_b_id),
+                x.choice,
+            )
+            for x in answers
+        ),
+    )
     if likert.candidates == 0:
         likert = PairCounts()  # nothing judged on a Likert scale: no unjudged outputs to report
-    return TaskData(task, ids, docs, [float(v) for v in human], pairs + more,
-                    likert + answered, likert, answered)  # fmt: skip
+    return TaskData(
+        task,
+        ids,
+        docs,
+        [float(v) for v in human],
+        pairs + more,
+        likert + answered,
+        likert,
+        answered,
+    )
 
 
 def outputs_by_id(ids: Sequence[int]) -> dict[int, Output]:

@@ -41,8 +41,9 @@ from studies.services.runs.request import find_aspect
 STALE_AFTER = timedelta(minutes=5)  # a RUNNING job without a heartbeat this long may resume
 MIN_PAIRS = {"train": 8, "validation": 1, "test": 1}
 HEAD_DEFAULTS = TrainConfig()
-FULL_DEFAULTS = TrainConfig(learning_rate=2e-5, weight_decay=0.0, batch_size=4, accumulate=4,
-                            epochs=3, patience=1)  # fmt: skip
+FULL_DEFAULTS = TrainConfig(
+    learning_rate=2e-5, weight_decay=0.0, batch_size=4, accumulate=4, epochs=3, patience=1
+)
 ENCODER_NAMES = ("minilm", "encoder")  # the default BERTScore encoder as a backbone
 
 
@@ -107,9 +108,11 @@ def backbone_choices() -> list[tuple[str, str]]:
         ("default", f"{DEFAULT_LABEL} (the default; decoder, 30 blocks)"),
         ("minilm", f"{DEFAULT_ENCODER_LABEL} (encoder, 6 blocks)"),
         *((name, f"{name} (installed)") for name in installed_models() if name not in hidden),
-        *((hub, f"{hub} (hub id allowed by an admin)")
-          for hub in AllowedModel.objects.values_list("hub_id", flat=True)),
-    ]  # fmt: skip
+        *(
+            (hub, f"{hub} (hub id allowed by an admin)")
+            for hub in AllowedModel.objects.values_list("hub_id", flat=True)
+        ),
+    ]
 
 
 def visible_jobs(user: Any) -> QuerySet[TrainedMetric]:
@@ -122,10 +125,12 @@ def visible_jobs(user: Any) -> QuerySet[TrainedMetric]:
 def _hyperparameters(request: TrainingRequest) -> TrainConfig:
     base = FULL_DEFAULTS if request.mode == "full" else HEAD_DEFAULTS
     asked = {
-        "learning_rate": request.learning_rate, "epochs": request.epochs,
-        "patience": request.patience, "batch_size": request.batch_size,
+        "learning_rate": request.learning_rate,
+        "epochs": request.epochs,
+        "patience": request.patience,
+        "batch_size": request.batch_size,
         "accumulate": request.accumulate,
-    }  # fmt: skip
+    }
     config = replace(base, seed=request.seed, **{k: v for k, v in asked.items() if v is not None})
     if request.max_minutes is not None:
         config = replace(config, max_seconds=request.max_minutes * 60)
@@ -182,8 +187,10 @@ def plan(
     except RunError as exc:
         raise TrainingError(str(exc), field="aspect") from exc
     training, target = tasks_for(request.setup, dataset, aspect, others)
-    data = {t.key: load_task(t, margin=request.margin, exclude_flagged=request.exclude_flagged)
-            for t in dict.fromkeys([*training, target])}  # fmt: skip
+    data = {
+        t.key: load_task(t, margin=request.margin, exclude_flagged=request.exclude_flagged)
+        for t in dict.fromkeys([*training, target])
+    }
     if not data[target.key].pairs and data[target.key].counts.candidates == 0:
         raise TrainingError(
             f"The aspect {aspect.code} has no judgments on {dataset.name}: nothing to train or test on.",
@@ -208,8 +215,12 @@ def plan(
             )
     try:
         location, label = resolve_backbone(request.backbone)
-        probe = describe_backbone(location, pooling=request.pooling or None,
-                                  max_length=request.max_length, layer=request.layer)  # fmt: skip
+        probe = describe_backbone(
+            location,
+            pooling=request.pooling or None,
+            max_length=request.max_length,
+            layer=request.layer,
+        )
     except LayerError as exc:
         raise TrainingError(str(exc), field="layer") from exc
     except (BackboneError, ModelNotInstalled) as exc:
@@ -223,24 +234,46 @@ def plan(
                 doc_key
             )
     config = {
-        "setup": request.setup, "mode": request.mode, "target": target.frozen(),
-        "target_dataset": dataset.name, "tasks": [t.frozen() for t in training],
-        "backbone": {"asked": request.backbone, "label": label, "location": location,
-                     "files": fingerprint(location), "pooling": probe.pooling,
-                     "decoder": probe.is_decoder, "dim": probe.dim, "feature_dim": probe.feature_dim, "max_length": probe.max_length,
-                     "layer": request.layer or default_layer(probe, request.mode),
-                     "layers": probe.n_layers},
-        "head": {"kind": f"mlp-{request.hidden}" if request.hidden else "linear",
-                 "hidden": request.hidden},
-        "hyperparameters": hyper.as_dict(), "seed": request.seed, "margin": request.margin,
-        "ratios": list(request.ratios), "exclude_flagged": request.exclude_flagged,
+        "setup": request.setup,
+        "mode": request.mode,
+        "target": target.frozen(),
+        "target_dataset": dataset.name,
+        "tasks": [t.frozen() for t in training],
+        "backbone": {
+            "asked": request.backbone,
+            "label": label,
+            "location": location,
+            "files": fingerprint(location),
+            "pooling": probe.pooling,
+            "decoder": probe.is_decoder,
+            "dim": probe.dim,
+            "feature_dim": probe.feature_dim,
+            "max_length": probe.max_length,
+            "layer": request.layer or default_layer(probe, request.mode),
+            "layers": probe.n_layers,
+        },
+        "head": {
+            "kind": f"mlp-{request.hidden}" if request.hidden else "linear",
+            "hidden": request.hidden,
+        },
+        "hyperparameters": hyper.as_dict(),
+        "seed": request.seed,
+        "margin": request.margin,
+        "ratios": list(request.ratios),
+        "exclude_flagged": request.exclude_flagged,
         "input_format": "<instruction>\\n\\n<context>\\n\\n<answer>; the context is shortened to fit",
         "versions": library_versions(),
         "folder": uuid.uuid4().hex,  # its checkpoints' folder: ids can repeat in a rebuilt database
-    }  # fmt: skip
+    }
     pairs = {**counts, "per_task": {k: vars(d.counts) for k, d in data.items()}}
-    return {"dataset": dataset, "aspect": aspect, "config": config, "split": by_dataset,
-            "pairs": pairs, "label": f"learned:{label}:{request.setup}:{request.mode}:{aspect.code}"}  # fmt: skip
+    return {
+        "dataset": dataset,
+        "aspect": aspect,
+        "config": config,
+        "split": by_dataset,
+        "pairs": pairs,
+        "label": f"learned:{label}:{request.setup}:{request.mode}:{aspect.code}",
+    }
 
 
 def create_job(
@@ -251,10 +284,16 @@ def create_job(
     planned = plan(request, user=user, local_paths=local_paths)
     with transaction.atomic():
         job = TrainedMetric.objects.create(
-            label=planned["label"], dataset=planned["dataset"], aspect=planned["aspect"],
-            setup=request.setup, mode=request.mode, config=planned["config"],
-            split=planned["split"], pairs=planned["pairs"], created_by=user,
-        )  # fmt: skip
+            label=planned["label"],
+            dataset=planned["dataset"],
+            aspect=planned["aspect"],
+            setup=request.setup,
+            mode=request.mode,
+            config=planned["config"],
+            split=planned["split"],
+            pairs=planned["pairs"],
+            created_by=user,
+        )
         if enqueue:
             enqueue_job(job)
     return job
@@ -277,9 +316,11 @@ def enqueue_job(job: TrainedMetric) -> None:
 
 def cancel_job(job: TrainedMetric) -> bool:
     """Ask a pending or running job to stop (after its current epoch or chunk)."""
-    return bool(TrainedMetric.objects.filter(
-        pk=job.pk, status__in=[TrainedMetric.Status.PENDING, TrainedMetric.Status.RUNNING]
-    ).update(status=TrainedMetric.Status.CANCELLED, finished_at=timezone.now()))  # fmt: skip
+    return bool(
+        TrainedMetric.objects.filter(
+            pk=job.pk, status__in=[TrainedMetric.Status.PENDING, TrainedMetric.Status.RUNNING]
+        ).update(status=TrainedMetric.Status.CANCELLED, finished_at=timezone.now())
+    )
 
 
 def can_resume(job: TrainedMetric) -> bool:

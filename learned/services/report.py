@@ -21,8 +21,11 @@ def curve_points(curves: list[dict[str, float]]) -> dict[str, Any]:
     if not curves:
         return {"epochs": 0, "chart": None}
     losses = [c["loss"] for c in curves]
-    return {"epochs": len(curves), "loss_range": (min(losses), max(losses)),
-            "chart": charts.training_curves(curves)}  # fmt: skip
+    return {
+        "epochs": len(curves),
+        "loss_range": (min(losses), max(losses)),
+        "chart": charts.training_curves(curves),
+    }
 
 
 def compare_on_test(trained: TrainedMetric) -> list[dict[str, Any]]:
@@ -39,8 +42,13 @@ def compare_on_test(trained: TrainedMetric) -> list[dict[str, Any]]:
     human = frame.human[rows, column]
     docs = [frame.doc_keys[c] for c in frame.doc_codes[rows]]
     keys = [int(k) for k in frame.output_ids[rows]]
-    pairs, _ = likert_pairs("test", docs, keys, [float(v) for v in human],
-                            margin=float(trained.config.get("margin", 0.5)))  # fmt: skip
+    pairs, _ = likert_pairs(
+        "test",
+        docs,
+        keys,
+        [float(v) for v in human],
+        margin=float(trained.config.get("margin", 0.5)),
+    )
     out = []
     for j, run in enumerate(frame.runs):
         values = frame.metrics[rows, j]
@@ -51,10 +59,17 @@ def compare_on_test(trained: TrainedMetric) -> list[dict[str, Any]]:
             for k, v in zip(keys, values, strict=True)
         }
         valid = ~np.isnan(values) & ~np.isnan(human)
-        out.append({
-            "run": run, "learned": run.metric == "learned",
-            "spearman": sample_spearman(list(values[valid]), list(human[valid]),
-                                        [d for d, ok in zip(docs, valid, strict=True) if ok]),
-            "pairwise_accuracy": pairwise_accuracy(scores, pairs), "outputs": int(valid.sum()),
-        })  # fmt: skip
+        out.append(
+            {
+                "run": run,
+                "learned": run.metric == "learned",
+                "spearman": sample_spearman(
+                    list(values[valid]),
+                    list(human[valid]),
+                    [d for d, ok in zip(docs, valid, strict=True) if ok],
+                ),
+                "pairwise_accuracy": pairwise_accuracy(scores, pairs),
+                "outputs": int(valid.sum()),
+            }
+        )
     return sorted(out, key=lambda r: -(r["spearman"] if not math.isnan(r["spearman"]) else -2))

@@ -61,8 +61,16 @@ def check_planned(backbone: Backbone, config: dict[str, Any]) -> None:
     """The job was planned from the backbone's configuration files alone: refuse to
     train if the loaded model disagrees (say, its files changed since)."""
     b = config["backbone"]
-    planned = BackboneInfo(b["location"], b["decoder"], b["pooling"], b["dim"], b["feature_dim"],
-                           b["max_length"], b.get("layers") or 0, b.get("layer") or 0)  # fmt: skip
+    planned = BackboneInfo(
+        b["location"],
+        b["decoder"],
+        b["pooling"],
+        b["dim"],
+        b["feature_dim"],
+        b["max_length"],
+        b.get("layers") or 0,
+        b.get("layer") or 0,
+    )
     differences = planned.differences(backbone.info)
     if differences:
         raise BackboneError(
@@ -107,8 +115,10 @@ class _Job:
         self.instructions = {
             t["key"]: t["instruction"] for t in [*self.config["tasks"], self.config["target"]]
         }
-        split = {part: {f"{d}/{k}" for d, parts in self.job.split.items() for k in parts[part]}
-                 for part in ("train", "validation", "test")}  # fmt: skip
+        split = {
+            part: {f"{d}/{k}" for d, parts in self.job.split.items() for k in parts[part]}
+            for part in ("train", "validation", "test")
+        }
         self.train = [p for t in tasks for p in pairs_in(self.data[t.key].pairs, split["train"])]
         self.validation = [
             p for t in tasks for p in pairs_in(self.data[t.key].pairs, split["validation"])
@@ -119,8 +129,10 @@ class _Job:
         self.target = target_data
 
     def _task(self, frozen: dict[str, Any]) -> Task:
-        return Task(Dataset.objects.select_related("task").get(pk=frozen["dataset_id"]),
-                    Aspect.objects.get(code=frozen["aspect"]))  # fmt: skip
+        return Task(
+            Dataset.objects.select_related("task").get(pk=frozen["dataset_id"]),
+            Aspect.objects.get(code=frozen["aspect"]),
+        )
 
     def keys(self) -> list[Key]:
         """Every input the job needs: pair members and the target's test outputs."""
@@ -136,8 +148,15 @@ class _Job:
         result = []
         for task_key, output_id in keys:
             item = item_of(outputs[output_id])
-            result.append(format_input(self.instructions[task_key], context_of(item), item.hypothesis,
-                                       count=backbone.count, limit=backbone.max_length))  # fmt: skip
+            result.append(
+                format_input(
+                    self.instructions[task_key],
+                    context_of(item),
+                    item.hypothesis,
+                    count=backbone.count,
+                    limit=backbone.max_length,
+                )
+            )
         return result
 
 
@@ -157,9 +176,10 @@ def execute_job(job_id: int) -> str:
     except Exception as exc:  # the job ends FAILED with its error; its last checkpoint stays
         log.exception("training job %s failed", job_id)
         TrainedMetric.objects.filter(pk=job_id).update(
-            status=TrainedMetric.Status.FAILED, error=f"{type(exc).__name__}: {exc}",
+            status=TrainedMetric.Status.FAILED,
+            error=f"{type(exc).__name__}: {exc}",
             finished_at=timezone.now(),
-        )  # fmt: skip
+        )
         return "failed"
     return outcome
 
@@ -189,9 +209,10 @@ def _train(run: _Job) -> str:
         inputs = run.inputs(backbone, keys)
         cache = feature_cache(run.config)
         array = cache.features(
-            inputs, lambda chunk: backbone.features(chunk).cpu().numpy(),
+            inputs,
+            lambda chunk: backbone.features(chunk).cpu().numpy(),
             progress=lambda done, total: run.report(phase="features", done=done, total=total),
-        )  # fmt: skip
+        )
         features = torch.from_numpy(array)
         seconds["features"] = round(time.monotonic() - started, 2)
         seconds["feature_cache_hits"] = cache.hits
@@ -211,16 +232,27 @@ def _train(run: _Job) -> str:
         return head(backbone.encode([texts[index[k]] for k in batch]))  # type: ignore[index]
 
     state = _resume_state(job, module)
-    run.report(force=True, phase="training", epoch=state.epoch, epochs=run.hyper.epochs,
-               resumed_from_epoch=state.epoch or None)  # fmt: skip
+    run.report(
+        force=True,
+        phase="training",
+        epoch=state.epoch,
+        epochs=run.hyper.epochs,
+        resumed_from_epoch=state.epoch or None,
+    )
     train_started = time.monotonic()
 
     def on_epoch(st: TrainState, point: dict[str, float]) -> None | bool:
         _save_last(job, module, st)
         TrainedMetric.objects.filter(pk=job.pk).update(curves=st.curves)
         try:
-            run.report(force=True, phase="training", epoch=st.epoch, step=st.step,
-                       loss=point["loss"], validation_accuracy=point["validation_accuracy"])  # fmt: skip
+            run.report(
+                force=True,
+                phase="training",
+                epoch=st.epoch,
+                step=st.step,
+                loss=point["loss"],
+                validation_accuracy=point["validation_accuracy"],
+            )
         except Cancelled:
             return False
         return True
@@ -228,20 +260,36 @@ def _train(run: _Job) -> str:
     def on_step(st: TrainState, loss: float) -> None:
         run.report(phase="training", step=st.step, loss=loss, epoch=st.epoch)
 
-    state = fit(module, score, run.train, run.validation, run.hyper, state=state,
-                on_epoch=on_epoch, on_step=on_step)  # fmt: skip
+    state = fit(
+        module,
+        score,
+        run.train,
+        run.validation,
+        run.hyper,
+        state=state,
+        on_epoch=on_epoch,
+        on_step=on_step,
+    )
     if state.stopped == "cancelled":
         return "cancelled"
     seconds["training"] = round(time.monotonic() - train_started, 2)
     run.report(force=True, phase="evaluating")
     trained_scores = _score(run, backbone, head, keys, features, index, full)
-    results = {"base": _evaluate(run, base_scores), "trained": _evaluate(run, trained_scores),
-               "best_epoch": state.best_epoch, "stopped": state.stopped,
-               "patience": run.hyper.patience}  # fmt: skip
+    results = {
+        "base": _evaluate(run, base_scores),
+        "trained": _evaluate(run, trained_scores),
+        "best_epoch": state.best_epoch,
+        "stopped": state.stopped,
+        "patience": run.hyper.patience,
+    }
     version = job.version + 1
     path = _folder(job) / f"v{version}" / "model.pt"
-    payload: dict[str, Any] = {"head": head.state_dict(), "head_config": {"dim": head.dim, "hidden": head.hidden},
-                               "config": run.config, "version": version}  # fmt: skip
+    payload: dict[str, Any] = {
+        "head": head.state_dict(),
+        "head_config": {"dim": head.dim, "hidden": head.hidden},
+        "config": run.config,
+        "version": version,
+    }
     if full:
         payload["backbone"] = backbone.model.state_dict()
     digest = save_checkpoint(path, payload)
@@ -253,12 +301,20 @@ def _train(run: _Job) -> str:
         2,
     )
     TrainedMetric.objects.filter(pk=job.pk, status=TrainedMetric.Status.RUNNING).update(
-        status=TrainedMetric.Status.SUCCEEDED, finished_at=timezone.now(), results=results,
-        curves=state.curves, checkpoint=str(path.relative_to(settings.DATA_DIR)),
-        checkpoint_sha256=digest, version=version,
-        progress={**job.progress, "phase": "done", "seconds": seconds,
-                  "heartbeat": timezone.now().isoformat()},
-    )  # fmt: skip
+        status=TrainedMetric.Status.SUCCEEDED,
+        finished_at=timezone.now(),
+        results=results,
+        curves=state.curves,
+        checkpoint=str(path.relative_to(settings.DATA_DIR)),
+        checkpoint_sha256=digest,
+        version=version,
+        progress={
+            **job.progress,
+            "phase": "done",
+            "seconds": seconds,
+            "heartbeat": timezone.now().isoformat(),
+        },
+    )
     return "succeeded"
 
 
@@ -266,13 +322,26 @@ def _members(pairs: Sequence[Pair]) -> list[Key]:
     return list(dict.fromkeys(k for p in pairs for k in (p.good, p.bad)))  # type: ignore[misc]
 
 
-def _score(run: _Job, backbone: Backbone, head: RewardHead, keys: list[Key], features: Any,
-           index: dict[Key, int], full: bool) -> dict[Key, float]:  # fmt: skip
+def _score(
+    run: _Job,
+    backbone: Backbone,
+    head: RewardHead,
+    keys: list[Key],
+    features: Any,
+    index: dict[Key, int],
+    full: bool,
+) -> dict[Key, float]:
     """Scores of the test pairs' and test outputs' inputs."""
     import torch
 
-    wanted = list(dict.fromkeys([*_members(run.test),
-                                 *((run.target.task.key, run.target.output_ids[k]) for k in run.test_rows)]))  # fmt: skip
+    wanted = list(
+        dict.fromkeys(
+            [
+                *_members(run.test),
+                *((run.target.task.key, run.target.output_ids[k]) for k in run.test_rows),
+            ]
+        )
+    )
     head.eval()
     with torch.no_grad():
         if features is not None:
@@ -290,8 +359,12 @@ def _evaluate(run: _Job, scores: dict[Key, float]) -> dict[str, float]:
     values = [scores[(target.task.key, target.output_ids[k])] for k in rows]
     accuracy = pairwise_accuracy(scores, run.test)  # type: ignore[arg-type]
     rho = sample_spearman(values, [target.human[k] for k in rows], [target.docs[k] for k in rows])
-    return {"pairwise_accuracy": _finite(accuracy), "spearman": _finite(rho),
-            "pairs": len(run.test), "outputs": len(rows)}  # fmt: skip
+    return {
+        "pairwise_accuracy": _finite(accuracy),
+        "spearman": _finite(rho),
+        "pairs": len(run.test),
+        "outputs": len(rows),
+    }
 
 
 def _finite(value: float) -> float | None:

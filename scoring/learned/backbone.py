@@ -123,8 +123,15 @@ def _check_layer(layer: int | None, total: int) -> int:
     return layer
 
 
-_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "vocab.txt",
-                    "tokenizer.model", "spiece.model", "sentencepiece.bpe.model")  # fmt: skip
+_TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.json",
+    "vocab.txt",
+    "tokenizer.model",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+)
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -201,8 +208,16 @@ def describe_backbone(
         used = 0
     chosen = _pooling(name, pooling, is_decoder)
     dim = _dim(config)
-    return BackboneInfo(name, is_decoder, chosen, dim, dim * 2 if chosen == "last+answer" else dim,
-                        _max_length(config, tokenizer_limit, max_length), n_layers, used)  # fmt: skip
+    return BackboneInfo(
+        name,
+        is_decoder,
+        chosen,
+        dim,
+        dim * 2 if chosen == "last+answer" else dim,
+        _max_length(config, tokenizer_limit, max_length),
+        n_layers,
+        used,
+    )
 
 
 def _keep_layers(model: Any, layer: int | None) -> tuple[int, int]:
@@ -270,8 +285,16 @@ class Backbone:
     @property
     def info(self) -> BackboneInfo:
         """The loaded backbone described as :func:`describe_backbone` describes it."""
-        return BackboneInfo(self.name, self.is_decoder, self.pooling, self.dim, self.feature_dim,
-                            self.max_length, self.n_layers, self.layer)  # fmt: skip
+        return BackboneInfo(
+            self.name,
+            self.is_decoder,
+            self.pooling,
+            self.dim,
+            self.feature_dim,
+            self.max_length,
+            self.n_layers,
+            self.layer,
+        )
 
     def count(self, text: str) -> int:
         """Tokens of ``text`` as the backbone reads it (special tokens included)."""
@@ -317,8 +340,14 @@ class Backbone:
                 input_ids, mask = input_ids.to(self.device), mask.to(self.device)
                 hidden = self.model(input_ids=input_ids, attention_mask=mask).last_hidden_state
                 if self.is_decoder:
-                    rows.append(torch.stack([self._decoder_vector(hidden[b], answer, len(ids))
-                                             for b, (ids, answer) in enumerate(batch)]))  # fmt: skip
+                    rows.append(
+                        torch.stack(
+                            [
+                                self._decoder_vector(hidden[b], answer, len(ids))
+                                for b, (ids, answer) in enumerate(batch)
+                            ]
+                        )
+                    )
                 else:
                     rows.append(self._pool(hidden, mask))
         return torch.cat(rows).float()
@@ -395,10 +424,12 @@ class Backbone:
                     past.batch_repeat_interleave(len(batch))
             positions = torch.arange(n, n + width, device=self.device).expand(len(batch), -1)
             hidden = self.model(
-                input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device),
-                position_ids=positions, **cache_kwargs(self.model, past),
+                input_ids=input_ids.to(self.device),
+                attention_mask=mask.to(self.device),
+                position_ids=positions,
+                **cache_kwargs(self.model, past),
                 use_cache=past is not None,
-            ).last_hidden_state  # fmt: skip
+            ).last_hidden_state
             for b, (ids, answer) in enumerate(rows):
                 vectors.append(self._decoder_vector(hidden[b], answer - n, len(ids) - n))
         return vectors

@@ -32,10 +32,15 @@ class LearnedScorer:
 
     def format(self, instruction: str, items: Sequence[Item]) -> list[Formatted]:
         return [
-            format_input(instruction, context_of(i), i.hypothesis, count=self.backbone.count,
-                         limit=self.backbone.max_length)
+            format_input(
+                instruction,
+                context_of(i),
+                i.hypothesis,
+                count=self.backbone.count,
+                limit=self.backbone.max_length,
+            )
             for i in items
-        ]  # fmt: skip
+        ]
 
     def features(self, inputs: Sequence[Formatted]) -> np.ndarray[Any, Any]:
         def compute(chunk: Sequence[Formatted]) -> np.ndarray[Any, Any]:

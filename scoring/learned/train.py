@@ -109,9 +109,13 @@ def fit(
         state.epoch += 1
         accuracy = evaluate_pairs(module, score, validation)
         state.curves.append(
-            {"epoch": state.epoch, "loss": total / batches, "validation_accuracy": accuracy,
-             "step": state.step}
-        )  # fmt: skip
+            {
+                "epoch": state.epoch,
+                "loss": total / batches,
+                "validation_accuracy": accuracy,
+                "step": state.step,
+            }
+        )
         if accuracy > state.best_accuracy or math.isnan(state.best_accuracy):
             state.best_accuracy, state.best_epoch = accuracy, state.epoch
             state.best_params = {k: v.detach().clone() for k, v in module.state_dict().items()}

@@ -396,10 +396,15 @@ def _run_batch(
     position_ids = torch.arange(prefix_len, prefix_len + width, device=device).expand(n, -1)
     past = _expanded(cache, n) if cache is not None else None
     logprobs = logprobs_at(
-        lm, torch.tensor(rows, device=device), torch.tensor(cols, device=device),
-        input_ids=input_ids, attention_mask=mask, position_ids=position_ids,
-        **cache_kwargs(lm.model.base_model, past), use_cache=past is not None,
-    )  # fmt: skip
+        lm,
+        torch.tensor(rows, device=device),
+        torch.tensor(cols, device=device),
+        input_ids=input_ids,
+        attention_mask=mask,
+        position_ids=position_ids,
+        **cache_kwargs(lm.model.base_model, past),
+        use_cache=past is not None,
+    )
     picked = logprobs.gather(1, torch.tensor(targets, device=device).unsqueeze(1)).squeeze(1)
     return _split_counts(picked.tolist(), counts)
 
@@ -505,10 +510,16 @@ def _run_pack(
     nodes = torch.tensor(list(needed), device=device)
     past = copy.deepcopy(cache) if cache is not None else None
     logprobs = logprobs_at(
-        lm, 0, nodes,
-        input_ids=input_ids, attention_mask=mask, position_ids=position_ids,
-        **cache_kwargs(lm.model.base_model, past), use_cache=past is not None, **extra,
-    )  # fmt: skip
+        lm,
+        0,
+        nodes,
+        input_ids=input_ids,
+        attention_mask=mask,
+        position_ids=position_ids,
+        **cache_kwargs(lm.model.base_model, past),
+        use_cache=past is not None,
+        **extra,
+    )
     picked = logprobs[
         torch.tensor([row for row, _ in picks], device=device),
         torch.tensor([token for _, token in picks], device=device),

@@ -261,8 +261,9 @@ def _run_groups(
                 break
             except Exception as exc:  # planning itself failed: what it had not reached goes on
                 logger.exception("%s planning failed", strategy.name)
-                unreached = [row for group in pending for row in group.rows
-                             if row.index not in handled]  # fmt: skip
+                unreached = [
+                    row for group in pending for row in group.rows if row.index not in handled
+                ]
                 for row in unreached:
                     left.setdefault(owner[row.index], []).append(row)
                 FALLBACKS.note(strategy.name, len(unreached), exc)

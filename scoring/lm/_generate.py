@@ -34,8 +34,11 @@ def _encode(lm: _causal.CausalModel, prompt: str, max_new_tokens: int) -> tuple[
 
 def _options(lm: _causal.CausalModel, max_new_tokens: int) -> dict[str, Any]:
     eos = lm.tokenizer.eos_token_id
-    return {"max_new_tokens": max_new_tokens, "pad_token_id": lm.pad_id,
-            "eos_token_id": eos if eos is not None else lm.pad_id}  # fmt: skip
+    return {
+        "max_new_tokens": max_new_tokens,
+        "pad_token_id": lm.pad_id,
+        "eos_token_id": eos if eos is not None else lm.pad_id,
+    }
 
 
 def generate(lm: _causal.CausalModel, prompt: str, max_new_tokens: int) -> str:

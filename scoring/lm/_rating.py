@@ -327,10 +327,15 @@ def _run_rows(
     row_index = torch.tensor([b for b, _, _ in picks], device=device)
     col_index = torch.tensor([c for _, _, c in picks], device=device)
     logprobs = _causal.logprobs_at(
-        lm, row_index, col_index, input_ids=input_ids, attention_mask=mask,
-        position_ids=position_ids, **cache_kwargs(lm.model.base_model, past),
+        lm,
+        row_index,
+        col_index,
+        input_ids=input_ids,
+        attention_mask=mask,
+        position_ids=position_ids,
+        **cache_kwargs(lm.model.base_model, past),
         use_cache=past is not None,
-    )  # fmt: skip
+    )
     found: list[Read] = [{} for _ in batch]
     for k, (b, node, _col) in enumerate(picks):
         enc = encoded[batch[b].index]

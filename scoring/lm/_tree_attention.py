@@ -108,9 +108,16 @@ def attention(
     special = kwargs.get("position_bias") is not None or kwargs.get("softcap") is not None
     if tree_blocks is None or special:
         return sdpa_attention_forward(
-            module, query, key, value, attention_mask,
-            dropout=dropout, scaling=scaling, is_causal=is_causal, **kwargs,
-        )  # fmt: skip
+            module,
+            query,
+            key,
+            value,
+            attention_mask,
+            dropout=dropout,
+            scaling=scaling,
+            is_causal=is_causal,
+            **kwargs,
+        )
     groups = query.shape[1] // key.shape[1]
     native = query.device.type in NATIVE_GQA_DEVICES
     out = query.new_empty(query.shape[0], query.shape[1], query.shape[2], value.shape[-1])
@@ -121,9 +128,14 @@ def attention(
             k = k.repeat_interleave(groups, dim=1)
             v = v.repeat_interleave(groups, dim=1)
         out[:, :, block.start : block.end] = torch.nn.functional.scaled_dot_product_attention(
-            query[:, :, block.start : block.end], k, v, attn_mask=block.mask,
-            dropout_p=dropout, scale=scaling, enable_gqa=groups > 1 and native,
-        )  # fmt: skip
+            query[:, :, block.start : block.end],
+            k,
+            v,
+            attn_mask=block.mask,
+            dropout_p=dropout,
+            scale=scaling,
+            enable_gqa=groups > 1 and native,
+        )
     return out.transpose(1, 2).contiguous(), None
 
 

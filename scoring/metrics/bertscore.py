@@ -51,7 +51,12 @@ def score(encoder: Encoder, items: Sequence[Item], aggregation: str = "max") -> 
         f = [s[2] for s in scores]
         value = max(f) if aggregation == "max" else math.fsum(f) / len(f)
         truncated = hyp.truncated or any(embedded[r].truncated for r in item.references)
-        details = {"aggregation": aggregation, "precision": [s[0] for s in scores],
-                   "recall": [s[1] for s in scores], "f": f, "truncated": truncated}  # fmt: skip
+        details = {
+            "aggregation": aggregation,
+            "precision": [s[0] for s in scores],
+            "recall": [s[1] for s in scores],
+            "f": f,
+            "truncated": truncated,
+        }
         out.append(ScoreResult(item.key, value, details))
     return out

@@ -119,8 +119,14 @@ def _values(config: GPTScoreConfig, item: Item, hypo: str, ref: str, src: str) -
     }
 
 
-def _request(config: GPTScoreConfig, template: Template, item: Item, ref: str,
-             demos: Sequence[Demonstration], key: Hashable) -> TargetRequest:  # fmt: skip
+def _request(
+    config: GPTScoreConfig,
+    template: Template,
+    item: Item,
+    ref: str,
+    demos: Sequence[Demonstration],
+    key: Hashable,
+) -> TargetRequest:
     blind = config.dimension == "hypo"  # the source-free sentinel sees no source, no history
     if blind:
         item = replace(item, source="", history=())
@@ -182,8 +188,15 @@ def combine(
     for item in items:
         directions = by_item.get(item.key, {})
         if not directions:
-            results.append(ScoreResult(item.key, None, error="no reference to score against"
-                                       if config.dimension not in WITHOUT_REFERENCE else "nothing was scored"))  # fmt: skip
+            results.append(
+                ScoreResult(
+                    item.key,
+                    None,
+                    error="no reference to score against"
+                    if config.dimension not in WITHOUT_REFERENCE
+                    else "nothing was scored",
+                )
+            )
             continue
         failed = [s.error for d in directions.values() for s in d if not s.ok]
         if failed:

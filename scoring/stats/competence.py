@@ -205,8 +205,14 @@ def mace(
     pairs = item_codes.astype(np.int64) * max(annotator_keys.size, 1) + annotator_codes
     if np.unique(pairs).size != pairs.size:
         raise ValueError("an annotator answered an item twice: give one answer per item")
-    coded = _Coded(item_codes.astype(np.intp), annotator_codes.astype(np.intp),
-                   label_codes, item_keys.size, annotator_keys.size, label_keys.size)  # fmt: skip
+    coded = _Coded(
+        item_codes.astype(np.intp),
+        annotator_codes.astype(np.intp),
+        label_codes,
+        item_keys.size,
+        annotator_keys.size,
+        label_keys.size,
+    )
     per_item = np.bincount(coded.item, minlength=coded.n_items)
     shared = per_item[coded.item] >= 2
     n_answers = np.bincount(coded.annotator, minlength=coded.n_annotators).astype(np.intp)
@@ -214,13 +220,20 @@ def mace(
 
     def empty(reason: str) -> Competence:
         return Competence(
-            annotators=annotator_keys, items=item_keys, labels=label_keys,
+            annotators=annotator_keys,
+            items=item_keys,
+            labels=label_keys,
             competence=np.full(coded.n_annotators, np.nan),
             spamming=np.full((coded.n_annotators, coded.n_labels), np.nan),
             posterior=np.full((coded.n_items, coded.n_labels), np.nan),
-            n_answers=n_answers, n_shared=n_shared, objective=math.nan,
-            restarts=0, iterations=0, method=method, reason=reason,
-        )  # fmt: skip
+            n_answers=n_answers,
+            n_shared=n_shared,
+            objective=math.nan,
+            restarts=0,
+            iterations=0,
+            method=method,
+            reason=reason,
+        )
 
     if coded.item.size == 0:
         return empty(NO_ANSWERS)
@@ -243,13 +256,19 @@ def mace(
     assert best is not None
     known = n_shared > 0
     return Competence(
-        annotators=annotator_keys, items=item_keys, labels=label_keys,
+        annotators=annotator_keys,
+        items=item_keys,
+        labels=label_keys,
         competence=np.where(known, best.weights.competence, np.nan),
         spamming=np.where(known[:, None], best.weights.strategy, np.nan),
-        posterior=best.posterior, n_answers=n_answers, n_shared=n_shared,
-        objective=best.objective, restarts=restarts, iterations=best.iterations,
+        posterior=best.posterior,
+        n_answers=n_answers,
+        n_shared=n_shared,
+        objective=best.objective,
+        restarts=restarts,
+        iterations=best.iterations,
         method=method,
-    )  # fmt: skip
+    )
 
 
 def _label_codes(values: npt.NDArray[Any], keys: npt.NDArray[Any]) -> IntArray:

@@ -116,12 +116,16 @@ def unsupported(
     levels = LEVELS_OF.get(coefficient)
     if levels is not None and level.value not in levels:
         if coefficient is Coefficient.SPA:
-            text = ("spa (soft pairwise accuracy) compares every pair of systems: it is a "
-                    "system-level statistic; choose level system")  # fmt: skip
+            text = (
+                "spa (soft pairwise accuracy) compares every pair of systems: it is a "
+                "system-level statistic; choose level system"
+            )
         else:
-            text = (f"{coefficient.value} compares pairs of outputs: it exists at sample level "
-                    "(grouped by document, WMT's item grouping) and dataset level (all "
-                    "pairs pooled), not at system level")  # fmt: skip
+            text = (
+                f"{coefficient.value} compares pairs of outputs: it exists at sample level "
+                "(grouped by document, WMT's item grouping) and dataset level (all "
+                "pairs pooled), not at system level"
+            )
         return Unsupported("coefficient", text)
     if tie_calibration and coefficient not in TIE_COEFFICIENTS:
         return Unsupported(
@@ -132,9 +136,10 @@ def unsupported(
             return Unsupported("average", "micro averaging weighs documents: sample level only")
         if coefficient is Coefficient.PDP:
             return Unsupported(
-                "average", "pdp pools the pairs of every document into one correlation: "
-                "there is no per-document average to weigh"
-            )  # fmt: skip
+                "average",
+                "pdp pools the pairs of every document into one correlation: "
+                "there is no per-document average to weigh",
+            )
     return None
 
 
@@ -538,8 +543,9 @@ def _spa(
 ) -> CorrelationResult:
     if docs is None:
         raise ValueError("spa compares systems document by document: it needs docs=...")
-    spa = soft_pairwise_accuracy(x, y, docs=docs, systems=systems, seed=options.seed,
-                                 permutations=options.permutations)  # fmt: skip
+    spa = soft_pairwise_accuracy(
+        x, y, docs=docs, systems=systems, seed=options.seed, permutations=options.permutations
+    )
     return CorrelationResult(
         value=spa.value,
         coefficient=Coefficient.SPA,
@@ -588,8 +594,9 @@ def calibrate_ties(
     else:
         groups = Groups.single(int(valid.sum()))
     weights = groups.sizes.astype(np.float64) if average is Average.MICRO else None
-    result = calibrate_groups(x[valid], y[valid], groups, group_weights=weights,
-                              max_pairs=max_pairs, rng=rng, curve=curve)  # fmt: skip
+    result = calibrate_groups(
+        x[valid], y[valid], groups, group_weights=weights, max_pairs=max_pairs, rng=rng, curve=curve
+    )
     if coefficient is Coefficient.KENDALL_23:
         values = None if result.values is None else 2 * result.values - 1
         result = replace(result, value=2 * result.value - 1, values=values)

@@ -75,8 +75,9 @@ def leave_one_out(
         raise ValueError("rows, annotators and values must be 1-D and aligned")
     keep = np.isfinite(value)
     row, who, value = row[keep], who[keep], value[keep]
-    if row.size and (row.min() < 0 or row.max() >= n_rows or who.min() < 0
-                     or who.max() >= n_annotators):  # fmt: skip
+    if row.size and (
+        row.min() < 0 or row.max() >= n_rows or who.min() < 0 or who.max() >= n_annotators
+    ):
         raise ValueError("a row or annotator code is out of range")
     if np.unique(row * n_annotators + who).size != row.size:
         raise ValueError("an annotator judged an output twice")
@@ -184,8 +185,9 @@ def partial_correlate(
         raise ValueError("sample level needs document keys (docs=...)")
     groups = docs.subset(valid)
     xs, ys, zs = a[valid], b[valid], c[valid]
-    rxy, rxz, ryz = (group_correlations(p, q, groups, coefficient).r
-                     for p, q in ((xs, ys), (xs, zs), (ys, zs)))  # fmt: skip
+    rxy, rxz, ryz = (
+        group_correlations(p, q, groups, coefficient).r for p, q in ((xs, ys), (xs, zs), (ys, zs))
+    )
     per_doc = np.where(groups.sizes >= MIN_PARTIAL, _partial_from(rxy, rxz, ryz), np.nan)
     finite = np.isfinite(per_doc)
     value = float(per_doc[finite].mean()) if finite.any() else float("nan")
@@ -238,5 +240,6 @@ def per_document(
 ) -> FloatArray:
     """Each document's correlation of metric and human across its outputs (NaN where it
     has fewer than 2 scored outputs or either side is constant)."""
-    return correlate(metric, human, level=Level.SAMPLE, coefficient=coefficient,
-                     docs=docs).per_group  # type: ignore[return-value]  # fmt: skip
+    return correlate(
+        metric, human, level=Level.SAMPLE, coefficient=coefficient, docs=docs
+    ).per_group  # type: ignore[return-value]

@@ -95,8 +95,12 @@ def _pair_blocks(
         part_x, part_y = x[start : start + step], y[start : start + step]
         missing = np.isnan(part_x) | np.isnan(part_y)
         scored = _upper_pairs(~missing, np.logical_and) if missing.any() else None
-        yield (slice(start, start + step), _upper_pairs(part_x, np.subtract),
-               _upper_pairs(part_y, np.subtract), scored)  # fmt: skip
+        yield (
+            slice(start, start + step),
+            _upper_pairs(part_x, np.subtract),
+            _upper_pairs(part_y, np.subtract),
+            scored,
+        )
 
 
 def _upper_pairs(values: npt.NDArray[Any], op: np.ufunc) -> npt.NDArray[Any]:
@@ -339,15 +343,27 @@ def calibrate_groups(
         effects = effects * (n_pairs / n_searched)  # estimate the full curve's steps
     if not curve and diffs.size > _SORT_ALL_PAIRS:
         epsilon, value = _bounded_search(diffs, effects, start)
-        return TieCalibration(epsilon, value, n_pairs, n_searched, sampled,
-                              group_right=_right_at(epsilon, right, diffs, effects, listed_in))  # fmt: skip
+        return TieCalibration(
+            epsilon,
+            value,
+            n_pairs,
+            n_searched,
+            sampled,
+            group_right=_right_at(epsilon, right, diffs, effects, listed_in),
+        )
     thresholds, values = _curve(diffs, effects, start)
     best = _first_best(values)
     epsilon = float(thresholds[best])
     return TieCalibration(
-        epsilon, float(values[best]), n_pairs, n_searched, sampled, thresholds, values,
+        epsilon,
+        float(values[best]),
+        n_pairs,
+        n_searched,
+        sampled,
+        thresholds,
+        values,
         _right_at(epsilon, right, diffs, effects, listed_in),
-    )  # fmt: skip
+    )
 
 
 def _right_at(
@@ -363,8 +379,11 @@ def _right_at(
     if listed_in is None:
         return None
     reached = diffs <= epsilon
-    steps = np.bincount(_select(reached, listed_in), weights=np.sign(_select(reached, effects)),
-                        minlength=right.size)  # fmt: skip
+    steps = np.bincount(
+        _select(reached, listed_in),
+        weights=np.sign(_select(reached, effects)),
+        minlength=right.size,
+    )
     return np.asarray(right + steps, dtype=np.float64)
 
 

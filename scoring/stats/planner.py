@@ -82,8 +82,10 @@ def resampled_means(
     draws of ``n`` documents with replacement."""
     v, w = _as_values(values, weights)
     rows = max(1, BLOCK // max(n, 1))
-    parts = [_means(v, w, _draw(rng, v.size, min(rows, resamples - s), n))
-             for s in range(0, resamples, rows)]  # fmt: skip
+    parts = [
+        _means(v, w, _draw(rng, v.size, min(rows, resamples - s), n))
+        for s in range(0, resamples, rows)
+    ]
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
@@ -105,9 +107,14 @@ def half_widths(
     interval of the sample-level value over ``resamples`` draws of n documents. For a
     difference of two metrics pass the per-document differences (macro) or see
     :func:`paired_half_widths`."""
-    return np.array([_half_width(resampled_means(values, n, rng, weights=weights,
-                                                 resamples=resamples), alpha)
-                     for n in sizes])  # fmt: skip
+    return np.array(
+        [
+            _half_width(
+                resampled_means(values, n, rng, weights=weights, resamples=resamples), alpha
+            )
+            for n in sizes
+        ]
+    )
 
 
 def _paired(
@@ -168,8 +175,13 @@ def power(
         observed_a = float((pa * a).sum() / pa.sum())
         observed_b = float((pb * b).sum() / pb.sum())
         inner = _draw(rng, n, resamples, n)
-        p = paired_bootstrap_p(_means(a, pa, inner), _means(b, pb, inner), observed_a, observed_b,
-                               Alternative.TWO_SIDED)  # fmt: skip
+        p = paired_bootstrap_p(
+            _means(a, pa, inner),
+            _means(b, pb, inner),
+            observed_a,
+            observed_b,
+            Alternative.TWO_SIDED,
+        )
         significant += bool(p < alpha)
     return significant / trials if trials else float("nan")
 
@@ -201,7 +213,19 @@ def documents_needed(
     """:func:`power` at each size (ascending) and the smallest size whose power reaches
     ``target``."""
     ordered = sorted(sizes)
-    curve = [power(values_a, values_b, n, rng, weights_a=weights_a, weights_b=weights_b,
-                   trials=trials, resamples=resamples, alpha=alpha) for n in ordered]  # fmt: skip
+    curve = [
+        power(
+            values_a,
+            values_b,
+            n,
+            rng,
+            weights_a=weights_a,
+            weights_b=weights_b,
+            trials=trials,
+            resamples=resamples,
+            alpha=alpha,
+        )
+        for n in ordered
+    ]
     needed = next((n for n, p in zip(ordered, curve, strict=True) if p >= target), None)
     return PowerCurve(sizes=list(ordered), power=curve, needed=needed, target=target)

@@ -96,8 +96,15 @@ def side_share(n_left: int, n_right: int, n_ties: int = 0, confidence: float = 0
         return SideShare(n_left, n_right, n_ties, math.nan, math.nan, math.nan, math.nan)
     test = stats.binomtest(n_left, n, 0.5, alternative="two-sided")
     interval = test.proportion_ci(confidence_level=confidence, method="exact")
-    return SideShare(n_left, n_right, n_ties, n_left / n, float(interval.low),
-                     float(interval.high), float(test.pvalue))  # fmt: skip
+    return SideShare(
+        n_left,
+        n_right,
+        n_ties,
+        n_left / n,
+        float(interval.low),
+        float(interval.high),
+        float(test.pvalue),
+    )
 
 
 def chose_left(choice: npt.ArrayLike, left_is_a: npt.ArrayLike) -> IntArray:
@@ -122,8 +129,12 @@ def position_bias(
 
     def share(mask: BoolArray) -> SideShare:
         chosen = sides[mask]
-        return side_share(int(np.count_nonzero(chosen == 1)), int(np.count_nonzero(chosen == 0)),
-                          int(np.count_nonzero(chosen == -1)), confidence)  # fmt: skip
+        return side_share(
+            int(np.count_nonzero(chosen == 1)),
+            int(np.count_nonzero(chosen == 0)),
+            int(np.count_nonzero(chosen == -1)),
+            confidence,
+        )
 
     return PositionBias(
         overall=share(np.ones(sides.size, dtype=bool)),

@@ -163,11 +163,14 @@ def ppi_mean(
             _where(n_total >= MIN_LABELLED, np.sqrt(var_all / n_total)),
             confidence,
         )
-    return PPIResult(ppi, human, metric, _where(enough, lam), n.astype(np.intp),
-                     n_total.astype(np.intp), tune)  # fmt: skip
+    return PPIResult(
+        ppi, human, metric, _where(enough, lam), n.astype(np.intp), n_total.astype(np.intp), tune
+    )
 
 
-def _moments(x: FloatArray, y: FloatArray, mask: npt.NDArray[np.bool_]) -> tuple[FloatArray, FloatArray]:  # fmt: skip
+def _moments(
+    x: FloatArray, y: FloatArray, mask: npt.NDArray[np.bool_]
+) -> tuple[FloatArray, FloatArray]:
     """Mean of x and the sample covariance of x and y (ddof 1) where ``mask``."""
     count = mask.sum(axis=-1)
     mean_x = np.where(mask, x, 0.0).sum(axis=-1) / count

@@ -230,9 +230,16 @@ def bootstrap_ci(
     if not 0.0 < alpha < 1.0:
         raise ValueError("alpha must lie in (0, 1)")
     values = bootstrap_distribution(
-        plan, metric, human, level=level, coefficient=coefficient, policy=policy,
-        average=average, options=options, estimate=estimate,
-    )  # fmt: skip
+        plan,
+        metric,
+        human,
+        level=level,
+        coefficient=coefficient,
+        policy=policy,
+        average=average,
+        options=options,
+        estimate=estimate,
+    )
     finite = values[np.isfinite(values)]
     low, high = np.quantile(finite, [alpha / 2, 1 - alpha / 2]) if finite.size else (np.nan, np.nan)
     return ConfidenceInterval(
@@ -255,9 +262,12 @@ def _per_document(
 ) -> tuple[FloatArray, FloatArray]:
     if estimate is not None:
         given = Settings(
-            estimate.level, estimate.coefficient, estimate.policy, estimate.average,
+            estimate.level,
+            estimate.coefficient,
+            estimate.policy,
+            estimate.average,
             estimate.options,
-        )  # fmt: skip
+        )
         if (
             given != settings
             or estimate.per_group is None
@@ -313,9 +323,14 @@ def _spa(
     spa = estimate.spa if estimate is not None else None
     if spa is None or estimate is None or estimate.options != settings.options:
         spa = correlate(
-            x, y, level=Level.SYSTEM, coefficient=Coefficient.SPA, docs=plan.docs,
-            systems=plan.systems, options=settings.options,
-        ).spa  # fmt: skip
+            x,
+            y,
+            level=Level.SYSTEM,
+            coefficient=Coefficient.SPA,
+            docs=plan.docs,
+            systems=plan.systems,
+            options=settings.options,
+        ).spa
     assert spa is not None
     return resampled_spa(spa, plan.system_counts)
 
@@ -422,8 +437,12 @@ def _dataset_spearman(
         weight = _block_weights(plan, start, stop, doc_codes, sys_codes, np.float64)
         total = weight.sum(axis=1)
         (per_x, rank_x), (per_y, rank_y) = (side.ranks(weight, total) for side in sides)
-        cross = np.einsum("bn,bn,bn->b", weight, np.take(rank_x, sides[0].codes, axis=1),
-                          np.take(rank_y, sides[1].codes, axis=1))  # fmt: skip
+        cross = np.einsum(
+            "bn,bn,bn->b",
+            weight,
+            np.take(rank_x, sides[0].codes, axis=1),
+            np.take(rank_y, sides[1].codes, axis=1),
+        )
         sxx = np.einsum("bv,bv,bv->b", per_x, rank_x, rank_x)
         syy = np.einsum("bv,bv,bv->b", per_y, rank_y, rank_y)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -493,9 +512,12 @@ def _dataset_pairs(
         return out
     options = settings.options
     pooled = weighted_pairs.PooledPairs(
-        x[valid], y[valid], settings.coefficient.value, epsilon=options.epsilon,
+        x[valid],
+        y[valid],
+        settings.coefficient.value,
+        epsilon=options.epsilon,
         threshold=options.threshold,
-    )  # fmt: skip
+    )
     doc_codes = plan.docs.codes[valid][pooled.order]
     sys_codes = None if plan.systems is None else plan.systems.codes[valid][pooled.order]
     step = max(1, _PAIR_CELLS // doc_codes.size)

@@ -143,11 +143,18 @@ def permutation_test(
         raise ValueError("swapping documents needs document keys (docs=...)")
     value_a, value_b = (
         correlate(
-            scores, y, level=level, coefficient=coefficient, docs=doc_groups,
-            systems=sys_groups, policy=policy, average=average, options=options,
+            scores,
+            y,
+            level=level,
+            coefficient=coefficient,
+            docs=doc_groups,
+            systems=sys_groups,
+            policy=policy,
+            average=average,
+            options=options,
         ).value
         for scores in (a, b)
-    )  # fmt: skip
+    )
     a, b = _zscore(a, valid), _zscore(b, valid)
     settings = Settings(level, coefficient, policy, average, options)
 
@@ -218,19 +225,33 @@ def paired_bootstrap_test(
     a, b, y, _ = _common(metric_a, metric_b, human)
     estimates = [
         correlate(
-            scores, y, level=level, coefficient=coefficient, docs=plan.docs,
-            systems=plan.systems, policy=policy, average=average, options=option,
+            scores,
+            y,
+            level=level,
+            coefficient=coefficient,
+            docs=plan.docs,
+            systems=plan.systems,
+            policy=policy,
+            average=average,
+            options=option,
         )
         for scores, option in zip((a, b), (options, options_b or options), strict=True)
-    ]  # fmt: skip
+    ]
     value_a, value_b = estimates[0].value, estimates[1].value
     resampled = [
         bootstrap_distribution(
-            plan, scores, y, level=level, coefficient=coefficient, policy=policy,
-            average=average, options=estimate.options, estimate=estimate,
+            plan,
+            scores,
+            y,
+            level=level,
+            coefficient=coefficient,
+            policy=policy,
+            average=average,
+            options=estimate.options,
+            estimate=estimate,
         )
         for scores, estimate in zip((a, b), estimates, strict=True)
-    ]  # fmt: skip
+    ]
     return SignificanceResult(
         method=f"paired bootstrap ({plan.unit.value})",
         value_a=value_a,
@@ -432,19 +453,31 @@ class _RowStatistic:
             human = np.broadcast_to(self.y, rows.shape)
             return row_correlations(rows, human, s.coefficient, s.options).values(s.policy)
         if s.level is Level.SYSTEM and s.coefficient is Coefficient.SPA:
-            return np.array([
-                soft_pairwise_accuracy(row, self.y, docs=self.docs, systems=self.systems,
-                                       flips=self.flips, human_p=self.human_p).value
-                for row in rows
-            ])  # fmt: skip
+            return np.array(
+                [
+                    soft_pairwise_accuracy(
+                        row,
+                        self.y,
+                        docs=self.docs,
+                        systems=self.systems,
+                        flips=self.flips,
+                        human_p=self.human_p,
+                    ).value
+                    for row in rows
+                ]
+            )
         if s.level is Level.SYSTEM:
             means = self._means(rows)
             human = np.broadcast_to(self.human, means.shape)
             return row_correlations(means, human, s.coefficient, s.options).values(s.policy)
-        return np.array([
-            sample_level(row, self.y, self.groups, s.coefficient, s.policy, s.average, s.options).value
-            for row in rows
-        ])  # fmt: skip
+        return np.array(
+            [
+                sample_level(
+                    row, self.y, self.groups, s.coefficient, s.policy, s.average, s.options
+                ).value
+                for row in rows
+            ]
+        )
 
 
 def _permutation_p(values: FloatArray, observed: float, alternative: Alternative) -> float:

@@ -92,8 +92,12 @@ class Dominance:
             p_items = np.flatnonzero((p_node >= 0) & (point_key < mid[p_node]))
             q_items = np.flatnonzero((q_node >= 0) & (query_key >= mid[q_node]))
             span = np.int64(2 * n + 2)
-            keys = np.concatenate([p_node[p_items] * span + point_order[p_items],
-                                   q_node[q_items] * span + query_order[q_items]])  # fmt: skip
+            keys = np.concatenate(
+                [
+                    p_node[p_items] * span + point_order[p_items],
+                    q_node[q_items] * span + query_order[q_items],
+                ]
+            )
             order = np.argsort(keys, kind="stable")  # odd and even keys never collide
             is_point = np.concatenate(
                 [np.ones(p_items.size, dtype=np.int64), np.zeros(q_items.size, dtype=np.int64)]
@@ -242,8 +246,9 @@ class PooledPairs:
         # Tied on both sides: same human level, metric codes within the window.
         joint = y_code[by_level] * np.int64(unique_x.size) + x_code[by_level]
         reach = y_code[by_level] * np.int64(unique_x.size) + last[by_level]
-        self.both_ties = Windows.build(np.arange(n, dtype=np.intp),
-                                       np.searchsorted(joint, reach, side="right"))  # fmt: skip
+        self.both_ties = Windows.build(
+            np.arange(n, dtype=np.intp), np.searchsorted(joint, reach, side="right")
+        )
         query_key = y_code
         if statistic == KENDALL_LIKE:
             # A pair counts when the human difference reaches the threshold: the

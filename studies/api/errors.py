@@ -66,8 +66,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     return response
 
 
-def error_response(status: int, detail: str, errors: dict[str, list[str]] | None = None,
-                   **extra: Any) -> Response:  # fmt: skip
+def error_response(
+    status: int, detail: str, errors: dict[str, list[str]] | None = None, **extra: Any
+) -> Response:
     """An error answer built by a view (a service refused): same body as raised errors."""
     return Response({"detail": detail, "errors": errors or {}, **extra}, status=status)
 

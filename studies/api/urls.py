@@ -47,7 +47,7 @@ urlpatterns = [
         "datasets/<int:pk>/correlations/cell/<int:run>/<int:aspect>/",
         correlations.cell,
         name="correlations-cell",
-    ),  # fmt: skip
+    ),
     path("datasets/<int:pk>/ppi/", ppi.table, name="dataset-ppi"),
     path("datasets/<int:pk>/compare/", compare.runs, name="dataset-compare"),
     path("datasets/<int:pk>/sentinels/", planner.sentinels, name="dataset-sentinels"),

@@ -44,8 +44,11 @@ def load_defaults(apps: Any) -> None:
 
     # bulk_create, not save(): the same code then runs on historical models (migration)
     # and on the real ones (tests that restore defaults), whose save() would version twice.
-    aspects = {a.code: a for a in aspect_model.objects.filter(owner__isnull=True)} if has_owner \
-        else {a.code: a for a in aspect_model.objects.all()}  # fmt: skip
+    aspects = (
+        {a.code: a for a in aspect_model.objects.filter(owner__isnull=True)}
+        if has_owner
+        else {a.code: a for a in aspect_model.objects.all()}
+    )
     new_aspects = [
         aspect_model(
             code=row["code"],

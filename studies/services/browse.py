@@ -55,9 +55,18 @@ class BrowseQuery:
     def params(self, **changes: Any) -> dict[str, str]:
         """The query-string parameters (empty ones left out), with ``changes`` applied."""
         q = replace(self, **changes)
-        raw = {"q": q.q, "system": q.system, "sort": q.sort, "run": q.run, "min": q.low,
-               "max": q.high, "aspect": q.aspect, "hmin": q.hlow, "hmax": q.hhigh,
-               "page": q.page if q.page != 1 else None}  # fmt: skip
+        raw = {
+            "q": q.q,
+            "system": q.system,
+            "sort": q.sort,
+            "run": q.run,
+            "min": q.low,
+            "max": q.high,
+            "aspect": q.aspect,
+            "hmin": q.hlow,
+            "hmax": q.hhigh,
+            "page": q.page if q.page != 1 else None,
+        }
         return {k: _text(v) for k, v in raw.items() if v not in (None, "")}
 
     def url(self, **changes: Any) -> str:
@@ -151,8 +160,11 @@ def parse_query(query: Any, offered: Choices) -> BrowseQuery:
         elif kind == "aspect":
             sort = f"{sign}aspect:{offered.aspect(ref, 'sort').code}"
         else:
-            raise BadQuery(f"sort must be run:<id> or aspect:<code>, with - for descending, "
-                           f"not {sort[:40]!r}.", "sort")  # fmt: skip
+            raise BadQuery(
+                f"sort must be run:<id> or aspect:<code>, with - for descending, "
+                f"not {sort[:40]!r}.",
+                "sort",
+            )
     run_raw = (query.get("run") or "").strip()
     run = offered.run(run_raw, "run") if run_raw else None
     low, high = _range(query, "min", "max")
@@ -203,17 +215,23 @@ def outputs(
     found = found.select_related("document")
     if query.q:
         found = found.filter(
-            Q(text__icontains=query.q) | Q(document__source__icontains=query.q)
+            Q(text__icontains=query.q)
+            | Q(document__source__icontains=query.q)
             | Q(document__doc_key__icontains=query.q)
-        )  # fmt: skip
+        )
     if query.system:
         found = found.filter(system_id=query.system)
     if query.run is not None:
-        found = _within(found.annotate(filter_score=_score_of(query.run)), "filter_score",
-                        query.low, query.high)  # fmt: skip
+        found = _within(
+            found.annotate(filter_score=_score_of(query.run)), "filter_score", query.low, query.high
+        )
     if query.aspect:
-        found = _within(found.annotate(filter_mean=_mean_of(offered.aspect(query.aspect))),
-                        "filter_mean", query.hlow, query.hhigh)  # fmt: skip
+        found = _within(
+            found.annotate(filter_mean=_mean_of(offered.aspect(query.aspect))),
+            "filter_mean",
+            query.hlow,
+            query.hhigh,
+        )
     tie_break = ("document__doc_key", "system_id", "pk")
     key = query.sort_key
     if key is None:
@@ -261,8 +279,14 @@ def _column(query: BrowseQuery, key: str, label: str, **extra: Any) -> dict[str,
     current = query.sort.lstrip("-") == key
     toggled = key if current and query.descending else f"-{key}"
     arrow = ("▼" if query.descending else "▲") if current else ""
-    return {"key": key, "label": label, "url": query.url(sort=toggled, page=1), "arrow": arrow,
-            "sort": toggled, **extra}  # fmt: skip
+    return {
+        "key": key,
+        "label": label,
+        "url": query.url(sort=toggled, page=1),
+        "arrow": arrow,
+        "sort": toggled,
+        **extra,
+    }
 
 
 def rows_of(shown: list[Output], offered: Choices) -> list[Row]:
@@ -281,11 +305,14 @@ def rows_of(shown: list[Output], offered: Choices) -> list[Row]:
         .annotate(mean=Avg("value"))
     }
     return [
-        Row(o, [scores.get((o.pk, r.pk)) for r in offered.runs],
+        Row(
+            o,
+            [scores.get((o.pk, r.pk)) for r in offered.runs],
             [means.get((o.pk, a.pk)) for a in offered.aspects],
-            reverse("studies:output-detail", args=[o.pk]))
+            reverse("studies:output-detail", args=[o.pk]),
+        )
         for o in shown
-    ]  # fmt: skip
+    ]
 
 
 def document_rows(document: Document, offered: Choices) -> list[Row]:
@@ -293,8 +320,9 @@ def document_rows(document: Document, offered: Choices) -> list[Row]:
     return rows_of(list(document.outputs.select_related("document").order_by("system_id")), offered)
 
 
-def browse(dataset: Dataset, query: BrowseQuery, offered: Choices,
-           per_page: int = PAGE_SIZE) -> Browse:  # fmt: skip
+def browse(
+    dataset: Dataset, query: BrowseQuery, offered: Choices, per_page: int = PAGE_SIZE
+) -> Browse:
     """One page of matching outputs, each with every run's score and every aspect's mean
     judgment (two queries for the page, whatever the dataset's size)."""
     paginator = Paginator(outputs(dataset, query, offered), per_page)
@@ -302,10 +330,13 @@ def browse(dataset: Dataset, query: BrowseQuery, offered: Choices,
     rows = rows_of(list(page.object_list), offered)
     query = replace(query, page=page.number)
     return Browse(
-        query, page, rows, paginator.count,
+        query,
+        page,
+        rows,
+        paginator.count,
         [_column(query, f"run:{r.pk}", r.label, run=r) for r in offered.runs],
         [_column(query, f"aspect:{a.code}", a.code, aspect=a) for a in offered.aspects],
-    )  # fmt: skip
+    )
 
 
 # --- one output ------------------------------------------------------------------------
@@ -338,15 +369,22 @@ def output_details(output: Output) -> dict[str, Any]:
             probs = {str(k): float(v) for k, v in dist.items() if isinstance(v, int | float)}
             peak = max(probs.values(), default=0.0) or 1.0
             bars = [{"label": k, "p": p, "width": round(100 * p / peak)} for k, p in probs.items()]
-        scores.append({"run": score.run, "value": score.value, "error": score.error,
-                       "distribution": bars})  # fmt: skip
+        scores.append(
+            {"run": score.run, "value": score.value, "error": score.error, "distribution": bars}
+        )
     judgments = [
-        {"aspect": j.aspect, "value": j.value, "source": judgment_source(j),
-         "annotator": j.annotator.get_username() if j.annotator_id else None,
-         "import_file": j.import_file or None, "updated_at": j.updated_at}
+        {
+            "aspect": j.aspect,
+            "value": j.value,
+            "source": judgment_source(j),
+            "annotator": j.annotator.get_username() if j.annotator_id else None,
+            "import_file": j.import_file or None,
+            "updated_at": j.updated_at,
+        }
         for j in output.judgments.select_related("aspect", "annotator").order_by(
-            "aspect__code", F("annotator__username").asc(nulls_last=True), "import_file", "pk")
-    ]  # fmt: skip
+            "aspect__code", F("annotator__username").asc(nulls_last=True), "import_file", "pk"
+        )
+    ]
     means: dict[str, list[float]] = {}
     for j in judgments:
         means.setdefault(j["aspect"].code, []).append(j["value"])

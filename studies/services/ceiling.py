@@ -91,28 +91,36 @@ def ceiling_row(dataset: Dataset, frame: ScoreFrame, params: MatrixParams) -> li
         codes, who = np.unique(table[mask, 2].astype(np.int64), return_inverse=True)
         labels = [names[c] for c in codes]
 
-        def statistic(outputs: np.ndarray, own: np.ndarray, others: np.ndarray,
-                      aspect: Any = aspect) -> float:  # fmt: skip
+        def statistic(
+            outputs: np.ndarray, own: np.ndarray, others: np.ndarray, aspect: Any = aspect
+        ) -> float:
             docs = Groups.from_keys(docs_all[outputs])
             systems = Groups.from_keys(systems_all[outputs])
             return float(cell_statistic(own, others, aspect, params, docs, systems).value)
 
-        result = leave_one_out(found[mask], who, table[mask, 3],
-                               frame.n_outputs, len(labels), statistic)  # fmt: skip
+        result = leave_one_out(
+            found[mask], who, table[mask, 3], frame.n_outputs, len(labels), statistic
+        )
         per_annotator = [
             {"annotator": str(label), "value": _num(v), "n_outputs": int(n)}
             for label, v, n in zip(labels, result.values, result.n_outputs, strict=True)
         ]
         value = _num(result.mean)
         overlapping = int((result.n_outputs >= 2).sum())
-        entries.append({
-            "aspect": aspect.code,
-            "value": value,
-            "n_annotators": result.n_annotators,
-            "per_annotator": per_annotator,
-            "n_overlapping": overlapping,
-            "reason": None if value is not None else NO_OVERLAP if overlapping < 2 else UNDEFINED,
-        })  # fmt: skip
+        entries.append(
+            {
+                "aspect": aspect.code,
+                "value": value,
+                "n_annotators": result.n_annotators,
+                "per_annotator": per_annotator,
+                "n_overlapping": overlapping,
+                "reason": None
+                if value is not None
+                else NO_OVERLAP
+                if overlapping < 2
+                else UNDEFINED,
+            }
+        )
     return entries
 
 

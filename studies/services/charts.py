@@ -25,9 +25,14 @@ CONFIDENCE = 0.95
 
 
 def _base(title: str, description: str, **size: Any) -> dict[str, Any]:
-    return {"$schema": SCHEMA, "title": title, "description": description,
-            "width": size.get("width", WIDTH), "height": size.get("height", HEIGHT),
-            "config": {"view": {"stroke": "#dde3ee"}, "font": "system-ui, sans-serif"}}  # fmt: skip
+    return {
+        "$schema": SCHEMA,
+        "title": title,
+        "description": description,
+        "width": size.get("width", WIDTH),
+        "height": size.get("height", HEIGHT),
+        "config": {"view": {"stroke": "#dde3ee"}, "font": "system-ui, sans-serif"},
+    }
 
 
 def _clean(value: float | None, digits: int = 6) -> float | None:
@@ -58,9 +63,13 @@ def system_colour(systems: Iterable[str]) -> dict[str, Any]:
     """A colour channel over systems with a legend, the same order on every chart."""
     domain = sorted(set(systems))
     scheme = next((name for most, name in SYSTEM_SCHEMES if len(domain) <= most), "category20b")
-    return {"field": "system", "type": "nominal", "title": "System",
-            "scale": {"scheme": scheme, "domain": domain},
-            "legend": {"orient": "right", "symbolLimit": 40}}  # fmt: skip
+    return {
+        "field": "system",
+        "type": "nominal",
+        "title": "System",
+        "scale": {"scheme": scheme, "domain": domain},
+        "legend": {"orient": "right", "symbolLimit": 40},
+    }
 
 
 def output_scatter(
@@ -78,20 +87,40 @@ def output_scatter(
     xs = jitter([p["x"] for p in points], rng)
     ys = jitter([p["y"] for p in points], rng)
     values = [
-        {"id": p["id"], "system": p["system"], "doc": p["doc"], "x": _clean(p["x"]),
-         "y": _clean(p["y"]), "x_plot": _clean(float(jx)), "y_plot": _clean(float(jy)),
-         "href": p["href"]}
+        {
+            "id": p["id"],
+            "system": p["system"],
+            "doc": p["doc"],
+            "x": _clean(p["x"]),
+            "y": _clean(p["y"]),
+            "x_plot": _clean(float(jx)),
+            "y_plot": _clean(float(jy)),
+            "href": p["href"],
+        }
         for p, jx, jy in zip(points, xs, ys, strict=True)
-    ]  # fmt: skip
+    ]
     spec = _base(title, f"{len(values)} outputs: {y_title} against {x_title}")
     spec["data"] = {"values": values}
-    spec["mark"] = {"type": "point", "filled": True, "opacity": 0.6, "size": 36,
-                    "cursor": "pointer"}  # fmt: skip
+    spec["mark"] = {
+        "type": "point",
+        "filled": True,
+        "opacity": 0.6,
+        "size": 36,
+        "cursor": "pointer",
+    }
     spec["encoding"] = {
-        "x": {"field": "x_plot", "type": "quantitative", "title": x_title,
-              "scale": {"zero": False, "nice": False}},
-        "y": {"field": "y_plot", "type": "quantitative", "title": y_title,
-              "scale": {"zero": False, "nice": False}},
+        "x": {
+            "field": "x_plot",
+            "type": "quantitative",
+            "title": x_title,
+            "scale": {"zero": False, "nice": False},
+        },
+        "y": {
+            "field": "y_plot",
+            "type": "quantitative",
+            "title": y_title,
+            "scale": {"zero": False, "nice": False},
+        },
         "color": system_colour(p["system"] for p in points),
         "href": {"field": "href", "type": "nominal"},
         "tooltip": [
@@ -101,7 +130,7 @@ def output_scatter(
             {"field": "y", "type": "quantitative", "title": y_title, "format": ".4f"},
             {"field": "id", "type": "nominal", "title": "Output"},
         ],
-    }  # fmt: skip
+    }
     return spec
 
 
@@ -110,13 +139,23 @@ def system_scatter(
 ) -> dict[str, Any]:
     """One point per system (its mean metric ``x`` and mean human ``y``, over ``n``
     outputs), labelled and coloured by system: what a system-level correlation sees."""
-    values = [{"system": r["system"], "x": _clean(r["x"]), "y": _clean(r["y"]), "n": int(r["n"])}
-              for r in rows]  # fmt: skip
+    values = [
+        {"system": r["system"], "x": _clean(r["x"]), "y": _clean(r["y"]), "n": int(r["n"])}
+        for r in rows
+    ]
     encoding = {
-        "x": {"field": "x", "type": "quantitative", "title": x_title,
-              "scale": {"zero": False, "padding": 24}},
-        "y": {"field": "y", "type": "quantitative", "title": y_title,
-              "scale": {"zero": False, "padding": 16}},
+        "x": {
+            "field": "x",
+            "type": "quantitative",
+            "title": x_title,
+            "scale": {"zero": False, "padding": 24},
+        },
+        "y": {
+            "field": "y",
+            "type": "quantitative",
+            "title": y_title,
+            "scale": {"zero": False, "padding": 16},
+        },
         "color": system_colour(r["system"] for r in rows),
         "tooltip": [
             {"field": "system", "type": "nominal", "title": "System"},
@@ -124,15 +163,17 @@ def system_scatter(
             {"field": "y", "type": "quantitative", "title": y_title, "format": ".4f"},
             {"field": "n", "type": "quantitative", "title": "Outputs"},
         ],
-    }  # fmt: skip
+    }
     spec = _base(title, f"{len(values)} system means: {y_title} against {x_title}")
     spec["data"] = {"values": values}
     spec["encoding"] = encoding
     spec["layer"] = [
         {"mark": {"type": "point", "filled": True, "size": 90, "opacity": 0.9}},
-        {"mark": {"type": "text", "align": "left", "dx": 7, "fontSize": 10},
-         "encoding": {"text": {"field": "system", "type": "nominal"}}},
-    ]  # fmt: skip
+        {
+            "mark": {"type": "text", "align": "left", "dx": 7, "fontSize": 10},
+            "encoding": {"text": {"field": "system", "type": "nominal"}},
+        },
+    ]
     return spec
 
 
@@ -172,32 +213,65 @@ def system_bars(
             continue
         for measure, values in (("metric", metric), ("human", human)):
             mean, low, high = mean_interval(values[mine])
-            rows[measure].append({"system": name, "mean": _clean(mean), "low": _clean(low),
-                                  "high": _clean(high), "n": int(mine.sum())})  # fmt: skip
+            rows[measure].append(
+                {
+                    "system": name,
+                    "mean": _clean(mean),
+                    "low": _clean(low),
+                    "high": _clean(high),
+                    "n": int(mine.sum()),
+                }
+            )
     order = sorted(r["system"] for r in rows["metric"])
 
     def panel(measure: str, title: str) -> dict[str, Any]:
         y = {"field": "system", "type": "nominal", "title": None, "sort": order}
         return {
-            "title": title, "width": 220, "height": {"step": 16},
+            "title": title,
+            "width": 220,
+            "height": {"step": 16},
             "data": {"values": rows[measure]},
             "layer": [
-                {"mark": {"type": "bar", "opacity": 0.85},
-                 "encoding": {"y": y, "x": {"field": "mean", "type": "quantitative", "title": f"mean {title}"},
-                              "color": system_colour(order),
-                              "tooltip": [{"field": "system", "type": "nominal", "title": "System"},
-                                          {"field": "mean", "type": "quantitative", "format": ".4f"},
-                                          {"field": "low", "type": "quantitative", "title": "95% CI low", "format": ".4f"},
-                                          {"field": "high", "type": "quantitative", "title": "95% CI high", "format": ".4f"},
-                                          {"field": "n", "type": "quantitative", "title": "Outputs"}]}},
-                {"mark": {"type": "rule", "color": "#1d2433"},
-                 "encoding": {"y": y, "x": {"field": "low", "type": "quantitative"},
-                              "x2": {"field": "high"}}},
+                {
+                    "mark": {"type": "bar", "opacity": 0.85},
+                    "encoding": {
+                        "y": y,
+                        "x": {"field": "mean", "type": "quantitative", "title": f"mean {title}"},
+                        "color": system_colour(order),
+                        "tooltip": [
+                            {"field": "system", "type": "nominal", "title": "System"},
+                            {"field": "mean", "type": "quantitative", "format": ".4f"},
+                            {
+                                "field": "low",
+                                "type": "quantitative",
+                                "title": "95% CI low",
+                                "format": ".4f",
+                            },
+                            {
+                                "field": "high",
+                                "type": "quantitative",
+                                "title": "95% CI high",
+                                "format": ".4f",
+                            },
+                            {"field": "n", "type": "quantitative", "title": "Outputs"},
+                        ],
+                    },
+                },
+                {
+                    "mark": {"type": "rule", "color": "#1d2433"},
+                    "encoding": {
+                        "y": y,
+                        "x": {"field": "low", "type": "quantitative"},
+                        "x2": {"field": "high"},
+                    },
+                },
             ],
-        }  # fmt: skip
+        }
 
-    spec = _base("Per-system means with 95% CIs",
-                 "Mean metric score and mean human score per system, with 95% confidence intervals")  # fmt: skip
+    spec = _base(
+        "Per-system means with 95% CIs",
+        "Mean metric score and mean human score per system, with 95% confidence intervals",
+    )
     del spec["width"], spec["height"], spec["title"]  # each panel has its title
     spec["hconcat"] = [panel("metric", metric_title), panel("human", human_title)]
     spec["resolve"] = {"scale": {"color": "shared"}}
@@ -209,20 +283,29 @@ def histogram(per_group: np.ndarray, *, bins: int = 20, title: str) -> dict[str,
     values = np.asarray(per_group, dtype=np.float64)
     values = values[np.isfinite(values)]
     counts, edges = np.histogram(values, bins=bins, range=(-1.0, 1.0))
-    data = [{"low": round(float(edges[k]), 4), "high": round(float(edges[k + 1]), 4),
-             "count": int(c)} for k, c in enumerate(counts)]  # fmt: skip
+    data = [
+        {"low": round(float(edges[k]), 4), "high": round(float(edges[k + 1]), 4), "count": int(c)}
+        for k, c in enumerate(counts)
+    ]
     spec = _base(title, f"histogram of {values.size} per-document correlations", height=200)
     spec["data"] = {"values": data}
     spec["mark"] = {"type": "bar", "color": "#6d8fd8", "binSpacing": 1}
     spec["encoding"] = {
-        "x": {"field": "low", "type": "quantitative", "bin": {"binned": True, "step": 2 / bins},
-              "title": "per-document correlation", "scale": {"domain": [-1, 1]}},
+        "x": {
+            "field": "low",
+            "type": "quantitative",
+            "bin": {"binned": True, "step": 2 / bins},
+            "title": "per-document correlation",
+            "scale": {"domain": [-1, 1]},
+        },
         "x2": {"field": "high"},
         "y": {"field": "count", "type": "quantitative", "title": "documents"},
-        "tooltip": [{"field": "low", "type": "quantitative", "title": "from"},
-                    {"field": "high", "type": "quantitative", "title": "to"},
-                    {"field": "count", "type": "quantitative", "title": "documents"}],
-    }  # fmt: skip
+        "tooltip": [
+            {"field": "low", "type": "quantitative", "title": "from"},
+            {"field": "high", "type": "quantitative", "title": "to"},
+            {"field": "count", "type": "quantitative", "title": "documents"},
+        ],
+    }
     return spec
 
 
@@ -245,24 +328,37 @@ def lines(
         x_channel["scale"] = {"type": "log", "base": 2}
     spec = _base(title, f"{y_title} against {x_title}", width=440, height=240)
     layers: list[dict[str, Any]] = [
-        {"data": {"values": values},
-         "mark": {"type": "line", "point": True},
-         "encoding": {"x": x_channel,
-                      "y": {"field": "value", "type": "quantitative", "title": y_title},
-                      "color": {"field": "series", "type": "nominal", "title": None,
-                                "sort": list(dict.fromkeys(r["series"] for r in rows))},
-                      "tooltip": [{"field": "series", "type": "nominal"},
-                                  {"field": x, "type": "quantitative", "title": x_title},
-                                  {"field": "value", "type": "quantitative", "title": y_title,
-                                   "format": ".4f"}]}},
-    ]  # fmt: skip
+        {
+            "data": {"values": values},
+            "mark": {"type": "line", "point": True},
+            "encoding": {
+                "x": x_channel,
+                "y": {"field": "value", "type": "quantitative", "title": y_title},
+                "color": {
+                    "field": "series",
+                    "type": "nominal",
+                    "title": None,
+                    "sort": list(dict.fromkeys(r["series"] for r in rows)),
+                },
+                "tooltip": [
+                    {"field": "series", "type": "nominal"},
+                    {"field": x, "type": "quantitative", "title": x_title},
+                    {"field": "value", "type": "quantitative", "title": y_title, "format": ".4f"},
+                ],
+            },
+        },
+    ]
     if mark_x is not None:
         layers.append(
-            {"data": {"values": [{x: mark_x, "label": mark_label}]},
-             "mark": {"type": "rule", "strokeDash": [4, 3], "color": "#8a94a8"},
-             "encoding": {"x": {"field": x, "type": "quantitative"},
-                          "tooltip": {"field": "label", "type": "nominal"}}}
-        )  # fmt: skip
+            {
+                "data": {"values": [{x: mark_x, "label": mark_label}]},
+                "mark": {"type": "rule", "strokeDash": [4, 3], "color": "#8a94a8"},
+                "encoding": {
+                    "x": {"field": x, "type": "quantitative"},
+                    "tooltip": {"field": "label", "type": "nominal"},
+                },
+            }
+        )
     spec["layer"] = layers
     return spec
 
@@ -270,25 +366,57 @@ def lines(
 def training_curves(curves: Sequence[Mapping[str, float]]) -> dict[str, Any]:
     """A learned metric's training loss and validation pairwise accuracy per epoch: two
     lines on independent y axes (loss on its own range, accuracy on 0 to 1)."""
-    values = [{"epoch": c.get("epoch", k + 1), "loss": _clean(c.get("loss")),
-               "accuracy": _clean(c.get("validation_accuracy"))} for k, c in enumerate(curves)]  # fmt: skip
+    values = [
+        {
+            "epoch": c.get("epoch", k + 1),
+            "loss": _clean(c.get("loss")),
+            "accuracy": _clean(c.get("validation_accuracy")),
+        }
+        for k, c in enumerate(curves)
+    ]
     x = {"field": "epoch", "type": "quantitative", "title": "epoch", "axis": {"tickMinStep": 1}}
-    spec = _base("Training", "training loss and validation pairwise accuracy per epoch",
-                 width=360, height=160)  # fmt: skip
+    spec = _base(
+        "Training",
+        "training loss and validation pairwise accuracy per epoch",
+        width=360,
+        height=160,
+    )
     spec["data"] = {"values": values}
     spec["layer"] = [
-        {"mark": {"type": "line", "point": True, "color": "#c0392b"},
-         "encoding": {"x": x, "y": {"field": "loss", "type": "quantitative", "title": "loss",
-                                    "scale": {"zero": False}, "axis": {"titleColor": "#c0392b"}},
-                      "tooltip": [{"field": "epoch", "type": "quantitative"},
-                                  {"field": "loss", "type": "quantitative", "format": ".4f"}]}},
-        {"mark": {"type": "line", "point": True, "color": "#2471a3"},
-         "encoding": {"x": x, "y": {"field": "accuracy", "type": "quantitative",
-                                    "title": "validation pairwise accuracy",
-                                    "scale": {"domain": [0, 1]},
-                                    "axis": {"orient": "right", "titleColor": "#2471a3"}},
-                      "tooltip": [{"field": "epoch", "type": "quantitative"},
-                                  {"field": "accuracy", "type": "quantitative", "format": ".3f"}]}},
-    ]  # fmt: skip
+        {
+            "mark": {"type": "line", "point": True, "color": "#c0392b"},
+            "encoding": {
+                "x": x,
+                "y": {
+                    "field": "loss",
+                    "type": "quantitative",
+                    "title": "loss",
+                    "scale": {"zero": False},
+                    "axis": {"titleColor": "#c0392b"},
+                },
+                "tooltip": [
+                    {"field": "epoch", "type": "quantitative"},
+                    {"field": "loss", "type": "quantitative", "format": ".4f"},
+                ],
+            },
+        },
+        {
+            "mark": {"type": "line", "point": True, "color": "#2471a3"},
+            "encoding": {
+                "x": x,
+                "y": {
+                    "field": "accuracy",
+                    "type": "quantitative",
+                    "title": "validation pairwise accuracy",
+                    "scale": {"domain": [0, 1]},
+                    "axis": {"orient": "right", "titleColor": "#2471a3"},
+                },
+                "tooltip": [
+                    {"field": "epoch", "type": "quantitative"},
+                    {"field": "accuracy", "type": "quantitative", "format": ".3f"},
+                ],
+            },
+        },
+    ]
     spec["resolve"] = {"scale": {"y": "independent"}}
     return spec

@@ -53,11 +53,16 @@ def _compare(dataset: Dataset, a: int, b: int) -> dict[str, Any]:
     shown = np.sort(rng.choice(both, MAX_POINTS, replace=False)) if both.size > MAX_POINTS else both
     label_a, label_b = frame.runs[i].label, frame.runs[j].label
     points = [
-        {"id": int(frame.output_ids[k]), "href": output_href(int(frame.output_ids[k])),
-         "system": frame.system_names[frame.system_codes[k]],
-         "doc": frame.doc_keys[frame.doc_codes[k]], "x": float(x[k]), "y": float(y[k])}
+        {
+            "id": int(frame.output_ids[k]),
+            "href": output_href(int(frame.output_ids[k])),
+            "system": frame.system_names[frame.system_codes[k]],
+            "doc": frame.doc_keys[frame.doc_codes[k]],
+            "x": float(x[k]),
+            "y": float(y[k]),
+        }
         for k in shown
-    ]  # fmt: skip
+    ]
     agreement: dict[str, float | None] = {"pearson": None, "spearman": None, "kendall": None}
     if both.size >= 3 and np.ptp(x[both]) > 0 and np.ptp(y[both]) > 0:
         agreement = {
@@ -71,6 +76,7 @@ def _compare(dataset: Dataset, a: int, b: int) -> dict[str, Any]:
         "n_outputs": int(both.size),
         "n_shown": int(shown.size),
         **agreement,
-        "chart": charts.output_scatter(points, x_title=label_a, y_title=label_b,
-                                       title=f"{label_a} vs {label_b}", rng=rng),
-    }  # fmt: skip
+        "chart": charts.output_scatter(
+            points, x_title=label_a, y_title=label_b, title=f"{label_a} vs {label_b}", rng=rng
+        ),
+    }

@@ -146,8 +146,12 @@ class MatrixParams:
     @property
     def problem(self) -> Unsupported | None:
         """Why these parameters name no statistic (e.g. SPA at sample level), or None."""
-        return unsupported(self.coefficient_enum, self.level_enum,
-                           average=self.average_enum, tie_calibration=self.tie_calibration)  # fmt: skip
+        return unsupported(
+            self.coefficient_enum,
+            self.level_enum,
+            average=self.average_enum,
+            tie_calibration=self.tie_calibration,
+        )
 
     @property
     def level_enum(self) -> Level:
@@ -230,9 +234,14 @@ def frame_for(
         from annotation.services.competence import competence_weights
 
         weights = competence_weights(dataset)
-    frame = load_frame(dataset, exclude_annotators=excluded, judgment_weights=weights,
-                       only_runs=only_runs, only_aspects=only_aspects,
-                       judgments=source_filter(dataset, params.source))  # fmt: skip
+    frame = load_frame(
+        dataset,
+        exclude_annotators=excluded,
+        judgment_weights=weights,
+        only_runs=only_runs,
+        only_aspects=only_aspects,
+        judgments=source_filter(dataset, params.source),
+    )
     if params.test_of:
         from learned.models import TrainedMetric
 
@@ -253,9 +262,11 @@ def source_filter(dataset: Dataset, source: str) -> Q | None:
     if kind == "file":
         return Q(annotator__isnull=True, import_file=raw)
     if kind == "import":
-        name = ImportJob.objects.filter(pk=int(raw), dataset=dataset).values_list(
-            "original_name", flat=True
-        ).first()  # fmt: skip
+        name = (
+            ImportJob.objects.filter(pk=int(raw), dataset=dataset)
+            .values_list("original_name", flat=True)
+            .first()
+        )
         return Q(annotator__isnull=True, import_file=name) if name else NO_JUDGMENT
     from annotation.models import Campaign
     from annotation.services.report import campaign_judgments
@@ -285,13 +296,18 @@ def _judgment_sources(dataset: Dataset) -> list[tuple[str, str]]:
     jobs = ImportJob.objects.filter(dataset=dataset, status=ImportJob.Status.SUCCEEDED)
     uploaded = list(jobs.order_by("created_at").values_list("pk", "original_name"))
     choices = [(f"import:{pk}", f"imported file {name}") for pk, name in uploaded]
-    files = (Judgment.objects.filter(output__document__dataset=dataset, annotator__isnull=True)
-             .order_by("import_file").values_list("import_file", flat=True).distinct())  # fmt: skip
+    files = (
+        Judgment.objects.filter(output__document__dataset=dataset, annotator__isnull=True)
+        .order_by("import_file")
+        .values_list("import_file", flat=True)
+        .distinct()
+    )
     named = {name for _, name in uploaded}
     choices += [(f"file:{name}", f"imported file {name}") for name in files if name not in named]
     campaigns = Campaign.objects.filter(study__dataset=dataset).order_by("created_at")
-    choices += [(f"campaign:{pk}", f"campaign {name}")
-                for pk, name in campaigns.values_list("pk", "name")]  # fmt: skip
+    choices += [
+        (f"campaign:{pk}", f"campaign {name}") for pk, name in campaigns.values_list("pk", "name")
+    ]
     return choices
 
 
@@ -299,8 +315,11 @@ def trained_metrics(dataset: Dataset) -> list[Any]:
     """The dataset's finished learned metrics (for the page's test-documents filter)."""
     from learned.models import TrainedMetric
 
-    return list(TrainedMetric.objects.filter(dataset=dataset, status=TrainedMetric.Status.SUCCEEDED)
-                .select_related("aspect").only("pk", "label", "split", "aspect__code"))  # fmt: skip
+    return list(
+        TrainedMetric.objects.filter(dataset=dataset, status=TrainedMetric.Status.SUCCEEDED)
+        .select_related("aspect")
+        .only("pk", "label", "split", "aspect__code")
+    )
 
 
 def excluded_annotators(dataset: Dataset, params: MatrixParams) -> list[str]:
@@ -392,13 +411,28 @@ def cell_statistic(
     options = statistic_options(aspect)
     calibration = None
     if params.tie_calibration:
-        calibration = calibrate_ties(metric, human, level=level, coefficient=coefficient,
-                                     docs=docs, average=average,
-                                     rng=np.random.default_rng(params.seed))  # fmt: skip
+        calibration = calibrate_ties(
+            metric,
+            human,
+            level=level,
+            coefficient=coefficient,
+            docs=docs,
+            average=average,
+            rng=np.random.default_rng(params.seed),
+        )
         options = replace(options, epsilon=calibration.epsilon)
-    return correlate(metric, human, level=level, coefficient=coefficient, docs=docs,
-                     systems=systems, policy=DegeneratePolicy(params.policy), average=average,
-                     options=options, calibration=calibration)  # fmt: skip
+    return correlate(
+        metric,
+        human,
+        level=level,
+        coefficient=coefficient,
+        docs=docs,
+        systems=systems,
+        policy=DegeneratePolicy(params.policy),
+        average=average,
+        options=options,
+        calibration=calibration,
+    )
 
 
 def compute_matrix(
@@ -451,9 +485,17 @@ def compute_matrix(
             }
             dist = None
             if plan is not None and np.isfinite(result.value):
-                dist = bootstrap_distribution(plan, metric, human, level=level, coefficient=coefficient,
-                                              policy=policy, average=params.average_enum,
-                                              options=result.options, estimate=result)  # fmt: skip
+                dist = bootstrap_distribution(
+                    plan,
+                    metric,
+                    human,
+                    level=level,
+                    coefficient=coefficient,
+                    policy=policy,
+                    average=params.average_enum,
+                    options=result.options,
+                    estimate=result,
+                )
                 finite = dist[np.isfinite(dist)]
                 if finite.size:
                     low, high = np.quantile(finite, [ALPHA / 2, 1 - ALPHA / 2])
@@ -473,8 +515,18 @@ def compute_matrix(
     inter_coefficient = (
         Coefficient.KENDALL_B if coefficient is Coefficient.KENDALL_LIKE else coefficient
     )  # Kendall-like is not symmetric in its two sides
-    inter = intercorrelation(frame.human.T, level=level, coefficient=inter_coefficient, docs=docs,
-                             systems=systems, policy=policy) if frame.aspects else np.zeros((0, 0))  # fmt: skip
+    inter = (
+        intercorrelation(
+            frame.human.T,
+            level=level,
+            coefficient=inter_coefficient,
+            docs=docs,
+            systems=systems,
+            policy=policy,
+        )
+        if frame.aspects
+        else np.zeros((0, 0))
+    )
     return {
         "params": asdict(params),
         "intercorrelation": [[_num(v) for v in row] for row in inter],
@@ -504,11 +556,18 @@ def comparer(
         if plan is None:
             return float("nan")
         return paired_bootstrap_test(
-            plan, metrics[:, a], metrics[:, b], human, level=params.level_enum,
-            coefficient=params.coefficient_enum, policy=DegeneratePolicy(params.policy),
-            alternative=Alternative.GREATER, average=params.average_enum, options=options[a],
+            plan,
+            metrics[:, a],
+            metrics[:, b],
+            human,
+            level=params.level_enum,
+            coefficient=params.coefficient_enum,
+            policy=DegeneratePolicy(params.policy),
+            alternative=Alternative.GREATER,
+            average=params.average_enum,
+            options=options[a],
             options_b=options[b],
-        ).p_value  # fmt: skip
+        ).p_value
 
     return p_on_shared
 
@@ -540,8 +599,10 @@ def rank_column(
             return p_on_shared(a, b)
         return paired_bootstrap_p(draw_a, draw_b, values[a], values[b], Alternative.GREATER)
 
-    ranked = [np.nan if c["partial"] or c.get("sentinel") else v
-              for c, v in zip(cells, values, strict=True)]  # fmt: skip
+    ranked = [
+        np.nan if c["partial"] or c.get("sentinel") else v
+        for c, v in zip(cells, values, strict=True)
+    ]
     clusters = cluster(ranked, p_better if draws is not None else None, ALPHA)
     position = {int(k): n for n, k in enumerate(clusters.order)}
     best = int(clusters.order[0]) if clusters.order.size else -1
@@ -553,8 +614,13 @@ def rank_column(
             elif np.isfinite(values[k]):
                 p = _num(p_better(best, k))
         shared = int((used[k] & used[best]).sum()) if best >= 0 else None
-        cell.update(best=k == best, rank=clusters.ranks[k], p_vs_best=p,
-                    below_best=p is not None and p <= ALPHA, n_shared_with_best=shared)  # fmt: skip
+        cell.update(
+            best=k == best,
+            rank=clusters.ranks[k],
+            p_vs_best=p,
+            below_best=p is not None and p <= ALPHA,
+            n_shared_with_best=shared,
+        )
 
 
 def _num(value: float) -> float | None:

@@ -171,8 +171,14 @@ def _validate(path: Path, options: ImportOptions) -> _Plan:
             more += 1
 
     if not slug_re.match(options.dataset) or len(options.dataset) > _NAME_LENGTH:
-        report(LineError(0, "dataset", f"the dataset name {options.dataset!r} must be 1 to "
-                         f"{_NAME_LENGTH} letters, digits, '-' or '_'"))  # fmt: skip
+        report(
+            LineError(
+                0,
+                "dataset",
+                f"the dataset name {options.dataset!r} must be 1 to "
+                f"{_NAME_LENGTH} letters, digits, '-' or '_'",
+            )
+        )
     task = TaskKind.objects.filter(code=options.task).first()
     if task is None:
         known = ", ".join(TaskKind.objects.values_list("code", flat=True))
@@ -284,8 +290,14 @@ def _check_new_aspects(names: list[str], options: ImportOptions) -> list[LineErr
     another new one; checked before anything is written."""
     limit = settings.CONCORDIA["IMPORT_MAX_NEW_ASPECTS"]
     if len(names) > limit:
-        return [LineError(0, "human", f"the file would create {len(names)} new aspects; at most "
-                          f"{limit} may be created by one import (IMPORT_MAX_NEW_ASPECTS)")]  # fmt: skip
+        return [
+            LineError(
+                0,
+                "human",
+                f"the file would create {len(names)} new aspects; at most "
+                f"{limit} may be created by one import (IMPORT_MAX_NEW_ASPECTS)",
+            )
+        ]
     errors = []
     # keys and names must be free; a code taken (e.g. two long names cut to the same 32
     # characters) is numbered when the aspect is created (_free_code)
@@ -302,8 +314,14 @@ def _check_new_aspects(names: list[str], options: ImportOptions) -> list[LineErr
             value = fields[f]
             holder = taken[f].get(value.lower())
             if holder:
-                errors.append(LineError(0, f"human.{name}", f"a new aspect for {name!r} would "
-                                        f"have the {f} {value!r} of {holder}; rename the column"))  # fmt: skip
+                errors.append(
+                    LineError(
+                        0,
+                        f"human.{name}",
+                        f"a new aspect for {name!r} would "
+                        f"have the {f} {value!r} of {holder}; rename the column",
+                    )
+                )
                 break
             taken[f][value.lower()] = f"the new aspect for {name!r}"
     return errors
@@ -424,15 +442,32 @@ def _created_meanwhile(
     aspect = owned_aspects(options.owner).filter(owner=options.owner, key=key).first()
     field_name = f"human.{name}"
     if aspect is None:
-        raise ImportValidationError([LineError(0, field_name, f"the aspect for {name!r} "
-                                               "clashed with one created at the same moment; "
-                                               "import the file again")])  # fmt: skip
+        raise ImportValidationError(
+            [
+                LineError(
+                    0,
+                    field_name,
+                    f"the aspect for {name!r} "
+                    "clashed with one created at the same moment; "
+                    "import the file again",
+                )
+            ]
+        )
     if not scales.holds(aspect, low, high):
-        raise ImportValidationError([LineError(0, field_name, (
-            f"another import created {aspect.code} at the same moment with the scale "
-            f"{scales.fmt_range(aspect.scale_min, aspect.scale_max)}, which does not hold this "
-            f"file's values ({scales.fmt_range(low, high)}); import the file again with "
-            "--rescale or --widen-aspects"))])  # fmt: skip
+        raise ImportValidationError(
+            [
+                LineError(
+                    0,
+                    field_name,
+                    (
+                        f"another import created {aspect.code} at the same moment with the scale "
+                        f"{scales.fmt_range(aspect.scale_min, aspect.scale_max)}, which does not hold this "
+                        f"file's values ({scales.fmt_range(low, high)}); import the file again with "
+                        "--rescale or --widen-aspects"
+                    ),
+                )
+            ]
+        )
     return aspect
 
 

@@ -66,8 +66,10 @@ def diagnostics(
     frame = None
     if choices is None:
         frame = frame_for(dataset, params)
-        choices = {"runs": [asdict(r) for r in frame.runs],
-                   "aspects": [asdict(a) for a in frame.aspects]}  # fmt: skip
+        choices = {
+            "runs": [asdict(r) for r in frame.runs],
+            "aspects": [asdict(a) for a in frame.aspects],
+        }
         cache.set(base + ":choices", choices)
     run_pk = _pick(run, choices["runs"], "run")
     aspect_pk = _pick(aspect, choices["aspects"], "judged aspect")
@@ -81,12 +83,19 @@ def diagnostics(
         key = base + f":agree:{run_pk}:{aspect_pk}"
         agreement = cache.get(key)
         if agreement is None:  # reading only this run and aspect when nothing is loaded
-            frame = frame or frame_for(dataset, params, only_runs=[run_pk],
-                                       only_aspects=[aspect_pk])  # fmt: skip
+            frame = frame or frame_for(
+                dataset, params, only_runs=[run_pk], only_aspects=[aspect_pk]
+            )
             agreement = disagreements(frame, run_pk, aspect_pk, params)
             cache.set(key, agreement)
-    return {**choices, "run": run_pk, "aspect": aspect_pk, "level": params.level,
-            "length": length, "agreement": agreement}  # fmt: skip
+    return {
+        **choices,
+        "run": run_pk,
+        "aspect": aspect_pk,
+        "level": params.level,
+        "length": length,
+        "agreement": agreement,
+    }
 
 
 def cached_diagnostics(
@@ -107,8 +116,14 @@ def cached_diagnostics(
             return None
     if length is None:
         return None
-    return {**choices, "run": run_pk, "aspect": aspect_pk, "level": params.level,
-            "length": length, "agreement": agreement}  # fmt: skip
+    return {
+        **choices,
+        "run": run_pk,
+        "aspect": aspect_pk,
+        "level": params.level,
+        "length": length,
+        "agreement": agreement,
+    }
 
 
 def available_diagnostics(
@@ -123,8 +138,7 @@ def available_diagnostics(
     if found is None:
         key = _progress_key(dataset, params, run, aspect)
         if cache.add(key, True, 600):  # not asked already
-            send(COMPUTE_DIAGNOSTICS, dataset.pk, asdict(params), str(run or ""),
-                 str(aspect or ""))  # fmt: skip
+            send(COMPUTE_DIAGNOSTICS, dataset.pk, asdict(params), str(run or ""), str(aspect or ""))
     return found
 
 
@@ -173,11 +187,14 @@ def length_bias(frame: ScoreFrame, lengths: np.ndarray, params: MatrixParams) ->
     docs, systems = Groups.from_keys(frame.doc_codes), Groups.from_keys(frame.system_codes)
 
     def plain(x: np.ndarray, y: np.ndarray) -> float | None:
-        return _num(correlate(x, y, level=level, coefficient=coefficient, docs=docs,
-                              systems=systems).value)  # fmt: skip
+        return _num(
+            correlate(x, y, level=level, coefficient=coefficient, docs=docs, systems=systems).value
+        )
 
-    aspects = [{"aspect": asdict(a), "length": plain(frame.human[:, j], lengths)}
-               for j, a in enumerate(frame.aspects)]  # fmt: skip
+    aspects = [
+        {"aspect": asdict(a), "length": plain(frame.human[:, j], lengths)}
+        for j, a in enumerate(frame.aspects)
+    ]
     runs = []
     for i, run in enumerate(frame.runs):
         metric = frame.metrics[:, i]
@@ -185,11 +202,24 @@ def length_bias(frame: ScoreFrame, lengths: np.ndarray, params: MatrixParams) ->
         for j in range(len(frame.aspects)):
             human = frame.human[:, j]
             raw = plain(metric, human)
-            partial = partial_correlate(metric, human, lengths, level=level,
-                                        coefficient=coefficient, docs=docs, systems=systems)  # fmt: skip
+            partial = partial_correlate(
+                metric,
+                human,
+                lengths,
+                level=level,
+                coefficient=coefficient,
+                docs=docs,
+                systems=systems,
+            )
             value = _num(partial.value)
-            cells.append({"raw": raw, "partial": value, "n_outputs": partial.n_outputs,
-                          "change": None if raw is None or value is None else value - raw})  # fmt: skip
+            cells.append(
+                {
+                    "raw": raw,
+                    "partial": value,
+                    "n_outputs": partial.n_outputs,
+                    "change": None if raw is None or value is None else value - raw,
+                }
+            )
         runs.append({"run": asdict(run), "length": plain(metric, lengths), "cells": cells})
     finite = lengths[np.isfinite(lengths)]
     return {
@@ -215,12 +245,17 @@ def disagreements(
     listed = [k for k in range(systems.n_groups) if ranks.n_outputs[k] > 0]
     listed.sort(key=lambda k: (-abs(float(ranks.gap[k])), frame.system_names[k]))
     system_rows = [
-        {"system": frame.system_names[k], "metric_mean": float(ranks.metric_mean[k]),
-         "human_mean": float(ranks.human_mean[k]), "metric_rank": float(ranks.metric_rank[k]),
-         "human_rank": float(ranks.human_rank[k]), "gap": float(ranks.gap[k]),
-         "n_outputs": int(ranks.n_outputs[k])}
+        {
+            "system": frame.system_names[k],
+            "metric_mean": float(ranks.metric_mean[k]),
+            "human_mean": float(ranks.human_mean[k]),
+            "metric_rank": float(ranks.metric_rank[k]),
+            "human_rank": float(ranks.human_rank[k]),
+            "gap": float(ranks.gap[k]),
+            "n_outputs": int(ranks.n_outputs[k]),
+        }
         for k in listed
-    ]  # fmt: skip
+    ]
     both = np.isfinite(metric) & np.isfinite(human)
     # an output's disagreement: its percentile by metric minus its percentile by humans
     # (pooled, as the drill-down ranks them); each system's most misjudged outputs
@@ -238,24 +273,36 @@ def disagreements(
     defined = np.flatnonzero(np.isfinite(values))
     worst = defined[np.lexsort((defined, values[defined]))][:TOP_DOCUMENTS]
     rows_of = {int(d): np.flatnonzero(both & (frame.doc_codes == d)) for d in worst}
-    wanted = [int(frame.output_ids[k]) for rows in [*rows_of.values(), *picked.values()]
-              for k in rows]  # fmt: skip
+    wanted = [
+        int(frame.output_ids[k]) for rows in [*rows_of.values(), *picked.values()] for k in rows
+    ]
     texts = dict(Output.objects.filter(pk__in=wanted).values_list("pk", "text"))
 
     def describe(k: int) -> dict[str, Any]:
         pk = int(frame.output_ids[k])
-        return {"output": pk, "doc": frame.doc_keys[frame.doc_codes[k]],
-                "system": frame.system_names[frame.system_codes[k]], "metric": float(metric[k]),
-                "human": float(human[k]), "gap": float(gap[k]),
-                "text": texts.get(pk, "")[:TEXT_CHARS]}  # fmt: skip
+        return {
+            "output": pk,
+            "doc": frame.doc_keys[frame.doc_codes[k]],
+            "system": frame.system_names[frame.system_codes[k]],
+            "metric": float(metric[k]),
+            "human": float(human[k]),
+            "gap": float(gap[k]),
+            "text": texts.get(pk, "")[:TEXT_CHARS],
+        }
 
     for row, k in zip(system_rows, listed, strict=True):
         row["outputs"] = [describe(int(o)) for o in picked[k]]
     documents = []
     for d in worst:
         rows = sorted(rows_of[int(d)], key=lambda k: (-human[k], -metric[k]))
-        documents.append({"doc": frame.doc_keys[d], "value": float(values[d]),
-                          "n_outputs": int(scored[d]), "outputs": [describe(k) for k in rows]})  # fmt: skip
+        documents.append(
+            {
+                "doc": frame.doc_keys[d],
+                "value": float(values[d]),
+                "n_outputs": int(scored[d]),
+                "outputs": [describe(k) for k in rows],
+            }
+        )
     label = "Spearman ρ" if coefficient is Coefficient.SPEARMAN else "Kendall τ-b"
     return {
         "run": asdict(frame.runs[i]),

@@ -66,9 +66,15 @@ def _compute(
 
     def describe(k: int) -> dict[str, Any]:
         pk = int(frame.output_ids[k])
-        return {"id": pk, "href": output_href(pk), "doc": frame.doc_keys[frame.doc_codes[k]],
-                "system": frame.system_names[frame.system_codes[k]], "metric": float(metric[k]),
-                "human": float(human[k]), "text": texts.get(pk, "")[:400]}  # fmt: skip
+        return {
+            "id": pk,
+            "href": output_href(pk),
+            "doc": frame.doc_keys[frame.doc_codes[k]],
+            "system": frame.system_names[frame.system_codes[k]],
+            "metric": float(metric[k]),
+            "human": float(human[k]),
+            "text": texts.get(pk, "")[:400],
+        }
 
     run_label, aspect_name = frame.runs[i].label, frame.aspects[j].name
     system_level = params.level_enum is Level.SYSTEM
@@ -94,15 +100,28 @@ def _compute(
         "browse": reverse("studies:dataset-outputs", args=[dataset.pk])
         + "?"
         + urlencode({"run": run_pk, "aspect": frame.aspects[j].code, "sort": f"-run:{run_pk}"}),
-        "bars": charts.system_bars(frame.system_names, metric, human, frame.system_codes,
-                                   metric_title=run_label, human_title=f"human {aspect_name}"),
-    }  # fmt: skip
+        "bars": charts.system_bars(
+            frame.system_names,
+            metric,
+            human,
+            frame.system_codes,
+            metric_title=run_label,
+            human_title=f"human {aspect_name}",
+        ),
+    }
     if system_level:  # the points the system-level correlation is computed from
         ok = np.isfinite(metric) & np.isfinite(human)
         mx, my, present = system_means(metric, human, systems, ok)
         counts = np.bincount(systems.codes[ok], minlength=systems.n_groups)
-        rows = [{"system": frame.system_names[int(systems.keys[g])], "x": float(mx[g]),
-                 "y": float(my[g]), "n": int(counts[g])} for g in np.flatnonzero(present)]  # fmt: skip
+        rows = [
+            {
+                "system": frame.system_names[int(systems.keys[g])],
+                "x": float(mx[g]),
+                "y": float(my[g]),
+                "n": int(counts[g]),
+            }
+            for g in np.flatnonzero(present)
+        ]
         details["system_points"] = rows
         details["scatter"] = charts.system_scatter(
             rows,
@@ -111,10 +130,17 @@ def _compute(
             title=f"{len(rows)} system means",
         )
     else:
-        points = [{"id": int(frame.output_ids[k]), "href": output_href(int(frame.output_ids[k])),
-                   "doc": frame.doc_keys[frame.doc_codes[k]],
-                   "system": frame.system_names[frame.system_codes[k]],
-                   "x": float(metric[k]), "y": float(human[k])} for k in shown]  # fmt: skip
+        points = [
+            {
+                "id": int(frame.output_ids[k]),
+                "href": output_href(int(frame.output_ids[k])),
+                "doc": frame.doc_keys[frame.doc_codes[k]],
+                "system": frame.system_names[frame.system_codes[k]],
+                "x": float(metric[k]),
+                "y": float(human[k]),
+            }
+            for k in shown
+        ]
         details["scatter"] = charts.output_scatter(
             points,
             x_title=run_label,
@@ -134,8 +160,9 @@ def output_href(pk: int) -> str:
 
 def _histogram(per_doc: np.ndarray) -> dict[str, Any]:
     values = per_doc[np.isfinite(per_doc)]
-    return {"n": int(values.size),
-            "mean": float(values.mean()) if values.size else None,
-            "median": float(np.median(values)) if values.size else None,
-            "chart": charts.histogram(values, bins=HISTOGRAM_BINS,
-                                      title="Per-document correlations")}  # fmt: skip
+    return {
+        "n": int(values.size),
+        "mean": float(values.mean()) if values.size else None,
+        "median": float(np.median(values)) if values.size else None,
+        "chart": charts.histogram(values, bins=HISTOGRAM_BINS, title="Per-document correlations"),
+    }

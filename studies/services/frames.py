@@ -163,8 +163,12 @@ def load_frame(
         excluded = {f"u{pk}" for pk in exclude_annotators}
         weights = None
         if judgment_weights is not None:
-            weights = np.array([judgment_weights.get((a, s), 1.0) if a is not None else 1.0
-                                for a, s in zip(table[:, 2], table[:, 1], strict=True)])  # fmt: skip
+            weights = np.array(
+                [
+                    judgment_weights.get((a, s), 1.0) if a is not None else 1.0
+                    for a, s in zip(table[:, 2], table[:, 1], strict=True)
+                ]
+            )
         for column, aspect in enumerate(aspects):
             mask = table[:, 1] == aspect.pk
             result = aggregate_judgments(

@@ -57,8 +57,9 @@ def run_import_job(job_id: int) -> str:
     if job.dataset_id is not None and job.dataset.owner_id != job.created_by_id:
         # names are per owner, so a job only ever writes into its creator's dataset
         job.status = ImportJob.Status.FAILED
-        job.errors = [f"dataset #{job.dataset_id} does not belong to {job.created_by}; "
-                      "nothing was imported"]  # fmt: skip
+        job.errors = [
+            f"dataset #{job.dataset_id} does not belong to {job.created_by}; nothing was imported"
+        ]
         job.finished_at = timezone.now()
         job.save(update_fields=["status", "errors", "finished_at"])
         return job.status

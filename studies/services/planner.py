@@ -65,12 +65,15 @@ class PlannerParams:
         coefficient = query.get("coef", params.coefficient)
         average = query.get("average", params.average)
         return replace(
-            params, aspect=number("aspect"), a=number("a"), b=number("b"),
+            params,
+            aspect=number("aspect"),
+            a=number("a"),
+            b=number("b"),
             level=str(query.get("level", params.level)),
             coefficient=coefficient if coefficient in COEFFICIENT_NAMES else params.coefficient,
             average=average if average in ("macro", "micro") else params.average,
             seed=number("seed"),
-        )  # fmt: skip
+        )
 
     @property
     def coefficient_enum(self) -> Coefficient:
@@ -80,8 +83,10 @@ class PlannerParams:
     def problem(self) -> str:
         """Why these parameters cannot be planned ("" when they can)."""
         if self.level != Level.SAMPLE.value:
-            return ("The planner resamples documents of a sample-level correlation (per document, "
-                    "then averaged); choose the sample level")  # fmt: skip
+            return (
+                "The planner resamples documents of a sample-level correlation (per document, "
+                "then averaged); choose the sample level"
+            )
         if self.coefficient_enum is Coefficient.PDP:
             return "Pairwise difference Pearson pools the pairs of every document: no per-document values to resample"
         refusal = unsupported(self.coefficient_enum, Level.SAMPLE, average=Average(self.average))
@@ -94,8 +99,15 @@ class PlannerParams:
 
     @property
     def query(self) -> str:
-        choices = {"aspect": self.aspect, "a": self.a, "b": self.b, "level": self.level,
-                   "coef": self.coefficient, "average": self.average, "seed": self.seed}  # fmt: skip
+        choices = {
+            "aspect": self.aspect,
+            "a": self.a,
+            "b": self.b,
+            "level": self.level,
+            "coef": self.coefficient,
+            "average": self.average,
+            "seed": self.seed,
+        }
         return urlencode({k: v for k, v in choices.items() if v not in (0, "")})
 
     @property
@@ -159,8 +171,15 @@ def document_values(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-document values and weights of the sample-level statistic (NaN value and
     weight 0 for a skipped document)."""
-    part = sample_level(metric, human, docs, params.coefficient_enum, DegeneratePolicy(params.policy),
-                        Average(params.average), options)  # fmt: skip
+    part = sample_level(
+        metric,
+        human,
+        docs,
+        params.coefficient_enum,
+        DegeneratePolicy(params.policy),
+        Average(params.average),
+        options,
+    )
     weights = part.weights if part.weights is not None else np.ones(part.values.size)
     return part.values, weights
 
@@ -180,20 +199,30 @@ def compute_plan(dataset: Dataset, params: PlannerParams) -> dict[str, Any]:
         rows &= np.isfinite(column)  # the outputs every chosen run scored
     docs = Groups.from_keys(frame.doc_codes[rows])
     options = statistic_options(aspect)
-    parts = [document_values(c[rows], human[rows], docs, params, options) for c in columns] \
-        if rows.any() else []  # fmt: skip
+    parts = (
+        [document_values(c[rows], human[rows], docs, params, options) for c in columns]
+        if rows.any()
+        else []
+    )
     usable = np.ones(docs.n_groups if rows.any() else 0, dtype=bool)
     for values, weights in parts:
         usable &= np.isfinite(values) & (weights > 0)
     n_docs = int(usable.sum())
     labels = {r.pk: r.label for r in frame.runs}
     result: dict[str, Any] = {
-        "params": asdict(params), "label": params.label, "aspect": aspect.code,
+        "params": asdict(params),
+        "label": params.label,
+        "aspect": aspect.code,
         "a": {"run": params.a, "label": labels.get(params.a, "")},
         "b": {"run": params.b, "label": labels.get(params.b, "")} if params.b else None,
-        "n_documents": n_docs, "n_outputs": int(rows.sum()), "sizes": [], "rows": [],
-        "needed": None, "target_power": stats_planner.TARGET_POWER, "alpha": stats_planner.ALPHA,
-    }  # fmt: skip
+        "n_documents": n_docs,
+        "n_outputs": int(rows.sum()),
+        "sizes": [],
+        "rows": [],
+        "needed": None,
+        "target_power": stats_planner.TARGET_POWER,
+        "alpha": stats_planner.ALPHA,
+    }
     if n_docs < 2:
         result["problem"] = (
             "Fewer than two documents where every chosen run and the humans scored outputs."
@@ -206,9 +235,10 @@ def compute_plan(dataset: Dataset, params: PlannerParams) -> dict[str, Any]:
     result["sizes"] = sizes
     result["a"]["value"] = float(np.sum(wa * va) / np.sum(wa))
     series: dict[str, list[float]] = {
-        "half_width_a": stats_planner.half_widths(va, sizes, rng, weights=wa,
-                                                  resamples=params.resamples).tolist(),
-    }  # fmt: skip
+        "half_width_a": stats_planner.half_widths(
+            va, sizes, rng, weights=wa, resamples=params.resamples
+        ).tolist(),
+    }
     if rest:
         vb, wb = rest[0]
         result["b"]["value"] = float(np.sum(wb * vb) / np.sum(wb))
@@ -230,8 +260,10 @@ def compute_plan(dataset: Dataset, params: PlannerParams) -> dict[str, Any]:
         )
         series["power"] = curve.power
         result["needed"] = curve.needed
-    result["rows"] = [{"n": n, "here": n == n_docs, **{k: v[i] for k, v in series.items()}}
-                      for i, n in enumerate(sizes)]  # fmt: skip
+    result["rows"] = [
+        {"n": n, "here": n == n_docs, **{k: v[i] for k, v in series.items()}}
+        for i, n in enumerate(sizes)
+    ]
     result["chart"] = chart(sizes, series, n_docs)
     result["seconds"] = round(time.perf_counter() - started, 3)
     return result
@@ -240,8 +272,19 @@ def compute_plan(dataset: Dataset, params: PlannerParams) -> dict[str, Any]:
 def chart(sizes: list[int], series: dict[str, list[float]], here: int) -> dict[str, Any]:
     """A Vega-Lite line chart of the CI half-width against the number of documents (log₂
     x axis): one line per half-width series (a, b, a − b), the dataset's size marked."""
-    rows = [{"n": n, "series": SERIES_NAMES[k], "value": v[i]}
-            for k, v in series.items() if k in SERIES_NAMES for i, n in enumerate(sizes)]  # fmt: skip
-    return charts.lines(rows, x="n", x_title="documents", y_title="CI half-width",
-                        title="CI half-width against documents", log_x=True, mark_x=here,
-                        mark_label=f"this dataset: {here} documents")  # fmt: skip
+    rows = [
+        {"n": n, "series": SERIES_NAMES[k], "value": v[i]}
+        for k, v in series.items()
+        if k in SERIES_NAMES
+        for i, n in enumerate(sizes)
+    ]
+    return charts.lines(
+        rows,
+        x="n",
+        x_title="documents",
+        y_title="CI half-width",
+        title="CI half-width against documents",
+        log_x=True,
+        mark_x=here,
+        mark_label=f"this dataset: {here} documents",
+    )

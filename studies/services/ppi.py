@@ -82,37 +82,58 @@ def ppi_table(dataset: Dataset, query: PPIQuery) -> dict[str, Any]:
 
 def compute_table(dataset: Dataset, query: PPIQuery) -> dict[str, Any]:
     started = time.perf_counter()
-    params = MatrixParams(exclude_flagged=query.exclude_flagged,
-                          weight_by_competence=query.weight_by_competence)  # fmt: skip
+    params = MatrixParams(
+        exclude_flagged=query.exclude_flagged, weight_by_competence=query.weight_by_competence
+    )
     frame = frame_for(dataset, params, only_runs=[query.run], only_aspects=[query.aspect])
     if not frame.runs or not frame.aspects:
         raise ValueError("the run and the aspect must belong to the dataset")
     metric, human = frame.metrics[:, 0], frame.human[:, 0]
     folds = document_folds(frame.doc_codes, query.folds, np.random.default_rng(query.seed))
     predicted = calibrate(metric, human, folds)
-    means = system_means(predicted, human, frame.system_codes, frame.doc_codes,
-                         confidence=CONFIDENCE)  # fmt: skip
+    means = system_means(
+        predicted, human, frame.system_codes, frame.doc_codes, confidence=CONFIDENCE
+    )
     names = frame.system_names
     reference = _reference(query.reference, names, means.ppi.value)
     systems = [
-        {"system": name, "n_total": int(means.n_total[s]), "n_judged": int(means.n_labelled[s]),
-         "human": _estimate(means.human, s), "metric": _estimate(means.metric, s),
-         "ppi": _estimate(means.ppi, s), "lam": _num(means.lam[s]),
-         "variance_ratio": _num(means.variance_ratio[s]), "saved": _num(means.saved[s]),
-         "effective_judged": _num(means.effective_labelled[s])}
+        {
+            "system": name,
+            "n_total": int(means.n_total[s]),
+            "n_judged": int(means.n_labelled[s]),
+            "human": _estimate(means.human, s),
+            "metric": _estimate(means.metric, s),
+            "ppi": _estimate(means.ppi, s),
+            "lam": _num(means.lam[s]),
+            "variance_ratio": _num(means.variance_ratio[s]),
+            "saved": _num(means.saved[s]),
+            "effective_judged": _num(means.effective_labelled[s]),
+        }
         for s, name in enumerate(names)
-    ]  # fmt: skip
+    ]
     differences = []
     if reference is not None:
-        diffs = system_differences(predicted, human, frame.system_codes, frame.doc_codes,
-                                   names.index(reference), confidence=CONFIDENCE)  # fmt: skip
+        diffs = system_differences(
+            predicted,
+            human,
+            frame.system_codes,
+            frame.doc_codes,
+            names.index(reference),
+            confidence=CONFIDENCE,
+        )
         differences = [
-            {"system": name, "n_documents": int(diffs.n_total[s]),
-             "n_judged": int(diffs.n_labelled[s]), "human": _estimate(diffs.human, s),
-             "ppi": _estimate(diffs.ppi, s), "variance_ratio": _num(diffs.variance_ratio[s]),
-             "significant": bool(_excludes_zero(diffs.ppi, s))}
-            for s, name in enumerate(names) if name != reference
-        ]  # fmt: skip
+            {
+                "system": name,
+                "n_documents": int(diffs.n_total[s]),
+                "n_judged": int(diffs.n_labelled[s]),
+                "human": _estimate(diffs.human, s),
+                "ppi": _estimate(diffs.ppi, s),
+                "variance_ratio": _num(diffs.variance_ratio[s]),
+                "significant": bool(_excludes_zero(diffs.ppi, s)),
+            }
+            for s, name in enumerate(names)
+            if name != reference
+        ]
     line = fit_linear(metric, human)
     scored = np.isfinite(metric)
     return {
@@ -145,8 +166,12 @@ def _reference(wanted: str, names: list[str], values: np.ndarray) -> str | None:
 
 
 def _estimate(estimate: Estimate, s: int) -> dict[str, float | None]:
-    return {"value": _num(estimate.value[s]), "se": _num(estimate.se[s]),
-            "low": _num(estimate.low[s]), "high": _num(estimate.high[s])}  # fmt: skip
+    return {
+        "value": _num(estimate.value[s]),
+        "se": _num(estimate.se[s]),
+        "low": _num(estimate.low[s]),
+        "high": _num(estimate.high[s]),
+    }
 
 
 def _excludes_zero(estimate: Estimate, s: int) -> bool:
@@ -176,9 +201,13 @@ def parse_query(
     if run is None or aspect is None:
         return None, runs, aspects
     options = MatrixParams.from_query(query)
-    found = PPIQuery(run=run.pk, aspect=aspect.pk, reference=str(query.get("vs") or ""),
-                     exclude_flagged=options.exclude_flagged,
-                     weight_by_competence=options.weight_by_competence)  # fmt: skip
+    found = PPIQuery(
+        run=run.pk,
+        aspect=aspect.pk,
+        reference=str(query.get("vs") or ""),
+        exclude_flagged=options.exclude_flagged,
+        weight_by_competence=options.weight_by_competence,
+    )
     return found, runs, aspects
 
 

@@ -48,8 +48,13 @@ def sweep_stale_work(now: datetime | None = None) -> dict[str, int]:
     conf = settings.CONCORDIA
     grace = timedelta(seconds=conf["PENDING_GRACE_SECONDS"])
     import_lease = timedelta(seconds=conf["IMPORT_LEASE_SECONDS"])
-    counts = {"running_runs": 0, "pending_runs": 0, "running_imports": 0, "pending_imports": 0,
-              "running_shards": 0}  # fmt: skip
+    counts = {
+        "running_runs": 0,
+        "pending_runs": 0,
+        "running_imports": 0,
+        "pending_imports": 0,
+        "running_shards": 0,
+    }
 
     runs = MetricRun.objects.filter(kind=MetricRun.Kind.COMPUTED)
     for shard in shards.stale(now - run_lease()):  # its worker died; others may still work

@@ -45,8 +45,11 @@ def default_aspect(dataset: Dataset) -> str:
     judged one ("" without judgments)."""
     top = (
         Judgment.objects.filter(output__document__dataset=dataset)
-        .values("aspect__code").annotate(n=Count("pk")).order_by("-n", "aspect__code").first()
-    )  # fmt: skip
+        .values("aspect__code")
+        .annotate(n=Count("pk"))
+        .order_by("-n", "aspect__code")
+        .first()
+    )
     return str(top["aspect__code"]) if top else ""
 
 
@@ -55,13 +58,17 @@ def _gptscore_like(dataset: Dataset) -> dict[str, Any]:
     sentinel differs from it only by the missing source."""
     run = (
         dataset.runs.filter(metric="gptscore", kind=MetricRun.Kind.COMPUTED)
-        .exclude(config__dimension=sentinels.SOURCE_FREE_DIMENSION).order_by("-pk").first()
-    )  # fmt: skip
+        .exclude(config__dimension=sentinels.SOURCE_FREE_DIMENSION)
+        .order_by("-pk")
+        .first()
+    )
     config = run.config if run else {}
     setting = config.get("setting", "IST")
-    return {"model": str(config.get("model", "default")),
-            "setting": "IST" if setting == "IDM" else setting,
-            "reduction": str(config.get("reduction", "mean"))}  # fmt: skip
+    return {
+        "model": str(config.get("model", "default")),
+        "setting": "IST" if setting == "IDM" else setting,
+        "reduction": str(config.get("reduction", "mean")),
+    }
 
 
 def sentinel_requests(
@@ -74,10 +81,15 @@ def sentinel_requests(
     return [
         RunRequest(metric="length"),
         RunRequest(metric="random", seed=seed),
-        RunRequest(metric="gptscore", dimension=sentinels.SOURCE_FREE_DIMENSION,
-                   aspect=aspect or default_aspect(dataset), model=model or like["model"],
-                   setting=like["setting"], reduction=like["reduction"]),
-    ]  # fmt: skip
+        RunRequest(
+            metric="gptscore",
+            dimension=sentinels.SOURCE_FREE_DIMENSION,
+            aspect=aspect or default_aspect(dataset),
+            model=model or like["model"],
+            setting=like["setting"],
+            reduction=like["reduction"],
+        ),
+    ]
 
 
 def _plan(dataset: Dataset, request: RunRequest, local_paths: bool) -> Plan:
@@ -94,9 +106,15 @@ def _plan(dataset: Dataset, request: RunRequest, local_paths: bool) -> Plan:
 
 
 def add_sentinels(
-    dataset: Dataset, *, user: Any = None, aspect: str = "", model: str = "", seed: int = 0,
-    enqueue: bool = True, local_paths: bool = False,
-) -> Added:  # fmt: skip
+    dataset: Dataset,
+    *,
+    user: Any = None,
+    aspect: str = "",
+    model: str = "",
+    seed: int = 0,
+    enqueue: bool = True,
+    local_paths: bool = False,
+) -> Added:
     """Start the sentinel runs that the dataset lacks; a sentinel whose configuration
     an unfailed run already has is not started again (the action is idempotent). A
     sentinel that cannot be built (no model installed, no template) is skipped, with why.
@@ -108,9 +126,16 @@ def add_sentinels(
         except (RunError, ModelNotInstalled) as exc:
             added.skipped.append(f"{request.metric}: {exc}")
             continue
-        twin = next((run for run in dataset.runs.filter(metric=plan.metric, label=plan.label,
-                                                          status__in=LIVE).order_by("pk")
-                     if run.config == plan.config), None)  # fmt: skip
+        twin = next(
+            (
+                run
+                for run in dataset.runs.filter(
+                    metric=plan.metric, label=plan.label, status__in=LIVE
+                ).order_by("pk")
+                if run.config == plan.config
+            ),
+            None,
+        )
         if twin is not None:
             added.existing.append(twin)
         else:

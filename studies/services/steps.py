@@ -62,9 +62,14 @@ def base_config(task: TaskKind, aspect_version: AspectVersion, **options: Any) -
         aspect_version.name, aspect_version.definition, scale, aspect_version.anchors
     )
     return geval.GEvalConfig(
-        introduction=introduction, aspect_name=aspect_version.name, criteria=criteria,
-        scale=scale, source_label=source_label, output_label=output_label, **options,
-    )  # fmt: skip
+        introduction=introduction,
+        aspect_name=aspect_version.name,
+        criteria=criteria,
+        scale=scale,
+        source_label=source_label,
+        output_label=output_label,
+        **options,
+    )
 
 
 def _save_version(
@@ -77,9 +82,13 @@ def _save_version(
                     task=task, aspect_version=aspect_version
                 ).aggregate(top=Max("version"))["top"]
                 return EvaluationSteps.objects.create(
-                    task=task, aspect_version=aspect_version, version=(last or 0) + 1,
-                    text=text, origin=origin, **fields,
-                )  # fmt: skip
+                    task=task,
+                    aspect_version=aspect_version,
+                    version=(last or 0) + 1,
+                    text=text,
+                    origin=origin,
+                    **fields,
+                )
         except IntegrityError:
             continue
     raise StepsError("Another version of these steps was saved at the same time; try again.")
@@ -116,18 +125,35 @@ def generate_steps(
     text = geval.clean_steps(geval.STEPS_PRIMER.strip() + generated)
     if not text:
         raise StepsError("The model generated no evaluation steps.")
-    generation = {**model_info, "prompt": prompt, "output": generated, "chat_template": False,
-                  "decoding": "greedy", "seed": seed,
-                  "max_new_tokens": max_new_tokens,
-                  "seconds": round(time.perf_counter() - started, 3)}  # fmt: skip
-    return _save_version(task, aspect_version, text, EvaluationSteps.Origin.GENERATED,
-                         generation=generation, created_by=user, owner=owner)  # fmt: skip
+    generation = {
+        **model_info,
+        "prompt": prompt,
+        "output": generated,
+        "chat_template": False,
+        "decoding": "greedy",
+        "seed": seed,
+        "max_new_tokens": max_new_tokens,
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    return _save_version(
+        task,
+        aspect_version,
+        text,
+        EvaluationSteps.Origin.GENERATED,
+        generation=generation,
+        created_by=user,
+        owner=owner,
+    )
 
 
 def edit_steps(
-    task: TaskKind, aspect_version: AspectVersion, text: str, *, user: Any = None,
+    task: TaskKind,
+    aspect_version: AspectVersion,
+    text: str,
+    *,
+    user: Any = None,
     shared: bool = False,
-) -> EvaluationSteps:  # fmt: skip
+) -> EvaluationSteps:
     """Save a researcher's text as a new version of their own steps (``shared``: of the
     shared steps, which only admins edit); unchanged text saves nothing."""
     text = text.replace("\r\n", "\n").strip()
@@ -137,8 +163,15 @@ def edit_steps(
     current = current_steps(task, aspect_version, owner)
     if current is not None and current.text == text:
         return current
-    return _save_version(task, aspect_version, text, EvaluationSteps.Origin.EDITED,
-                         generation={}, created_by=user, owner=owner)  # fmt: skip
+    return _save_version(
+        task,
+        aspect_version,
+        text,
+        EvaluationSteps.Origin.EDITED,
+        generation={},
+        created_by=user,
+        owner=owner,
+    )
 
 
 def load_generator(location: str) -> Any:
@@ -148,9 +181,14 @@ def load_generator(location: str) -> Any:
 
 
 def generate_steps_job(
-    task_id: int, aspect_version_id: int, model: str = "default", seed: int = 0,
-    force: bool = False, user_id: int | None = None, shared: bool = False,
-) -> int:  # fmt: skip
+    task_id: int,
+    aspect_version_id: int,
+    model: str = "default",
+    seed: int = 0,
+    force: bool = False,
+    user_id: int | None = None,
+    shared: bool = False,
+) -> int:
     """What the Celery task runs: load the model and generate; returns the steps' id."""
     from django.contrib.auth import get_user_model
 
@@ -161,16 +199,29 @@ def generate_steps_job(
     aspect_version = AspectVersion.objects.select_related("aspect").get(pk=aspect_version_id)
     location, label = resolve_model(model)
     info = {"model": model, "model_label": label, "model_files": fingerprint(location)}
-    steps = generate_steps(task, aspect_version, load_generator(location), model_info=info,
-                           seed=seed, force=force, user=user,
-                           owner=None if shared else user)  # fmt: skip
+    steps = generate_steps(
+        task,
+        aspect_version,
+        load_generator(location),
+        model_info=info,
+        seed=seed,
+        force=force,
+        user=user,
+        owner=None if shared else user,
+    )
     return steps.pk
 
 
 def request_generation(
-    task: TaskKind, aspect_version: AspectVersion, *, model: str = "default", seed: int = 0,
-    force: bool = False, user: Any = None, shared: bool = False,
-) -> None:  # fmt: skip
+    task: TaskKind,
+    aspect_version: AspectVersion,
+    *,
+    model: str = "default",
+    seed: int = 0,
+    force: bool = False,
+    user: Any = None,
+    shared: bool = False,
+) -> None:
     """Enqueue the generation on the ``gpu`` queue once the transaction commits; the steps
     belong to ``user`` (a web request may only ask for an allowed model)."""
     from studies.services.models import check_model

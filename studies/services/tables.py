@@ -39,8 +39,15 @@ def matrix_rows(result: dict[str, Any], sort_by: str | None = None) -> list[dict
     average_rank = result.get("average_rank") or [None] * len(result["runs"])
     for i, run in enumerate(result["runs"]):
         cells = [column["cells"][i] for column in result["columns"]]
-        rows.append({"run": run, "label": run_label(run), "cells": cells,
-                     "average_rank": average_rank[i], "coverage": row_coverage(cells)})  # fmt: skip
+        rows.append(
+            {
+                "run": run,
+                "label": run_label(run),
+                "cells": cells,
+                "average_rank": average_rank[i],
+                "coverage": row_coverage(cells),
+            }
+        )
     codes = [c["aspect"]["code"] for c in result["columns"]]
     key, flipped = sort_key(sort_by)
     if key == "rank":
@@ -88,8 +95,13 @@ def row_coverage(cells: list[dict[str, Any]]) -> dict[str, Any] | None:
     if not cells:
         return None
     least = min(cells, key=lambda c: c["coverage"])
-    keys = ("coverage_outputs", "judged_outputs", "coverage_documents", "judged_documents",
-            "coverage")  # fmt: skip
+    keys = (
+        "coverage_outputs",
+        "judged_outputs",
+        "coverage_documents",
+        "judged_documents",
+        "coverage",
+    )
     return {**{k: least[k] for k in keys}, "partial": any(c["partial"] for c in cells)}
 
 
@@ -97,8 +109,7 @@ def coverage_fields(cell: dict[str, Any]) -> list[Any]:
     """A cell's coverage columns for the CSV."""
     keys = ("coverage_outputs", "coverage_documents", "judged_outputs", "judged_documents")
     shared = cell["n_shared_with_best"]
-    return [*(cell[k] for k in keys), int(cell["partial"]),
-            "" if shared is None else shared]  # fmt: skip
+    return [*(cell[k] for k in keys), int(cell["partial"]), "" if shared is None else shared]
 
 
 def sentinel_fields(cell: dict[str, Any]) -> list[Any]:
@@ -116,9 +127,23 @@ def to_csv(result: dict[str, Any], *, raw: bool = False) -> str:
     codes) that a spreadsheet would run as formulas get a leading ``'`` unless ``raw``.
     Numbers are left alone."""
     header = ["run", "metric", "model", "setting", "dimension"]
-    suffixes = ["", "_low", "_high", "_n", "_p_vs_best", "_rank", "_epsilon", "_coverage_outputs",
-                "_coverage_documents", "_judged_outputs", "_judged_documents", "_partial",
-                "_n_shared_with_best", "_not_above_sentinel", "_not_above_sentinel_p"]  # fmt: skip
+    suffixes = [
+        "",
+        "_low",
+        "_high",
+        "_n",
+        "_p_vs_best",
+        "_rank",
+        "_epsilon",
+        "_coverage_outputs",
+        "_coverage_documents",
+        "_judged_outputs",
+        "_judged_documents",
+        "_partial",
+        "_n_shared_with_best",
+        "_not_above_sentinel",
+        "_not_above_sentinel_p",
+    ]
     for column in result["columns"]:
         header += [column["aspect"]["code"] + suffix for suffix in suffixes]
     trailing = ["sentinel", "partial_run", "average_rank"]
@@ -127,12 +152,25 @@ def to_csv(result: dict[str, Any], *, raw: bool = False) -> str:
         run = row["run"]
         line = [str(run[k] or "") for k in ("label", "metric", "model", "setting", "dimension")]
         for cell in row["cells"]:
-            line += [number(cell["value"], 6), number(cell["low"], 6), number(cell["high"], 6),
-                     cell["n_outputs"], number(cell["p_vs_best"], 4), cell.get("rank") or "",
-                     number(cell.get("epsilon"), 6), *coverage_fields(cell),
-                     *sentinel_fields(cell)]  # fmt: skip
-        rows.append([*line, "yes" if run.get("sentinel") else "", partial_note(run),
-                     number(row["average_rank"], 2)])  # fmt: skip
+            line += [
+                number(cell["value"], 6),
+                number(cell["low"], 6),
+                number(cell["high"], 6),
+                cell["n_outputs"],
+                number(cell["p_vs_best"], 4),
+                cell.get("rank") or "",
+                number(cell.get("epsilon"), 6),
+                *coverage_fields(cell),
+                *sentinel_fields(cell),
+            ]
+        rows.append(
+            [
+                *line,
+                "yes" if run.get("sentinel") else "",
+                partial_note(run),
+                number(row["average_rank"], 2),
+            ]
+        )
     if (ceiling := csv_row(result, len(suffixes), len(trailing))) is not None:  # the ceiling
         rows.append(ceiling)
     return csv_text(rows, raw=raw)
@@ -143,8 +181,16 @@ def to_json(result: dict[str, Any]) -> str:
 
 
 def _tex(text: str) -> str:
-    for char, escaped in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"),
-                          ("#", r"\#"), ("_", r"\_"), ("{", r"\{"), ("}", r"\}")):  # fmt: skip
+    for char, escaped in (
+        ("\\", r"\textbackslash{}"),
+        ("&", r"\&"),
+        ("%", r"\%"),
+        ("$", r"\$"),
+        ("#", r"\#"),
+        ("_", r"\_"),
+        ("{", r"\{"),
+        ("}", r"\}"),
+    ):
         text = text.replace(char, escaped)
     return text
 
@@ -185,7 +231,7 @@ def to_latex(result: dict[str, Any], *, ci: bool = False) -> str:
         + " & ".join(
             [*(_tex(c["aspect"]["code"]) for c in columns), *(["Avg. rank"] if ranked else [])]
         )
-        + r" \\",  # fmt: skip
+        + r" \\",
         r"\midrule",
     ]
     marks: set[str] = set()
@@ -241,12 +287,19 @@ def gptscore_table(dataset: Dataset, params: MatrixParams, resamples: int = 1000
             picks = {s: _pick(runs, column["cells"], model, s, code) for s in SETTINGS}
             entries = {}
             for setting, pick in picks.items():
-                entries[setting] = None if pick is None else {
-                    "value": pick[1]["value"], "mark": "", "partial": pick[1]["partial"],
-                    "low": pick[1].get("low"), "high": pick[1].get("high"),
-                    "coverage_outputs": pick[1]["coverage_outputs"],
-                    "judged_outputs": pick[1]["judged_outputs"],
-                }  # fmt: skip
+                entries[setting] = (
+                    None
+                    if pick is None
+                    else {
+                        "value": pick[1]["value"],
+                        "mark": "",
+                        "partial": pick[1]["partial"],
+                        "low": pick[1].get("low"),
+                        "high": pick[1].get("high"),
+                        "coverage_outputs": pick[1]["coverage_outputs"],
+                        "judged_outputs": pick[1]["judged_outputs"],
+                    }
+                )
             for better, worse, mark in (("IST", "VAL", "†"), ("IDM", "IST", "‡")):
                 if picks[better] and picks[worse] and entries[better]["value"] is not None:
                     frame = frame or frame_for(dataset, params)
@@ -255,25 +308,43 @@ def gptscore_table(dataset: Dataset, params: MatrixParams, resamples: int = 1000
                         entries[better]["mark"] += mark
             row["models"].append({"model": model, "settings": entries})
         rows.append(row)
-    return {"models": models, "rows": rows, "coefficient_label": result["coefficient_label"],
-            "params": result["params"]}  # fmt: skip
+    return {
+        "models": models,
+        "rows": rows,
+        "coefficient_label": result["coefficient_label"],
+        "params": result["params"],
+    }
 
 
 def ranks_table(result: dict[str, Any], sort_by: str | None = None) -> dict[str, Any]:
     """WMT's summary: each run's significance cluster per aspect and its average rank,
     best first (runs ranked in every aspect; the others last, unranked); ``sort_by`` an
     aspect code or ``rank``, ``-`` first for the other way."""
-    rows = [{"label": row["label"], "ranks": [c.get("rank") for c in row["cells"]],
-             "average_rank": row["average_rank"], "coverage": row["coverage"],
-             "partial_run": bool(row["run"].get("partial_run"))}
-            for row in matrix_rows(result, sort_by or "rank")]  # fmt: skip
-    return {"aspects": [c["aspect"] for c in result["columns"]], "rows": rows,
-            "ranked": any(r["average_rank"] is not None for r in rows),
-            "coefficient_label": result["coefficient_label"]}  # fmt: skip
+    rows = [
+        {
+            "label": row["label"],
+            "ranks": [c.get("rank") for c in row["cells"]],
+            "average_rank": row["average_rank"],
+            "coverage": row["coverage"],
+            "partial_run": bool(row["run"].get("partial_run")),
+        }
+        for row in matrix_rows(result, sort_by or "rank")
+    ]
+    return {
+        "aspects": [c["aspect"] for c in result["columns"]],
+        "rows": rows,
+        "ranked": any(r["average_rank"] is not None for r in rows),
+        "coefficient_label": result["coefficient_label"],
+    }
 
 
-def _pick(runs: list[dict[str, Any]], cells: list[dict[str, Any]], model: str, setting: str,
-          aspect_code: str) -> tuple[int, dict[str, Any]] | None:  # fmt: skip
+def _pick(
+    runs: list[dict[str, Any]],
+    cells: list[dict[str, Any]],
+    model: str,
+    setting: str,
+    aspect_code: str,
+) -> tuple[int, dict[str, Any]] | None:
     """The run of this model and setting for this aspect (VAL runs have no aspect)."""
     for k, run in enumerate(runs):
         if run["model"] == model and run["setting"] == setting:
@@ -283,19 +354,27 @@ def _pick(runs: list[dict[str, Any]], cells: list[dict[str, Any]], model: str, s
     return None
 
 
-def _one_sided_p(frame: Any, params: MatrixParams, better: int, worse: int, aspect: int,
-                 resamples: int) -> float:  # fmt: skip
+def _one_sided_p(
+    frame: Any, params: MatrixParams, better: int, worse: int, aspect: int, resamples: int
+) -> float:
     """One-sided paired permutation p that run ``better`` beats run ``worse``. The
     permutation swaps z-scored scores, so acc23 and τ23 are tested with exact ties."""
     level = params.level_enum
     result = permutation_test(
-        frame.metrics[:, better], frame.metrics[:, worse], frame.human[:, aspect],
-        level=level, coefficient=params.coefficient_enum,
-        rng=np.random.default_rng(params.seed), docs=frame.doc_codes, systems=frame.system_codes,
-        resamples=resamples, alternative=Alternative.GREATER,
+        frame.metrics[:, better],
+        frame.metrics[:, worse],
+        frame.human[:, aspect],
+        level=level,
+        coefficient=params.coefficient_enum,
+        rng=np.random.default_rng(params.seed),
+        docs=frame.doc_codes,
+        systems=frame.system_codes,
+        resamples=resamples,
+        alternative=Alternative.GREATER,
         swap=Swap.DOCUMENTS if level is Level.SAMPLE else None,
-        average=params.average_enum, options=statistic_options(frame.aspects[aspect]),
-    )  # fmt: skip
+        average=params.average_enum,
+        options=statistic_options(frame.aspects[aspect]),
+    )
     return float(result.p_value)
 
 
@@ -310,20 +389,33 @@ def geval_table(
     tau = matrix_for(dataset, replace(classic, coefficient="kendall"))
     rows = []
     for i, run in enumerate(rho["runs"]):
-        pairs = [(col_r["cells"][i]["value"], col_t["cells"][i]["value"])
-                 for col_r, col_t in zip(rho["columns"], tau["columns"], strict=True)]  # fmt: skip
+        pairs = [
+            (col_r["cells"][i]["value"], col_t["cells"][i]["value"])
+            for col_r, col_t in zip(rho["columns"], tau["columns"], strict=True)
+        ]
         cells = [column["cells"][i] for column in rho["columns"]]
-        rows.append({"label": run_label(run), "pairs": pairs, "coverage": row_coverage(cells),
-                     "cis": [(c.get("low"), c.get("high")) for c in cells],
-                     "partial_run": bool(run.get("partial_run"))})  # fmt: skip
+        rows.append(
+            {
+                "label": run_label(run),
+                "pairs": pairs,
+                "coverage": row_coverage(cells),
+                "cis": [(c.get("low"), c.get("high")) for c in cells],
+                "partial_run": bool(run.get("partial_run")),
+            }
+        )
     codes = [c["aspect"]["code"] for c in rho["columns"]]
     key, flipped = sort_key(sort_by)
     if key in codes:
         j = codes.index(key)
         sort_rows(rows, lambda r: r["pairs"][j][0], best_high=True, flipped=flipped)
-    return {"aspects": [c["aspect"] for c in rho["columns"]], "rows": rows,
-            "labels": (COEFFICIENT_LABELS[Coefficient.SPEARMAN],
-                       COEFFICIENT_LABELS[Coefficient.KENDALL_B])}  # fmt: skip
+    return {
+        "aspects": [c["aspect"] for c in rho["columns"]],
+        "rows": rows,
+        "labels": (
+            COEFFICIENT_LABELS[Coefficient.SPEARMAN],
+            COEFFICIENT_LABELS[Coefficient.KENDALL_B],
+        ),
+    }
 
 
 # --- paper exports ----------------------------------------------------------------------
@@ -352,14 +444,29 @@ def _paper_grid(which: str, table: dict[str, Any], ci: bool) -> tuple[list[str],
     and LaTeX writers share. Marks stay with their values' columns as their own columns."""
     if which == "ranks":
         codes = [a["code"] for a in table["aspects"]]
-        header = ["run", *codes, "average_rank", "coverage_outputs", "judged_outputs",
-                  "partial", "partial_run"]  # fmt: skip
+        header = [
+            "run",
+            *codes,
+            "average_rank",
+            "coverage_outputs",
+            "judged_outputs",
+            "partial",
+            "partial_run",
+        ]
         rows = []
         for row in table["rows"]:
             c = row["coverage"] or {}
-            rows.append([row["label"], *row["ranks"], row["average_rank"],
-                         c.get("coverage_outputs"), c.get("judged_outputs"),
-                         int(bool(c.get("partial"))), int(row["partial_run"])])  # fmt: skip
+            rows.append(
+                [
+                    row["label"],
+                    *row["ranks"],
+                    row["average_rank"],
+                    c.get("coverage_outputs"),
+                    c.get("judged_outputs"),
+                    int(bool(c.get("partial"))),
+                    int(row["partial_run"]),
+                ]
+            )
         return header, rows
     if which == "gptscore":
         header = ["aspect"]
@@ -390,8 +497,9 @@ def _paper_grid(which: str, table: dict[str, Any], ci: bool) -> tuple[list[str],
         line = [row["label"]]
         for (rho, tau), (low, high) in zip(row["pairs"], row["cis"], strict=True):
             line += [rho, tau, *([low, high] if ci else [])]
-        rows.append([*line, int(bool((row["coverage"] or {}).get("partial"))),
-                     int(row["partial_run"])])  # fmt: skip
+        rows.append(
+            [*line, int(bool((row["coverage"] or {}).get("partial"))), int(row["partial_run"])]
+        )
     return header, rows
 
 
@@ -410,32 +518,41 @@ def paper_to_latex(which: str, table: dict[str, Any], *, ci: bool = False) -> st
     lines: list[str] = []
     if which == "ranks":
         codes = [a["code"] for a in table["aspects"]]
-        lines += [f"% Concordia: significance clusters ({table['coefficient_label']})",
-                  r"\begin{tabular}{l" + "c" * (len(codes) + 1) + "}", r"\toprule",
-                  "Metric & " + " & ".join([*map(_tex, codes), "Avg. rank"]) + r" \\",
-                  r"\midrule"]  # fmt: skip
+        lines += [
+            f"% Concordia: significance clusters ({table['coefficient_label']})",
+            r"\begin{tabular}{l" + "c" * (len(codes) + 1) + "}",
+            r"\toprule",
+            "Metric & " + " & ".join([*map(_tex, codes), "Avg. rank"]) + r" \\",
+            r"\midrule",
+        ]
         for row in table["rows"]:
             label = _tex(row["label"]) + (r"$^{p}$" if row["partial_run"] else "")
             marks |= {"partial"} if row["partial_run"] else set()
             cells = ["--" if r is None else str(r) for r in row["ranks"]]
-            lines.append(" & ".join([label, *cells, _fmt(row["average_rank"], 2) or "--"])
-                         + r" \\")  # fmt: skip
+            lines.append(" & ".join([label, *cells, _fmt(row["average_rank"], 2) or "--"]) + r" \\")
         legend = ["% (k): significance cluster k of the column (1 = tied with the best)"]
     elif which == "gptscore":
         models = table["models"]
-        lines += [f"% Concordia: GPTScore layout ({table['coefficient_label']})",
-                  r"\begin{tabular}{l" + "ccc" * len(models) + "}", r"\toprule",
-                  "Aspect & " + " & ".join(rf"\multicolumn{{3}}{{c}}{{{_tex(m)}}}"
-                                           for m in models) + r" \\",
-                  " & " + " & ".join(["VAL & IST & IDM"] * len(models)) + r" \\",
-                  r"\midrule"]  # fmt: skip
+        lines += [
+            f"% Concordia: GPTScore layout ({table['coefficient_label']})",
+            r"\begin{tabular}{l" + "ccc" * len(models) + "}",
+            r"\toprule",
+            "Aspect & "
+            + " & ".join(rf"\multicolumn{{3}}{{c}}{{{_tex(m)}}}" for m in models)
+            + r" \\",
+            " & " + " & ".join(["VAL & IST & IDM"] * len(models)) + r" \\",
+            r"\midrule",
+        ]
         for row in table["rows"]:
             cells = []
             for entry in row["models"]:
                 for setting in SETTINGS:
                     e = entry["settings"].get(setting)
-                    cells.append("--" if not e or e["value"] is None
-                                 else _value_tex(e, e.get("mark", ""), ci, marks))  # fmt: skip
+                    cells.append(
+                        "--"
+                        if not e or e["value"] is None
+                        else _value_tex(e, e.get("mark", ""), ci, marks)
+                    )
             lines.append(_tex(row["aspect"]["code"]) + " & " + " & ".join(cells) + r" \\")
         legend = [
             r"% $^\dagger$: IST significantly better than VAL; $^\ddagger$: IDM "
@@ -443,24 +560,29 @@ def paper_to_latex(which: str, table: dict[str, Any], *, ci: bool = False) -> st
         ]
     else:
         aspects = table["aspects"]
-        lines += [f"% Concordia: G-Eval layout ({table['labels'][0]}; {table['labels'][1]})",
-                  r"\begin{tabular}{l" + "cc" * len(aspects) + "}", r"\toprule",
-                  "Metric & " + " & ".join(rf"\multicolumn{{2}}{{c}}{{{_tex(a['name'])}}}"
-                                           for a in aspects) + r" \\",
-                  " & " + " & ".join([r"$\rho$ & $\tau$"] * len(aspects)) + r" \\",
-                  r"\midrule"]  # fmt: skip
+        lines += [
+            f"% Concordia: G-Eval layout ({table['labels'][0]}; {table['labels'][1]})",
+            r"\begin{tabular}{l" + "cc" * len(aspects) + "}",
+            r"\toprule",
+            "Metric & "
+            + " & ".join(rf"\multicolumn{{2}}{{c}}{{{_tex(a['name'])}}}" for a in aspects)
+            + r" \\",
+            " & " + " & ".join([r"$\rho$ & $\tau$"] * len(aspects)) + r" \\",
+            r"\midrule",
+        ]
         for row in table["rows"]:
             label = _tex(row["label"]) + (r"$^{p}$" if row["partial_run"] else "")
             marks |= {"partial"} if row["partial_run"] else set()
             cells = []
             for (rho, tau), (low, high) in zip(row["pairs"], row["cis"], strict=True):
                 rho_cell = {"value": rho, "low": low, "high": high}
-                cells += ["--" if rho is None else _value_tex(rho_cell, "", ci, marks),
-                          _fmt(tau) or "--"]  # fmt: skip
+                cells += [
+                    "--" if rho is None else _value_tex(rho_cell, "", ci, marks),
+                    _fmt(tau) or "--",
+                ]
             lines.append(label + " & " + " & ".join(cells) + r" \\")
         legend = []
-    lines += [r"\bottomrule", r"\end{tabular}", "% Legend:", *legend,
-              *latex_legend(marks)[1:], ""]  # fmt: skip
+    lines += [r"\bottomrule", r"\end{tabular}", "% Legend:", *legend, *latex_legend(marks)[1:], ""]
     return "\n".join(lines)
 
 

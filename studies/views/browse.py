@@ -17,8 +17,13 @@ def dataset_outputs(request: HttpRequest, pk: int) -> HttpResponse:
     dataset = get_object_or_404(visible_datasets(request.user).select_related("task"), pk=pk)
     offered = browse.choices(dataset)
     partial = wants_partial(request, "outputs")
-    context = {"dataset": dataset, "offered": offered, "problem": "", "b": None,
-               "query": browse.BrowseQuery()}  # fmt: skip
+    context = {
+        "dataset": dataset,
+        "offered": offered,
+        "problem": "",
+        "b": None,
+        "query": browse.BrowseQuery(),
+    }
     status = 200
     try:
         query = browse.parse_query(request.GET, offered)
@@ -41,8 +46,13 @@ def document_detail(request: HttpRequest, pk: int) -> HttpResponse:
         pk=pk,
     )
     offered = browse.choices(document.dataset)
-    context = {"dataset": document.dataset, "document": document, "offered": offered,
-               "rows": browse.document_rows(document, offered), **browse.document_context(document)}  # fmt: skip
+    context = {
+        "dataset": document.dataset,
+        "document": document,
+        "offered": offered,
+        "rows": browse.document_rows(document, offered),
+        **browse.document_context(document),
+    }
     return render(request, "studies/document_detail.html", context)
 
 

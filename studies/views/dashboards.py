@@ -18,12 +18,18 @@ from studies.views.helpers import researcher_required, stop_polling_when, wants_
 LEVELS = (("sample", "Sample-level"), ("dataset", "Dataset-level"), ("system", "System-level"))
 # (value, label, the levels where it exists: the page offers it only there)
 COEFFICIENTS = tuple(
-    (name, COEFFICIENT_LABELS[coefficient],
-     " ".join(v for v, _ in LEVELS if unsupported(coefficient, Level(v)) is None))
+    (
+        name,
+        COEFFICIENT_LABELS[coefficient],
+        " ".join(v for v, _ in LEVELS if unsupported(coefficient, Level(v)) is None),
+    )
     for name, coefficient in COEFFICIENT_NAMES.items()
-)  # fmt: skip
-EXPORTS = {"csv": ("text/csv", tables.to_csv), "json": ("application/json", tables.to_json),
-           "tex": ("application/x-tex", tables.to_latex)}  # fmt: skip
+)
+EXPORTS = {
+    "csv": ("text/csv", tables.to_csv),
+    "json": ("application/json", tables.to_json),
+    "tex": ("application/x-tex", tables.to_latex),
+}
 
 
 def _raw(request: HttpRequest) -> bool:
@@ -42,19 +48,24 @@ def correlations(request: HttpRequest, pk: int) -> HttpResponse:
     problem = params.problem
     result = None if problem else dashboards.available_matrix(dataset, params)
     context = {
-        "dataset": dataset, "params": params, "result": result,
+        "dataset": dataset,
+        "params": params,
+        "result": result,
         "problem": problem.message if problem else "",
         "rows": tables.matrix_rows(result, request.GET.get("sort")) if result else [],
-        "sort": request.GET.get("sort", ""), "levels": LEVELS, "coefficients": COEFFICIENTS,
+        "sort": request.GET.get("sort", ""),
+        "levels": LEVELS,
+        "coefficients": COEFFICIENTS,
         "progress": None if result or problem else dashboards.progress(dataset, params),
         "trained": dashboards.trained_metrics(dataset),
         "sources": dashboards.judgment_sources(dataset),
-    }  # fmt: skip
+    }
     if result and not (context["rows"] and result["columns"]):  # say what is there instead
         context["contents"] = dataset_contents(dataset)
     partial = wants_partial(request, "matrix")
-    response = render(request, "studies/partials/matrix.html" if partial else "studies/correlations.html",
-                      context)  # fmt: skip
+    response = render(
+        request, "studies/partials/matrix.html" if partial else "studies/correlations.html", context
+    )
     return stop_polling_when(
         response,
         partial and (result is not None or bool(problem)) and bool(request.GET.get("poll")),
@@ -72,8 +83,11 @@ def correlation_cell(request: HttpRequest, pk: int, run: int, aspect: int) -> Ht
         raise Http404("No such run or aspect in this dataset.")
     template = "studies/partials/cell.html" if wants_partial(request) else "studies/cell.html"
     others = [r for r in compare.runs(dataset) if r.pk != run]
-    return render(request, template, {"dataset": dataset, "d": details, "params": params,
-                                      "compare_runs": others})  # fmt: skip
+    return render(
+        request,
+        template,
+        {"dataset": dataset, "d": details, "params": params, "compare_runs": others},
+    )
 
 
 @researcher_required
@@ -83,9 +97,11 @@ def dataset_compare(request: HttpRequest, pk: int) -> HttpResponse:
     a = compare.parse_run(dataset, request.GET.get("a"))
     b = compare.parse_run(dataset, request.GET.get("b"))
     result = compare.compare(dataset, a, b) if a and b else None
-    return render(request, "studies/compare.html",
-                  {"dataset": dataset, "runs": compare.runs(dataset), "a": a, "b": b,
-                   "result": result})  # fmt: skip
+    return render(
+        request,
+        "studies/compare.html",
+        {"dataset": dataset, "runs": compare.runs(dataset), "a": a, "b": b, "result": result},
+    )
 
 
 @researcher_required
@@ -99,9 +115,12 @@ def correlation_paper(request: HttpRequest, pk: int) -> HttpResponse:
     if result is None:
         return render(request, "studies/paper.html", {**context, "waiting": True})
     sort = request.GET.get("sort", "")
-    context |= {"gptscore": tables.gptscore_table(dataset, params), "sort": sort,
-                "geval": tables.geval_table(dataset, params, sort),
-                "ranks": tables.ranks_table(result, sort or "rank")}  # fmt: skip
+    context |= {
+        "gptscore": tables.gptscore_table(dataset, params),
+        "sort": sort,
+        "geval": tables.geval_table(dataset, params, sort),
+        "ranks": tables.ranks_table(result, sort or "rank"),
+    }
     return render(request, "studies/paper.html", context)
 
 
@@ -116,8 +135,11 @@ def paper_export(request: HttpRequest, pk: int, file_format: str) -> HttpRespons
         message = params.problem.message if params.problem else "Unknown table."
         return HttpResponseBadRequest(message)
     if dashboards.available_matrix(dataset, params) is None:
-        return HttpResponse("The table is being computed; try again in a moment.", status=503,
-                            headers={"Retry-After": "5"})  # fmt: skip
+        return HttpResponse(
+            "The table is being computed; try again in a moment.",
+            status=503,
+            headers={"Retry-After": "5"},
+        )
     table = tables.paper_table(dataset, params, which, request.GET.get("sort"))
     ci = request.GET.get("ci") == "1"
     if file_format == "csv":
@@ -141,8 +163,11 @@ def correlation_export(request: HttpRequest, pk: int, file_format: str) -> HttpR
         return HttpResponseBadRequest(params.problem.message)
     result = dashboards.available_matrix(dataset, params)
     if result is None:
-        return HttpResponse("The table is being computed; try again in a moment.", status=503,
-                            headers={"Retry-After": "5"})  # fmt: skip
+        return HttpResponse(
+            "The table is being computed; try again in a moment.",
+            status=503,
+            headers={"Retry-After": "5"},
+        )
     content_type, render_table = EXPORTS[file_format]
     if file_format == "csv":
         body = tables.to_csv(result, raw=_raw(request))
@@ -170,5 +195,12 @@ def dataset_ppi(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "studies/ppi.html", context)
 
 
-__all__ = ["correlation_cell", "correlation_export", "correlation_paper", "correlations",
-           "dataset_compare", "dataset_ppi", "paper_export"]  # fmt: skip
+__all__ = [
+    "correlation_cell",
+    "correlation_export",
+    "correlation_paper",
+    "correlations",
+    "dataset_compare",
+    "dataset_ppi",
+    "paper_export",
+]

@@ -22,14 +22,21 @@ def dataset_diagnostics(request: HttpRequest, pk: int) -> HttpResponse:
     dataset = get_object_or_404(visible_datasets(request.user), pk=pk)
     params = MatrixParams.from_query(request.GET)
     try:
-        data = available_diagnostics(dataset, params, request.GET.get("run"),
-                                     request.GET.get("aspect"))  # fmt: skip
+        data = available_diagnostics(
+            dataset, params, request.GET.get("run"), request.GET.get("aspect")
+        )
     except UnknownChoice as exc:
         raise Http404(str(exc)) from exc
     poll = request.GET.copy()
     poll["poll"] = "1"
-    context = {"dataset": dataset, "params": params, "d": data, "levels": LEVELS,
-               "coefficients": COEFFICIENTS, "poll_query": poll.urlencode()}  # fmt: skip
+    context = {
+        "dataset": dataset,
+        "params": params,
+        "d": data,
+        "levels": LEVELS,
+        "coefficients": COEFFICIENTS,
+        "poll_query": poll.urlencode(),
+    }
     partial = wants_partial(request, "diagnostics")
     template = "studies/partials/diagnostics.html" if partial else "studies/diagnostics.html"
     response = render(request, template, context)

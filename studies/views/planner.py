@@ -49,8 +49,14 @@ def planner_page(request: HttpRequest, pk: int) -> HttpResponse:
         raise Http404(str(exc)) from exc
     runs, aspects = planner.choices(dataset)
     plan = planner.available_plan(dataset, params) if params.ready else None
-    context = {"dataset": dataset, "params": params, "plan": plan, "runs": runs,
-               "aspects": aspects, "coefficients": COEFFICIENTS}  # fmt: skip
+    context = {
+        "dataset": dataset,
+        "params": params,
+        "plan": plan,
+        "runs": runs,
+        "aspects": aspects,
+        "coefficients": COEFFICIENTS,
+    }
     partial = wants_partial(request, "planner")
     template = "studies/partials/planner.html" if partial else "studies/planner.html"
     return stop_polling_when(render(request, template, context), partial and plan is not None)

@@ -56,9 +56,14 @@ def run_new(request: HttpRequest, pk: int) -> HttpResponse:
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(_runs(request), pk=pk)
     seconds_left = eta(run)
-    context = {"run": run, "can_resume": can_resume(run), "eta": seconds_left,
-               "eta_minutes": None if seconds_left is None else max(1, round(seconds_left / 60)),
-               "phase": phase(run), "outcome": outcome(run)}  # fmt: skip
+    context = {
+        "run": run,
+        "can_resume": can_resume(run),
+        "eta": seconds_left,
+        "eta_minutes": None if seconds_left is None else max(1, round(seconds_left / 60)),
+        "phase": phase(run),
+        "outcome": outcome(run),
+    }
     if run.is_finished:
         context["scores"] = run.scores.select_related("output__document").order_by("-value")[:20]
         context["errors"] = run.scores.exclude(error="").count()

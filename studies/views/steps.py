@@ -47,11 +47,17 @@ def steps_detail(request: HttpRequest, task: str, aspect: str) -> HttpResponse:
             return redirect("studies:steps-detail", task=task, aspect=aspect)
     config = steps_service.base_config(task_obj, version)
     context = {
-        "task": task_obj, "aspect": aspect_obj, "aspect_version": version, "current": current,
-        "form": form, "prompt": steps_service.geval.steps_prompt(config),
+        "task": task_obj,
+        "aspect": aspect_obj,
+        "aspect_version": version,
+        "current": current,
+        "form": form,
+        "prompt": steps_service.geval.steps_prompt(config),
         "shared": shared,
-        "versions": steps_service.steps_versions(task_obj, version, owner).select_related("created_by"),
-    }  # fmt: skip
+        "versions": steps_service.steps_versions(task_obj, version, owner).select_related(
+            "created_by"
+        ),
+    }
     return render(request, "studies/steps_detail.html", context, status=400 if form.errors else 200)
 
 

@@ -18,8 +18,12 @@ SYSTEMS = ("s1", "s2", "s3")
 def make_study(owner: Any) -> Study:
     dataset = DatasetFactory(name="annot", owner=owner)
     for d in range(4):
-        doc = DocumentFactory(dataset=dataset, doc_key=f"d{d}", source=f"Source text {d}.",
-                              references=[f"Reference text {d}."])  # fmt: skip
+        doc = DocumentFactory(
+            dataset=dataset,
+            doc_key=f"d{d}",
+            source=f"Source text {d}.",
+            references=[f"Reference text {d}."],
+        )
         for system in SYSTEMS:
             OutputFactory(document=doc, system_id=system, text=f"Output of {system} for d{d}.")
     return Study.objects.create(name="Annotated study", dataset=dataset, owner=owner)

@@ -25,19 +25,31 @@ def make_routed_study(owner: Any) -> tuple[Study, MetricRun, MetricRun]:
         for rank, system in enumerate(SYSTEMS):
             output = OutputFactory(document=doc, system_id=system, text=f"{system} on {key}.")
             other = rank if key in AGREE else len(SYSTEMS) - 1 - rank
-            scores += [MetricScore(run=run_a, output=output, value=rank / 10),
-                       MetricScore(run=run_b, output=output, value=other / 10)]  # fmt: skip
+            scores += [
+                MetricScore(run=run_a, output=output, value=rank / 10),
+                MetricScore(run=run_b, output=output, value=other / 10),
+            ]
     MetricScore.objects.bulk_create(scores)
     study = Study.objects.create(name="Routed study", dataset=dataset, owner=owner)
     return study, run_a, run_b
 
 
-def informative_campaign(study: Study, owner: Any, annotators: list[Any], run_a: MetricRun,
-                         run_b: MetricRun, **overrides: Any) -> Campaign:  # fmt: skip
+def informative_campaign(
+    study: Study,
+    owner: Any,
+    annotators: list[Any],
+    run_a: MetricRun,
+    run_b: MetricRun,
+    **overrides: Any,
+) -> Campaign:
     coherence = Aspect.objects.get(code="COH")
     fields: dict[str, Any] = {
-        "name": "Routed", "aspects": [coherence], "annotators": annotators,
-        "routing": Campaign.Routing.INFORMATIVE, "question_run_a": run_a,
-        "question_run_b": run_b, "question_aspect": coherence,
-    }  # fmt: skip
+        "name": "Routed",
+        "aspects": [coherence],
+        "annotators": annotators,
+        "routing": Campaign.Routing.INFORMATIVE,
+        "question_run_a": run_a,
+        "question_run_b": run_b,
+        "question_aspect": coherence,
+    }
     return create_campaign(study, CampaignSpec(**{**fields, **overrides}), owner)

@@ -22,8 +22,9 @@ def test_likert_answers_are_judgments_of_the_annotator(make_campaign, annotators
     assert answers.submit(lease.pk, annotators[0], likert_answers(campaign, 2))
     rows = Judgment.objects.filter(output_id=lease.item.output_a_id)
     assert sorted(rows.values_list("aspect__code", "value", "annotator__username")) == [
-        ("COH", 2.0, "annotator"), ("FLU", 2.0, "annotator")
-    ]  # fmt: skip
+        ("COH", 2.0, "annotator"),
+        ("FLU", 2.0, "annotator"),
+    ]
     done = Assignment.objects.get(pk=lease.pk)
     assert done.status == "done" and done.seconds is not None and done.seconds >= 0
     assert Dataset.objects.get().data_version > version  # the dashboards' caches move on
@@ -117,8 +118,10 @@ def test_ties_are_not_preference_pairs_and_flagged_annotators_can_be_left_out(
     assert [p.annotator_id for p in pairs] == [annotators[1].pk]
     assert list(preference_pairs(campaign, exclude_annotators={annotators[1].pk})) == []
     every = list(pairwise_answers(campaign=campaign))  # the raw answers keep the tie
-    assert [(a.annotator_id, a.is_tie) for a in every] == [(annotators[0].pk, True),
-                                                            (annotators[1].pk, False)]  # fmt: skip
+    assert [(a.annotator_id, a.is_tie) for a in every] == [
+        (annotators[0].pk, True),
+        (annotators[1].pk, False),
+    ]
     assert list(pairwise_answers(dataset=campaign.study.dataset, aspect=coh)) == every
     with pytest.raises(answers.InvalidAnswer, match="left, right or tie"):
         answers.parse_answers(campaign, {f"aspect-{coh.pk}": "up"})

@@ -99,10 +99,15 @@ def sourced(study, make_campaign, annotators, cast):  # type: ignore[no-untyped-
         for k, pk in enumerate(outputs)
     )
     job = ImportJob.objects.create(
-        upload="uploads/human.jsonl", original_name="human.jsonl", file_format="jsonl",
-        dataset_name=dataset.name, task=dataset.task, dataset=dataset, status="succeeded",
+        upload="uploads/human.jsonl",
+        original_name="human.jsonl",
+        file_format="jsonl",
+        dataset_name=dataset.name,
+        task=dataset.task,
+        dataset=dataset,
+        status="succeeded",
         created_by=cast["owner"],
-    )  # fmt: skip
+    )
     campaign = make_campaign(aspect_codes=("COH",))
     judged = []
     for _ in range(2):
@@ -110,10 +115,16 @@ def sourced(study, make_campaign, annotators, cast):  # type: ignore[no-untyped-
         answers.submit(lease.pk, annotators[0], likert_answers(campaign, 5))
         judged.append(lease.item.output_a_id)
     run = MetricRunFactory(dataset=dataset, status="succeeded")
-    MetricScore.objects.bulk_create(MetricScore(run=run, output_id=pk, value=float(k))
-                                    for k, pk in enumerate(outputs))  # fmt: skip
-    return {"dataset": dataset, "job": job, "campaign": campaign, "judged": judged,
-            "outputs": outputs}  # fmt: skip
+    MetricScore.objects.bulk_create(
+        MetricScore(run=run, output_id=pk, value=float(k)) for k, pk in enumerate(outputs)
+    )
+    return {
+        "dataset": dataset,
+        "job": job,
+        "campaign": campaign,
+        "judged": judged,
+        "outputs": outputs,
+    }
 
 
 def test_the_source_filter_keeps_one_files_or_one_campaigns_judgments(sourced):
@@ -153,8 +164,10 @@ def test_the_correlations_page_lists_the_files_and_campaigns_and_keeps_the_choic
     sourced, client, cast
 ):
     dataset, campaign, job = sourced["dataset"], sourced["campaign"], sourced["job"]
-    assert judgment_sources(dataset) == [(f"import:{job.pk}", "imported file human.jsonl"),
-                                        (f"campaign:{campaign.pk}", f"campaign {campaign.name}")]  # fmt: skip
+    assert judgment_sources(dataset) == [
+        (f"import:{job.pk}", "imported file human.jsonl"),
+        (f"campaign:{campaign.pk}", f"campaign {campaign.name}"),
+    ]
     Judgment.objects.filter(import_file="human.jsonl").update(import_file="=cli file.jsonl")
     dataset.bump_data_version()  # as every import does: the cached choices are stale
     dataset.refresh_from_db()

@@ -81,8 +81,11 @@ def test_the_campaign_page_shows_competence_beside_alpha_and_the_gold_flags(
     gold.set_gold(item, {coh.pk: good_value(item.output_a)})
     flagged = {u.username for u in annotators if u.pk in gold.flagged_annotator_ids(campaign)}
     client.force_login(cast["owner"])
-    partial = client.get(reverse("annotation:campaign-detail", args=[campaign.pk]),
-                         HTTP_HX_TARGET="agreement", **HTMX).content.decode()  # fmt: skip
+    partial = client.get(
+        reverse("annotation:campaign-detail", args=[campaign.pk]),
+        HTTP_HX_TARGET="agreement",
+        **HTMX,
+    ).content.decode()
     assert 'id="alpha-table"' in partial and 'id="competence-table"' in partial
     theta = {
         r["user"]: r["competence"]
@@ -113,8 +116,11 @@ def test_competence_weights_come_from_likert_campaigns_and_others_weigh_one(
     Judgment.objects.create(output=output, aspect=coh, value=5.0, import_file="experts.jsonl")
     dataset.refresh_from_db()
     frame = load_frame(dataset, judgment_weights=weights)
-    values = dict(Judgment.objects.filter(output=output, annotator__isnull=False)
-                  .values_list("annotator_id", "value"))  # fmt: skip
+    values = dict(
+        Judgment.objects.filter(output=output, annotator__isnull=False).values_list(
+            "annotator_id", "value"
+        )
+    )
     expected = (sum(theta[u] * v for u, v in values.items()) + 5.0) / (sum(theta.values()) + 1)
     assert frame.human[0, 0] == pytest.approx(expected)
 
@@ -125,12 +131,15 @@ def test_weighting_by_competence_lets_the_dashboard_see_through_a_spammer(
     careful_careless_spammer(make_campaign, annotators)
     dataset = Dataset.objects.get()
     run = MetricRunFactory(dataset=dataset, kind="imported", label="agrees")
-    MetricScore.objects.bulk_create(MetricScore(run=run, output=o, value=good_value(o))
-                                    for o in Output.objects.select_related("document"))  # fmt: skip
+    MetricScore.objects.bulk_create(
+        MetricScore(run=run, output=o, value=good_value(o))
+        for o in Output.objects.select_related("document")
+    )
     dataset.refresh_from_db()
     plain = compute_and_cache(dataset, MatrixParams(level="dataset", ci=False))
-    weighted = compute_and_cache(dataset, MatrixParams(level="dataset", ci=False,
-                                                       weight_by_competence=True))  # fmt: skip
+    weighted = compute_and_cache(
+        dataset, MatrixParams(level="dataset", ci=False, weight_by_competence=True)
+    )
     assert weighted["params"]["weight_by_competence"] is True
     plain_value = plain["columns"][0]["cells"][0]["value"]
     weighted_value = weighted["columns"][0]["cells"][0]["value"]

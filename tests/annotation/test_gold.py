@@ -87,8 +87,11 @@ def _split_opinions(make_campaign, annotators):  # type: ignore[no-untyped-def]
         MetricScore(run=run, output=o, value=good_value(o))
         for o in Output.objects.select_related("document")
     )
-    item = next(i for i in campaign.items.select_related("output_a__document")
-                if good_value(i.output_a) != 3)  # fmt: skip
+    item = next(
+        i
+        for i in campaign.items.select_related("output_a__document")
+        if good_value(i.output_a) != 3
+    )
     gold.set_gold(item, {coh.pk: good_value(item.output_a)})
     dataset.refresh_from_db()
     return dataset, run, coh
@@ -97,8 +100,9 @@ def _split_opinions(make_campaign, annotators):  # type: ignore[no-untyped-def]
 def test_the_correlation_matrix_can_leave_flagged_annotators_out(make_campaign, annotators):
     dataset, _, _ = _split_opinions(make_campaign, annotators)
     everyone = compute_and_cache(dataset, MatrixParams(level="dataset", ci=False))
-    trusted = compute_and_cache(dataset, MatrixParams(level="dataset", ci=False,
-                                                      exclude_flagged=True))  # fmt: skip
+    trusted = compute_and_cache(
+        dataset, MatrixParams(level="dataset", ci=False, exclude_flagged=True)
+    )
     assert everyone["columns"][0]["cells"][0]["value"] is None  # constant human scores
     assert trusted["columns"][0]["cells"][0]["value"] == pytest.approx(1.0)
     params = MatrixParams.from_query({"flagged": "exclude"})
@@ -119,11 +123,23 @@ def test_drill_down_paper_and_exports_keep_flagged_annotators_out(
     trusted = client.get(cell, {"level": "dataset", "flagged": "exclude"}).context["d"]
     assert everyone["value"] is None  # constant mean judgments
     assert trusted["value"] == pytest.approx(1.0)
-    page = client.get(reverse("studies:correlations", args=[dataset.pk]),
-                      {"level": "dataset", "flagged": "exclude"})  # fmt: skip
+    page = client.get(
+        reverse("studies:correlations", args=[dataset.pk]),
+        {"level": "dataset", "flagged": "exclude"},
+    )
     html = page.content.decode()
     for name in ("correlations-export", "correlations-paper", "correlations-cell"):
-        prefix = reverse(f"studies:{name}", args=[dataset.pk, *(
-            ["csv"] if name == "correlations-export" else [run.pk, coh.pk] if name == "correlations-cell" else []
-        )])  # fmt: skip
+        prefix = reverse(
+            f"studies:{name}",
+            args=[
+                dataset.pk,
+                *(
+                    ["csv"]
+                    if name == "correlations-export"
+                    else [run.pk, coh.pk]
+                    if name == "correlations-cell"
+                    else []
+                ),
+            ],
+        )
         assert f"{prefix}?level=dataset&amp;coef=spearman&amp;flagged=exclude" in html, name

@@ -87,8 +87,11 @@ def test_the_flip_rate_counts_pairs_of_answers_seen_in_opposite_orders(answered)
 
 def test_the_campaign_page_shows_position_bias_for_pairwise_campaigns(client, answered, cast):
     client.force_login(cast["owner"])
-    partial = client.get(reverse("annotation:campaign-detail", args=[answered.pk]),
-                         HTTP_HX_TARGET="agreement", **HTMX).content.decode()  # fmt: skip
+    partial = client.get(
+        reverse("annotation:campaign-detail", args=[answered.pk]),
+        HTTP_HX_TARGET="agreement",
+        **HTMX,
+    ).content.decode()
     assert 'id="position-table"' in partial and 'id="flip-table"' in partial
     assert '<tr data-aspect="COH" data-who="annotator" class="biased">' in partial
     assert 'data-who="all annotators"' in partial

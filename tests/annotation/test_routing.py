@@ -100,11 +100,17 @@ def test_every_disagreeing_document_comes_before_an_agreeing_one_with_systems_in
 
 def test_balance_across_systems_comes_before_the_document_order(campaign, annotators):
     # Another annotator judged s1 on two agreeing documents: s1 is ahead.
-    for item in Item.objects.filter(campaign=campaign, system_key="s1",
-                                    document__doc_key__in=AGREE[:2]):  # fmt: skip
-        Assignment.objects.create(item=item, annotator=annotators[1], status="done",
-                                  leased_at=timezone.now(), expires_at=timezone.now(),
-                                  submitted_at=timezone.now())  # fmt: skip
+    for item in Item.objects.filter(
+        campaign=campaign, system_key="s1", document__doc_key__in=AGREE[:2]
+    ):
+        Assignment.objects.create(
+            item=item,
+            annotator=annotators[1],
+            status="done",
+            leased_at=timezone.now(),
+            expires_at=timezone.now(),
+            submitted_at=timezone.now(),
+        )
     top = routing.plan_for(campaign).order[0]
     leases = work(campaign, annotators[0], 4)
     assert [lease.item.document_id for lease in leases[:3]] == [top] * 3
@@ -114,23 +120,35 @@ def test_balance_across_systems_comes_before_the_document_order(campaign, annota
 
 def test_overlap_is_honoured_and_annotators_spread_before_they_overlap(routed, cast, annotators):
     study, run_a, run_b = routed
-    campaign = informative_campaign(study, cast["owner"], annotators, run_a, run_b, overlap=2,
-                                    selection="systems", systems=["s1", "s2"])  # fmt: skip
+    campaign = informative_campaign(
+        study,
+        cast["owner"],
+        annotators,
+        run_a,
+        run_b,
+        overlap=2,
+        selection="systems",
+        systems=["s1", "s2"],
+    )
     first = {lease.item_id for lease in work(campaign, annotators[0], 8)}
     second = [lease.item_id for lease in work(campaign, annotators[1], 4)]
     assert not set(second) & first  # untouched items first, as in random order
     for user in annotators:
         work(campaign, user, 200)
-    per_item = Counter(Assignment.objects.filter(item__campaign=campaign, status="done")
-                       .values_list("item_id", flat=True))  # fmt: skip
+    per_item = Counter(
+        Assignment.objects.filter(item__campaign=campaign, status="done").values_list(
+            "item_id", flat=True
+        )
+    )
     assert set(per_item.values()) == {2} and len(per_item) == 40
     assert assignment.claim_next(campaign, annotators[2]) is None
 
 
 def test_a_random_campaign_records_no_reason(routed, cast, annotators):
     study, run_a, run_b = routed
-    campaign = informative_campaign(study, cast["owner"], annotators, run_a, run_b,
-                                    routing=Campaign.Routing.RANDOM)  # fmt: skip
+    campaign = informative_campaign(
+        study, cast["owner"], annotators, run_a, run_b, routing=Campaign.Routing.RANDOM
+    )
     assert campaign.question_run_a is None and not campaign.is_informative
     lease = assignment.claim_next(campaign, annotators[0])
     stored = Assignment.objects.get(pk=lease.pk)
@@ -148,8 +166,9 @@ def test_a_deleted_run_leaves_the_campaign_in_random_order(campaign, routed, ann
 
 def test_pairwise_documents_count_as_judged_once_all_their_pairs_are(routed, cast, annotators):
     study, run_a, run_b = routed
-    campaign = informative_campaign(study, cast["owner"], annotators, run_a, run_b,
-                                    mode="pairwise", overlap=1)  # fmt: skip
+    campaign = informative_campaign(
+        study, cast["owner"], annotators, run_a, run_b, mode="pairwise", overlap=1
+    )
     user, coherence = annotators[0], Aspect.objects.get(code="COH")
     docs = []
     for k in range(6):  # C(4, 2) pairs per document
@@ -175,8 +194,11 @@ def test_pairwise_documents_count_as_judged_once_all_their_pairs_are(routed, cas
 )
 def test_informative_routing_needs_a_valid_question(routed, cast, annotators, change, message):
     study, run_a, run_b = routed
-    runs = {"a": run_a, "elsewhere": MetricRunFactory(dataset=DatasetFactory(), status="succeeded"),
-            "running": MetricRunFactory(dataset=study.dataset, status="running")}  # fmt: skip
+    runs = {
+        "a": run_a,
+        "elsewhere": MetricRunFactory(dataset=DatasetFactory(), status="succeeded"),
+        "running": MetricRunFactory(dataset=study.dataset, status="running"),
+    }
     if isinstance(change.get("question_aspect"), str):
         change = {"question_aspect": Aspect.objects.get(code=change["question_aspect"])}
     elif isinstance(change.get("question_run_b"), str):
@@ -212,9 +234,19 @@ def test_the_form_creates_an_informative_campaign_and_refuses_one_without_questi
 ):
     study, run_a, run_b = routed
     coherence = Aspect.objects.get(code="COH")
-    data = {"study": study.pk, "name": "Routed", "mode": "likert", "aspects": [coherence.pk],
-            "overlap": 1, "selection": "all", "seed": 3, "lease_seconds": 300,
-            "gold_threshold": 0.7, "annotators": [annotators[0].pk], "routing": "informative"}  # fmt: skip
+    data = {
+        "study": study.pk,
+        "name": "Routed",
+        "mode": "likert",
+        "aspects": [coherence.pk],
+        "overlap": 1,
+        "selection": "all",
+        "seed": 3,
+        "lease_seconds": 300,
+        "gold_threshold": 0.7,
+        "annotators": [annotators[0].pk],
+        "routing": "informative",
+    }
     client.force_login(cast["owner"])
     refused = client.post(reverse("annotation:campaign-new"), data)
     assert refused.status_code == 400 and "needs its question" in refused.content.decode()
@@ -235,9 +267,16 @@ def test_the_api_creates_a_routed_campaign_and_lists_its_documents_in_order(
     coherence = Aspect.objects.get(code="COH")
     api = APIClient()
     api.force_authenticate(cast["owner"])
-    body = {"study": study.pk, "name": "Routed", "aspects": [coherence.pk], "overlap": 1,
-            "annotators": [annotators[0].username], "routing": "informative",
-            "question_run_a": run_a.pk, "question_run_b": run_b.pk}  # fmt: skip
+    body = {
+        "study": study.pk,
+        "name": "Routed",
+        "aspects": [coherence.pk],
+        "overlap": 1,
+        "annotators": [annotators[0].username],
+        "routing": "informative",
+        "question_run_a": run_a.pk,
+        "question_run_b": run_b.pk,
+    }
     refused = api.post("/api/campaigns/", body, format="json")
     assert refused.status_code == 400 and "needs its question" in refused.json()["detail"]
     created = api.post("/api/campaigns/", {**body, "question_aspect": coherence.pk}, format="json")

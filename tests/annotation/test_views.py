@@ -46,14 +46,19 @@ def test_item_page_and_its_htmx_partial(client, make_campaign, cast):
     assert "HX-Request" in page["Vary"] and "HX-Request" in partial["Vary"]
 
 
-def test_the_item_page_shows_no_metric_scores_nor_other_annotators(client, make_campaign, cast,
-                                                                  annotators):  # fmt: skip
+def test_the_item_page_shows_no_metric_scores_nor_other_annotators(
+    client, make_campaign, cast, annotators
+):
     campaign = make_campaign(overlap=3)
     lease = start(client, campaign, cast["annotator"])
     run = MetricRunFactory(dataset=campaign.study.dataset, label="secret-metric-run")
     MetricScore.objects.create(run=run, output=lease.item.output_a, value=0.123456)
-    Judgment.objects.create(output=lease.item.output_a, aspect=Aspect.objects.get(code="COH"),
-                            value=1, annotator=annotators[1])  # fmt: skip
+    Judgment.objects.create(
+        output=lease.item.output_a,
+        aspect=Aspect.objects.get(code="COH"),
+        value=1,
+        annotator=annotators[1],
+    )
     page = client.get(
         reverse("annotation:item", args=[campaign.pk, lease.item_id])
     ).content.decode()
@@ -98,8 +103,9 @@ def test_a_bad_submit_is_shown_back_with_its_error_and_writes_nothing(client, ma
 def test_without_htmx_submit_and_skip_redirect_to_the_next_item(client, make_campaign, cast):
     campaign = make_campaign()
     lease = start(client, campaign, cast["annotator"])
-    response = client.post(reverse("annotation:skip", args=[campaign.pk, lease.item_id]),
-                           {"reason": "cannot read it"})  # fmt: skip
+    response = client.post(
+        reverse("annotation:skip", args=[campaign.pk, lease.item_id]), {"reason": "cannot read it"}
+    )
     following = Assignment.objects.get(annotator=cast["annotator"], status="leased")
     assert response["Location"] == reverse("annotation:item", args=[campaign.pk, following.item_id])
     assert Assignment.objects.get(pk=lease.pk).skip_reason == "cannot read it"
@@ -130,10 +136,19 @@ def test_guidelines_show_the_current_versioned_definitions(client, make_campaign
 def test_a_researcher_creates_a_campaign_through_the_form(client, study, cast, annotators):
     client.force_login(cast["owner"])
     aspects = [Aspect.objects.get(code=c).pk for c in ("COH", "REL")]
-    data = {"study": study.pk, "name": "Round 1", "mode": "likert", "aspects": aspects,
-            "overlap": 2, "selection": "systems", "systems": "s1, s3", "seed": 4,
-            "annotators": [a.pk for a in annotators[:2]], "lease_seconds": 120,
-            "gold_threshold": 0.8}  # fmt: skip
+    data = {
+        "study": study.pk,
+        "name": "Round 1",
+        "mode": "likert",
+        "aspects": aspects,
+        "overlap": 2,
+        "selection": "systems",
+        "systems": "s1, s3",
+        "seed": 4,
+        "annotators": [a.pk for a in annotators[:2]],
+        "lease_seconds": 120,
+        "gold_threshold": 0.8,
+    }
     response = client.post(reverse("annotation:campaign-new"), data)
     campaign = Campaign.objects.get()
     assert response["Location"] == reverse("annotation:campaign-detail", args=[campaign.pk])
@@ -157,8 +172,11 @@ def test_the_researcher_sees_progress_skips_and_agreement(client, make_campaign,
     page = client.get(reverse("annotation:campaign-detail", args=[campaign.pk])).content.decode()
     assert 'id="alpha-table"' in page and "too long" in page
     assert '<tr data-user="ann3"><td>ann3</td><td class="num">8</td><td class="num">4</td>' in page
-    partial = client.get(reverse("annotation:campaign-detail", args=[campaign.pk]),
-                         HTTP_HX_TARGET="agreement", **HTMX)  # fmt: skip
+    partial = client.get(
+        reverse("annotation:campaign-detail", args=[campaign.pk]),
+        HTTP_HX_TARGET="agreement",
+        **HTMX,
+    )
     assert partial.content.lstrip().startswith(b'<section id="agreement"')
     assert b'class="num alpha">0.' in partial.content
 
@@ -186,9 +204,16 @@ def test_preference_pairs_export_as_jsonl(client, make_campaign, cast, annotator
     rows = [json.loads(line) for line in b"".join(response.streaming_content).splitlines()]
     a, b = lease.item.output_a_id, lease.item.output_b_id
     right, left = (b, a) if lease.left_is_a else (a, b)
-    assert rows == [{"aspect": "COH", "doc_key": lease.item.document.doc_key,
-                     "good_output_id": right, "bad_output_id": left,
-                     "annotator_id": annotators[0].pk, "left_output_id": left}]  # fmt: skip
+    assert rows == [
+        {
+            "aspect": "COH",
+            "doc_key": lease.item.document.doc_key,
+            "good_output_id": right,
+            "bad_output_id": left,
+            "annotator_id": annotators[0].pk,
+            "left_output_id": left,
+        }
+    ]
 
 
 def test_status_toggles_and_the_correlations_page_offers_to_exclude_flagged(
@@ -198,8 +223,9 @@ def test_status_toggles_and_the_correlations_page_offers_to_exclude_flagged(
     client.force_login(cast["owner"])
     client.post(reverse("annotation:campaign-status", args=[campaign.pk]), {"status": "closed"})
     assert Campaign.objects.get().status == "closed"
-    page = client.get(reverse("studies:correlations", args=[campaign.study.dataset.pk]),
-                      {"flagged": "exclude"})  # fmt: skip
+    page = client.get(
+        reverse("studies:correlations", args=[campaign.study.dataset.pk]), {"flagged": "exclude"}
+    )
     assert b'id="exclude-flagged" checked' in page.content
 
 
@@ -214,8 +240,9 @@ def test_the_home_page_links_recent_answers_to_change_them(client, make_campaign
     assert f'href="{item_url}"' in home
     page = client.get(item_url).content.decode()
     assert page.count("checked") == 2  # the stored answers, ready to be changed
-    client.post(reverse("annotation:submit", args=[campaign.pk, lease.item_id]),
-                form_data(campaign, "2"))  # fmt: skip
+    client.post(
+        reverse("annotation:submit", args=[campaign.pk, lease.item_id]), form_data(campaign, "2")
+    )
     assert set(Judgment.objects.values_list("value", flat=True)) == {2.0}
 
 

@@ -25,8 +25,13 @@ def setup(make_campaign, cast):  # type: ignore[no-untyped-def]
     study = Study.objects.create(name="Other", dataset=dataset, owner=cast["outsider"])
     from annotation.services.campaigns import CampaignSpec, create_campaign
 
-    other = create_campaign(study, CampaignSpec(name="other", aspects=[Aspect.objects.get(code="COH")],
-                                                annotators=[other_user]), cast["outsider"])  # fmt: skip
+    other = create_campaign(
+        study,
+        CampaignSpec(
+            name="other", aspects=[Aspect.objects.get(code="COH")], annotators=[other_user]
+        ),
+        cast["outsider"],
+    )
     return campaign, lease, other, other_user
 
 
@@ -107,8 +112,10 @@ def test_an_annotator_cannot_open_or_answer_another_campaigns_item(client, setup
         client.get(reverse("annotation:item", args=[campaign.pk, other_lease.item_id])).status_code
         == 404
     )
-    response = client.post(reverse("annotation:submit", args=[campaign.pk, other_lease.item_id]),
-                           {f"aspect-{coh}": "3"})  # fmt: skip
+    response = client.post(
+        reverse("annotation:submit", args=[campaign.pk, other_lease.item_id]),
+        {f"aspect-{coh}": "3"},
+    )
     assert response.status_code == 404
     assert other_lease.item.pairwise_judgments.count() == 0
     home = client.get(reverse("annotation:home")).content.decode()

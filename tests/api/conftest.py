@@ -37,12 +37,23 @@ def scored_records(n_docs: int = 4, systems: int = 3, seed: int = 0) -> list[dic
     for d in range(n_docs):
         for s in range(systems):
             quality = rng.uniform(1, 5)
-            records.append({
-                "doc_id": f"d{d}", "system_id": f"s{s}", "source": f"Source text {d}.",
-                "references": [f"Reference {d}."], "output": f"Output {s} of {d}.",
-                "human": {"coherence": round(quality, 2), "fluency": round(rng.uniform(1, 5), 2)},
-                "metrics": {"m_good": quality + rng.gauss(0, 0.5), "m_noise": rng.uniform(0, 1)},
-            })  # fmt: skip
+            records.append(
+                {
+                    "doc_id": f"d{d}",
+                    "system_id": f"s{s}",
+                    "source": f"Source text {d}.",
+                    "references": [f"Reference {d}."],
+                    "output": f"Output {s} of {d}.",
+                    "human": {
+                        "coherence": round(quality, 2),
+                        "fluency": round(rng.uniform(1, 5), 2),
+                    },
+                    "metrics": {
+                        "m_good": quality + rng.gauss(0, 0.5),
+                        "m_noise": rng.uniform(0, 1),
+                    },
+                }
+            )
     return records
 
 
@@ -74,33 +85,60 @@ def build_world(cast: dict[str, Any], write_jsonl: Any) -> World:
         "admin": cast["admin"],
     }
     path = write_jsonl(scored_records(), "scored.jsonl")
-    import_file(path, ImportOptions(dataset="scored", task="summarization", file_format="jsonl",
-                                    file_name="scored.jsonl", owner=cast["owner"]))  # fmt: skip
+    import_file(
+        path,
+        ImportOptions(
+            dataset="scored",
+            task="summarization",
+            file_format="jsonl",
+            file_name="scored.jsonl",
+            owner=cast["owner"],
+        ),
+    )
     dataset = Dataset.objects.get(name="scored")
     path = write_jsonl(scored_records(2, 2, seed=1), "theirs.jsonl")
-    import_file(path, ImportOptions(dataset="theirs", task="summarization", file_format="jsonl",
-                                    file_name="theirs.jsonl", owner=cast["outsider"]))  # fmt: skip
+    import_file(
+        path,
+        ImportOptions(
+            dataset="theirs",
+            task="summarization",
+            file_format="jsonl",
+            file_name="theirs.jsonl",
+            owner=cast["outsider"],
+        ),
+    )
     other = Dataset.objects.get(name="theirs")
     study = Study.objects.create(name="Study", dataset=dataset, owner=cast["owner"])
     coh, flu = Aspect.objects.get(code="COH"), Aspect.objects.get(code="FLU")
     study.aspects.set([coh, flu])
     campaign = create_campaign(
-        study, CampaignSpec(name="Campaign", aspects=[coh, flu], overlap=2,
-                            annotators=[cast["annotator"]]), cast["owner"],
-    )  # fmt: skip
+        study,
+        CampaignSpec(
+            name="Campaign", aspects=[coh, flu], overlap=2, annotators=[cast["annotator"]]
+        ),
+        cast["owner"],
+    )
     lease = assignment.claim_next(campaign, cast["annotator"])
     assert lease is not None
     # the other annotator works in a campaign of the other researcher's study
     other_study = Study.objects.create(name="Theirs", dataset=other, owner=cast["outsider"])
-    create_campaign(other_study, CampaignSpec(name="Theirs", aspects=[coh],
-                                              annotators=[users["other_annotator"]]), cast["outsider"])  # fmt: skip
+    create_campaign(
+        other_study,
+        CampaignSpec(name="Theirs", aspects=[coh], annotators=[users["other_annotator"]]),
+        cast["outsider"],
+    )
     run = MetricRun.objects.filter(dataset=dataset).order_by("pk").first()
     assert run is not None
     job = ImportJob.objects.create(
-        upload="uploads/none.jsonl", original_name="none.jsonl", file_format="jsonl",
-        dataset_name="scored", dataset=dataset, task=TaskKind.objects.get(code="summarization"),
-        created_by=cast["owner"], status=ImportJob.Status.SUCCEEDED,
-    )  # fmt: skip
+        upload="uploads/none.jsonl",
+        original_name="none.jsonl",
+        file_format="jsonl",
+        dataset_name="scored",
+        dataset=dataset,
+        task=TaskKind.objects.get(code="summarization"),
+        created_by=cast["owner"],
+        status=ImportJob.Status.SUCCEEDED,
+    )
     StudyMember.objects.get_or_create(
         study=study, user=cast["owner"], defaults={"role": "researcher"}
     )

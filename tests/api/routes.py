@@ -54,9 +54,11 @@ PK_RULES: tuple[tuple[str, Callable[[World], Any]], ...] = (
 def trained_metric(world: World) -> Any:
     """A finished learned metric of the owner's dataset (its pages are the owner's)."""
     trained, _ = TrainedMetric.objects.get_or_create(
-        label="matrix", dataset=world.dataset, aspect=Aspect.objects.get(code="COH"),
+        label="matrix",
+        dataset=world.dataset,
+        aspect=Aspect.objects.get(code="COH"),
         defaults={"created_by": world.users["owner"], "status": TrainedMetric.Status.SUCCEEDED},
-    )  # fmt: skip
+    )
     return trained
 
 
@@ -102,8 +104,12 @@ class Route:
     converters: dict[str, str]
 
 
-def walk(patterns: list[Any], prefix: str = "", namespace: str = "",
-         converters: dict[str, str] | None = None) -> Iterator[Route]:  # fmt: skip
+def walk(
+    patterns: list[Any],
+    prefix: str = "",
+    namespace: str = "",
+    converters: dict[str, str] | None = None,
+) -> Iterator[Route]:
     """Every URLPattern below ``patterns`` with its full regex, namespaced name and kwargs."""
     for entry in patterns:
         regex = prefix + str(entry.pattern.regex.pattern).lstrip("^")

@@ -104,9 +104,7 @@ def test_a_collaborator_cannot_share_the_owners_dataset(world):
     assert made.status_code == 403 and "owner" in made.json()["detail"]
     page = collaborator.post("/studies/new/", {"name": "Mine", "dataset": dataset.pk})
     assert page.status_code == 400  # the form offers only the user's own datasets
-    assert dataset.pk not in [
-        d.pk for d in page.context["form"].fields["dataset"].queryset
-    ]  # fmt: skip
+    assert dataset.pk not in [d.pk for d in page.context["form"].fields["dataset"].queryset]
     assert Study.objects.count() == studies_before
     invited = collaborator.post(
         f"/api/studies/{study.pk}/members/",
@@ -134,8 +132,13 @@ def test_a_collaborator_cannot_share_the_owners_dataset(world):
 
 def test_a_collaborators_campaign_takes_only_the_studys_annotators(world):
     stranger = UserFactory(username="stranger-ann", role="annotator")
-    base = {"study": world.study.pk, "mode": "likert", "aspects": [world.campaign.aspects.first().pk],
-            "overlap": 1, "selection": "all"}  # fmt: skip
+    base = {
+        "study": world.study.pk,
+        "mode": "likert",
+        "aspects": [world.campaign.aspects.first().pk],
+        "overlap": 1,
+        "selection": "all",
+    }
     collaborator = client_for(world, "collaborator")
     refused = collaborator.post(
         "/api/campaigns/",

@@ -10,10 +10,24 @@ from studies.models import Aspect, Judgment, Study
 from tests.api.conftest import ROLES, errors_body
 
 pytestmark = pytest.mark.django_db
-RESEARCH = {"anonymous": 401, "annotator": 403, "other_annotator": 403, "owner": 200,
-            "collaborator": 200, "other_researcher": 404, "admin": 200}  # fmt: skip
-ANNOTATE = {"anonymous": 401, "annotator": 200, "other_annotator": 404, "owner": 404,
-            "collaborator": 404, "other_researcher": 404, "admin": 404}  # fmt: skip
+RESEARCH = {
+    "anonymous": 401,
+    "annotator": 403,
+    "other_annotator": 403,
+    "owner": 200,
+    "collaborator": 200,
+    "other_researcher": 404,
+    "admin": 200,
+}
+ANNOTATE = {
+    "anonymous": 401,
+    "annotator": 200,
+    "other_annotator": 404,
+    "owner": 404,
+    "collaborator": 404,
+    "other_researcher": 404,
+    "admin": 404,
+}
 
 
 def answers(campaign: Campaign, value: object = 4) -> dict[str, object]:
@@ -78,8 +92,10 @@ def test_bad_answers_are_a_400_and_store_nothing(world, given):
 def test_a_closed_campaign_refuses_answers_with_409(world):
     Campaign.objects.filter(pk=world.campaign.pk).update(status="closed")
     response = world.client("annotator").post(
-        f"/api/annotate/assignments/{world.lease.pk}/submit/", {"answers": answers(world.campaign)}, format="json"
-    )  # fmt: skip
+        f"/api/annotate/assignments/{world.lease.pk}/submit/",
+        {"answers": answers(world.campaign)},
+        format="json",
+    )
     assert response.status_code == 409 and "closed" in errors_body(response)["detail"]
 
 
@@ -120,8 +136,11 @@ def test_researcher_creates_a_study_members_and_a_campaign(world):
         f"/api/studies/{sid}/members/", {"user": "outsider", "role": "researcher"}, format="json"
     )
     assert member.status_code == 201
-    campaign = client.post("/api/campaigns/", {"study": sid, "name": "C", "aspects": [coh], "overlap": 1,
-                                               "annotators": ["annotator"]}, format="json")  # fmt: skip
+    campaign = client.post(
+        "/api/campaigns/",
+        {"study": sid, "name": "C", "aspects": [coh], "overlap": 1, "annotators": ["annotator"]},
+        format="json",
+    )
     assert campaign.status_code == 201, campaign.content
     assert campaign.json()["n_items"] == 12 and campaign.json()["annotators"] == ["annotator"]
     # the new member now reads the study, its dataset and its campaign
@@ -133,21 +152,33 @@ def test_researcher_creates_a_study_members_and_a_campaign(world):
 
 @pytest.mark.parametrize(
     ("body", "field"),
-    [({"name": "C", "aspects": []}, "aspects"),
-     ({"name": "C", "aspects": ["COH"]}, "aspects"),
-     ({"name": "C", "aspects": "coh"}, "aspects"),
-     ({"name": "C", "annotators": ["nobody"]}, "annotators"),
-     ({"name": "C", "annotators": ["owner"]}, "annotators"),
-     ({"name": "C", "selection": "random"}, "non_field_errors"),
-     ({"name": "C", "overlap": 0}, "overlap"),
-     ({"name": "C", "overlap": 2}, "overlap"),  # more than the one invited annotator
-     ({"name": "C", "annotators": []}, "overlap"),
-     ({"name": "", }, "name")],
-)  # fmt: skip
+    [
+        ({"name": "C", "aspects": []}, "aspects"),
+        ({"name": "C", "aspects": ["COH"]}, "aspects"),
+        ({"name": "C", "aspects": "coh"}, "aspects"),
+        ({"name": "C", "annotators": ["nobody"]}, "annotators"),
+        ({"name": "C", "annotators": ["owner"]}, "annotators"),
+        ({"name": "C", "selection": "random"}, "non_field_errors"),
+        ({"name": "C", "overlap": 0}, "overlap"),
+        ({"name": "C", "overlap": 2}, "overlap"),  # more than the one invited annotator
+        ({"name": "C", "annotators": []}, "overlap"),
+        (
+            {
+                "name": "",
+            },
+            "name",
+        ),
+    ],
+)
 def test_bad_campaigns_are_a_400_naming_the_field_and_create_nothing(world, body, field):
     before = Campaign.objects.count()
-    body = {"study": world.study.pk, "aspects": [Aspect.objects.get(code="COH").pk],
-            "annotators": ["annotator"], "overlap": 1, **body}  # fmt: skip
+    body = {
+        "study": world.study.pk,
+        "aspects": [Aspect.objects.get(code="COH").pk],
+        "annotators": ["annotator"],
+        "overlap": 1,
+        **body,
+    }
     response = world.client("owner").post("/api/campaigns/", body, format="json")
     assert response.status_code == 400, response.content
     assert field in errors_body(response)["errors"]
@@ -161,9 +192,17 @@ def test_studies_and_campaigns_of_other_researchers_cannot_be_used(world, role):
     # a collaborator reads the owner's dataset but may not put it in a study of their own
     shares = {**RESEARCH, "owner": 201, "admin": 201, "collaborator": 403, "other_researcher": 400}
     assert made.status_code == shares[role]
-    made = client.post("/api/campaigns/", {"study": world.study.pk, "name": "C", "overlap": 1,
-                                           "annotators": ["annotator"],
-                                           "aspects": [Aspect.objects.get(code="COH").pk]}, format="json")  # fmt: skip
+    made = client.post(
+        "/api/campaigns/",
+        {
+            "study": world.study.pk,
+            "name": "C",
+            "overlap": 1,
+            "annotators": ["annotator"],
+            "aspects": [Aspect.objects.get(code="COH").pk],
+        },
+        format="json",
+    )
     # ... but runs campaigns in the study with its annotators
     campaigns = {
         **RESEARCH,
@@ -193,8 +232,17 @@ def test_a_campaign_number_beyond_the_database_range_is_a_400_on_the_page_and_th
     response = world.client("owner").post("/api/campaigns/", body, format="json")
     assert response.status_code == 400 and field in errors_body(response)["errors"]
     client.force_login(world.users["owner"])
-    page = client.post("/campaigns/new/", {**body, "mode": "likert", "overlap": 1, "lease_seconds": 300,
-                                           "gold_threshold": 0.7, "seed": body.get("seed", 0)})  # fmt: skip
+    page = client.post(
+        "/campaigns/new/",
+        {
+            **body,
+            "mode": "likert",
+            "overlap": 1,
+            "lease_seconds": 300,
+            "gold_threshold": 0.7,
+            "seed": body.get("seed", 0),
+        },
+    )
     assert page.status_code == 400
     assert Campaign.objects.count() == before
 
@@ -210,8 +258,18 @@ def test_an_aspect_id_beyond_the_database_range_is_a_400_on_the_page_and_the_api
     )
     assert runs.status_code == 400 and "aspects" in errors_body(runs)["errors"]
     client.force_login(world.users["owner"])
-    page = client.post("/campaigns/new/", {**body, "mode": "likert", "overlap": 1, "lease_seconds": 300,
-                                           "gold_threshold": 0.7, "seed": 0, "selection": "all"})  # fmt: skip
+    page = client.post(
+        "/campaigns/new/",
+        {
+            **body,
+            "mode": "likert",
+            "overlap": 1,
+            "lease_seconds": 300,
+            "gold_threshold": 0.7,
+            "seed": 0,
+            "selection": "all",
+        },
+    )
     assert page.status_code == 400
     assert Campaign.objects.count() == before
 

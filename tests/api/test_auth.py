@@ -35,8 +35,10 @@ def test_wrong_password_is_a_400_and_too_many_attempts_a_429(cast, settings):
     ScopedRateThrottle.THROTTLE_RATES = {"auth": "3/min"}
     try:
         client = APIClient()
-        codes = [client.post("/api/auth/token/", {"username": "owner", "password": "no"}).status_code
-                 for _ in range(4)]  # fmt: skip
+        codes = [
+            client.post("/api/auth/token/", {"username": "owner", "password": "no"}).status_code
+            for _ in range(4)
+        ]
         assert codes == [400, 400, 400, 429]
         blocked = client.post("/api/auth/token/", {"username": "owner", "password": "pw"})
         assert blocked.status_code == 429 and errors_body(blocked)["detail"]

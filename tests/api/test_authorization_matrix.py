@@ -33,11 +33,25 @@ from tests.api.routes import (
 
 pytestmark = pytest.mark.django_db
 
-RESEARCH_PAGE = {"anonymous": LOGIN, "annotator": FORBIDDEN, "other_annotator": FORBIDDEN,
-                 "owner": OK, "collaborator": OK, "other_researcher": HIDDEN, "admin": OK}  # fmt: skip
+RESEARCH_PAGE = {
+    "anonymous": LOGIN,
+    "annotator": FORBIDDEN,
+    "other_annotator": FORBIDDEN,
+    "owner": OK,
+    "collaborator": OK,
+    "other_researcher": HIDDEN,
+    "admin": OK,
+}
 RESEARCH_API = {**RESEARCH_PAGE, "anonymous": UNAUTH}
-ANNOTATE_PAGE = {"anonymous": LOGIN, "annotator": OK, "other_annotator": HIDDEN, "owner": HIDDEN,
-                 "collaborator": HIDDEN, "other_researcher": HIDDEN, "admin": HIDDEN}  # fmt: skip
+ANNOTATE_PAGE = {
+    "anonymous": LOGIN,
+    "annotator": OK,
+    "other_annotator": HIDDEN,
+    "owner": HIDDEN,
+    "collaborator": HIDDEN,
+    "other_researcher": HIDDEN,
+    "admin": HIDDEN,
+}
 ANNOTATE_API = {**ANNOTATE_PAGE, "anonymous": UNAUTH}
 PUBLIC = dict.fromkeys(ROLES, OK)
 LOGGED_IN = {**PUBLIC, "anonymous": LOGIN}
@@ -66,8 +80,13 @@ def expected(route: Route) -> dict[str, str]:
         return {**PUBLIC, "anonymous": UNAUTH}
     if name.startswith(("api:annotate-campaign-", "api:assignment-")):
         return ANNOTATE_API if owned else {**PUBLIC, "anonymous": UNAUTH}
-    if name in ("annotation:guidelines", "annotation:next", "annotation:item", "annotation:submit",
-                "annotation:skip"):  # fmt: skip
+    if name in (
+        "annotation:guidelines",
+        "annotation:next",
+        "annotation:item",
+        "annotation:submit",
+        "annotation:skip",
+    ):
         return ANNOTATE_PAGE
     table = RESEARCH_API if name.startswith("api:") else RESEARCH_PAGE
     if any(re.search(p, name) for p in OWNER_ONLY):
@@ -76,8 +95,10 @@ def expected(route: Route) -> dict[str, str]:
         return {**table, "collaborator": HIDDEN}
     if name.startswith(("studies:", "annotation:", "api:", "learned:")):
         return table if owned else {**table, "other_researcher": OK}
-    pytest.fail(f"No expectation for the route {name} ({route.regex}): add one to expected() in "
-                "tests/api/test_authorization_matrix.py")  # fmt: skip
+    pytest.fail(
+        f"No expectation for the route {name} ({route.regex}): add one to expected() in "
+        "tests/api/test_authorization_matrix.py"
+    )
 
 
 def test_every_route_answers_each_role_as_the_rules_say(world, capsys):

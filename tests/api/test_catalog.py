@@ -9,8 +9,15 @@ from studies.models import Aspect, AspectVersion, PromptTemplate, PromptTemplate
 from tests.api.conftest import ROLES, errors_body
 
 pytestmark = pytest.mark.django_db
-READ = {"anonymous": 401, "annotator": 403, "other_annotator": 403, "owner": 200,
-        "collaborator": 200, "other_researcher": 200, "admin": 200}  # fmt: skip
+READ = {
+    "anonymous": 401,
+    "annotator": 403,
+    "other_annotator": 403,
+    "owner": 200,
+    "collaborator": 200,
+    "other_researcher": 200,
+    "admin": 200,
+}
 
 
 @pytest.mark.parametrize("role", ROLES)
@@ -21,8 +28,11 @@ def test_documents_outputs_and_judgments_are_scoped_to_visible_datasets(world, r
         response = client.get(f"{url}?dataset={world.dataset.pk}")
         assert response.status_code == READ[role]
         if response.status_code == 200:
-            assert response.json()["count"] == (0 if role == "other_researcher" else
-                                                {"/api/documents/": 4, "/api/outputs/": 12, "/api/judgments/": 24}[url])  # fmt: skip
+            assert response.json()["count"] == (
+                0
+                if role == "other_researcher"
+                else {"/api/documents/": 4, "/api/outputs/": 12, "/api/judgments/": 24}[url]
+            )
     expected = {**READ, "other_researcher": 404}[role]
     assert client.get(f"/api/outputs/{output.pk}/").status_code == expected
     assert client.get(f"/api/documents/{output.document_id}/").status_code == expected
@@ -98,13 +108,15 @@ def test_aspects_and_templates_are_read_by_researchers_and_written_by_admins(wor
 
 @pytest.mark.parametrize(
     ("url", "body", "field"),
-    [("aspects", {"scale_min": 5, "scale_max": 1}, "scale_max"),
-     ("aspects", {"anchors": "bad"}, "anchors"),
-     ("aspects", {"code": "FLU"}, "code"),
-     ("templates", {"text": "{src.__class__}"}, "text"),
-     ("templates", {"text": "{unknown_field}"}, "text"),
-     ("templates", {"task": "nope"}, "task")],
-)  # fmt: skip
+    [
+        ("aspects", {"scale_min": 5, "scale_max": 1}, "scale_max"),
+        ("aspects", {"anchors": "bad"}, "anchors"),
+        ("aspects", {"code": "FLU"}, "code"),
+        ("templates", {"text": "{src.__class__}"}, "text"),
+        ("templates", {"text": "{unknown_field}"}, "text"),
+        ("templates", {"task": "nope"}, "task"),
+    ],
+)
 def test_bad_aspect_and_template_writes_are_a_400_and_change_nothing(world, url, body, field):
     obj = Aspect.objects.get(code="COH") if url == "aspects" else PromptTemplate.objects.first()
     response = world.client("admin").patch(f"/api/{url}/{obj.pk}/", body, format="json")
@@ -115,8 +127,11 @@ def test_bad_aspect_and_template_writes_are_a_400_and_change_nothing(world, url,
 
 
 def test_admin_creates_an_aspect_at_version_one(world):
-    response = world.client("admin").post("/api/aspects/", {"code": "NEW", "name": "Novelty",
-                                           "definition": "Is it new?", "tasks": ["dialogue"]}, format="json")  # fmt: skip
+    response = world.client("admin").post(
+        "/api/aspects/",
+        {"code": "NEW", "name": "Novelty", "definition": "Is it new?", "tasks": ["dialogue"]},
+        format="json",
+    )
     assert response.status_code == 201, response.content
     assert response.json()["version"] == 1 and response.json()["tasks"] == ["dialogue"]
 

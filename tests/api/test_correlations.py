@@ -45,8 +45,18 @@ def three_ways(client: Any, api: Any, dataset: Dataset, level: str, coef: str, c
     assert numbers(page.context["result"]) == numbers(from_api)
     cache.clear()
     capsys.readouterr()
-    call_command("correlations", "--dataset", str(dataset.pk), "--level", level, "--coef", coef,
-                 "--ci", "--format", "json")  # fmt: skip
+    call_command(
+        "correlations",
+        "--dataset",
+        str(dataset.pk),
+        "--level",
+        level,
+        "--coef",
+        coef,
+        "--ci",
+        "--format",
+        "json",
+    )
     assert numbers(json.loads(capsys.readouterr().out)) == numbers(from_api)
     values = [c["value"] for col in from_api["columns"] for c in col["cells"]]
     assert any(v is not None for v in values)
@@ -57,8 +67,16 @@ def test_demo_data_correlations_are_the_same_from_the_api_the_page_and_the_comma
 ):
     path = tmp_path / "demo.jsonl"
     write_demo_jsonl(path)
-    import_file(path, ImportOptions(dataset="demo", task="summarization", file_format="jsonl",
-                                    file_name="demo.jsonl", owner=world.users["owner"]))  # fmt: skip
+    import_file(
+        path,
+        ImportOptions(
+            dataset="demo",
+            task="summarization",
+            file_format="jsonl",
+            file_name="demo.jsonl",
+            owner=world.users["owner"],
+        ),
+    )
     dataset = Dataset.objects.get(name="demo")
     client.force_login(world.users["owner"])
     for level, coef in itertools.product(LEVELS, ("spearman", "kendall")):
@@ -85,8 +103,11 @@ def test_summeval_subset_scored_through_the_api_gives_the_page_and_command_numbe
     path.write_text("\n".join(subset) + "\n")
     api = world.client("owner")
     with path.open("rb") as fh:
-        job = api.post("/api/imports/?wait=30", {"file": fh, "dataset": "summeval-4", "task": "summarization"},
-                       format="multipart")  # fmt: skip
+        job = api.post(
+            "/api/imports/?wait=30",
+            {"file": fh, "dataset": "summeval-4", "task": "summarization"},
+            format="multipart",
+        )
     assert job.status_code == 201 and job.json()["status"] == "succeeded", job.content
     dataset = Dataset.objects.get(name="summeval-4")
     started = api.post("/api/runs/", {"dataset": dataset.pk, "metric": "rouge"}, format="json")
@@ -165,8 +186,19 @@ def test_tie_calibrated_acc23_is_the_same_from_the_api_the_page_and_the_command(
     assert numbers(page.context["result"]) == numbers(from_api)
     cache.clear()
     capsys.readouterr()
-    call_command("correlations", "--dataset", str(dataset.pk), "--coef", "acc23",
-                 "--tie-calibration", "--average", "micro", "--ci", "--format", "json")  # fmt: skip
+    call_command(
+        "correlations",
+        "--dataset",
+        str(dataset.pk),
+        "--coef",
+        "acc23",
+        "--tie-calibration",
+        "--average",
+        "micro",
+        "--ci",
+        "--format",
+        "json",
+    )
     assert numbers(json.loads(capsys.readouterr().out)) == numbers(from_api)
     paper = world.client("owner").get(f"/api/datasets/{dataset.pk}/correlations/paper/?{query}")
     assert paper.status_code == 200 and "ranks" in paper.json()

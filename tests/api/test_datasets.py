@@ -14,8 +14,15 @@ from tests.conftest import record, row_counts
 
 pytestmark = pytest.mark.django_db
 
-LIST_STATUS = {"anonymous": 401, "annotator": 403, "other_annotator": 403, "owner": 200,
-               "collaborator": 200, "other_researcher": 200, "admin": 200}  # fmt: skip
+LIST_STATUS = {
+    "anonymous": 401,
+    "annotator": 403,
+    "other_annotator": 403,
+    "owner": 200,
+    "collaborator": 200,
+    "other_researcher": 200,
+    "admin": 200,
+}
 DETAIL_STATUS = {**LIST_STATUS, "other_researcher": 404}
 
 
@@ -54,8 +61,12 @@ def test_owner_creates_a_dataset_and_bad_input_is_a_400_naming_the_field(world):
     bad = client.post("/api/datasets/", {"name": "has space", "task": "nope"}, format="json")
     assert bad.status_code == 400
     assert set(errors_body(bad)["errors"]) == {"name", "task"}
-    assert world.client("annotator").post("/api/datasets/", {"name": "x", "task": "dialogue"},
-                                          format="json").status_code == 403  # fmt: skip
+    assert (
+        world.client("annotator")
+        .post("/api/datasets/", {"name": "x", "task": "dialogue"}, format="json")
+        .status_code
+        == 403
+    )
 
 
 def test_upload_with_wait_imports_small_files_in_the_request(world):
@@ -63,9 +74,13 @@ def test_upload_with_wait_imports_small_files_in_the_request(world):
     content = jsonl(record("n1", "s1"), record("n1", "s2"))
     response = world.client("owner").post(
         "/api/imports/?wait=10",
-        {"file": SimpleUploadedFile("new.jsonl", content), "dataset": "uploaded", "task": "summarization"},
+        {
+            "file": SimpleUploadedFile("new.jsonl", content),
+            "dataset": "uploaded",
+            "task": "summarization",
+        },
         format="multipart",
-    )  # fmt: skip
+    )
     assert response.status_code == 201, response.content
     job = response.json()
     assert job["status"] == "succeeded" and job["summary"]["outputs"]["created"] == 2
@@ -80,8 +95,9 @@ def test_upload_without_wait_returns_the_pending_job_and_enqueues_it(
     with django_capture_on_commit_callbacks() as callbacks:
         response = world.client("owner").post(
             f"/api/datasets/{world.dataset.pk}/upload/",
-            {"file": SimpleUploadedFile("more.jsonl", jsonl(record("d9", "s0")))}, format="multipart",
-        )  # fmt: skip
+            {"file": SimpleUploadedFile("more.jsonl", jsonl(record("d9", "s0")))},
+            format="multipart",
+        )
     assert response.status_code == 201 and response.json()["status"] == "pending"
     assert response.json()["dataset_name"] == "scored" and len(callbacks) == 1
 
@@ -91,8 +107,9 @@ def test_a_bad_line_imports_nothing_and_the_error_names_line_and_field(world):
     bad = jsonl(record("n1"), record("n2", human={"coherence": "high"}))
     response = world.client("owner").post(
         f"/api/datasets/{world.dataset.pk}/upload/?wait=10",
-        {"file": SimpleUploadedFile("bad.jsonl", bad)}, format="multipart",
-    )  # fmt: skip
+        {"file": SimpleUploadedFile("bad.jsonl", bad)},
+        format="multipart",
+    )
     body = errors_body(response)
     assert response.status_code == 400
     assert any("line 2" in m and "human.coherence" in m for m in body["errors"]["file"]), body
@@ -102,20 +119,23 @@ def test_a_bad_line_imports_nothing_and_the_error_names_line_and_field(world):
 
 @pytest.mark.parametrize(
     ("data", "field"),
-    [({"dataset": "x", "task": "summarization"}, "file"),
-     ({"file": ("x.txt", b"hello"), "dataset": "x"}, "file"),
-     ({"file": ("x.jsonl", b""), "dataset": "x"}, "file"),
-     ({"file": ("x.jsonl", b"{}\n"), "dataset": "bad name!"}, "dataset"),
-     ({"file": ("x.jsonl", b"{}\n"), "dataset": "x", "task": "nope"}, "task"),
-     ({"file": ("x.jsonl", b"{}\n"), "dataset": "x"}, None)],
-)  # fmt: skip
+    [
+        ({"dataset": "x", "task": "summarization"}, "file"),
+        ({"file": ("x.txt", b"hello"), "dataset": "x"}, "file"),
+        ({"file": ("x.jsonl", b""), "dataset": "x"}, "file"),
+        ({"file": ("x.jsonl", b"{}\n"), "dataset": "bad name!"}, "dataset"),
+        ({"file": ("x.jsonl", b"{}\n"), "dataset": "x", "task": "nope"}, "task"),
+        ({"file": ("x.jsonl", b"{}\n"), "dataset": "x"}, None),
+    ],
+)
 def test_upload_bad_input_is_a_400_naming_the_field_and_writes_nothing(world, data, field):
     data = dict(data)
     if "file" in data:
         name, content = data["file"]
         data["file"] = SimpleUploadedFile(name, content)
-    response = world.client("owner").post("/api/imports/?wait=x" if field is None else "/api/imports/",
-                                          data, format="multipart")  # fmt: skip
+    response = world.client("owner").post(
+        "/api/imports/?wait=x" if field is None else "/api/imports/", data, format="multipart"
+    )
     assert response.status_code == 400
     assert (field or "wait") in errors_body(response)["errors"]
     assert not ImportJob.objects.exclude(pk=world.job.pk).exists()
@@ -125,8 +145,9 @@ def test_upload_bad_input_is_a_400_naming_the_field_and_writes_nothing(world, da
 def test_upload_into_a_dataset_by_id_follows_the_rules(world, role):
     response = world.client(role).post(
         f"/api/datasets/{world.dataset.pk}/upload/",
-        {"file": SimpleUploadedFile("u.jsonl", jsonl(record("z1")))}, format="multipart",
-    )  # fmt: skip
+        {"file": SimpleUploadedFile("u.jsonl", jsonl(record("z1")))},
+        format="multipart",
+    )
     # a collaborator reads the dataset but only its owner writes into it
     expected = {**DETAIL_STATUS, "owner": 201, "collaborator": 403, "admin": 201}
     assert response.status_code == expected[role]

@@ -18,8 +18,9 @@ def test_the_diagnostics_are_the_pages(world):
     response = world.client("owner").get(url, query)
     assert response.status_code == 200
     body = response.json()
-    expected = diagnostics(world.dataset, MatrixParams(level="dataset", coefficient="pearson"),
-                           world.run.pk, coh.pk)  # fmt: skip
+    expected = diagnostics(
+        world.dataset, MatrixParams(level="dataset", coefficient="pearson"), world.run.pk, coh.pk
+    )
     assert body["run"] == world.run.pk and body["aspect"] == coh.pk
     assert body["length"]["coefficient"] == "pearson" and body["level"] == "dataset"
     assert body["length"] == expected["length"]  # constant lengths here: no correlation

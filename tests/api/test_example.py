@@ -26,10 +26,25 @@ def test_the_readme_example_uploads_scores_waits_and_prints_the_table(
     path = write_jsonl(scored_records(n_docs=3, systems=3), "example.jsonl")
     token = token_for(cast["owner"]).key
     done = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "api_example.py"), "--url", live_server.url,
-         "--token", token, "--file", str(path), "--dataset", "example", "--limit-docs", "2"],
-        capture_output=True, text=True, timeout=600, cwd=ROOT,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(ROOT / "examples" / "api_example.py"),
+            "--url",
+            live_server.url,
+            "--token",
+            token,
+            "--file",
+            str(path),
+            "--dataset",
+            "example",
+            "--limit-docs",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
     assert "import succeeded" in out
@@ -51,15 +66,22 @@ def readme_example() -> str:
 
 def test_the_readme_snippet_runs_as_written(live_server, celery_worker_process, cast, write_jsonl):
     path = write_jsonl(scored_records(n_docs=2, systems=3), "outputs.jsonl")
-    code = (readme_example().replace("YOUR_TOKEN", token_for(cast["owner"]).key)
-            .replace("http://127.0.0.1:8000", live_server.url).replace('"outputs.jsonl"', repr(str(path))))  # fmt: skip
+    code = (
+        readme_example()
+        .replace("YOUR_TOKEN", token_for(cast["owner"]).key)
+        .replace("http://127.0.0.1:8000", live_server.url)
+        .replace('"outputs.jsonl"', repr(str(path)))
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     printed = done.stdout.splitlines()
     assert any(line.startswith("rouge1") for line in printed)
     assert any(line.startswith("gptscore") and "None" not in line for line in printed), done.stdout
-    assert set(MetricRun.objects.filter(dataset__name="my-outputs", kind="computed")
-               .values_list("status", flat=True)) == {"succeeded"}  # fmt: skip
+    assert set(
+        MetricRun.objects.filter(dataset__name="my-outputs", kind="computed").values_list(
+            "status", flat=True
+        )
+    ) == {"succeeded"}
 
 
 def test_the_example_trains_a_learned_metric_and_scores_with_it(
@@ -70,11 +92,26 @@ def test_the_example_trains_a_learned_metric_and_scores_with_it(
     path = write_jsonl(scored_records(n_docs=12, systems=4, seed=2), "trainable.jsonl")
     token = token_for(cast["owner"]).key
     done = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "api_example.py"), "--url", live_server.url,
-         "--token", token, "--file", str(path), "--dataset", "trainable", "--limit-docs", "1",
-         "--train"],
-        capture_output=True, text=True, timeout=900, cwd=ROOT,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(ROOT / "examples" / "api_example.py"),
+            "--url",
+            live_server.url,
+            "--token",
+            token,
+            "--file",
+            str(path),
+            "--dataset",
+            "trainable",
+            "--limit-docs",
+            "1",
+            "--train",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     job = TrainedMetric.objects.get(dataset__name="trainable")
     assert job.status == "succeeded" and job.config["backbone"]["layer"] == 12

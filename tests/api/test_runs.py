@@ -11,8 +11,15 @@ from studies.models import Aspect, MetricRun
 from tests.api.conftest import ROLES, errors_body
 
 pytestmark = pytest.mark.django_db
-STATUS = {"anonymous": 401, "annotator": 403, "other_annotator": 403, "owner": 200,
-          "collaborator": 200, "other_researcher": 404, "admin": 200}  # fmt: skip
+STATUS = {
+    "anonymous": 401,
+    "annotator": 403,
+    "other_annotator": 403,
+    "owner": 200,
+    "collaborator": 200,
+    "other_researcher": 404,
+    "admin": 200,
+}
 
 
 @pytest.mark.parametrize("role", ROLES)
@@ -32,8 +39,10 @@ def test_starting_rouge_makes_three_runs_enqueued_on_commit(
 ):
     with django_capture_on_commit_callbacks() as callbacks:
         response = world.client("owner").post(
-            "/api/runs/", {"dataset": world.dataset.pk, "metric": "rouge", "limit_docs": 2}, format="json"
-        )  # fmt: skip
+            "/api/runs/",
+            {"dataset": world.dataset.pk, "metric": "rouge", "limit_docs": 2},
+            format="json",
+        )
     assert response.status_code == 201, response.content
     runs = response.json()
     assert [r["metric"] for r in runs] == ["rouge1", "rouge2", "rougeL"]
@@ -44,10 +53,18 @@ def test_starting_rouge_makes_three_runs_enqueued_on_commit(
 def test_gptscore_starts_one_run_per_aspect(world):
     aspects = list(Aspect.objects.filter(code__in=["COH", "FLU"]).values_list("pk", flat=True))
     response = world.client("owner").post(
-        "/api/runs/", {"dataset": world.dataset.pk, "metric": "gptscore", "aspects": aspects,
-                       "setting": "IST", "dimension": "src_hypo", "limit_docs": 1,
-                       "precision": "fast"}, format="json",
-    )  # fmt: skip
+        "/api/runs/",
+        {
+            "dataset": world.dataset.pk,
+            "metric": "gptscore",
+            "aspects": aspects,
+            "setting": "IST",
+            "dimension": "src_hypo",
+            "limit_docs": 1,
+            "precision": "fast",
+        },
+        format="json",
+    )
     assert response.status_code == 201, response.content
     assert sorted(r["aspect"] for r in response.json()) == ["COH", "FLU"]
     runs = MetricRun.objects.filter(pk__in=[r["id"] for r in response.json()])
@@ -56,16 +73,18 @@ def test_gptscore_starts_one_run_per_aspect(world):
 
 @pytest.mark.parametrize(
     ("body", "field"),
-    [({"metric": "gptscore"}, "aspects"),
-     ({"metric": "nonsense"}, "metric"),
-     ({"metric": "rouge", "limit_docs": 0}, "limit_docs"),
-     ({"metric": "gptscore", "aspects": [999999]}, "aspects"),
-     ({"metric": "gptscore", "aspects": "COH"}, "aspects"),
-     ({"metric": "rouge", "k": 99}, "k"),
-     ({"metric": "gptscore", "aspects": [1], "precision": "half"}, "precision"),
-     ({"metric": "bertscore", "model": "/no/such/model"}, "non_field_errors"),
-     ({}, "dataset")],
-)  # fmt: skip
+    [
+        ({"metric": "gptscore"}, "aspects"),
+        ({"metric": "nonsense"}, "metric"),
+        ({"metric": "rouge", "limit_docs": 0}, "limit_docs"),
+        ({"metric": "gptscore", "aspects": [999999]}, "aspects"),
+        ({"metric": "gptscore", "aspects": "COH"}, "aspects"),
+        ({"metric": "rouge", "k": 99}, "k"),
+        ({"metric": "gptscore", "aspects": [1], "precision": "half"}, "precision"),
+        ({"metric": "bertscore", "model": "/no/such/model"}, "non_field_errors"),
+        ({}, "dataset"),
+    ],
+)
 def test_bad_run_requests_are_a_400_naming_the_field_and_start_nothing(world, body, field):
     before = MetricRun.objects.count()
     if body:
@@ -78,16 +97,23 @@ def test_bad_run_requests_are_a_400_naming_the_field_and_start_nothing(world, bo
 
 @pytest.mark.parametrize("role", ROLES)
 def test_starting_a_run_on_someone_elses_dataset_is_refused(world, role):
-    response = world.client(role).post("/api/runs/", {"dataset": world.dataset.pk, "metric": "bleu"},
-                                       format="json")  # fmt: skip
+    response = world.client(role).post(
+        "/api/runs/", {"dataset": world.dataset.pk, "metric": "bleu"}, format="json"
+    )
     # collaborators run metrics on the datasets they research
     assert response.status_code == {**STATUS, "owner": 201, "collaborator": 201, "admin": 201}[role]
 
 
 def test_status_shows_progress_rate_and_eta(world):
-    run = MetricRun.objects.create(dataset=world.dataset, metric="rouge1", label="r1",
-                                   status="running", done=4, total=12,
-                                   timings={"outputs_per_s": 2.0})  # fmt: skip
+    run = MetricRun.objects.create(
+        dataset=world.dataset,
+        metric="rouge1",
+        label="r1",
+        status="running",
+        done=4,
+        total=12,
+        timings={"outputs_per_s": 2.0},
+    )
     body = world.client("owner").get(f"/api/runs/{run.pk}/").json()
     assert (body["done"], body["total"], body["outputs_per_s"], body["eta_seconds"]) == (
         4,
@@ -124,8 +150,13 @@ def test_scores_paginated_and_streamed_agree(world):
     assert [r["value"] for r in lines[:10]] == [
         r["value"] for r in page["results"] + rest["results"]
     ]
-    csv_lines = b"".join(client.get(f"/api/runs/{world.run.pk}/scores/export/?file_format=csv")
-                         .streaming_content).decode().splitlines()  # fmt: skip
+    csv_lines = (
+        b"".join(
+            client.get(f"/api/runs/{world.run.pk}/scores/export/?file_format=csv").streaming_content
+        )
+        .decode()
+        .splitlines()
+    )
     assert csv_lines[0] == "output,doc_key,system_id,value,error" and len(csv_lines) == 13
     assert client.get(f"/api/runs/{world.run.pk}/scores/?page=99").status_code == 404
     bad = client.get(f"/api/runs/{world.run.pk}/scores/export/?file_format=xls")

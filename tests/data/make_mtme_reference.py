@@ -49,8 +49,11 @@ def complete_case(rng: np.random.Generator, num_sys: int, num_items: int) -> dic
     # permutation sums and Concordia's float64 ones count the same ties.
     gold = rng.integers(1, 6, size=(num_sys, num_items)) + rng.integers(0, 3, size=(num_sys, 1))
     metric = (gold + rng.integers(-3, 4, size=gold.shape)) * 0.5
-    return {"num_sys": num_sys, "gold": [float(v) for v in gold.ravel()],
-            "metric": [float(v) for v in metric.ravel()]}  # fmt: skip
+    return {
+        "num_sys": num_sys,
+        "gold": [float(v) for v in gold.ravel()],
+        "metric": [float(v) for v in metric.ravel()],
+    }
 
 
 SPA_SHAPES = [(2, 2), (2, 3), (3, 5), (4, 10), (6, 25), (12, 60), (15, 500)]
@@ -162,8 +165,10 @@ def main() -> None:
         for fn, name in ((scipy.stats.pearsonr, "pearson"), (scipy.stats.kendalltau, "kendall")):
             micro = stats.AverageCorrelation(fn, num_sys, "item", macro=False)
             out[f"{name}_item_micro"] = micro(case["gold"], case["metric"])[0]
-        case["expected"] = {k: float(v) if not isinstance(v, list) else [float(x) for x in v]
-                            for k, v in out.items()}  # fmt: skip
+        case["expected"] = {
+            k: float(v) if not isinstance(v, list) else [float(x) for x in v]
+            for k, v in out.items()
+        }
         cases.append(case)
 
     spa_cases = []
@@ -182,30 +187,48 @@ def main() -> None:
         base[:, 2] += base[:, 0] * rng.uniform(0, 2)
         r = np.corrcoef(base.T)
         r12, r13, r23 = float(r[0, 1]), float(r[0, 2]), float(r[1, 2])
-        williams.append({
-            "r12": r12, "r13": r13, "r23": r23, "n": n,
-            "one_sided": float(stats.WilliamsTest(r12, r13, r23, n, one_sided=True)),
-            "two_sided": float(stats.WilliamsTest(r12, r13, r23, n, one_sided=False)),
-        })  # fmt: skip
+        williams.append(
+            {
+                "r12": r12,
+                "r13": r13,
+                "r23": r23,
+                "n": n,
+                "one_sided": float(stats.WilliamsTest(r12, r13, r23, n, one_sided=True)),
+                "two_sided": float(stats.WilliamsTest(r12, r13, r23, n, one_sided=False)),
+            }
+        )
 
     ranks = []
     for _ in range(30):
         n = int(rng.integers(2, 10))
         sig = np.triu(rng.random((n, n)) ** 3, 1)
         for pval in (0.05, 0.2):
-            ranks.append({"sig": sig.tolist(), "pval": pval,
-                          "ranks": [int(r) for r in data.AssignRanks(sig, pval)]})  # fmt: skip
+            ranks.append(
+                {
+                    "sig": sig.tolist(),
+                    "pval": pval,
+                    "ranks": [int(r) for r in data.AssignRanks(sig, pval)],
+                }
+            )
 
     # Drawn from a generator of their own, so the sections above stay as they were.
     extra = np.random.default_rng(2026)
     rounding = spa_rounding(stats, extra)
     average = average_ranks_cases(tasks, extra)
     json.dump(
-        {"source": "google-research/mt-metrics-eval", "revision": args.revision, "cases": cases, "spa": spa_cases,
-         "williams": williams, "assign_ranks": ranks, "spa_rounding": rounding,
-         "average_ranks": average},
-        sys.stdout, indent=1,
-    )  # fmt: skip
+        {
+            "source": "google-research/mt-metrics-eval",
+            "revision": args.revision,
+            "cases": cases,
+            "spa": spa_cases,
+            "williams": williams,
+            "assign_ranks": ranks,
+            "spa_rounding": rounding,
+            "average_ranks": average,
+        },
+        sys.stdout,
+        indent=1,
+    )
     sys.stdout.write("\n")
 
 

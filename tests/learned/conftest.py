@@ -27,8 +27,15 @@ def records(n_docs: int = 12) -> list[dict[str, object]]:
             " ".join(reversed(words)),
         ]
         for s, (text, score) in enumerate(zip(texts, (5.0, 4.0, 2.0, 1.0), strict=True)):
-            out.append(record(f"d{d:02d}", f"s{s}", output=text, source=SENTENCES[(d + 1) % 4],
-                              human={"coherence": score, "fluency": 6.0 - score}))  # fmt: skip
+            out.append(
+                record(
+                    f"d{d:02d}",
+                    f"s{s}",
+                    output=text,
+                    source=SENTENCES[(d + 1) % 4],
+                    human={"coherence": score, "fluency": 6.0 - score},
+                )
+            )
     return out
 
 
@@ -46,8 +53,16 @@ def judged(write_jsonl, cast):  # type: ignore[no-untyped-def]
     from studies.services.datasets import ImportOptions, import_file
 
     path = write_jsonl(records())
-    import_file(path, ImportOptions(dataset="judged", task="summarization", file_format="jsonl",
-                                    file_name=path.name, owner=cast["owner"]))  # fmt: skip
+    import_file(
+        path,
+        ImportOptions(
+            dataset="judged",
+            task="summarization",
+            file_format="jsonl",
+            file_name=path.name,
+            owner=cast["owner"],
+        ),
+    )
     return Dataset.objects.get(name="judged")
 
 
@@ -68,6 +83,7 @@ def sent(monkeypatch):  # type: ignore[no-untyped-def]
     from celery import current_app
 
     calls: list[tuple[str, list[object], str]] = []
-    monkeypatch.setattr(current_app, "send_task",
-                        lambda name, args, queue: calls.append((name, args, queue)))  # fmt: skip
+    monkeypatch.setattr(
+        current_app, "send_task", lambda name, args, queue: calls.append((name, args, queue))
+    )
     return calls

@@ -27,14 +27,21 @@ def api(user) -> APIClient:  # type: ignore[no-untyped-def]
 
 
 def body(judged, model: str, **changes: object) -> dict[str, object]:  # type: ignore[no-untyped-def]
-    return {"dataset": judged.pk, "aspect": Aspect.objects.get(code="COH").pk, "backbone": model,
-            **changes}  # fmt: skip
+    return {
+        "dataset": judged.pk,
+        "aspect": Aspect.objects.get(code="COH").pk,
+        "backbone": model,
+        **changes,
+    }
 
 
 @pytest.fixture
 def trained(judged, tiny_backbone):  # type: ignore[no-untyped-def]
-    job = create_job(TrainingRequest(dataset="judged", aspect="COH", backbone=tiny_backbone,
-                                     epochs=2), enqueue=False, local_paths=True)  # fmt: skip
+    job = create_job(
+        TrainingRequest(dataset="judged", aspect="COH", backbone=tiny_backbone, epochs=2),
+        enqueue=False,
+        local_paths=True,
+    )
     assert execute_job(job.pk) == "succeeded"
     job.refresh_from_db()
     return job
@@ -44,8 +51,9 @@ def test_creating_a_job_answers_201_and_enqueues_it_on_commit(
     cast, judged, installed_tiny, sent, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=True):
-        response = api(cast["owner"]).post(URL, body(judged, installed_tiny, setup="multi",
-                                                     seed=4, max_minutes=1), format="json")  # fmt: skip
+        response = api(cast["owner"]).post(
+            URL, body(judged, installed_tiny, setup="multi", seed=4, max_minutes=1), format="json"
+        )
     assert response.status_code == 201, response.content
     created = response.json()
     job = TrainedMetric.objects.get()
@@ -61,8 +69,9 @@ def test_creating_a_job_answers_201_and_enqueues_it_on_commit(
 
 
 def test_the_default_backbone_through_the_api_uses_12_blocks(cast, judged, sent):
-    response = api(cast["owner"]).post(URL, {"dataset": judged.pk,
-                                             "aspect": Aspect.objects.get(code="FLU").pk})  # fmt: skip
+    response = api(cast["owner"]).post(
+        URL, {"dataset": judged.pk, "aspect": Aspect.objects.get(code="FLU").pk}
+    )
     assert response.status_code == 201, response.content
     backbone = response.json()["config"]["backbone"]
     assert (backbone["label"], backbone["layer"]) == ("SmolLM2-135M-Instruct", 12)
@@ -70,14 +79,16 @@ def test_the_default_backbone_through_the_api_uses_12_blocks(cast, judged, sent)
 
 @pytest.mark.parametrize(
     ("changes", "field", "message"),
-    [({"margin": 5}, "non_field_errors", "Too few preference pairs: 0 train pairs"),
-     ({"backbone": "/etc"}, "backbone", "Unknown backbone /etc"),
-     ({"layer": 3}, "layer", "layer must be between 1 and 2, not 3"),
-     ({"aspect": "REL"}, "aspect", "Select a valid choice"),
-     ({"setup": "single", "datasets": ["self"]}, "datasets", "multi and cross setups only"),
-     ({"mode": "both"}, "mode", "is not a valid choice"),
-     ({"dataset": 2**70}, "dataset", "Select a valid choice")],
-)  # fmt: skip
+    [
+        ({"margin": 5}, "non_field_errors", "Too few preference pairs: 0 train pairs"),
+        ({"backbone": "/etc"}, "backbone", "Unknown backbone /etc"),
+        ({"layer": 3}, "layer", "layer must be between 1 and 2, not 3"),
+        ({"aspect": "REL"}, "aspect", "Select a valid choice"),
+        ({"setup": "single", "datasets": ["self"]}, "datasets", "multi and cross setups only"),
+        ({"mode": "both"}, "mode", "is not a valid choice"),
+        ({"dataset": 2**70}, "dataset", "Select a valid choice"),
+    ],
+)
 def test_bad_input_is_a_400_naming_the_field_and_creates_nothing(  # type: ignore[no-untyped-def]
     cast, judged, installed_tiny, sent, changes, field, message
 ):
@@ -132,10 +143,21 @@ def test_the_list_filters_by_dataset_and_status(cast, trained, judged, write_jso
     from tests.learned.conftest import records
 
     path = write_jsonl(records(), name="second.jsonl")
-    import_file(path, ImportOptions(dataset="second", task="summarization", file_format="jsonl",
-                                    file_name=path.name, owner=cast["owner"]))  # fmt: skip
-    pending = create_job(TrainingRequest(dataset="owner/second", aspect="COH", backbone=tiny_backbone),
-                         enqueue=False, local_paths=True)  # fmt: skip
+    import_file(
+        path,
+        ImportOptions(
+            dataset="second",
+            task="summarization",
+            file_format="jsonl",
+            file_name=path.name,
+            owner=cast["owner"],
+        ),
+    )
+    pending = create_job(
+        TrainingRequest(dataset="owner/second", aspect="COH", backbone=tiny_backbone),
+        enqueue=False,
+        local_paths=True,
+    )
     client = api(cast["owner"])
 
     def ids(**query: object) -> list[int]:
@@ -153,8 +175,11 @@ def test_the_list_filters_by_dataset_and_status(cast, trained, judged, write_jso
 def test_cancel_then_resume_and_the_state_refusals(
     cast, judged, tiny_backbone, trained, sent, django_capture_on_commit_callbacks
 ):
-    job = create_job(TrainingRequest(dataset="judged", aspect="COH", backbone=tiny_backbone),
-                     enqueue=False, local_paths=True)  # fmt: skip
+    job = create_job(
+        TrainingRequest(dataset="judged", aspect="COH", backbone=tiny_backbone),
+        enqueue=False,
+        local_paths=True,
+    )
     client = api(cast["owner"])
     cancelled = client.post(f"{URL}{job.pk}/cancel/")
     assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
@@ -175,8 +200,11 @@ def test_cancel_then_resume_and_the_state_refusals(
 
 def test_a_trained_metric_scores_a_dataset_through_the_runs_api(cast, judged, trained, sent):
     client = api(cast["owner"])
-    response = client.post("/api/runs/", {"dataset": judged.pk, "metric": "learned",
-                                          "model": str(trained.pk)}, format="json")  # fmt: skip
+    response = client.post(
+        "/api/runs/",
+        {"dataset": judged.pk, "metric": "learned", "model": str(trained.pk)},
+        format="json",
+    )
     assert response.status_code == 201, response.content
     (run,) = response.json()
     assert run["metric"] == "learned" and run["label"].startswith(f"learned#{trained.pk}")
@@ -184,8 +212,11 @@ def test_a_trained_metric_scores_a_dataset_through_the_runs_api(cast, judged, tr
     assert execute_run(run["id"]) == "succeeded"
     assert client.get(f"/api/runs/{run['id']}/").json()["done"] == 48
     TrainedMetric.objects.filter(pk=trained.pk).update(status="running")
-    refused = client.post("/api/runs/", {"dataset": judged.pk, "metric": "learned",
-                                         "model": str(trained.pk)}, format="json")  # fmt: skip
+    refused = client.post(
+        "/api/runs/",
+        {"dataset": judged.pk, "metric": "learned", "model": str(trained.pk)},
+        format="json",
+    )
     assert refused.status_code == 400
     assert "No finished trained metric" in errors_body(refused)["detail"]
     assert MetricRun.objects.filter(metric="learned").count() == 1

@@ -20,10 +20,16 @@ def _form(judged, model: str, **changes: object) -> dict[str, object]:  # type: 
     from studies.models import Aspect
 
     data: dict[str, object] = {
-        "dataset": judged.pk, "aspect": Aspect.objects.get(code="COH").pk, "setup": "single",
-        "backbone": model, "mode": "head", "margin": "0.5", "seed": "0", "layer": "",
+        "dataset": judged.pk,
+        "aspect": Aspect.objects.get(code="COH").pk,
+        "setup": "single",
+        "backbone": model,
+        "mode": "head",
+        "margin": "0.5",
+        "seed": "0",
+        "layer": "",
         "max_minutes": "",
-    }  # fmt: skip
+    }
     data.update(changes)
     return {k: v for k, v in data.items() if v is not None}
 
@@ -46,8 +52,12 @@ def test_the_form_creates_a_job_enqueued_on_commit_and_opens_its_live_page(
     )
     assert sent == [("learned.tasks.train_metric_cpu", [job.pk], "cpu")]
     assert (job.status, job.dataset, job.aspect.code, job.setup, job.mode) == (
-        "pending", judged, "COH", "single", "head",
-    )  # fmt: skip
+        "pending",
+        judged,
+        "COH",
+        "single",
+        "head",
+    )
     assert job.created_by == cast["owner"] and job.config["seed"] == 3
     assert job.config["hyperparameters"]["max_seconds"] == 120
     # no blocks asked: a frozen decoder uses 40% of its blocks (1 of the tiny model's 2)
@@ -74,8 +84,12 @@ def test_the_default_backbone_uses_12_blocks_and_the_request_loads_no_weights(
     job = TrainedMetric.objects.get()
     b = job.config["backbone"]
     assert (b["label"], b["layer"], b["layers"], b["pooling"], b["feature_dim"]) == (
-        "SmolLM2-135M-Instruct", 12, 30, "last+answer", 1152,
-    )  # fmt: skip
+        "SmolLM2-135M-Instruct",
+        12,
+        30,
+        "last+answer",
+        1152,
+    )
     assert b["files"]["sha256"] and len(sent) == 1
     with capsys.disabled():
         print(f"\nPOST /learned/new/ with the default backbone: {seconds:.2f} s")
@@ -96,14 +110,16 @@ def test_too_few_pairs_is_shown_on_the_form_and_creates_nothing(
 
 @pytest.mark.parametrize(
     ("changes", "field", "message"),
-    [({"backbone": "/tmp"}, "backbone", "Unknown backbone /tmp"),
-     ({"layer": "3"}, "layer", "layer must be between 1 and 2, not 3"),
-     ({"aspect": "relevance"}, "aspect", "Select a valid choice"),
-     ({"setup": "sideways"}, "setup", "Select a valid choice"),
-     ({"margin": "-1"}, "margin", "greater than or equal to 0"),
-     ({"seed": str(2**40)}, "seed", "less than or equal to"),
-     ({"dataset": str(2**70)}, "dataset", "Select a valid choice")],
-)  # fmt: skip
+    [
+        ({"backbone": "/tmp"}, "backbone", "Unknown backbone /tmp"),
+        ({"layer": "3"}, "layer", "layer must be between 1 and 2, not 3"),
+        ({"aspect": "relevance"}, "aspect", "Select a valid choice"),
+        ({"setup": "sideways"}, "setup", "Select a valid choice"),
+        ({"margin": "-1"}, "margin", "greater than or equal to 0"),
+        ({"seed": str(2**40)}, "seed", "less than or equal to"),
+        ({"dataset": str(2**70)}, "dataset", "Select a valid choice"),
+    ],
+)
 def test_bad_input_names_its_field_and_creates_nothing(  # type: ignore[no-untyped-def]
     client, cast, judged, installed_tiny, sent, changes, field, message
 ):
@@ -168,6 +184,8 @@ def test_annotators_cannot_open_the_page_and_outsiders_cannot_use_others_dataset
 def test_the_list_dataset_and_correlations_pages_link_to_the_form(client, cast, judged):
     client.force_login(cast["owner"])
     assert 'href="/learned/new/"' in client.get("/learned/").content.decode()
-    for url in (reverse("studies:dataset-detail", args=[judged.pk]),
-                reverse("studies:correlations", args=[judged.pk])):  # fmt: skip
+    for url in (
+        reverse("studies:dataset-detail", args=[judged.pk]),
+        reverse("studies:correlations", args=[judged.pk]),
+    ):
         assert f'href="/learned/new/?dataset={judged.pk}"' in client.get(url).content.decode()

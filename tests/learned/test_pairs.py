@@ -16,35 +16,61 @@ pytestmark = pytest.mark.django_db
 
 def test_pairwise_answers_of_a_campaign_become_pairs_and_ties_are_dropped(cast):
     study = make_study(cast["owner"])
-    campaign = new_campaign(study, cast["owner"], [cast["annotator"]], mode=Campaign.Mode.PAIRWISE,
-                            aspect_codes=("COH",), overlap=1)  # fmt: skip
+    campaign = new_campaign(
+        study,
+        cast["owner"],
+        [cast["annotator"]],
+        mode=Campaign.Mode.PAIRWISE,
+        aspect_codes=("COH",),
+        overlap=1,
+    )
     coherence = Aspect.objects.get(code="COH")
     items = list(campaign.items.order_by("position"))
     choices = ["a", "b", "tie"] * (len(items) // 3) + ["a"] * (len(items) % 3)
     for item, choice in zip(items, choices, strict=True):
-        PairwiseJudgment.objects.create(item=item, aspect=coherence, annotator=cast["annotator"],
-                                        choice=choice, left_output=item.output_a)  # fmt: skip
+        PairwiseJudgment.objects.create(
+            item=item,
+            aspect=coherence,
+            annotator=cast["annotator"],
+            choice=choice,
+            left_output=item.output_a,
+        )
     data = load_task(Task(study.dataset, coherence), margin=0.5)
     kept = [(i, c) for i, c in zip(items, choices, strict=True) if c != "tie"]
     assert data.answer_counts.candidates == len(items) == 12
     assert data.answer_counts.ties == choices.count("tie") and len(data.pairs) == len(kept)
     task = data.task.key
-    expected = {((task, i.output_a_id), (task, i.output_b_id)) if c == "a"
-                else ((task, i.output_b_id), (task, i.output_a_id)) for i, c in kept}  # fmt: skip
+    expected = {
+        ((task, i.output_a_id), (task, i.output_b_id))
+        if c == "a"
+        else ((task, i.output_b_id), (task, i.output_a_id))
+        for i, c in kept
+    }
     assert {(p.good, p.bad) for p in data.pairs} == expected
     assert all(p.doc.startswith("annot/") for p in data.pairs)
 
 
 def test_a_flagged_annotators_pairwise_answers_are_left_out_when_asked(cast):
     study = make_study(cast["owner"])
-    campaign = new_campaign(study, cast["owner"], [cast["annotator"]], mode=Campaign.Mode.PAIRWISE,
-                            aspect_codes=("COH",), overlap=1)  # fmt: skip
+    campaign = new_campaign(
+        study,
+        cast["owner"],
+        [cast["annotator"]],
+        mode=Campaign.Mode.PAIRWISE,
+        aspect_codes=("COH",),
+        overlap=1,
+    )
     coherence = Aspect.objects.get(code="COH")
     items = list(campaign.items.order_by("position"))
     set_gold(items[0], {coherence.pk: "b"})  # the annotator answers "a" everywhere: flagged
     for item in items:
-        PairwiseJudgment.objects.create(item=item, aspect=coherence, annotator=cast["annotator"],
-                                        choice="a", left_output=item.output_a)  # fmt: skip
+        PairwiseJudgment.objects.create(
+            item=item,
+            aspect=coherence,
+            annotator=cast["annotator"],
+            choice="a",
+            left_output=item.output_a,
+        )
     kept = load_task(Task(study.dataset, coherence), margin=0.5)
     left_out = load_task(Task(study.dataset, coherence), margin=0.5, exclude_flagged=True)
     assert kept.answer_counts.candidates == len(kept.pairs) == len(items)

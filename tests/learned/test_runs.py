@@ -23,8 +23,11 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def trained(judged, tiny_backbone):  # type: ignore[no-untyped-def]
-    job = create_job(TrainingRequest(dataset="judged", aspect="COH", backbone=tiny_backbone,
-                                     epochs=3), enqueue=False, local_paths=True)  # fmt: skip
+    job = create_job(
+        TrainingRequest(dataset="judged", aspect="COH", backbone=tiny_backbone, epochs=3),
+        enqueue=False,
+        local_paths=True,
+    )
     assert execute_job(job.pk) == "succeeded"
     job.refresh_from_db()
     return job

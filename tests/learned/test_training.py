@@ -30,8 +30,18 @@ def _train(*args: str) -> dict[str, object]:
 def test_train_metric_prints_the_json_summary_last_and_stores_a_checked_checkpoint(
     judged, tiny_backbone
 ):
-    summary = _train("--dataset", "judged", "--aspect", "coherence", "--backbone", tiny_backbone,
-                     "--epochs", "5", "--seed", "1")  # fmt: skip
+    summary = _train(
+        "--dataset",
+        "judged",
+        "--aspect",
+        "coherence",
+        "--backbone",
+        tiny_backbone,
+        "--epochs",
+        "5",
+        "--seed",
+        "1",
+    )
     job = TrainedMetric.objects.get(pk=summary["model"])
     assert job.status == "succeeded" and job.setup == "single" and job.mode == "head"
     assert summary["pairs"] == {k: job.pairs[k] for k in ("train", "validation", "test")}
@@ -55,10 +65,16 @@ def test_train_metric_prints_the_json_summary_last_and_stores_a_checked_checkpoi
 
 
 def test_an_asked_layer_and_full_mode_keep_the_blocks_they_ask_for(judged, tiny_backbone):
-    asked = create_job(TrainingRequest(dataset="judged", aspect="COH", backbone=tiny_backbone,
-                                       layer=2), enqueue=False, local_paths=True)  # fmt: skip
-    full = create_job(TrainingRequest(dataset="judged", aspect="COH", backbone=tiny_backbone,
-                                      mode="full"), enqueue=False, local_paths=True)  # fmt: skip
+    asked = create_job(
+        TrainingRequest(dataset="judged", aspect="COH", backbone=tiny_backbone, layer=2),
+        enqueue=False,
+        local_paths=True,
+    )
+    full = create_job(
+        TrainingRequest(dataset="judged", aspect="COH", backbone=tiny_backbone, mode="full"),
+        enqueue=False,
+        local_paths=True,
+    )
     assert asked.config["backbone"]["layer"] == full.config["backbone"]["layer"] == 2
 
 
@@ -80,10 +96,16 @@ def test_the_split_is_frozen_by_document_and_reproducible(judged, tiny_backbone)
 def test_multi_and_cross_task_setups_train_on_other_aspects_and_test_on_the_target(
     judged, tiny_backbone
 ):
-    multi = create_job(TrainingRequest(dataset="judged", aspect="COH", setup="multi",
-                                       backbone=tiny_backbone), enqueue=False, local_paths=True)  # fmt: skip
-    cross = create_job(TrainingRequest(dataset="judged", aspect="COH", setup="cross",
-                                       backbone=tiny_backbone), enqueue=False, local_paths=True)  # fmt: skip
+    multi = create_job(
+        TrainingRequest(dataset="judged", aspect="COH", setup="multi", backbone=tiny_backbone),
+        enqueue=False,
+        local_paths=True,
+    )
+    cross = create_job(
+        TrainingRequest(dataset="judged", aspect="COH", setup="cross", backbone=tiny_backbone),
+        enqueue=False,
+        local_paths=True,
+    )
     assert [t["aspect"] for t in multi.config["tasks"]] == ["COH", "FLU"]
     assert [t["aspect"] for t in cross.config["tasks"]] == ["FLU"]
     assert multi.pairs["train"] == 120 and cross.pairs["train"] == 60 and cross.pairs["test"] == 6
@@ -96,8 +118,16 @@ def test_too_few_pairs_says_how_many_and_why_and_creates_nothing(judged, tiny_ba
         match=r"Too few preference pairs: 0 train pairs.*"
         r"0 ties dropped, 72 differing by no more than the margin 5",
     ):
-        _train("--dataset", "judged", "--aspect", "coherence", "--backbone", tiny_backbone,
-               "--margin", "5")  # fmt: skip
+        _train(
+            "--dataset",
+            "judged",
+            "--aspect",
+            "coherence",
+            "--backbone",
+            tiny_backbone,
+            "--margin",
+            "5",
+        )
     assert not TrainedMetric.objects.exists()
 
 
@@ -116,8 +146,16 @@ def test_the_dataset_and_aspect_are_found_among_the_owners_own(
     from tests.learned.conftest import records
 
     path = write_jsonl(records(), name="theirs.jsonl")
-    import_file(path, ImportOptions(dataset="judged", task="summarization", file_format="jsonl",
-                                    file_name=path.name, owner=cast["outsider"]))  # fmt: skip
+    import_file(
+        path,
+        ImportOptions(
+            dataset="judged",
+            task="summarization",
+            file_format="jsonl",
+            file_name=path.name,
+            owner=cast["outsider"],
+        ),
+    )
     with pytest.raises(
         CommandError, match=r"owner/judged.*outsider/judged|outsider/judged.*owner/judged"
     ):
@@ -137,8 +175,11 @@ def test_a_backbone_that_cannot_be_loaded_is_an_error_and_creates_nothing(judged
 
 
 def test_executing_a_job_twice_trains_once(judged, tiny_backbone):
-    job = create_job(TrainingRequest(dataset="judged", aspect="COH", backbone=tiny_backbone,
-                                     epochs=2), enqueue=False, local_paths=True)  # fmt: skip
+    job = create_job(
+        TrainingRequest(dataset="judged", aspect="COH", backbone=tiny_backbone, epochs=2),
+        enqueue=False,
+        local_paths=True,
+    )
     assert execute_job(job.pk) == "succeeded"
     job.refresh_from_db()
     assert execute_job(job.pk) == "not pending"
@@ -168,8 +209,11 @@ def test_the_second_job_reads_the_features_from_the_cache(
     execute_job(first.pk)
     first.refresh_from_db()
     assert first.progress["seconds"]["feature_cache_hits"] == 0
-    second = create_job(TrainingRequest(dataset="judged", aspect="COH", backbone=tiny_backbone,
-                                        epochs=1, seed=3), enqueue=False, local_paths=True)  # fmt: skip
+    second = create_job(
+        TrainingRequest(dataset="judged", aspect="COH", backbone=tiny_backbone, epochs=1, seed=3),
+        enqueue=False,
+        local_paths=True,
+    )
     execute_job(second.pk)
     second.refresh_from_db()
     assert second.progress["seconds"]["feature_cache_hits"] == 48
@@ -185,8 +229,11 @@ def test_weights_that_cannot_be_loaded_fail_the_job_with_the_reason(
     folder = tmp_path / "broken-weights"
     shutil.copytree(tiny_backbone, folder)
     (folder / "model.safetensors").write_bytes(b"not a model")
-    job = create_job(TrainingRequest(dataset="judged", aspect="COH", backbone=str(folder)),
-                     enqueue=False, local_paths=True)  # fmt: skip
+    job = create_job(
+        TrainingRequest(dataset="judged", aspect="COH", backbone=str(folder)),
+        enqueue=False,
+        local_paths=True,
+    )
     assert execute_job(job.pk) == "failed"
     job.refresh_from_db()
     assert job.status == "failed" and "cannot be loaded" in job.error and not job.checkpoint
@@ -199,12 +246,16 @@ def test_a_backbone_that_changed_since_the_job_was_planned_fails_the_job(
 
     folder = tmp_path / "changing"
     shutil.copytree(tiny_backbone, folder)
-    job = create_job(TrainingRequest(dataset="judged", aspect="COH", backbone=str(folder)),
-                     enqueue=False, local_paths=True)  # fmt: skip
+    job = create_job(
+        TrainingRequest(dataset="judged", aspect="COH", backbone=str(folder)),
+        enqueue=False,
+        local_paths=True,
+    )
     assert job.config["backbone"]["max_length"] == 512
     settings_file = folder / "tokenizer_config.json"
-    settings_file.write_text(json.dumps({**json.loads(settings_file.read_text()),
-                                         "model_max_length": 64}))  # fmt: skip
+    settings_file.write_text(
+        json.dumps({**json.loads(settings_file.read_text()), "model_max_length": 64})
+    )
     assert execute_job(job.pk) == "failed"
     job.refresh_from_db()
     assert (

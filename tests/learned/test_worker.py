@@ -28,8 +28,12 @@ def _worker(name: str) -> subprocess.Popen[bytes]:
     from tests.conftest import _worker_env
 
     log = (settings.DATA_DIR / f"{name}.log").open("wb")
-    return subprocess.Popen(worker_command(f"{name}-{os.getpid()}@%h", queues="learned-test"),
-                            env=_worker_env(), stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+    return subprocess.Popen(
+        worker_command(f"{name}-{os.getpid()}@%h", queues="learned-test"),
+        env=_worker_env(),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
 
 
 def _wait(job: TrainedMetric, done, seconds: float) -> None:  # type: ignore[no-untyped-def]
@@ -42,9 +46,20 @@ def _wait(job: TrainedMetric, done, seconds: float) -> None:  # type: ignore[no-
 def test_a_job_killed_mid_way_resumes_from_its_last_checkpoint(judged, tiny_backbone):
     # Full fine-tuning of the tiny model: slow enough (a backbone forward per step) to be
     # killed between epochs, and every epoch writes a checkpoint.
-    job = create_job(TrainingRequest(dataset="judged", aspect="COH", backbone=tiny_backbone,
-                                     mode="full", epochs=8, patience=8, batch_size=4,
-                                     accumulate=1), enqueue=False, local_paths=True)  # fmt: skip
+    job = create_job(
+        TrainingRequest(
+            dataset="judged",
+            aspect="COH",
+            backbone=tiny_backbone,
+            mode="full",
+            epochs=8,
+            patience=8,
+            batch_size=4,
+            accumulate=1,
+        ),
+        enqueue=False,
+        local_paths=True,
+    )
     first = _worker("doomed-trainer")
     try:
         train_metric_cpu.apply_async((job.pk,), queue="learned-test")

@@ -51,8 +51,10 @@ def test_rouge_stems_words_as_rouge_score_does():
 
 
 def test_an_output_without_references_is_an_error_not_a_zero():
-    for results in (rouge.score([_item(refs=())], "rouge1"),
-                    sacrebleu_metrics.score([_item(refs=())], "bleu")):  # fmt: skip
+    for results in (
+        rouge.score([_item(refs=())], "rouge1"),
+        sacrebleu_metrics.score([_item(refs=())], "bleu"),
+    ):
         assert results[0].value is None and "no reference" in results[0].error
     with pytest.raises(ValueError, match="unknown ROUGE type"):
         rouge.score([_item()], "rouge3")

@@ -36,8 +36,9 @@ def test_the_gpu_benchmark_runs_end_to_end_on_a_tiny_cpu_model(
     assert f"attention blocks of {tree_rows or 'all (dense mask)'} rows" in printed
     # The seq2seq and rating paths, fast against plain, with their fallbacks counted.
     paths = {(p.path, p.precision): p for p in tables.paths}
-    assert set(paths) == {(path, precision) for path in ("seq2seq", "rating")
-                          for precision in ("fast", "exact")}  # fmt: skip
+    assert set(paths) == {
+        (path, precision) for path in ("seq2seq", "rating") for precision in ("fast", "exact")
+    }
     for found in paths.values():
         assert found.fast_per_s > 0 and found.plain_per_s > 0 and found.fallbacks == {}
     assert (

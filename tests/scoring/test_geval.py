@@ -148,9 +148,16 @@ def test_bad_label_sets_are_errors_not_scores(tiny):
 def test_the_prompt_has_introduction_criteria_steps_texts_and_the_form_in_order():
     item = Item(1, "d1", "The source article.", "The summary.")
     prompt = geval.build_prompt(_config(), item)
-    order = ["You will be given", "Evaluation Criteria:", "Coherence (1-5)", "Evaluation Steps:",
-             "1. Read the article.", "Source Text:\n\nThe source article.", "Summary:\n\nThe summary.",
-             "Evaluation Form (scores ONLY):\n\n- Coherence:"]  # fmt: skip
+    order = [
+        "You will be given",
+        "Evaluation Criteria:",
+        "Coherence (1-5)",
+        "Evaluation Steps:",
+        "1. Read the article.",
+        "Source Text:\n\nThe source article.",
+        "Summary:\n\nThe summary.",
+        "Evaluation Form (scores ONLY):\n\n- Coherence:",
+    ]
     positions = [prompt.index(part) for part in order]
     assert positions == sorted(positions) and prompt.endswith("- Coherence:")
     assert "Evaluation Steps" not in geval.build_prompt(_config(steps=""), item)
@@ -162,8 +169,12 @@ def test_the_prompt_has_introduction_criteria_steps_texts_and_the_form_in_order(
 
 def test_criteria_come_from_the_aspect_definition_scale_and_anchors():
     scale = geval.integer_scale(1, 5)
-    text = geval.criteria_text("Coherence", "How much does it make sense?", scale,
-                               {"5": "fully coherent", "1": "incoherent"})  # fmt: skip
+    text = geval.criteria_text(
+        "Coherence",
+        "How much does it make sense?",
+        scale,
+        {"5": "fully coherent", "1": "incoherent"},
+    )
     assert text == (
         "Coherence (1-5) - How much does it make sense?\n- 1: incoherent\n- 5: fully coherent"
     )

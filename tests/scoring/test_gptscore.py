@@ -44,10 +44,13 @@ ITEMS = [
 
 def test_src_hypo_prompt_and_target_join_with_a_space():
     requests = build_requests(ITEMS[:1], GPTScoreConfig(template=SUMMARY))
-    assert requests == [TargetRequest(
-        key=(1, "src_hypo", 0),
-        prompt="Generate a coherent summary for the following text: The cat sat.\n\nTl;dr",
-        target=" A cat sat.")]  # fmt: skip
+    assert requests == [
+        TargetRequest(
+            key=(1, "src_hypo", 0),
+            prompt="Generate a coherent summary for the following text: The cat sat.\n\nTl;dr",
+            target=" A cat sat.",
+        )
+    ]
 
 
 def test_results_are_aligned_with_items_and_equal_the_mean_log_probability():
@@ -102,7 +105,8 @@ def test_idm_demonstrations_come_from_other_documents_deterministically():
 
 def test_dialogue_history_ends_with_the_scored_response():
     assert render_history(["Hi!", "Hello, how are you?", "Fine."], "Great to hear.") == (
-        "Human: Hi!\nAI: Hello, how are you?\nHuman: Fine.\nAI: Great to hear.")  # fmt: skip
+        "Human: Hi!\nAI: Hello, how are you?\nHuman: Fine.\nAI: Great to hear."
+    )
     template = Template("Question: Is the AI engaging?\nConversation: {history}\nAnswer: ", "Yes.")
     item = Item(key=9, doc_key="c", source="", hypothesis="Sure!", history=("Want tea?",))
     request = build_requests([item], GPTScoreConfig(template=template))[0]

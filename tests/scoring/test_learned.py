@@ -93,8 +93,12 @@ def test_the_loss_is_log_one_plus_exp_of_the_difference():
 
 def test_one_optimisation_step_lowers_the_loss_on_a_fixed_batch(tmp_path):
     backbone = Backbone(tiny_gpt2(tmp_path / "gpt2"))
-    texts = ["The council approved the budget.", "budget the the approved council",
-             "The storm closed roads.", "roads storm the the closed"]  # fmt: skip
+    texts = [
+        "The council approved the budget.",
+        "budget the the approved council",
+        "The storm closed roads.",
+        "roads storm the the closed",
+    ]
     features = backbone.features([format_input("Rate it.", "", t) for t in texts])
     torch.manual_seed(0)
     head = RewardHead(backbone.feature_dim)
@@ -109,8 +113,12 @@ def test_one_optimisation_step_lowers_the_loss_on_a_fixed_batch(tmp_path):
 
 def test_full_fine_tuning_lowers_the_loss_on_a_tiny_model(tmp_path):
     backbone = Backbone(tiny_gpt2(tmp_path / "gpt2"), batch_size=4)
-    texts = {"g1": "The council approved the budget.", "b1": "budget the the approved",
-             "g2": "The storm closed roads.", "b2": "roads storm the the"}  # fmt: skip
+    texts = {
+        "g1": "The council approved the budget.",
+        "b1": "budget the the approved",
+        "g2": "The storm closed roads.",
+        "b2": "roads storm the the",
+    }
     head = RewardHead(backbone.feature_dim)
     module = torch.nn.ModuleDict({"head": head, "backbone": backbone.model})
 
@@ -132,8 +140,11 @@ def test_training_stops_early_after_the_patience_and_keeps_the_best_epoch():
     rng = np.random.default_rng(0)
     features = torch.from_numpy(rng.normal(size=(40, 4)).astype(np.float32))
     truth = features[:, 0]
-    pairs = [Pair("t", "d", i, j) if truth[i] > truth[j] else Pair("t", "d", j, i)
-             for i in range(0, 40, 2) for j in range(1, 40, 2)]  # fmt: skip
+    pairs = [
+        Pair("t", "d", i, j) if truth[i] > truth[j] else Pair("t", "d", j, i)
+        for i in range(0, 40, 2)
+        for j in range(1, 40, 2)
+    ]
     head = RewardHead(4)
     head.fit_scaling(features)
     config = TrainConfig(learning_rate=0.05, epochs=200, patience=3, batch_size=16)
@@ -155,8 +166,15 @@ def test_training_resumed_from_a_saved_state_ends_where_an_uninterrupted_one_doe
             torch.manual_seed(0)
             head = RewardHead(3)
             head.fit_scaling(features)
-        return head, fit(head, lambda k: head(features[list(k)]), pairs, pairs, config, state=state,
-                         on_epoch=(lambda st, _: st.epoch < stop_after) if stop_after else None)  # fmt: skip
+        return head, fit(
+            head,
+            lambda k: head(features[list(k)]),
+            pairs,
+            pairs,
+            config,
+            state=state,
+            on_epoch=(lambda st, _: st.epoch < stop_after) if stop_after else None,
+        )
 
     full_head, full = run()
     part_head, part = run(stop_after=2)
@@ -187,8 +205,10 @@ def test_the_prefix_cached_features_equal_the_plain_forward(tmp_path):
     backbone = Backbone(folder, batch_size=2)
     assert backbone.is_decoder and backbone.pooling == "last+answer"
     assert backbone.feature_dim == 2 * backbone.dim
-    inputs = [format_input("Rate it.", "The storm closed roads.", a)
-              for a in ("Roads closed.", "The schools reopened after two days.", "Storm.")]  # fmt: skip
+    inputs = [
+        format_input("Rate it.", "The storm closed roads.", a)
+        for a in ("Roads closed.", "The schools reopened after two days.", "Storm.")
+    ]
     inputs.append(format_input("Rate it.", "Other source.", "Teachers welcomed it."))
     fast = backbone.features(inputs)
     assert fast.shape == (4, backbone.feature_dim)
@@ -268,10 +288,15 @@ INSTALLED = Path(
 
 @pytest.mark.parametrize(
     ("model", "options"),
-    [("gpt2", {}), ("gpt2", {"layer": 1, "pooling": "last", "max_length": 100}),
-     ("bert", {}), ("bert", {"pooling": "first", "max_length": 32}),
-     ("smollm2-135m-instruct", {"layer": 12}), ("all-minilm-l6-v2", {})],
-)  # fmt: skip
+    [
+        ("gpt2", {}),
+        ("gpt2", {"layer": 1, "pooling": "last", "max_length": 100}),
+        ("bert", {}),
+        ("bert", {"pooling": "first", "max_length": 32}),
+        ("smollm2-135m-instruct", {"layer": 12}),
+        ("all-minilm-l6-v2", {}),
+    ],
+)
 def test_describing_a_backbone_from_its_files_agrees_with_loading_it(tmp_path, model, options):
     if model == "gpt2":
         folder = tiny_gpt2(tmp_path / "gpt2", n_positions=128)

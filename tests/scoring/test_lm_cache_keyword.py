@@ -26,14 +26,20 @@ def test_the_keyword_follows_the_forward_signature() -> None:
 
 
 def test_a_real_model_takes_its_cache_without_a_deprecation_warning_and_returns_it() -> None:
-    config = transformers.LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=32,
-                                      num_hidden_layers=1, num_attention_heads=2)  # fmt: skip
+    config = transformers.LlamaConfig(
+        vocab_size=32,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+    )
     model = transformers.LlamaForCausalLM(config).eval().base_model
     ids = torch.tensor([[1, 2, 3]])
     with warnings.catch_warnings():
         warnings.simplefilter("error", FutureWarning)
         with torch.inference_mode():
-            out = model(input_ids=ids, **cache_kwargs(model, transformers.DynamicCache()),
-                        use_cache=True)  # fmt: skip
+            out = model(
+                input_ids=ids, **cache_kwargs(model, transformers.DynamicCache()), use_cache=True
+            )
     cache = returned_cache(out)
     assert isinstance(cache, transformers.DynamicCache) and cache.get_seq_length() == 3

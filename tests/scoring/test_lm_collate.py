@@ -179,8 +179,9 @@ def test_groups_are_planned_one_at_a_time_unless_packed_across(across: bool) -> 
             rows = [row for group in groups for row in group.rows]
             return [Forward(rows, lambda: [row.enc for row in rows])]
 
-    results = _score(_rows("ab", "ac", "b", "c"), Recorder(), strategies=[Count()],
-                     across_groups=across)  # fmt: skip
+    results = _score(
+        _rows("ab", "ac", "b", "c"), Recorder(), strategies=[Count()], across_groups=across
+    )
     assert seen == ([3] if across else [1, 1, 1])
     assert results == {0: "ab", 1: "ac", 2: "b", 3: "c"}
 
@@ -197,8 +198,9 @@ def test_planning_that_fails_hands_what_it_had_not_reached_to_the_next_fallback(
 
     second = Recorder()
     before = FALLBACKS.rows.copy()
-    results = _score(_rows("ab", "b", "c"), second, strategies=[Stumbles(), second.batches()],
-                     across_groups=True)  # fmt: skip
+    results = _score(
+        _rows("ab", "b", "c"), second, strategies=[Stumbles(), second.batches()], across_groups=True
+    )
     assert results == {0: "planned:ab", 1: "B", 2: "C"}
     assert FALLBACKS.since(before) == {"stumbles": 2}
 
@@ -224,8 +226,12 @@ def test_a_groups_state_is_freed_before_the_next_groups_is_made() -> None:
     everything_fails = Recorder(fail_when=lambda encodings: True)
     for across in (False, True):  # one group at a time, or all planned together
         alive.clear()
-        results = _score(_rows("ab", "ac", "ba", "bb", "c"), Recorder(), start=start,
-                         strategies=[everything_fails.batches(), batches],
-                         across_groups=across)  # fmt: skip
+        results = _score(
+            _rows("ab", "ac", "ba", "bb", "c"),
+            Recorder(),
+            start=start,
+            strategies=[everything_fails.batches(), batches],
+            across_groups=across,
+        )
         assert results == {0: "AB", 1: "AC", 2: "BA", 3: "BB", 4: "C"}
         assert len(alive) == 3 and all(ref() is None for ref in alive)

@@ -715,10 +715,21 @@ def _without_a_root_key(real: Callable[..., list[_tree_attention.Block]]) -> Cal
 
     def broken(tree: _causal.Pack, prefix_len: int, *rest: object) -> object:
         return [
-            dataclasses.replace(b, keys=b.keys[b.keys != prefix_len], mask=b.mask[..., torch.cat(
-                [torch.ones(prefix_len, dtype=torch.bool), b.keys[prefix_len:] != prefix_len])])
+            dataclasses.replace(
+                b,
+                keys=b.keys[b.keys != prefix_len],
+                mask=b.mask[
+                    ...,
+                    torch.cat(
+                        [
+                            torch.ones(prefix_len, dtype=torch.bool),
+                            b.keys[prefix_len:] != prefix_len,
+                        ]
+                    ),
+                ],
+            )
             for b in real(tree, prefix_len, *rest)
-        ]  # fmt: skip
+        ]
 
     return broken
 
@@ -746,8 +757,14 @@ def test_blocked_tree_attention_gives_the_plain_paths_numbers(
     # The blocks are what the layers use: drop one key and the numbers move.
     monkeypatch.setattr(_tree_attention, "blocks", _without_a_root_key(real))
     wrong = _causal.score_fast(blocked, requests, 8)
-    assert max(abs(a - b) for f, p in zip(wrong, plain, strict=True)
-               for a, b in zip(f.token_logprobs, p.token_logprobs, strict=True)) > 1e-3  # fmt: skip
+    assert (
+        max(
+            abs(a - b)
+            for f, p in zip(wrong, plain, strict=True)
+            for a, b in zip(f.token_logprobs, p.token_logprobs, strict=True)
+        )
+        > 1e-3
+    )
 
 
 def test_blocks_that_fail_the_probe_leave_the_dense_mask(

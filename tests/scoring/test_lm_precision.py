@@ -20,19 +20,29 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 def _requests() -> list[TargetRequest]:
     prompt = "The council approved the new budget on Tuesday after a long debate. Tl;dr"
-    return [TargetRequest(k, prompt, t) for k, t in enumerate([" Schools get money.",
-            " The storm closed roads.", " Teachers welcomed more money for books."])]  # fmt: skip
+    return [
+        TargetRequest(k, prompt, t)
+        for k, t in enumerate(
+            [
+                " Schools get money.",
+                " The storm closed roads.",
+                " Teachers welcomed more money for books.",
+            ]
+        )
+    ]
 
 
 @pytest.mark.parametrize(
     ("policy", "device", "parameters", "expected"),
-    [("auto", "cpu", 7_000_000_000, "exact"),  # the CPU has no faster low-precision path
-     ("auto", "cuda", 135_000_000, "exact"),  # small: the GPU is not compute-bound anyway
-     ("auto", "cuda", None, "exact"),
-     ("auto", "cuda:1", 1_700_000_000, "fast"),
-     ("exact", "cuda", 7_000_000_000, "exact"),
-     ("fast", "cuda", 135_000_000, "fast")],
-)  # fmt: skip
+    [
+        ("auto", "cpu", 7_000_000_000, "exact"),  # the CPU has no faster low-precision path
+        ("auto", "cuda", 135_000_000, "exact"),  # small: the GPU is not compute-bound anyway
+        ("auto", "cuda", None, "exact"),
+        ("auto", "cuda:1", 1_700_000_000, "fast"),
+        ("exact", "cuda", 7_000_000_000, "exact"),
+        ("fast", "cuda", 135_000_000, "fast"),
+    ],
+)
 def test_the_policy_resolves_by_device_and_size(
     policy: str, device: str, parameters: int | None, expected: str
 ) -> None:
@@ -58,8 +68,14 @@ def test_parameters_are_counted_from_the_configuration_alone(tiny: str) -> None:
     model = transformers.AutoModelForCausalLM.from_pretrained(tiny)
     assert count_parameters(config) == sum(p.numel() for p in model.parameters())
     # a 1.7B-shaped Llama is counted without allocating it (meta device)
-    big = transformers.LlamaConfig(vocab_size=49152, hidden_size=2048, intermediate_size=8192,
-                                   num_hidden_layers=24, num_attention_heads=32, tie_word_embeddings=True)  # fmt: skip
+    big = transformers.LlamaConfig(
+        vocab_size=49152,
+        hidden_size=2048,
+        intermediate_size=8192,
+        num_hidden_layers=24,
+        num_attention_heads=32,
+        tie_word_embeddings=True,
+    )
     counted = count_parameters(big)
     assert counted is not None and 1.6e9 < counted < 1.8e9
     assert resolve("auto", "cuda", counted) == "fast"

@@ -105,8 +105,13 @@ def test_only_sdpa_models_are_switched_and_the_switch_is_recorded_as_sdpa() -> N
     import transformers
 
     def model(attention: str) -> transformers.LlamaForCausalLM:
-        config = transformers.LlamaConfig(vocab_size=64, hidden_size=16, intermediate_size=32,
-                                          num_hidden_layers=1, num_attention_heads=2)  # fmt: skip
+        config = transformers.LlamaConfig(
+            vocab_size=64,
+            hidden_size=16,
+            intermediate_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+        )
         built = transformers.LlamaForCausalLM(config).eval()
         built.set_attn_implementation(attention)
         return built
@@ -135,8 +140,9 @@ def test_a_layer_with_a_position_bias_goes_to_transformers_sdpa() -> None:
     bias = torch.randn(1, 2, size, size)
     module = SimpleNamespace(num_key_value_groups=1, is_causal=True)
     blocks = _tree_attention.blocks(tree, 0, 2, ancestor_matrix(tree), torch.float32)
-    found, _ = _tree_attention.attention(module, query, key, value, mask, tree_blocks=blocks,
-                                         position_bias=bias)  # fmt: skip
+    found, _ = _tree_attention.attention(
+        module, query, key, value, mask, tree_blocks=blocks, position_bias=bias
+    )
     expected = torch.nn.functional.scaled_dot_product_attention(
         query, key, value, attn_mask=mask + bias
     ).transpose(1, 2)
@@ -146,8 +152,9 @@ def test_a_layer_with_a_position_bias_goes_to_transformers_sdpa() -> None:
 def test_a_model_transformers_cannot_switch_is_not_counted_as_switched() -> None:
     import transformers
 
-    config = transformers.FalconConfig(vocab_size=64, hidden_size=16, num_hidden_layers=1,
-                                       num_attention_heads=2)  # fmt: skip
+    config = transformers.FalconConfig(
+        vocab_size=64, hidden_size=16, num_hidden_layers=1, num_attention_heads=2
+    )
     model = transformers.FalconForCausalLM(config).eval()
     model.set_attn_implementation("sdpa")
     switched = _tree_attention.install(model)

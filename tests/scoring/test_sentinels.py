@@ -41,9 +41,14 @@ def test_random_scores_look_uniform():
 
 @pytest.mark.parametrize(
     ("metric", "config", "expected"),
-    [("length", {}, True), ("random", {"seed": 1}, True), ("gptscore", {"dimension": "hypo"}, True),
-     ("gptscore", {"dimension": "src_hypo"}, False), ("rouge1", {}, False)],
-)  # fmt: skip
+    [
+        ("length", {}, True),
+        ("random", {"seed": 1}, True),
+        ("gptscore", {"dimension": "hypo"}, True),
+        ("gptscore", {"dimension": "src_hypo"}, False),
+        ("rouge1", {}, False),
+    ],
+)
 def test_which_runs_are_sentinels(metric, config, expected):
     assert sentinels.is_sentinel(metric, config) is expected
 
@@ -60,8 +65,12 @@ def test_source_free_gptscore_prompt_has_no_source():
 def test_source_free_gptscore_gives_the_same_score_whatever_the_source():
     model = FakeLanguageModel()
     config = GPTScoreConfig(template=SUMMARY, dimension="hypo")
-    other = [Item(key=i.key, doc_key=i.doc_key, source="Something else entirely.",
-                  hypothesis=i.hypothesis) for i in ITEMS]  # fmt: skip
+    other = [
+        Item(
+            key=i.key, doc_key=i.doc_key, source="Something else entirely.", hypothesis=i.hypothesis
+        )
+        for i in ITEMS
+    ]
     first, second = score(model, ITEMS, config), score(model, other, config)
     assert [r.value for r in first] == [r.value for r in second]
     with_source = score(model, ITEMS, GPTScoreConfig(template=SUMMARY))
@@ -77,7 +86,12 @@ def test_source_free_demonstrations_show_no_source_either():
 
 def test_source_free_dialogue_drops_the_history():
     template = Template("Answer as a helpful AI.\n{history}", "")
-    item = Item(key=1, doc_key="d", source="", hypothesis="Fine, thanks.",
-                history=("Hello there.", "Hi!", "How are you?"))  # fmt: skip
+    item = Item(
+        key=1,
+        doc_key="d",
+        source="",
+        hypothesis="Fine, thanks.",
+        history=("Hello there.", "Hi!", "How are you?"),
+    )
     request = build_requests([item], GPTScoreConfig(template=template, dimension="hypo"))[0]
     assert "Hello there" not in request.prompt

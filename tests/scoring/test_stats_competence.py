@@ -86,10 +86,15 @@ def test_the_same_seed_gives_the_same_estimates_and_restarts_keep_the_best_objec
     again = mace(items, annotators, answers, labels=LABELS, rng=np.random.default_rng(7))
     np.testing.assert_array_equal(first.competence, again.competence)
     np.testing.assert_array_equal(first.posterior, again.posterior)
-    singles = [mace(items, annotators, answers, labels=LABELS, restarts=1,
-                    rng=np.random.default_rng(s)).objective for s in range(10)]  # fmt: skip
-    best_of_ten = mace(items, annotators, answers, labels=LABELS, restarts=10,
-                       rng=np.random.default_rng(0)).objective  # fmt: skip
+    singles = [
+        mace(
+            items, annotators, answers, labels=LABELS, restarts=1, rng=np.random.default_rng(s)
+        ).objective
+        for s in range(10)
+    ]
+    best_of_ten = mace(
+        items, annotators, answers, labels=LABELS, restarts=10, rng=np.random.default_rng(0)
+    ).objective
     assert best_of_ten >= max(singles) - 1e-6 * abs(best_of_ten)
 
 

@@ -19,22 +19,23 @@ BUDGET = 1.0  # the default inline budget, seconds
 
 def test_a_dataset_level_kendall_matrix_of_summeval_size_goes_to_the_worker():
     # The case that blocked a request for 9.6 s while outputs x runs looked small.
-    seconds = matrix_seconds(SUMMEVAL, level=Level.DATASET, coefficient=Coefficient.KENDALL_C,
-                             resamples=1000)  # fmt: skip
+    seconds = matrix_seconds(
+        SUMMEVAL, level=Level.DATASET, coefficient=Coefficient.KENDALL_C, resamples=1000
+    )
     assert seconds > BUDGET
 
 
 def test_a_small_pearson_matrix_stays_in_the_request():
     for level in Level:
-        seconds = matrix_seconds(SUMMEVAL, level=level, coefficient=Coefficient.PEARSON,
-                                 resamples=1000)  # fmt: skip
+        seconds = matrix_seconds(
+            SUMMEVAL, level=level, coefficient=Coefficient.PEARSON, resamples=1000
+        )
         assert seconds < BUDGET / 2, level
 
 
 def test_costlier_statistics_are_estimated_costlier_at_the_same_size():
     def est(level, coefficient, **kwargs):  # type: ignore[no-untyped-def]
-        return matrix_seconds(BENCH, level=level, coefficient=coefficient, resamples=1000,
-                              **kwargs)  # fmt: skip
+        return matrix_seconds(BENCH, level=level, coefficient=coefficient, resamples=1000, **kwargs)
 
     pearson = est(Level.SAMPLE, Coefficient.PEARSON)
     assert est(Level.SAMPLE, Coefficient.KENDALL_C) > pearson

@@ -83,8 +83,15 @@ def test_partial_correlate_at_each_level_matches_a_brute_force_loop(coefficient,
     docs, systems, x, y, z = ragged(4)
     ranks = coefficient is Coefficient.SPEARMAN
     ok = np.isfinite(x) & np.isfinite(y) & np.isfinite(z)
-    result = partial_correlate(x, y, z, level=level, coefficient=coefficient,
-                               docs=Groups.from_keys(docs), systems=Groups.from_keys(systems))  # fmt: skip
+    result = partial_correlate(
+        x,
+        y,
+        z,
+        level=level,
+        coefficient=coefficient,
+        docs=Groups.from_keys(docs),
+        systems=Groups.from_keys(systems),
+    )
     if level is Level.DATASET:
         expected = residual_partial(x[ok], y[ok], z[ok], ranks)
     elif level is Level.SYSTEM:
@@ -122,8 +129,9 @@ def test_leave_one_out_matches_a_dense_brute_force_at_each_level():
         coefficient = Coefficient.PEARSON if level is Level.SYSTEM else Coefficient.SPEARMAN
 
         def corr(out, a, b, level=level, coefficient=coefficient):  # type: ignore[no-untyped-def]
-            return correlate(a, b, level=level, coefficient=coefficient,
-                             docs=docs[out], systems=systems[out]).value  # fmt: skip
+            return correlate(
+                a, b, level=level, coefficient=coefficient, docs=docs[out], systems=systems[out]
+            ).value
 
         result = leave_one_out(rows, who, dense[rows, who], n, annotators, corr)
         for a in range(annotators):
@@ -136,9 +144,14 @@ def test_leave_one_out_matches_a_dense_brute_force_at_each_level():
             if both.sum() < 2:
                 assert np.isnan(result.values[a])
                 continue
-            expected = correlate(dense[both, a], mean[both], level=level,
-                                 coefficient=coefficient, docs=docs[both],
-                                 systems=systems[both]).value  # fmt: skip
+            expected = correlate(
+                dense[both, a],
+                mean[both],
+                level=level,
+                coefficient=coefficient,
+                docs=docs[both],
+                systems=systems[both],
+            ).value
             assert result.values[a] == pytest.approx(expected, abs=1e-12, nan_ok=True)
         assert result.n_annotators == int(np.isfinite(result.values).sum()) == 3
         assert result.mean == pytest.approx(np.nanmean(result.values))

@@ -57,8 +57,10 @@ def test_pooled_counts_by_sorting_equal_listing_the_pairs_with_ties_and_rounded_
     for eps in (0.0, float(x[7] - x[3]), 0.1, float(abs(x[11] - x[2])), 0.35):
         assert pooled_pair_counts(x, y, eps) == brute_counts(x, y, eps), eps
     t = 2.0
-    brute_like = [(abs(y[j] - y[i]) >= t, (y[j] - y[i]) * (x[j] - x[i]) > 0)
-                  for i, j in itertools.combinations(range(y.size), 2)]  # fmt: skip
+    brute_like = [
+        (abs(y[j] - y[i]) >= t, (y[j] - y[i]) * (x[j] - x[i]) > 0)
+        for i, j in itertools.combinations(range(y.size), 2)
+    ]
     counted = sum(c for c, _ in brute_like)
     concordant = sum(c and a for c, a in brute_like)
     assert pooled_like_counts(x, y, t) == (counted, concordant)
@@ -107,10 +109,15 @@ def _ragged(seed, n_docs=40):
 @pytest.mark.parametrize("average", list(Average))
 def test_tie_calibration_reaches_the_maximum_of_the_statistic_over_every_threshold(average):
     docs, metric, human = _ragged(3)
-    result = calibrate_ties(metric, human, level=Level.SAMPLE, docs=docs, average=average,
-                            curve=True)  # fmt: skip
-    settings = {"level": Level.SAMPLE, "coefficient": Coefficient.ACC23, "docs": docs,
-                "average": average}  # fmt: skip
+    result = calibrate_ties(
+        metric, human, level=Level.SAMPLE, docs=docs, average=average, curve=True
+    )
+    settings = {
+        "level": Level.SAMPLE,
+        "coefficient": Coefficient.ACC23,
+        "docs": docs,
+        "average": average,
+    }
     # The curve is the statistic itself at each candidate...
     for k in range(0, result.thresholds.size, 7):
         at = correlate(metric, human, options=Options(epsilon=result.thresholds[k]), **settings)
@@ -120,8 +127,14 @@ def test_tie_calibration_reaches_the_maximum_of_the_statistic_over_every_thresho
     best = max(correlate(metric, human, options=Options(epsilon=e), **settings).value for e in grid)
     assert result.value >= best - 1e-12
     assert result.epsilon == result.thresholds[np.argmax(result.values >= result.value - 1e-12)]
-    tau = calibrate_ties(metric, human, level=Level.SAMPLE, docs=docs, average=average,
-                         coefficient=Coefficient.KENDALL_23)  # fmt: skip
+    tau = calibrate_ties(
+        metric,
+        human,
+        level=Level.SAMPLE,
+        docs=docs,
+        average=average,
+        coefficient=Coefficient.KENDALL_23,
+    )
     assert tau.epsilon == result.epsilon and tau.value == pytest.approx(2 * result.value - 1)
 
 
@@ -151,8 +164,14 @@ def test_tie_calibration_of_a_group_wider_than_the_pair_blocks_lists_its_pairs_i
     metric = np.round(human + rng.normal(0, 1, size=docs.size), 1)
     result = calibrate_ties(metric, human, level=Level.SAMPLE, docs=docs)
     assert not result.sampled and result.n_pairs == 300 * 299 // 2 + 10
-    at = correlate(metric, human, level=Level.SAMPLE, coefficient=Coefficient.ACC23, docs=docs,
-                   options=Options(epsilon=result.epsilon))  # fmt: skip
+    at = correlate(
+        metric,
+        human,
+        level=Level.SAMPLE,
+        coefficient=Coefficient.ACC23,
+        docs=docs,
+        options=Options(epsilon=result.epsilon),
+    )
     assert at.value == pytest.approx(result.value, abs=1e-12)
 
 
@@ -161,12 +180,18 @@ def test_pooled_tie_calibration_beyond_the_pair_limit_searches_a_seeded_sample()
     human = rng.integers(1, 6, size=1500).astype(float)
     metric = human + rng.normal(0, 1.0, size=human.size)
     exact = calibrate_ties(metric, human, level=Level.DATASET)
-    sampled = calibrate_ties(metric, human, level=Level.DATASET, max_pairs=50_000,
-                             rng=np.random.default_rng(0))  # fmt: skip
+    sampled = calibrate_ties(
+        metric, human, level=Level.DATASET, max_pairs=50_000, rng=np.random.default_rng(0)
+    )
     assert not exact.sampled and sampled.sampled and sampled.n_searched <= 50_000
     assert sampled.n_pairs == exact.n_pairs == 1500 * 1499 // 2
-    value_at = correlate(metric, human, level=Level.DATASET, coefficient=Coefficient.ACC23,
-                         options=Options(epsilon=sampled.epsilon)).value  # fmt: skip
+    value_at = correlate(
+        metric,
+        human,
+        level=Level.DATASET,
+        coefficient=Coefficient.ACC23,
+        options=Options(epsilon=sampled.epsilon),
+    ).value
     # The sampled ε is nearly as good as the best one on all pairs.
     assert exact.value - 0.005 <= value_at <= exact.value + 1e-12
     assert sampled.value == pytest.approx(value_at, abs=0.01)  # its estimate of the value
@@ -193,12 +218,18 @@ def test_spa_p_values_on_ragged_data_follow_the_definition_pair_by_pair():
     valid = np.isfinite(metric) & np.isfinite(human)
     got = pairwise_p_values(cell_means(human, d, s, valid), flips)
     for i, j in itertools.combinations(range(6), 2):
-        both = [k for k in range(15)
-                if any((docs == k) & (systems == i) & valid) and any((docs == k) & (systems == j) & valid)]  # fmt: skip
+        both = [
+            k
+            for k in range(15)
+            if any((docs == k) & (systems == i) & valid)
+            and any((docs == k) & (systems == j) & valid)
+        ]
         delta = np.zeros(15)
         for k in both:
-            delta[k] = (human[(docs == k) & (systems == i) & valid].mean()
-                        - human[(docs == k) & (systems == j) & valid].mean())  # fmt: skip
+            delta[k] = (
+                human[(docs == k) & (systems == i) & valid].mean()
+                - human[(docs == k) & (systems == j) & valid].mean()
+            )
         expected = np.mean(flips @ delta >= delta.sum() - 1e-9)
         assert got[i, j] == pytest.approx(expected)
     assert np.isnan(got[1, 0])  # only i < j
@@ -207,8 +238,15 @@ def test_spa_p_values_on_ragged_data_follow_the_definition_pair_by_pair():
 def test_spa_on_resampled_systems_equals_spa_of_the_materialised_resample():
     docs, systems, metric, human = _spa_data(7)
     options = Options(permutations=300, seed=1)
-    result = correlate(metric, human, level=Level.SYSTEM, coefficient=Coefficient.SPA, docs=docs,
-                       systems=systems, options=options)  # fmt: skip
+    result = correlate(
+        metric,
+        human,
+        level=Level.SYSTEM,
+        coefficient=Coefficient.SPA,
+        docs=docs,
+        systems=systems,
+        options=options,
+    )
     rng = np.random.default_rng(2)
     counts = np.zeros((5, 6))
     for b in range(5):
@@ -219,10 +257,15 @@ def test_spa_on_resampled_systems_equals_spa_of_the_materialised_resample():
         # Each drawn copy is a system of its own; the documents (so the flips) stay.
         index = np.concatenate([np.flatnonzero(systems == s) for s in draw])
         copies = np.concatenate([np.full((systems == s).sum(), c) for c, s in enumerate(draw)])
-        again = correlate(metric[index], human[index], level=Level.SYSTEM,
-                          coefficient=Coefficient.SPA, docs=Groups.from_codes(docs[index], 15),
-                          systems=copies,
-                          options=options)  # fmt: skip
+        again = correlate(
+            metric[index],
+            human[index],
+            level=Level.SYSTEM,
+            coefficient=Coefficient.SPA,
+            docs=Groups.from_codes(docs[index], 15),
+            systems=copies,
+            options=options,
+        )
         assert resampled_spa(result.spa, counts[b : b + 1])[0] == pytest.approx(again.value)
     assert 0.0 <= result.value <= 1.0
 
@@ -241,26 +284,38 @@ def test_a_calibration_s_counts_give_correlate_s_value_without_recounting(
     metric = np.round(human + rng.normal(0, 1.0, docs.size), 1)  # ties on both sides
     metric[rng.random(docs.size) < 0.05] = np.nan
     human[rng.random(docs.size) < 0.05] = np.nan
-    calibration = calibrate_ties(metric, human, level=Level.SAMPLE, coefficient=coefficient,
-                                 docs=docs, average=average)  # fmt: skip
+    calibration = calibrate_ties(
+        metric, human, level=Level.SAMPLE, coefficient=coefficient, docs=docs, average=average
+    )
     assert calibration.group_right is not None and not calibration.sampled
     assert (calibration.thresholds is None) == (n_docs > 100)  # the search path taken
     options = Options(epsilon=calibration.epsilon)
-    args = {"level": Level.SAMPLE, "coefficient": coefficient, "docs": docs,
-            "average": average, "options": options}  # fmt: skip
+    args = {
+        "level": Level.SAMPLE,
+        "coefficient": coefficient,
+        "docs": docs,
+        "average": average,
+        "options": options,
+    }
     recounted = correlate(metric, human, **args)
     reused = correlate(metric, human, calibration=calibration, **args)
     assert reused.value == recounted.value
     np.testing.assert_array_equal(reused.per_group, recounted.per_group)
     np.testing.assert_array_equal(reused.weights, recounted.weights)
     assert (reused.n_outputs, reused.n_documents, reused.n_skipped) == (
-        recounted.n_outputs, recounted.n_documents, recounted.n_skipped,
-    )  # fmt: skip
+        recounted.n_outputs,
+        recounted.n_documents,
+        recounted.n_skipped,
+    )
     # the calibrated value is the statistic at ε, as correlate computes it
     assert reused.value == pytest.approx(calibration.value, abs=1e-12)
     # a calibration at another ε is not reused
-    other = correlate(metric, human, calibration=calibration,
-                      **{**args, "options": Options(epsilon=calibration.epsilon + 0.05)})  # fmt: skip
+    other = correlate(
+        metric,
+        human,
+        calibration=calibration,
+        **{**args, "options": Options(epsilon=calibration.epsilon + 0.05)},
+    )
     alone = correlate(
         metric, human, **{**args, "options": Options(epsilon=calibration.epsilon + 0.05)}
     )

@@ -74,8 +74,9 @@ def test_power_matches_a_brute_force_simulation_with_the_paired_test():
         study = rng.integers(0, a.size, size=(1, 20))[0]
         inner = rng.integers(0, 20, size=(100, 20))
         sa, sb = a[study], b[study]
-        p = paired_bootstrap_p(sa[inner].mean(1), sb[inner].mean(1), sa.mean(), sb.mean(),
-                               Alternative.TWO_SIDED)  # fmt: skip
+        p = paired_bootstrap_p(
+            sa[inner].mean(1), sb[inner].mean(1), sa.mean(), sb.mean(), Alternative.TWO_SIDED
+        )
         hits += p < 0.05
     assert got == hits / 60
 

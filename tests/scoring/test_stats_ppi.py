@@ -19,8 +19,9 @@ from scoring.stats.ppi import (
 TRUTH = 3.0
 
 
-def replications(seed: int, n_reps: int = 2000, n_total: int = 400, n_judged: int = 40,
-                 signal: float = 0.8):  # type: ignore[no-untyped-def]  # fmt: skip
+def replications(
+    seed: int, n_reps: int = 2000, n_total: int = 400, n_judged: int = 40, signal: float = 0.8
+):  # type: ignore[no-untyped-def]
     """Human scores around TRUTH, a metric on its own scale that follows them with
     ``signal`` (0: pure noise), and a random ``n_judged`` of each replication judged."""
     rng = np.random.default_rng(seed)
@@ -67,8 +68,11 @@ def test_ppi_is_the_textbook_formula_at_lambda_one():
     judged = np.isfinite(y)
     assert result.ppi.value == pytest.approx(f.mean() - np.mean(f[judged] - y[judged]))
     # the nested design's variance: Var(f)/N + Var(f - y)/n less 2 Cov(f, f - y)/N
-    var = (np.var(f[judged], ddof=1) / 50 + np.var(f[judged] - y[judged], ddof=1) / 12
-           - 2 * np.cov(f[judged], f[judged] - y[judged])[0, 1] / 50)  # fmt: skip
+    var = (
+        np.var(f[judged], ddof=1) / 50
+        + np.var(f[judged] - y[judged], ddof=1) / 12
+        - 2 * np.cov(f[judged], f[judged] - y[judged])[0, 1] / 50
+    )
     assert result.ppi.se == pytest.approx(np.sqrt(var))
     assert result.human.value == pytest.approx(y[judged].mean())
     assert result.metric.value == pytest.approx(f.mean())

@@ -195,8 +195,15 @@ def _materialised_correlate(plan, b, docs, systems, metric, human, level, coeffi
             doc_copy += [k] * found.size
             sys_copy += [j] * found.size
     index = np.array(index, dtype=int)
-    return correlate(metric[index], human[index], level=level, coefficient=coefficient,
-                     docs=np.array(doc_copy), systems=np.array(sys_copy), **kwargs).value  # fmt: skip
+    return correlate(
+        metric[index],
+        human[index],
+        level=level,
+        coefficient=coefficient,
+        docs=np.array(doc_copy),
+        systems=np.array(sys_copy),
+        **kwargs,
+    ).value
 
 
 @pytest.mark.parametrize(
@@ -204,8 +211,12 @@ def _materialised_correlate(plan, b, docs, systems, metric, human, level, coeffi
     [
         (Level.SAMPLE, Coefficient.ACC23, Unit.DOCUMENTS, {"options": Options(epsilon=0.3)}),
         (Level.SAMPLE, Coefficient.ACC23, Unit.BOTH, {"options": Options(epsilon=0.3)}),
-        (Level.SAMPLE, Coefficient.KENDALL_LIKE, Unit.DOCUMENTS,
-         {"options": Options(threshold=1.0), "average": Average.MICRO}),
+        (
+            Level.SAMPLE,
+            Coefficient.KENDALL_LIKE,
+            Unit.DOCUMENTS,
+            {"options": Options(threshold=1.0), "average": Average.MICRO},
+        ),
         (Level.SAMPLE, Coefficient.PDP, Unit.DOCUMENTS, {}),
         (Level.SAMPLE, Coefficient.PDP, Unit.BOTH, {}),
         (Level.SAMPLE, Coefficient.PEARSON, Unit.DOCUMENTS, {"average": Average.MICRO}),
@@ -214,16 +225,26 @@ def _materialised_correlate(plan, b, docs, systems, metric, human, level, coeffi
         (Level.DATASET, Coefficient.KENDALL_23, Unit.SYSTEMS, {}),
         (Level.DATASET, Coefficient.PDP, Unit.BOTH, {}),
     ],
-)  # fmt: skip
+)
 def test_new_statistics_resample_as_their_materialised_resamples(level, coefficient, unit, kwargs):
     docs, systems, metric, human = _study(seed=13)
     plan = draw_resamples(np.random.default_rng(3), docs, systems, unit=unit, resamples=5)
-    estimate = correlate(metric, human, level=level, coefficient=coefficient, docs=docs,
-                         systems=systems, **kwargs)  # fmt: skip
-    got = bootstrap_distribution(plan, metric, human, level=level, coefficient=coefficient,
-                                 estimate=estimate if level is Level.SAMPLE else None, **kwargs)  # fmt: skip
-    expected = [_materialised_correlate(plan, b, docs, systems, metric, human, level, coefficient,
-                                        **kwargs) for b in range(5)]  # fmt: skip
+    estimate = correlate(
+        metric, human, level=level, coefficient=coefficient, docs=docs, systems=systems, **kwargs
+    )
+    got = bootstrap_distribution(
+        plan,
+        metric,
+        human,
+        level=level,
+        coefficient=coefficient,
+        estimate=estimate if level is Level.SAMPLE else None,
+        **kwargs,
+    )
+    expected = [
+        _materialised_correlate(plan, b, docs, systems, metric, human, level, coefficient, **kwargs)
+        for b in range(5)
+    ]
     np.testing.assert_allclose(got, expected, atol=1e-10)
 
 
@@ -241,8 +262,9 @@ def test_a_nearly_constant_resample_is_correlated_as_correlate_does_not_called_c
     index = Groups.from_keys(docs)
     only = [np.zeros((1, 10), dtype=np.intp), np.ones((1, 10), dtype=np.intp)]
     for doc, draws in enumerate(only):
-        plan = Resamples(unit=Unit.DOCUMENTS, docs=index, systems=None, doc_draws=draws,
-                         system_draws=None)  # fmt: skip
+        plan = Resamples(
+            unit=Unit.DOCUMENTS, docs=index, systems=None, doc_draws=draws, system_draws=None
+        )
         for policy in DegeneratePolicy:
             settings = {
                 "level": Level.DATASET,
@@ -253,8 +275,9 @@ def test_a_nearly_constant_resample_is_correlated_as_correlate_does_not_called_c
             rows = slice(6 * doc, 6 * doc + 6)
             expected = correlate(metric[rows], human[rows], **settings).value
             np.testing.assert_allclose(got, expected, rtol=1e-9)
-    assert np.isfinite(correlate(metric[:6], human[:6], level=Level.DATASET,
-                                 coefficient=Coefficient.PEARSON).value)  # fmt: skip
+    assert np.isfinite(
+        correlate(metric[:6], human[:6], level=Level.DATASET, coefficient=Coefficient.PEARSON).value
+    )
 
 
 def test_spa_intervals_resample_systems_only():
@@ -263,8 +286,9 @@ def test_spa_intervals_resample_systems_only():
     with pytest.raises(ValueError, match="resample systems only"):
         bootstrap_distribution(plan, metric, human, level=Level.SYSTEM, coefficient=Coefficient.SPA)
     plan = draw_resamples(np.random.default_rng(0), docs, systems, unit=Unit.SYSTEMS, resamples=50)
-    values = bootstrap_distribution(plan, metric, human, level=Level.SYSTEM,
-                                    coefficient=Coefficient.SPA)  # fmt: skip
+    values = bootstrap_distribution(
+        plan, metric, human, level=Level.SYSTEM, coefficient=Coefficient.SPA
+    )
     assert values.shape == (50,) and np.all((values >= 0) & (values <= 1))
 
 
@@ -285,9 +309,13 @@ def _loop_reference(plan, metric, human, coefficient, policy, options=DEFAULT_OP
             times = times * plan.system_counts[b].astype(np.intp)[sys_codes]
         items = np.repeat(np.arange(x.size), times)
         out[b] = correlate(
-            x[items], y[items], level=Level.DATASET, coefficient=coefficient, policy=policy,
+            x[items],
+            y[items],
+            level=Level.DATASET,
+            coefficient=coefficient,
+            policy=policy,
             options=options,
-        ).value  # fmt: skip
+        ).value
     return out
 
 
@@ -368,8 +396,15 @@ def test_vectorised_dataset_kendall_family_equals_the_resample_loop(
         metric = np.where(np.isfinite(metric), np.minimum(metric, 2.0), np.nan)
         human = human + 0.1 * systems
     plan = draw_resamples(np.random.default_rng(2), docs, systems, unit=unit, resamples=40)
-    got = bootstrap_distribution(plan, metric, human, level=Level.DATASET,
-                                 coefficient=coefficient, policy=policy, options=options)  # fmt: skip
+    got = bootstrap_distribution(
+        plan,
+        metric,
+        human,
+        level=Level.DATASET,
+        coefficient=coefficient,
+        policy=policy,
+        options=options,
+    )
     expected = _loop_reference(plan, metric, human, coefficient, policy, options)
     assert np.isfinite(expected).sum() >= 10
     np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
@@ -388,8 +423,9 @@ def test_vectorised_dataset_kendall_family_equals_the_loop_on_many_distinct_valu
     metric = np.round(human + rng.normal(0, 2, docs.size))
     metric[rng.random(docs.size) < 0.05] = np.nan
     plan = draw_resamples(np.random.default_rng(4), docs, systems, unit=Unit.BOTH, resamples=6)
-    got = bootstrap_distribution(plan, metric, human, level=Level.DATASET,
-                                 coefficient=coefficient, options=options)  # fmt: skip
+    got = bootstrap_distribution(
+        plan, metric, human, level=Level.DATASET, coefficient=coefficient, options=options
+    )
     expected = _loop_reference(plan, metric, human, coefficient, DegeneratePolicy.SKIP, options)
     assert np.isfinite(expected).all()
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
@@ -397,8 +433,13 @@ def test_vectorised_dataset_kendall_family_equals_the_loop_on_many_distinct_valu
 
 def _hand_plan():
     # Outputs A, B, C and an unscored one, one per document; documents drawn A, A, B, C.
-    return Resamples(unit=Unit.DOCUMENTS, docs=Groups.from_keys([0, 1, 2, 3]), systems=None,
-                     doc_draws=np.array([[0, 0, 1, 2]]), system_draws=None)  # fmt: skip
+    return Resamples(
+        unit=Unit.DOCUMENTS,
+        docs=Groups.from_keys([0, 1, 2, 3]),
+        systems=None,
+        doc_draws=np.array([[0, 0, 1, 2]]),
+        system_draws=None,
+    )
 
 
 @pytest.mark.parametrize(
@@ -420,8 +461,9 @@ def _hand_plan():
 def test_vectorised_dataset_kendall_family_on_a_hand_counted_resample(coefficient, options, value):
     metric = np.array([1.0, 2.0, 3.0, np.nan])
     human = np.array([1.0, 2.0, 1.0, 2.0])
-    got = bootstrap_distribution(_hand_plan(), metric, human, level=Level.DATASET,
-                                 coefficient=coefficient, options=options)  # fmt: skip
+    got = bootstrap_distribution(
+        _hand_plan(), metric, human, level=Level.DATASET, coefficient=coefficient, options=options
+    )
     assert got[0] == pytest.approx(value, abs=1e-15)
 
 
@@ -444,8 +486,15 @@ def test_vectorised_dataset_kendall_family_handles_constant_resamples(policy, co
     metric = np.array([1.0, 1.0, 1.0, 1.0, 2.0, 3.0])
     human = np.array([1.0, 2.0, 2.0, 3.0, 2.0, 1.0])
     plan = draw_resamples(np.random.default_rng(0), docs, systems, resamples=40)
-    got = bootstrap_distribution(plan, metric, human, level=Level.DATASET,
-                                 coefficient=coefficient, policy=policy, options=options)  # fmt: skip
+    got = bootstrap_distribution(
+        plan,
+        metric,
+        human,
+        level=Level.DATASET,
+        coefficient=coefficient,
+        policy=policy,
+        options=options,
+    )
     expected = _loop_reference(plan, metric, human, coefficient, policy, options)
     _assert_constant_resamples_handled(
         got, expected, plan, policy, always_defined=coefficient is Coefficient.ACC23
@@ -456,10 +505,22 @@ def test_vectorised_dataset_kendall_leaves_a_resample_with_one_copy_undefined():
     # Only document 1 drawn, and it has one scored output: fewer than two copies.
     metric = np.array([1.0, 2.0, 3.0, np.nan])
     human = np.array([1.0, 2.0, 1.0, 2.0])
-    plan = Resamples(unit=Unit.DOCUMENTS, docs=Groups.from_keys([0, 1, 2, 3]), systems=None,
-                     doc_draws=np.array([[1, 3, 3, 3], [3, 3, 3, 3]]), system_draws=None)  # fmt: skip
+    plan = Resamples(
+        unit=Unit.DOCUMENTS,
+        docs=Groups.from_keys([0, 1, 2, 3]),
+        systems=None,
+        doc_draws=np.array([[1, 3, 3, 3], [3, 3, 3, 3]]),
+        system_draws=None,
+    )
     for coefficient, options in KENDALL_FAMILY:
         for policy in DegeneratePolicy:
-            got = bootstrap_distribution(plan, metric, human, level=Level.DATASET,
-                                         coefficient=coefficient, policy=policy, options=options)  # fmt: skip
+            got = bootstrap_distribution(
+                plan,
+                metric,
+                human,
+                level=Level.DATASET,
+                coefficient=coefficient,
+                policy=policy,
+                options=options,
+            )
             assert np.isnan(got).all()

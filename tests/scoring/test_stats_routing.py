@@ -142,8 +142,9 @@ def test_a_started_document_is_finished_first():
 def test_the_reason_says_why_the_document_stands_where_it_does():
     a, b, human, docs = documents(40, 8)
     b[docs == 20] = 1.0  # run B gives all of document 20's outputs one score
-    found = route(a, b, np.full(a.size, np.nan), docs, np.random.default_rng(0),
-                  question=QUESTION, n_bands=2)  # fmt: skip
+    found = route(
+        a, b, np.full(a.size, np.nan), docs, np.random.default_rng(0), question=QUESTION, n_bands=2
+    )
     top = int(found.order[0])
     assert found.reasons[top].startswith(f"ρ(ROUGE-2, ROUGE-L) = {found.agreement[top]:.2f} here")
     assert "needs 2 more judged documents" in found.reasons[top]
@@ -153,8 +154,15 @@ def test_the_reason_says_why_the_document_stands_where_it_does():
     assert found.settled[after].all()  # only documents whose difference is known follow it
     assert "alike, so ROUGE-2 − ROUGE-L is 0 here whatever the judges say" in found.reasons[39]
     judged = [int(k) for k in found.order[:5]]
-    later = route(a, b, judge(human, docs, judged), docs, np.random.default_rng(0),
-                  question=QUESTION, n_bands=2)  # fmt: skip
+    later = route(
+        a,
+        b,
+        judge(human, docs, judged),
+        docs,
+        np.random.default_rng(0),
+        question=QUESTION,
+        n_bands=2,
+    )
     nxt = int(later.order[0])
     assert "narrows ROUGE-2 − ROUGE-L on relevance by variance" in later.reasons[nxt]
     assert f"{later.gain[nxt]:.1e}" in later.reasons[nxt]

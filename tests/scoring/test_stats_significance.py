@@ -280,8 +280,17 @@ def test_document_swaps_of_the_pairwise_statistics_give_the_exact_p_value(coeffi
 def test_output_swaps_at_sample_level_are_mt_metrics_eval_scheme_and_work_for_pdp():
     rng = np.random.default_rng(3)
     docs, systems, a, b, human = _null_study(rng, n_docs=30, n_systems=6, gap=3.0)
-    result = permutation_test(a, b, human, level=Level.SAMPLE, coefficient=Coefficient.PDP,
-                              rng=rng, docs=docs, resamples=200, swap=Swap.OUTPUTS)  # fmt: skip
+    result = permutation_test(
+        a,
+        b,
+        human,
+        level=Level.SAMPLE,
+        coefficient=Coefficient.PDP,
+        rng=rng,
+        docs=docs,
+        resamples=200,
+        swap=Swap.OUTPUTS,
+    )
     assert result.method == "permutation (outputs)" and result.p_value < 0.05
 
 
@@ -290,9 +299,18 @@ def test_spa_permutation_test_finds_a_clearly_better_metric():
     docs, systems, a, b, human = _null_study(rng, n_docs=20, n_systems=6, gap=3.0)
     human = human + 2.0 * systems  # systems clearly differ for the humans
     a = a + 2.0 * systems
-    result = permutation_test(a, b, human, level=Level.SYSTEM, coefficient=Coefficient.SPA,
-                              rng=rng, docs=docs, systems=systems, resamples=60,
-                              options=Options(permutations=200))  # fmt: skip
+    result = permutation_test(
+        a,
+        b,
+        human,
+        level=Level.SYSTEM,
+        coefficient=Coefficient.SPA,
+        rng=rng,
+        docs=docs,
+        systems=systems,
+        resamples=60,
+        options=Options(permutations=200),
+    )
     assert result.delta > 0 and result.p_value < 0.05
 
 
@@ -311,8 +329,9 @@ def test_paired_bootstrap_p_is_the_paired_bootstrap_tests_p_and_keeps_each_metri
     docs, systems, a, b, human = _null_study(rng, n_docs=40, gap=1.0)
     plan = draw_resamples(rng, docs, systems, resamples=300)
     settings = {"level": Level.SAMPLE, "coefficient": Coefficient.ACC23}
-    result = paired_bootstrap_test(plan, a, b, human, options=Options(epsilon=0.5),
-                                   options_b=Options(epsilon=0.1), **settings)  # fmt: skip
+    result = paired_bootstrap_test(
+        plan, a, b, human, options=Options(epsilon=0.5), options_b=Options(epsilon=0.1), **settings
+    )
     draws = [
         bootstrap_distribution(plan, m, human, options=Options(epsilon=e), **settings)
         for m, e in ((a, 0.5), (b, 0.1))

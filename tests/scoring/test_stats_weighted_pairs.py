@@ -18,10 +18,14 @@ def test_dominance_equals_summing_every_pair(n_keys):
     weight = rng.integers(0, 4, size=(3, n)).astype(np.int64)  # by column
     by_place = weight[:, column_of]
     expected = [
-        sum(by_place[b, j] * by_place[b, i] for j in range(n) for i in range(n)
-            if point_key[i] < query_key[j] and i < limit[j])
+        sum(
+            by_place[b, j] * by_place[b, i]
+            for j in range(n)
+            for i in range(n)
+            if point_key[i] < query_key[j] and i < limit[j]
+        )
         for b in range(3)
-    ]  # fmt: skip
+    ]
     query_weight = np.stack(
         [np.bincount(query_key, weights=by_place[b], minlength=n_keys) for b in range(3)]
     )

@@ -46,8 +46,15 @@ def packed(num_sys: int, gold: list[Any], metric: list[Any]) -> dict[str, Any]:
 
 
 def value(data: dict[str, Any], level: Level, coefficient: Coefficient, **kwargs: Any) -> float:
-    return correlate(data["metric"], data["human"], level=level, coefficient=coefficient,
-                     docs=data["docs"], systems=data["systems"], **kwargs).value  # fmt: skip
+    return correlate(
+        data["metric"],
+        data["human"],
+        level=level,
+        coefficient=coefficient,
+        docs=data["docs"],
+        systems=data["systems"],
+        **kwargs,
+    ).value
 
 
 # --- mt-metrics-eval's own cases (stats_test.py, tau_optimization_test.py, data_test.py)
@@ -111,9 +118,17 @@ def test_tie_calibration_regression_example_of_its_tau_optimization_test():
     result = calibrate_ties(
         np.ravel(metric), np.ravel(human), level=Level.SAMPLE, docs=docs, curve=True
     )
-    expected = [0.4666666666666667, 0.4916666666666668, 0.38333333333333347, 0.29166666666666674,
-                0.2666666666666667, 0.2, 0.15833333333333335, 0.15833333333333335,
-                0.1166666666666667]  # fmt: skip
+    expected = [
+        0.4666666666666667,
+        0.4916666666666668,
+        0.38333333333333347,
+        0.29166666666666674,
+        0.2666666666666667,
+        0.2,
+        0.15833333333333335,
+        0.15833333333333335,
+        0.1166666666666667,
+    ]
     # Its curve lists every pair's difference; ours only those where the value changes
     # (here 7 is a discordant pair's: nothing changes). As step functions they agree.
     thresholds = np.arange(9.0)
@@ -132,8 +147,13 @@ def test_kendall_like_of_its_stats_test():
     # Two systems, item grouping (WMT's, size-weighted by the counted pairs).
     for gold in ([10, 11, 100, 150], [10, None, 100, 150]):
         data = packed(2, gold, [2, 1, 4, 3])
-        got = value(data, Level.SAMPLE, Coefficient.KENDALL_LIKE, average=Average.MICRO,
-                    options=Options(threshold=1))  # fmt: skip
+        got = value(
+            data,
+            Level.SAMPLE,
+            Coefficient.KENDALL_LIKE,
+            average=Average.MICRO,
+            options=Options(threshold=1),
+        )
         assert got == 1
     # CorrelationFunctionsTest: (C - D) / (C + D) = 3/5 at 25, 2/6 at 1.
     data = packed(1, [10, 11, 100, 150], [2, 1, 4, 3])
@@ -221,8 +241,9 @@ def _ours(data: dict[str, Any], key: str) -> float | tuple[float, float]:
         grouping = rest[1] if grouping == "opt" else grouping
     if grouping == "opt":
         level = SEGMENT[rest[0]]
-        result = calibrate_ties(data["metric"], data["human"], level=level,
-                                coefficient=coefficient, docs=data["docs"])  # fmt: skip
+        result = calibrate_ties(
+            data["metric"], data["human"], level=level, coefficient=coefficient, docs=data["docs"]
+        )
         at_epsilon = value(data, level, coefficient, options=Options(epsilon=result.epsilon))
         assert at_epsilon == pytest.approx(result.value, abs=1e-12)
         return result.value, result.epsilon

@@ -42,13 +42,21 @@ def _import(write_jsonl, owner=None, name="base"):  # type: ignore[no-untyped-de
                 "Schools reopened after the storm.",
             ][s]
             + f" {d}",
-        )  # fmt: skip
+        )
         for d in range(4)
         for s in range(3)
     ]
     path = write_jsonl(records)
-    import_file(path, ImportOptions(dataset=name, task="summarization", file_format="jsonl",
-                                    file_name=path.name, owner=owner))  # fmt: skip
+    import_file(
+        path,
+        ImportOptions(
+            dataset=name,
+            task="summarization",
+            file_format="jsonl",
+            file_name=path.name,
+            owner=owner,
+        ),
+    )
     return Dataset.objects.get(name=name)
 
 
@@ -149,13 +157,17 @@ def test_the_run_form_starts_rouge_and_the_dashboard_lists_the_runs(client, cast
     client.force_login(cast["owner"])
     url = reverse("studies:run-new", args=[dataset.pk])
     assert b"G-Eval" in client.get(url).content
-    response = client.post(url, {"metric": "rouge", "model": "default", "k": 0,
-                                 "setting": "IST", "dimension": "src_hypo"})  # fmt: skip
+    response = client.post(
+        url,
+        {"metric": "rouge", "model": "default", "k": 0, "setting": "IST", "dimension": "src_hypo"},
+    )
     assert response.status_code == 302
     labels = sorted(MetricRun.objects.values_list("label", flat=True))
     assert labels == ["rouge1:mean", "rouge2:mean", "rougeL:mean"]
-    no_aspect = client.post(url, {"metric": "geval", "model": "default", "k": 0,
-                                  "setting": "IST", "dimension": "src_hypo"})  # fmt: skip
+    no_aspect = client.post(
+        url,
+        {"metric": "geval", "model": "default", "k": 0, "setting": "IST", "dimension": "src_hypo"},
+    )
     assert no_aspect.status_code == 400 and b"Choose at least one aspect" in no_aspect.content
     for run in MetricRun.objects.all():
         execute_run(run.pk)

@@ -41,8 +41,9 @@ def world(cast):  # type: ignore[no-untyped-def]
         outputs[doc, system] = output
         if s1 is not None:
             dist = {"1": 0.1, "2": 0.2, "3": 0.7}
-            MetricScore.objects.create(run=one, output=output, value=s1,
-                                       details={"distribution": dist})  # fmt: skip
+            MetricScore.objects.create(
+                run=one, output=output, value=s1, details={"distribution": dist}
+            )
         MetricScore.objects.create(run=two, output=output, value=s2)
         for k, value in enumerate(coherence):
             source = {"annotator": cast["annotator"]} if k == 0 else {"import_file": "humans.jsonl"}
@@ -198,15 +199,18 @@ def test_output_details_name_each_judgments_source_and_the_geval_distribution(wo
     output = world["outputs"]["alpha-doc", "A"]
     found = browse.output_details(output)
     assert [(j["value"], j["source"]) for j in found["judgments"]] == [
-        (3.0, cast["annotator"].username), (5.0, "imported from humans.jsonl")
-    ]  # fmt: skip
+        (3.0, cast["annotator"].username),
+        (5.0, "imported from humans.jsonl"),
+    ]
     assert found["means"] == {"COH": 4.0}
     by_label = {s["run"].label: s for s in found["scores"]}
     assert by_label["one"]["value"] == 0.5 and by_label["two"]["distribution"] is None
     bars = by_label["one"]["distribution"]
     assert [(b["label"], b["p"], b["width"]) for b in bars] == [
-        ("1", 0.1, 14), ("2", 0.2, 29), ("3", 0.7, 100)
-    ]  # fmt: skip
+        ("1", 0.1, 14),
+        ("2", 0.2, 29),
+        ("3", 0.7, 100),
+    ]
     assert [s["system_id"] for s in found["siblings"]] == ["B"]
 
 
@@ -281,10 +285,16 @@ def test_drilldown_points_and_disagreements_link_to_output_pages(client, scored,
     body = client.get(cell, headers={"HX-Request": "true"}).content.decode()
     assert 'id="cell-browse"' in body and details["disagreements"][0]["href"] in body
     listed = client.get(details["browse"])
-    both = Output.objects.filter(
-        document__dataset=dataset, metric_scores__run=run, metric_scores__value__isnull=False,
-        judgments__aspect=coh,
-    ).distinct().count()  # fmt: skip
+    both = (
+        Output.objects.filter(
+            document__dataset=dataset,
+            metric_scores__run=run,
+            metric_scores__value__isnull=False,
+            judgments__aspect=coh,
+        )
+        .distinct()
+        .count()
+    )
     assert listed.status_code == 200 and f"{both} outputs" in listed.content.decode()
 
 
@@ -306,8 +316,9 @@ def test_api_lists_outputs_searched_filtered_and_sorted_like_the_page(world, cas
     assert {s["value"] for s in rows[0]["scores"]} == {0.9, 1.0}
     ranged = client.get("/api/outputs/", {"dataset": pk, "aspect": "COH", "hmin": 3, "q": "text"})
     assert [(r["doc_key"], r["system_id"]) for r in ranged.json()["results"]] == [
-        ("alpha-doc", "A"), ("beta-doc", "A")
-    ]  # fmt: skip
+        ("alpha-doc", "A"),
+        ("beta-doc", "A"),
+    ]
     plain = client.get("/api/outputs/", {"dataset": pk, "ordering": "-system_id"}).json()
     assert [r["system_id"] for r in plain["results"]] == ["B", "B", "A", "A"]  # DRF's own
     bad = client.get("/api/outputs/", {"dataset": pk, "run": one, "min": 3, "max": 1})
@@ -323,8 +334,9 @@ def test_document_page_groups_its_outputs_with_their_scores(client, world, cast)
     document = world["outputs"]["alpha-doc", "A"].document
     rows = browse.document_rows(document, browse.choices(world["dataset"]))
     assert [(r.output.system_id, r.scores, r.means) for r in rows] == [
-        ("A", [0.5, 2.0], [4.0]), ("B", [0.9, 1.0], [2.0])
-    ]  # fmt: skip
+        ("A", [0.5, 2.0], [4.0]),
+        ("B", [0.9, 1.0], [2.0]),
+    ]
     url = reverse("studies:document-detail", args=[document.pk])
     body = client.get(url).content.decode()
     assert "The cat sat on the mat." in body and "first alpha text" in body

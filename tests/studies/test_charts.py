@@ -54,10 +54,20 @@ def test_jitter_spreads_ties_within_a_fraction_of_the_gap_and_leaves_untied_valu
 
 
 def test_output_scatter_colours_by_system_links_each_point_and_keeps_true_values():
-    points = [{"id": 10 + k, "system": f"s{k % 3}", "doc": f"d{k}", "x": float(k % 2),
-               "y": float(k % 3 + 1), "href": f"/outputs/{10 + k}/"} for k in range(9)]  # fmt: skip
-    spec = charts.output_scatter(points, x_title="m", y_title="h", title="t",
-                                 rng=np.random.default_rng(0))  # fmt: skip
+    points = [
+        {
+            "id": 10 + k,
+            "system": f"s{k % 3}",
+            "doc": f"d{k}",
+            "x": float(k % 2),
+            "y": float(k % 3 + 1),
+            "href": f"/outputs/{10 + k}/",
+        }
+        for k in range(9)
+    ]
+    spec = charts.output_scatter(
+        points, x_title="m", y_title="h", title="t", rng=np.random.default_rng(0)
+    )
     assert spec["$schema"].endswith("/vega-lite/v6.json") and spec["mark"]["type"] == "point"
     enc = spec["encoding"]
     assert enc["color"]["field"] == "system" and enc["color"]["scale"]["domain"] == [
@@ -84,8 +94,9 @@ def test_system_bars_are_the_means_with_student_t_intervals():
     codes = rng.integers(0, 3, 40)
     metric, human = rng.normal(size=40), rng.integers(1, 6, 40).astype(float)
     metric[0], human[1] = np.nan, np.nan  # left out of both panels
-    spec = charts.system_bars(["a", "b", "c"], metric, human, codes,
-                              metric_title="run", human_title="human COH")  # fmt: skip
+    spec = charts.system_bars(
+        ["a", "b", "c"], metric, human, codes, metric_title="run", human_title="human COH"
+    )
     metric_panel, human_panel = spec["hconcat"]
     assert [layer["mark"]["type"] for layer in metric_panel["layer"]] == ["bar", "rule"]
     assert metric_panel["layer"][1]["encoding"]["x"]["field"] == "low"
@@ -116,9 +127,11 @@ def test_histogram_counts_every_finite_value_once():
 
 
 def test_learned_curves_chart_plots_loss_and_accuracy_per_epoch():
-    curves = [{"epoch": 1, "loss": 0.9, "validation_accuracy": 0.55},
-              {"epoch": 2, "loss": 0.7, "validation_accuracy": float("nan")},
-              {"epoch": 3, "loss": 0.6, "validation_accuracy": 0.7}]  # fmt: skip
+    curves = [
+        {"epoch": 1, "loss": 0.9, "validation_accuracy": 0.55},
+        {"epoch": 2, "loss": 0.7, "validation_accuracy": float("nan")},
+        {"epoch": 3, "loss": 0.6, "validation_accuracy": 0.7},
+    ]
     curve = curve_points(curves)
     assert curve["epochs"] == 3 and curve["loss_range"] == (0.6, 0.9)
     spec = curve["chart"]
@@ -131,17 +144,23 @@ def test_learned_curves_chart_plots_loss_and_accuracy_per_epoch():
 
 def test_planner_chart_has_one_line_per_series_with_the_plans_numbers():
     sizes, here = [4, 8, 16], 12
-    series = {"half_width_a": [0.3, 0.2, 0.1], "half_width_b": [0.4, 0.3, 0.2],
-              "half_width_diff": [0.5, 0.35, 0.25], "power": [0.1, 0.5, 0.9]}  # fmt: skip
+    series = {
+        "half_width_a": [0.3, 0.2, 0.1],
+        "half_width_b": [0.4, 0.3, 0.2],
+        "half_width_diff": [0.5, 0.35, 0.25],
+        "power": [0.1, 0.5, 0.9],
+    }
     spec = planner.chart(sizes, series, here)
     line, rule = spec["layer"]
     assert line["encoding"]["x"]["scale"]["type"] == "log"
     by_series = defaultdict(list)
     for v in line["data"]["values"]:
         by_series[v["series"]].append((v["n"], v["value"]))
-    assert by_series == {"a": list(zip(sizes, series["half_width_a"], strict=True)),
-                         "b": list(zip(sizes, series["half_width_b"], strict=True)),
-                         "a − b": list(zip(sizes, series["half_width_diff"], strict=True))}  # fmt: skip
+    assert by_series == {
+        "a": list(zip(sizes, series["half_width_a"], strict=True)),
+        "b": list(zip(sizes, series["half_width_b"], strict=True)),
+        "a − b": list(zip(sizes, series["half_width_diff"], strict=True)),
+    }
     assert rule["mark"]["type"] == "rule" and rule["data"]["values"][0]["n"] == here
 
 

@@ -109,18 +109,27 @@ def test_two_partial_runs_are_compared_on_the_outputs_both_scored(scored):  # no
     human = frame.human[:, j]
     shared = np.isfinite(frame.metrics).all(axis=1)
     docs = Groups.from_keys(frame.doc_codes)
-    plan = draw_resamples(np.random.default_rng(params.seed), docs, frame.system_codes,
-                          resamples=params.resamples)  # fmt: skip
+    plan = draw_resamples(
+        np.random.default_rng(params.seed), docs, frame.system_codes, resamples=params.resamples
+    )
     values, draws = {}, {}
     for label, k in (("first", frame.run_index(first)), ("second", frame.run_index(second))):
         metric = np.where(shared, frame.metrics[:, k], np.nan)
-        estimate = correlate(metric, human, level=Level.DATASET, coefficient=Coefficient.SPEARMAN,
-                             docs=docs)  # fmt: skip
+        estimate = correlate(
+            metric, human, level=Level.DATASET, coefficient=Coefficient.SPEARMAN, docs=docs
+        )
         values[label] = estimate.value
-        draws[label] = bootstrap_distribution(plan, metric, human, level=Level.DATASET,
-                                              coefficient=Coefficient.SPEARMAN, estimate=estimate)  # fmt: skip
-    expected = paired_bootstrap_p(draws[best], draws[other], values[best], values[other],
-                                  Alternative.GREATER)  # fmt: skip
+        draws[label] = bootstrap_distribution(
+            plan,
+            metric,
+            human,
+            level=Level.DATASET,
+            coefficient=Coefficient.SPEARMAN,
+            estimate=estimate,
+        )
+    expected = paired_bootstrap_p(
+        draws[best], draws[other], values[best], values[other], Alternative.GREATER
+    )
     assert cells[other]["p_vs_best"] == pytest.approx(expected)
     assert cells[best]["value"] != pytest.approx(values[best])  # its own cell uses all it scored
 
@@ -172,8 +181,18 @@ def test_exports_api_command_and_paper_view_carry_the_coverage(client, scored, c
     assert answer["good"]["n_shared_with_best"] == 5
     assert api.get(f"/api/datasets/{dataset.pk}/correlations/?mincov=150").status_code == 400
 
-    call_command("correlations", "--dataset", str(dataset.pk), "--level", "dataset", "--ci",
-                 "--min-coverage", "5", "--format", "json")  # fmt: skip
+    call_command(
+        "correlations",
+        "--dataset",
+        str(dataset.pk),
+        "--level",
+        "dataset",
+        "--ci",
+        "--min-coverage",
+        "5",
+        "--format",
+        "json",
+    )
     assert column(json.loads(capsys.readouterr().out))["one-document"]["best"]
     call_command("correlations", "--dataset", str(dataset.pk), "--level", "dataset", "--ci")
     assert "~5/60" in capsys.readouterr().out

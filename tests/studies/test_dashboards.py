@@ -39,13 +39,20 @@ def synthetic_records(
             fluency = (
                 float(rng.integers(1, 6)) if (d, s) != (0, 0) else None
             )  # one missing judgment
-            records.append({
-                "doc_id": f"doc{d:02d}", "system_id": f"sys{s}", "source": f"Source {d}.",
-                "references": [f"Ref {d}."], "output": f"Output {d}-{s}.",
-                "human": {"coherence": coherence, **({"fluency": fluency} if fluency else {})},
-                "metrics": {"good": round(coherence + float(rng.normal(0, 0.8)), 4),
-                            "noise": round(float(rng.normal()), 4)},
-            })  # fmt: skip
+            records.append(
+                {
+                    "doc_id": f"doc{d:02d}",
+                    "system_id": f"sys{s}",
+                    "source": f"Source {d}.",
+                    "references": [f"Ref {d}."],
+                    "output": f"Output {d}-{s}.",
+                    "human": {"coherence": coherence, **({"fluency": fluency} if fluency else {})},
+                    "metrics": {
+                        "good": round(coherence + float(rng.normal(0, 0.8)), 4),
+                        "noise": round(float(rng.normal()), 4),
+                    },
+                }
+            )
     return records
 
 
@@ -53,15 +60,26 @@ def synthetic_records(
 def scored(write_jsonl, cast):  # type: ignore[no-untyped-def]
     records = synthetic_records()
     path = write_jsonl(records, name="scored.jsonl")
-    import_file(path, ImportOptions(dataset="scored", task="summarization", file_format="jsonl",
-                                    file_name=path.name, owner=cast["owner"]))  # fmt: skip
+    import_file(
+        path,
+        ImportOptions(
+            dataset="scored",
+            task="summarization",
+            file_format="jsonl",
+            file_name=path.name,
+            owner=cast["owner"],
+        ),
+    )
     return records
 
 
 def scipy_expected(records, metric, aspect, level, coefficient):  # type: ignore[no-untyped-def]
     """The correlation computed directly from the file, the textbook way."""
-    fn = {"spearman": stats.spearmanr, "pearson": stats.pearsonr,
-          "kendall": lambda a, b: stats.kendalltau(a, b, variant="b")}[coefficient]  # fmt: skip
+    fn = {
+        "spearman": stats.spearmanr,
+        "pearson": stats.pearsonr,
+        "kendall": lambda a, b: stats.kendalltau(a, b, variant="b"),
+    }[coefficient]
     pairs = [
         (r["doc_id"], r["system_id"], r["metrics"][metric], r["human"].get(aspect)) for r in records
     ]
@@ -88,8 +106,17 @@ def scipy_expected(records, metric, aspect, level, coefficient):  # type: ignore
 @pytest.mark.parametrize("level", ["sample", "dataset", "system"])
 @pytest.mark.parametrize("coefficient", ["spearman", "pearson", "kendall"])
 def test_correlations_command_matches_scipy_on_the_file(scored, capsys, level, coefficient):
-    call_command("correlations", "--dataset", "scored", "--level", level, "--coef", coefficient,
-                 "--format", "json")  # fmt: skip
+    call_command(
+        "correlations",
+        "--dataset",
+        "scored",
+        "--level",
+        level,
+        "--coef",
+        coefficient,
+        "--format",
+        "json",
+    )
     result = json.loads(capsys.readouterr().out)
     runs = [r["label"] for r in result["runs"]]
     for column in result["columns"]:
@@ -146,8 +173,9 @@ def test_correlations_page_works_for_owner_is_forbidden_and_not_found(client, sc
     assert b"Pearson r, dataset-level" in partial.content and "HX-Request" in partial["Vary"]
 
 
-def test_cached_page_is_read_from_the_cache_until_the_data_changes(client, scored, cast,
-                                                                   django_assert_max_num_queries):  # fmt: skip
+def test_cached_page_is_read_from_the_cache_until_the_data_changes(
+    client, scored, cast, django_assert_max_num_queries
+):
     client.force_login(cast["owner"])
     url = reverse("studies:correlations", args=[dataset_pk("scored")])
     client.get(url)
@@ -246,11 +274,17 @@ def test_paper_view_marks_ist_significantly_better_than_val(client, cast):
     val = MetricRunFactory(
         dataset=dataset, label="gptscore-val", config={"model": "tiny", "setting": "VAL"}
     )
-    ist = MetricRunFactory(dataset=dataset, label="gptscore-ist",
-                           config={"model": "tiny", "setting": "IST", "aspect": "COH"})  # fmt: skip
+    ist = MetricRunFactory(
+        dataset=dataset,
+        label="gptscore-ist",
+        config={"model": "tiny", "setting": "IST", "aspect": "COH"},
+    )
     # an IST run prompted for another aspect must not stand in the COH row
-    MetricRunFactory(dataset=dataset, label="gptscore-a-ist-flu",
-                     config={"model": "tiny", "setting": "IST", "aspect": "FLU"})  # fmt: skip
+    MetricRunFactory(
+        dataset=dataset,
+        label="gptscore-a-ist-flu",
+        config={"model": "tiny", "setting": "IST", "aspect": "FLU"},
+    )
     for d in range(30):
         document = OutputFactory(document__dataset=dataset, document__doc_key=f"d{d}").document
         document.outputs.all().delete()
@@ -295,16 +329,21 @@ def command_json(*args):  # type: ignore[no-untyped-def]
     ("args", "coefficient", "level", "kwargs"),
     [
         (["--coef", "acc23", "--tie-calibration"], "ACC23", "SAMPLE", {"calibrate": True}),
-        (["--coef", "kendall_23", "--level", "dataset", "--tie-calibration"], "KENDALL_23",
-         "DATASET", {"calibrate": True}),
+        (
+            ["--coef", "kendall_23", "--level", "dataset", "--tie-calibration"],
+            "KENDALL_23",
+            "DATASET",
+            {"calibrate": True},
+        ),
         (["--coef", "kendall_like"], "KENDALL_LIKE", "SAMPLE", {"threshold": 1.0}),
         (["--coef", "pdp"], "PDP", "SAMPLE", {}),
         (["--coef", "spearman", "--average", "micro"], "SPEARMAN", "SAMPLE", {"micro": True}),
         (["--coef", "spa", "--level", "system"], "SPA", "SYSTEM", {}),
     ],
-)  # fmt: skip
-def test_command_gives_the_engines_value_for_each_new_statistic(scored, args, coefficient, level,
-                                                                kwargs):  # fmt: skip
+)
+def test_command_gives_the_engines_value_for_each_new_statistic(
+    scored, args, coefficient, level, kwargs
+):
     from scoring.stats import Average, Coefficient, Level, Options, calibrate_ties, correlate
 
     result = command_json("--dataset", "scored", *args)
@@ -322,8 +361,16 @@ def test_command_gives_the_engines_value_for_each_new_statistic(scored, args, co
                 assert cell["epsilon"] == calibration.epsilon
             else:
                 assert cell["epsilon"] is None
-            expected = correlate(x, y, level=lvl, coefficient=coef, docs=docs, systems=systems,
-                                 average=average, options=options).value  # fmt: skip
+            expected = correlate(
+                x,
+                y,
+                level=lvl,
+                coefficient=coef,
+                docs=docs,
+                systems=systems,
+                average=average,
+                options=options,
+            ).value
             assert cell["value"] == pytest.approx(expected, abs=1e-12), (run["label"], aspect)
 
 
@@ -333,10 +380,13 @@ def test_command_gives_the_engines_value_for_each_new_statistic(scored, args, co
         (["--coef", "spa"], "--coef: spa (soft pairwise accuracy) compares every pair of systems"),
         (["--coef", "acc23", "--level", "system"], "--coef: acc23 compares pairs of outputs"),
         (["--coef", "spearman", "--tie-calibration"], "--tie-calibration: tie calibration applies"),
-        (["--level", "dataset", "--average", "micro"], "--average: micro averaging weighs documents"),
+        (
+            ["--level", "dataset", "--average", "micro"],
+            "--average: micro averaging weighs documents",
+        ),
         (["--coef", "pdp", "--average", "micro"], "--average: pdp pools the pairs"),
     ],
-)  # fmt: skip
+)
 def test_command_refuses_a_statistic_where_it_does_not_exist_naming_the_flag(scored, args, flag):
     from django.core.management.base import CommandError
 
@@ -370,19 +420,38 @@ def test_matrix_ranks_runs_in_significance_clusters_with_one_paired_bootstrap_fu
         # p vs best is the paired bootstrap p on the matrix's own resamples.
         arrays = {label: file_arrays(scored, label, aspect) for label in labels}
         docs, systems = arrays["good"][2], arrays["good"][3]
-        plan = draw_resamples(np.random.default_rng(0), Groups.from_keys(docs),
-                              Groups.from_keys(systems), unit=Unit.DOCUMENTS, resamples=1000)  # fmt: skip
-        draws = {label: bootstrap_distribution(plan, arrays[label][0], arrays[label][1],
-                                               level=Level.DATASET, coefficient=Coefficient.PEARSON)
-                 for label in labels}  # fmt: skip
+        plan = draw_resamples(
+            np.random.default_rng(0),
+            Groups.from_keys(docs),
+            Groups.from_keys(systems),
+            unit=Unit.DOCUMENTS,
+            resamples=1000,
+        )
+        draws = {
+            label: bootstrap_distribution(
+                plan,
+                arrays[label][0],
+                arrays[label][1],
+                level=Level.DATASET,
+                coefficient=Coefficient.PEARSON,
+            )
+            for label in labels
+        }
         best, other = sorted(labels, key=lambda label: -by_label[label]["value"])
         assert by_label[best]["best"] and by_label[best]["p_vs_best"] is None
-        expected = paired_bootstrap_p(draws[best], draws[other], by_label[best]["value"],
-                                      by_label[other]["value"], Alternative.GREATER)  # fmt: skip
+        expected = paired_bootstrap_p(
+            draws[best],
+            draws[other],
+            by_label[best]["value"],
+            by_label[other]["value"],
+            Alternative.GREATER,
+        )
         assert by_label[other]["p_vs_best"] == pytest.approx(expected)
     ranks = dict(zip(labels, result["average_rank"], strict=True))
-    cluster_ranks = [dict(zip(labels, [c["rank"] for c in col["cells"]], strict=True))
-                     for col in result["columns"]]  # fmt: skip
+    cluster_ranks = [
+        dict(zip(labels, [c["rank"] for c in col["cells"]], strict=True))
+        for col in result["columns"]
+    ]
     assert ranks == {label: np.mean([r[label] for r in cluster_ranks]) for label in labels}
     assert ranks["good"] == 1.0 and ranks["noise"] > 1.0
     unranked = compute_and_cache(Dataset.objects.get(name="scored"), replace(params, ci=False))
@@ -403,8 +472,9 @@ def test_page_offers_each_statistic_where_it_exists_and_explains_a_combination_t
     assert 'value="acc23" data-levels="sample dataset"' in body
     assert 'data-coefs="acc23 kendall_23"' in body
     assert cached_matrix(Dataset.objects.get(name="scored"), page.context["params"]) is None
-    calibrated = client.get(url + "?coef=acc23&ties=calibrate",
-                            headers={"HX-Request": "true", "HX-Target": "matrix"})  # fmt: skip
+    calibrated = client.get(
+        url + "?coef=acc23&ties=calibrate", headers={"HX-Request": "true", "HX-Target": "matrix"}
+    )
     assert b'class="epsilon"' in calibrated.content and b"tie-calibrated" in calibrated.content
     # An option the statistic ignores is dropped, not an error: one cached matrix.
     plain = client.get(url + "?coef=spearman&ties=calibrate&average=macro")
@@ -416,14 +486,17 @@ def test_drilldown_and_exports_carry_the_cells_epsilon_and_rank(client, scored, 
     client.force_login(cast["owner"])
     dataset = Dataset.objects.get(name="scored")
     query = "?coef=acc23&ties=calibrate&level=sample"
-    result = compute_and_cache(dataset, MatrixParams.from_query(
-        {"coef": "acc23", "ties": "calibrate", "level": "sample"}))  # fmt: skip
+    result = compute_and_cache(
+        dataset, MatrixParams.from_query({"coef": "acc23", "ties": "calibrate", "level": "sample"})
+    )
     run = dataset.runs.get(label="good")
     aspect = Aspect.objects.get(code="COH")
     column = next(c for c in result["columns"] if c["aspect"]["code"] == "COH")
     cell = next(c for c in column["cells"] if c["run"] == run.pk)
-    details = client.get(reverse("studies:correlations-cell", args=[dataset.pk, run.pk, aspect.pk])
-                         + query, headers={"HX-Request": "true"}).context["d"]  # fmt: skip
+    details = client.get(
+        reverse("studies:correlations-cell", args=[dataset.pk, run.pk, aspect.pk]) + query,
+        headers={"HX-Request": "true"},
+    ).context["d"]
     assert (details["value"], details["epsilon"]) == (cell["value"], cell["epsilon"])
     base = reverse("studies:correlations-export", args=[dataset.pk, "csv"]).rsplit(".", 1)[0]
     csv_text = client.get(base + ".csv" + query).content.decode()
@@ -448,17 +521,43 @@ def test_paper_view_shows_the_ranks_table(client, scored, cast):
 def test_command_averages_ranks_over_aspects_and_datasets(scored, write_jsonl, cast):
     records = synthetic_records(n_docs=10, seed=5)
     path = write_jsonl(records, name="scored2.jsonl")
-    import_file(path, ImportOptions(dataset="scored2", task="summarization", file_format="jsonl",
-                                    file_name=path.name, owner=cast["owner"]))  # fmt: skip
-    both = command_json("--dataset", "scored", "--dataset", "scored2", "--level", "dataset",
-                        "--ci", "--resamples", "300")  # fmt: skip
+    import_file(
+        path,
+        ImportOptions(
+            dataset="scored2",
+            task="summarization",
+            file_format="jsonl",
+            file_name=path.name,
+            owner=cast["owner"],
+        ),
+    )
+    both = command_json(
+        "--dataset",
+        "scored",
+        "--dataset",
+        "scored2",
+        "--level",
+        "dataset",
+        "--ci",
+        "--resamples",
+        "300",
+    )
     assert [d["n_documents"] for d in both["datasets"]] == [12, 10]
     assert list(both["average_rank"]) == ["good", "noise"]
     assert both["average_rank"]["good"] == 1.0
     from io import StringIO
 
     out = StringIO()
-    call_command("correlations", "--dataset", "scored", "--dataset", "scored2", "--ci",
-                 "--resamples", "300", stdout=out)  # fmt: skip
+    call_command(
+        "correlations",
+        "--dataset",
+        "scored",
+        "--dataset",
+        "scored2",
+        "--ci",
+        "--resamples",
+        "300",
+        stdout=out,
+    )
     text = out.getvalue()
     assert "== scored2" in text and "Average rank across aspects and datasets" in text

@@ -51,13 +51,19 @@ def _alive(pid: int) -> bool:
 @pytest.mark.parametrize("stop", [signal.SIGTERM])
 def test_stopping_the_demo_with_sigterm_stops_its_workers(tmp_path, stop):
     port = free_port()
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND")}  # fmt: skip
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND")
+    }
     env["CONCORDIA_DATA_DIR"] = str(tmp_path)
     demo = subprocess.Popen(
         [sys.executable, "manage.py", "demo", "--skip-model", "--addr", f"127.0.0.1:{port}"],
-        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:

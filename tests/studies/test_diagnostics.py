@@ -22,8 +22,9 @@ def judged(cast):  # type: ignore[no-untyped-def]
     """Three annotator accounts judge coherence with some gaps; one judges fluency; a
     metric follows coherence and length, another is noise; outputs vary in length."""
     rng = np.random.default_rng(11)
-    dataset = Dataset.objects.create(name="judged", task=TaskKind.objects.get(code="summarization"),
-                                     owner=cast["owner"])  # fmt: skip
+    dataset = Dataset.objects.create(
+        name="judged", task=TaskKind.objects.get(code="summarization"), owner=cast["owner"]
+    )
     coh, flu = Aspect.objects.get(code="COH"), Aspect.objects.get(code="FLU")
     annotators = [UserFactory(username=f"ann{k}", role="annotator") for k in range(3)]
     good = MetricRunFactory(dataset=dataset, label="good")
@@ -32,18 +33,22 @@ def judged(cast):  # type: ignore[no-untyped-def]
         document = dataset.documents.create(doc_key=f"doc{d}", source="S.", references=["R."])
         for s in range(N_SYSTEMS):
             length = int(rng.integers(3, 40))
-            output = Output.objects.create(document=document, system_id=f"sys{s}",
-                                           text=" ".join(["word"] * length))  # fmt: skip
+            output = Output.objects.create(
+                document=document, system_id=f"sys{s}", text=" ".join(["word"] * length)
+            )
             quality = rng.normal() + s * 0.4
             for k, annotator in enumerate(annotators):
                 if rng.random() < 0.8 or k == 0:
                     value = float(np.clip(np.round(quality + rng.normal(0, 0.7) + 3), 1, 5))
-                    Judgment.objects.create(output=output, aspect=coh, value=value,
-                                            annotator=annotator)  # fmt: skip
-            Judgment.objects.create(output=output, aspect=flu, value=float(rng.integers(1, 6)),
-                                    annotator=annotators[0])  # fmt: skip
-            MetricScore.objects.create(run=good, output=output,
-                                       value=quality + 0.05 * length + rng.normal(0, 0.5))  # fmt: skip
+                    Judgment.objects.create(
+                        output=output, aspect=coh, value=value, annotator=annotator
+                    )
+            Judgment.objects.create(
+                output=output, aspect=flu, value=float(rng.integers(1, 6)), annotator=annotators[0]
+            )
+            MetricScore.objects.create(
+                run=good, output=output, value=quality + 0.05 * length + rng.normal(0, 0.5)
+            )
             MetricScore.objects.create(run=noise, output=output, value=float(rng.normal()))
     dataset.refresh_from_db()
     return dataset
@@ -54,8 +59,13 @@ def raw_rows(dataset: Dataset):  # type: ignore[no-untyped-def]
     code and annotator (straight from the models)."""
     rows = {}
     for output in Output.objects.filter(document__dataset=dataset).select_related("document"):
-        rows[output.pk] = {"doc": output.document.doc_key, "system": output.system_id,
-                           "length": len(output.text.split()), "metric": {}, "judged": {}}  # fmt: skip
+        rows[output.pk] = {
+            "doc": output.document.doc_key,
+            "system": output.system_id,
+            "length": len(output.text.split()),
+            "metric": {},
+            "judged": {},
+        }
     for score in MetricScore.objects.filter(run__dataset=dataset).select_related("run"):
         rows[score.output_id]["metric"][score.run.label] = score.value
     for j in Judgment.objects.filter(output__document__dataset=dataset).select_related(
@@ -132,8 +142,16 @@ def test_a_dataset_judged_once_has_no_ceiling_value(client, cast, write_jsonl):
     from tests.studies.test_dashboards import synthetic_records
 
     path = write_jsonl(synthetic_records(), name="once.jsonl")
-    import_file(path, ImportOptions(dataset="once", task="summarization", file_format="jsonl",
-                                    file_name=path.name, owner=cast["owner"]))  # fmt: skip
+    import_file(
+        path,
+        ImportOptions(
+            dataset="once",
+            task="summarization",
+            file_format="jsonl",
+            file_name=path.name,
+            owner=cast["owner"],
+        ),
+    )
     dataset = Dataset.objects.get(name="once")
     result = compute_and_cache(dataset, MatrixParams(ci=False))
     assert all(c["value"] is None and c["n_annotators"] == 0 for c in result["ceiling"])
@@ -187,8 +205,10 @@ def test_agreement_lists_systems_by_rank_gap_and_documents_worst_first(judged):
     means = {}
     for s in sorted({r["system"] for r in rows}):
         mine = [r for r in rows if r["system"] == s]
-        means[s] = (np.mean([r["metric"]["good"] for r in mine]),
-                    np.mean([np.mean(list(r["judged"]["COH"].values())) for r in mine]))  # fmt: skip
+        means[s] = (
+            np.mean([r["metric"]["good"] for r in mine]),
+            np.mean([np.mean(list(r["judged"]["COH"].values())) for r in mine]),
+        )
     metric_rank = stats.rankdata([-means[s][0] for s in sorted(means)])
     human_rank = stats.rankdata([-means[s][1] for s in sorted(means)])
     gaps = {s: m - h for s, m, h in zip(sorted(means), metric_rank, human_rank, strict=True)}
@@ -200,22 +220,31 @@ def test_agreement_lists_systems_by_rank_gap_and_documents_worst_first(judged):
     pks = sorted(o.pk for o in Output.objects.filter(document__dataset=judged))
     metric_all = np.array([r["metric"]["good"] for r in rows])
     human_all = np.array([np.mean(list(r["judged"]["COH"].values())) for r in rows])
-    gap_of = dict(zip(pks, (stats.rankdata(metric_all) - stats.rankdata(human_all)) / len(rows),
-                      strict=True))  # fmt: skip
+    gap_of = dict(
+        zip(pks, (stats.rankdata(metric_all) - stats.rankdata(human_all)) / len(rows), strict=True)
+    )
     for system in listed:
         outputs = system["outputs"]
         assert len(outputs) == 5 and {o["system"] for o in outputs} == {system["system"]}
         assert [o["gap"] for o in outputs] == pytest.approx([gap_of[o["output"]] for o in outputs])
-        mine = sorted((abs(g) for pk, g in gap_of.items()
-                       if rows[pks.index(pk)]["system"] == system["system"]), reverse=True)  # fmt: skip
+        mine = sorted(
+            (
+                abs(g)
+                for pk, g in gap_of.items()
+                if rows[pks.index(pk)]["system"] == system["system"]
+            ),
+            reverse=True,
+        )
         assert [abs(o["gap"]) for o in outputs] == pytest.approx(mine[:5])
     documents = agreement["documents"]
     assert agreement["document_coefficient"] == "Kendall τ-b"
     assert [d["value"] for d in documents] == sorted(d["value"] for d in documents)
     for doc in documents:
         mine = [r for r in rows if r["doc"] == doc["doc"]]
-        expected = stats.kendalltau([r["metric"]["good"] for r in mine],
-                                    [np.mean(list(r["judged"]["COH"].values())) for r in mine])[0]  # fmt: skip
+        expected = stats.kendalltau(
+            [r["metric"]["good"] for r in mine],
+            [np.mean(list(r["judged"]["COH"].values())) for r in mine],
+        )[0]
         assert doc["value"] == pytest.approx(expected, abs=1e-12)
         assert len(doc["outputs"]) == doc["n_outputs"] == N_SYSTEMS
         humans = [o["human"] for o in doc["outputs"]]
@@ -246,8 +275,13 @@ def test_the_diagnostics_page_for_owner_others_and_unknown_choices(client, judge
     page = client.get(url, {"run": good.pk, "level": "system", "coef": "pearson"})
     body = page.content.decode()
     assert page.status_code == 200
-    for marker in ('id="length-table"', 'id="system-gaps"', 'class="card doc-disagreement"',
-                   'id="drilldown-link"', "Pearson r, system-level"):  # fmt: skip
+    for marker in (
+        'id="length-table"',
+        'id="system-gaps"',
+        'class="card doc-disagreement"',
+        'id="drilldown-link"',
+        "Pearson r, system-level",
+    ):
         assert marker in body, marker
     assert body.count("<tr data-system=") == N_SYSTEMS
     assert client.get(url, {"run": 999999}).status_code == 404
@@ -257,8 +291,9 @@ def test_the_diagnostics_page_for_owner_others_and_unknown_choices(client, judge
 
 
 def test_the_diagnostics_page_without_runs_or_judgments(client, cast):
-    dataset = Dataset.objects.create(name="bare", task=TaskKind.objects.get(code="summarization"),
-                                     owner=cast["owner"])  # fmt: skip
+    dataset = Dataset.objects.create(
+        name="bare", task=TaskKind.objects.get(code="summarization"), owner=cast["owner"]
+    )
     client.force_login(cast["owner"])
     body = client.get(reverse("studies:dataset-diagnostics", args=[dataset.pk])).content.decode()
     assert 'id="length-empty"' in body and 'id="agreement-empty"' in body
@@ -301,8 +336,11 @@ def test_a_large_datasets_diagnostics_are_computed_by_a_worker_while_the_page_po
     assert sent[0][1] == (judged.pk, asdict(params), str(good.pk), "")
     assert settings.CELERY_TASK_ROUTES[sent[0][0]]["queue"] == "cpu"
     tasks.compute_diagnostics(*sent[0][1])
-    done = client.get(url, {"run": good.pk, "level": "dataset", "poll": "1"},
-                      headers={"HX-Request": "true", "HX-Target": "diagnostics"})  # fmt: skip
+    done = client.get(
+        url,
+        {"run": good.pk, "level": "dataset", "poll": "1"},
+        headers={"HX-Request": "true", "HX-Target": "diagnostics"},
+    )
     assert done.status_code == 286 and done["HX-Refresh"] == "true"
     assert b'id="length-table"' in done.content and b"<html" not in done.content
     page = client.get(url, {"run": good.pk, "level": "dataset"}).content.decode()
@@ -327,8 +365,16 @@ def test_each_import_file_counts_as_one_annotator_of_the_ceiling(cast, write_jso
     second = synthetic_records(seed=4)  # the same outputs, judged again
     for name, records in (("one.jsonl", first), ("two.jsonl", second)):
         path = write_jsonl(records, name=name)
-        import_file(path, ImportOptions(dataset="twice", task="summarization", file_format="jsonl",
-                                        file_name=name, owner=cast["owner"]))  # fmt: skip
+        import_file(
+            path,
+            ImportOptions(
+                dataset="twice",
+                task="summarization",
+                file_format="jsonl",
+                file_name=name,
+                owner=cast["owner"],
+            ),
+        )
     dataset = Dataset.objects.get(name="twice")
     result = compute_and_cache(dataset, MatrixParams(level="dataset", coefficient="pearson"))
     coh = next(c for c in result["ceiling"] if c["aspect"] == "COH")

@@ -27,8 +27,16 @@ def judged_only(write_jsonl, cast) -> Dataset:  # type: ignore[no-untyped-def]
         record("d2", "s1", human={"coherence": 3}, metrics={}),
     ]
     path = write_jsonl(rows)
-    import_file(path, ImportOptions(dataset="judged", task="summarization", file_format="jsonl",
-                                    file_name=path.name, owner=cast["owner"]))  # fmt: skip
+    import_file(
+        path,
+        ImportOptions(
+            dataset="judged",
+            task="summarization",
+            file_format="jsonl",
+            file_name=path.name,
+            owner=cast["owner"],
+        ),
+    )
     return Dataset.objects.get(name="judged")
 
 
@@ -50,9 +58,13 @@ def test_contents_count_judgments_per_aspect_and_runs(judged_only):
 
 @pytest.mark.parametrize(
     ("names", "text"),
-    [((), ""), (("Coherence",), "Coherence"), (("Coherence", "Fluency"), "Coherence and Fluency"),
-     (("A", "B", "C"), "A, B and C")],
-)  # fmt: skip
+    [
+        ((), ""),
+        (("Coherence",), "Coherence"),
+        (("Coherence", "Fluency"), "Coherence and Fluency"),
+        (("A", "B", "C"), "A, B and C"),
+    ],
+)
 def test_aspect_list_reads_as_a_sentence(names, text):
     assert DatasetContents(0, names, 0, 0).aspect_list == text
 
@@ -80,9 +92,13 @@ def test_runs_without_judgments_ask_for_judgments(client, cast):
 def test_thousands_are_grouped_and_four_aspects_listed():
     html = render_to_string(
         "studies/partials/matrix_empty.html",
-        {"dataset": Dataset(pk=7, name="summeval"),
-         "contents": DatasetContents(6400, ("Coherence", "Consistency", "Fluency", "Relevance"), 0, 0)},
-    )  # fmt: skip
+        {
+            "dataset": Dataset(pk=7, name="summeval"),
+            "contents": DatasetContents(
+                6400, ("Coherence", "Consistency", "Fluency", "Relevance"), 0, 0
+            ),
+        },
+    )
     text = " ".join(html.split())
     assert (
         "summeval has 6,400 human judgments on Coherence, Consistency, Fluency and Relevance "

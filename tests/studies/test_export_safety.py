@@ -245,8 +245,16 @@ def hostile_world(write_jsonl, cast, settings) -> tuple[Dataset, MetricRun]:
         r["doc_id"] = HOSTILE_DOC if r["doc_id"] == "doc00" else r["doc_id"]
         r["system_id"] = HOSTILE_SYSTEMS.get(str(r["system_id"]), r["system_id"])
     path = write_jsonl(records, name="world.jsonl")
-    import_file(path, ImportOptions(dataset="world", task="summarization", file_format="jsonl",
-                                    file_name=path.name, owner=cast["owner"]))  # fmt: skip
+    import_file(
+        path,
+        ImportOptions(
+            dataset="world",
+            task="summarization",
+            file_format="jsonl",
+            file_name=path.name,
+            owner=cast["owner"],
+        ),
+    )
     dataset = Dataset.objects.get(name="world")
     good = MetricRun.objects.get(dataset=dataset, label="good")
     good.label, good.config = "-good", {"model": "=MODEL()", "setting": "VAL"}

@@ -35,13 +35,21 @@ def dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
             f"s{s}",
             output=f"Output {s} about the budget {d}.",
             source=f"The council approved budget {d} after a long debate.",
-        )  # fmt: skip
+        )
         for d in range(3)
         for s in range(3)
     ]
     path = write_jsonl(records)
-    import_file(path, ImportOptions(dataset="geval", task="summarization", file_format="jsonl",
-                                    file_name=path.name, owner=cast["owner"]))  # fmt: skip
+    import_file(
+        path,
+        ImportOptions(
+            dataset="geval",
+            task="summarization",
+            file_format="jsonl",
+            file_name=path.name,
+            owner=cast["owner"],
+        ),
+    )
     return Dataset.objects.get(name="geval")
 
 

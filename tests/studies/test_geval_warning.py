@@ -55,8 +55,13 @@ def test_no_warning_for_a_model_that_follows_the_form(client, cast):
 
 
 def test_sampled_runs_count_the_answers_that_named_a_label(cast):
-    sampled = {"distribution": _peaked(3), "label_mass": None, "sampled": True,
-               "n_samples": 20, "n_unparsed": 15}  # fmt: skip
+    sampled = {
+        "distribution": _peaked(3),
+        "label_mass": None,
+        "sampled": True,
+        "n_samples": 20,
+        "n_unparsed": 15,
+    }
     check = form_check(_run(cast["owner"], [sampled] * 3))
     assert check is not None and check.label_mass == pytest.approx(0.25) and check.warns
 

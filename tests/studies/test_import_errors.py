@@ -361,8 +361,12 @@ def test_a_dataset_name_that_is_not_a_slug_is_rejected_by_the_service(write_json
     path = write_jsonl([record("d1")])
     before = row_counts()
     with pytest.raises(ImportValidationError) as info:
-        import_file(path, ImportOptions(dataset=name, task="summarization",
-                                        file_format="jsonl", file_name=path.name))  # fmt: skip
+        import_file(
+            path,
+            ImportOptions(
+                dataset=name, task="summarization", file_format="jsonl", file_name=path.name
+            ),
+        )
     assert "field 'dataset': the dataset name" in str(info.value)
     assert row_counts() == before
 

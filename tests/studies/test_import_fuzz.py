@@ -85,9 +85,17 @@ def datasets(draw: Any) -> list[dict[str, Any]]:
         human = draw(st.dictionaries(st.sampled_from(ASPECTS), st.floats(1, 5) | st.none()))
         metrics = draw(st.dictionaries(st.sampled_from(METRICS), st.floats(-1e6, 1e6) | st.none()))
         records.append(
-            {"doc_id": doc, "system_id": system, "source": source, "references": references,
-             "output": output, "human": human, "metrics": metrics, "context": context}
-        )  # fmt: skip
+            {
+                "doc_id": doc,
+                "system_id": system,
+                "source": source,
+                "references": references,
+                "output": output,
+                "human": human,
+                "metrics": metrics,
+                "context": context,
+            }
+        )
     return records
 
 
@@ -111,8 +119,14 @@ def csv_rows(records: list[dict[str, Any]]) -> list[list[str]]:
         context = "" if r["context"] is None else json.dumps(r["context"])
         # text cells starting with a formula character carry the exporter's quote
         text = [_quoted(t) for t in (r["doc_id"], r["system_id"], r["source"], *refs)]
-        rows.append([*text, _quoted(r["output"]), *["" if s is None else repr(s) for s in scores],
-                     _quoted(context)])  # fmt: skip
+        rows.append(
+            [
+                *text,
+                _quoted(r["output"]),
+                *["" if s is None else repr(s) for s in scores],
+                _quoted(context),
+            ]
+        )
     return rows
 
 

@@ -108,9 +108,16 @@ def test_created_aspect_takes_a_rounded_scale_from_the_file_and_states_it(write_
 
 @pytest.mark.parametrize(
     ("low", "high", "expected"),
-    [(2, 7, (2, 7)), (1.33, 4.67, (1, 5)), (0.03, 0.97, (0, 1)), (0.41, 0.5, (0.41, 0.5)),
-     (3, 3, (3, 4)), (-7, 99, (-7, 99)), (1e308, 1e308, (1e308 * (1 - 2**-52), 1e308))],
-)  # fmt: skip
+    [
+        (2, 7, (2, 7)),
+        (1.33, 4.67, (1, 5)),
+        (0.03, 0.97, (0, 1)),
+        (0.41, 0.5, (0.41, 0.5)),
+        (3, 3, (3, 4)),
+        (-7, 99, (-7, 99)),
+        (1e308, 1e308, (1e308 * (1 - 2**-52), 1e308)),
+    ],
+)
 def test_rounded_range_rounds_outward_and_keeps_min_below_max(low, high, expected):
     result = rounded_range(low, high)
     assert result == pytest.approx(expected)

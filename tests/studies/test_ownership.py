@@ -44,8 +44,14 @@ pytestmark = pytest.mark.django_db
 
 def _import(write_jsonl, owner, dataset="summeval", records=None, **options):  # type: ignore[no-untyped-def]
     path = write_jsonl(records or [record("d1", "s1"), record("d1", "s2")])
-    opts = ImportOptions(dataset=dataset, task="summarization", file_format="jsonl",
-                         file_name=path.name, owner=owner, **options)  # fmt: skip
+    opts = ImportOptions(
+        dataset=dataset,
+        task="summarization",
+        file_format="jsonl",
+        file_name=path.name,
+        owner=owner,
+        **options,
+    )
     return import_file(path, opts)
 
 
@@ -85,10 +91,14 @@ def test_an_import_job_refuses_a_dataset_its_creator_does_not_own(cast, write_js
     theirs = DatasetFactory(name="summeval", owner=cast["outsider"])
     path = write_jsonl([record()])
     job = ImportJob.objects.create(
-        upload=SimpleUploadedFile("x.jsonl", path.read_bytes()), original_name="x.jsonl",
-        file_format="jsonl", dataset_name="summeval", task=TaskKind.objects.get(code="summarization"),
-        created_by=cast["owner"], dataset=theirs,
-    )  # fmt: skip
+        upload=SimpleUploadedFile("x.jsonl", path.read_bytes()),
+        original_name="x.jsonl",
+        file_format="jsonl",
+        dataset_name="summeval",
+        task=TaskKind.objects.get(code="summarization"),
+        created_by=cast["owner"],
+        dataset=theirs,
+    )
     before = row_counts()
     assert run_import_job(job.pk) == "failed"
     job.refresh_from_db()
@@ -120,8 +130,16 @@ def test_commands_find_a_dataset_by_id_owner_and_name_or_an_unambiguous_name(cas
 def test_import_records_owner_option_imports_into_that_users_dataset(cast, write_jsonl, capsys):
     path = write_jsonl([record()])
     for who in ("owner", "outsider"):
-        call_command("import_records", str(path), "--dataset", "summeval", "--task",
-                     "summarization", "--owner", who)  # fmt: skip
+        call_command(
+            "import_records",
+            str(path),
+            "--dataset",
+            "summeval",
+            "--task",
+            "summarization",
+            "--owner",
+            who,
+        )
     assert sorted(Dataset.objects.values_list("owner__username", flat=True)) == [
         "outsider",
         "owner",
@@ -203,9 +221,17 @@ def test_an_aspect_created_by_a_simultaneous_import_is_reused_or_a_located_error
         other = write_jsonl(
             [record("o1", f"s{v}", human={"wit": v}) for v in theirs], "other.jsonl"
         )
-        import_file(other, ImportOptions(dataset="other", task="summarization", file_format="jsonl",
-                                         file_name=other.name, owner=cast["owner"],
-                                         create_aspects=True))  # fmt: skip
+        import_file(
+            other,
+            ImportOptions(
+                dataset="other",
+                task="summarization",
+                file_format="jsonl",
+                file_name=other.name,
+                owner=cast["owner"],
+                create_aspects=True,
+            ),
+        )
         return plan
 
     monkeypatch.setattr(datasets, "_validate", then_another_import_writes)
@@ -218,8 +244,11 @@ def test_an_aspect_created_by_a_simultaneous_import_is_reused_or_a_located_error
         values = Judgment.objects.filter(aspect=wit).values_list("value", flat=True)
         assert sorted(values) == [1, 3, 4, 5]
     else:  # theirs made WIT 0.2–0.7: ours do not fit, and ours write nothing
-        with pytest.raises(ImportValidationError, match=r"field 'human\.wit': another import "
-                           r"created WIT at the same moment with the scale 0\.2–0\.7"):  # fmt: skip
+        with pytest.raises(
+            ImportValidationError,
+            match=r"field 'human\.wit': another import "
+            r"created WIT at the same moment with the scale 0\.2–0\.7",
+        ):
             _import(write_jsonl, cast["owner"], records=ours, create_aspects=True)
         after = row_counts()
         assert Aspect.objects.filter(owner=cast["owner"], key="wit").count() == 1
@@ -230,8 +259,12 @@ def test_an_aspect_created_by_a_simultaneous_import_is_reused_or_a_located_error
 def test_two_file_names_that_would_make_one_aspect_are_refused(cast, write_jsonl):
     before = row_counts()
     with pytest.raises(ImportValidationError, match="would have the key 'wit_x'"):
-        _import(write_jsonl, cast["owner"], records=[record(human={"wit.x": 2, "wit_x": 3})],
-                create_aspects=True)  # fmt: skip
+        _import(
+            write_jsonl,
+            cast["owner"],
+            records=[record(human={"wit.x": 2, "wit_x": 3})],
+            create_aspects=True,
+        )
     assert row_counts() == before
 
 
@@ -250,8 +283,15 @@ def _rename_in_admin(admin_client, aspect, name):  # type: ignore[no-untyped-def
     change = reverse("admin:studies_aspect_change", args=[aspect.pk])
     form = admin_client.get(change).context["adminform"].form
     data = {k: v for k, v in form.initial.items() if v is not None and k != "tasks"}
-    data.update({"name": name, "tasks": [t.pk for t in aspect.tasks.all()], "anchors": "{}",
-                 "versions-TOTAL_FORMS": 0, "versions-INITIAL_FORMS": 0})  # fmt: skip
+    data.update(
+        {
+            "name": name,
+            "tasks": [t.pk for t in aspect.tasks.all()],
+            "anchors": "{}",
+            "versions-TOTAL_FORMS": 0,
+            "versions-INITIAL_FORMS": 0,
+        }
+    )
     response = admin_client.post(change, data)
     assert response.status_code == 302, response.context["adminform"].form.errors
     aspect.refresh_from_db()
@@ -276,8 +316,17 @@ def test_a_renamed_aspect_keeps_its_key_and_earlier_files_still_import_into_it(
     assert "".join(export_dataset(Dataset.objects.get(), "jsonl")) == before_rename
     # the earlier export, and a file naming an earlier name, import into the same aspect
     path = write_jsonl([json.loads(line) for line in before_rename.splitlines()], name="old.jsonl")
-    import_file(path, ImportOptions(dataset="summeval", task="summarization", file_format="jsonl",
-                                    file_name="old.jsonl", owner=cast["owner"], create_aspects=True))  # fmt: skip
+    import_file(
+        path,
+        ImportOptions(
+            dataset="summeval",
+            task="summarization",
+            file_format="jsonl",
+            file_name="old.jsonl",
+            owner=cast["owner"],
+            create_aspects=True,
+        ),
+    )
     _import(
         write_jsonl, cast["owner"], records=[record("d9", human={"Humour": 3})], create_aspects=True
     )
@@ -287,8 +336,9 @@ def test_a_renamed_aspect_keeps_its_key_and_earlier_files_still_import_into_it(
 
 def test_the_migration_stored_each_aspects_key_from_its_name():
     assert dict(Aspect.objects.filter(code__in=["COH", "FLU"]).values_list("code", "key")) == {
-        "COH": "coherence", "FLU": "fluency"
-    }  # fmt: skip
+        "COH": "coherence",
+        "FLU": "fluency",
+    }
 
 
 # --- evaluation steps -------------------------------------------------------------------------
@@ -299,8 +349,9 @@ def test_a_researchers_edited_steps_change_only_their_own_runs(cast, write_jsonl
     _import(write_jsonl, cast["outsider"])
     coh = Aspect.objects.get(code="COH").current_version()
     task = TaskKind.objects.get(code="summarization")
-    shared = EvaluationSteps.objects.create(task=task, aspect_version=coh, version=1,
-                                            text="1. Read.", origin="generated")  # fmt: skip
+    shared = EvaluationSteps.objects.create(
+        task=task, aspect_version=coh, version=1, text="1. Read.", origin="generated"
+    )
     client.force_login(cast["owner"])
     url = reverse("studies:steps-detail", args=["summarization", "COH"])
     assert client.post(url, {"text": "1. Mine."}).status_code == 302
@@ -334,10 +385,17 @@ def test_the_run_form_accepts_only_installed_models_and_allowed_hub_ids_with_one
     client.force_login(cast["owner"])
     url = reverse("studies:run-new", args=[Dataset.objects.get().pk])
     messages = []
-    for name in (str(tmp_path / "exists"), str(tmp_path / "missing"), "/etc", "../models/installed",
-                 "org/not-allowed"):  # fmt: skip
-        response = client.post(url, {"metric": "rouge", "setting": "IST", "dimension": "src_hypo",
-                                     "model": name, "k": 0})  # fmt: skip
+    for name in (
+        str(tmp_path / "exists"),
+        str(tmp_path / "missing"),
+        "/etc",
+        "../models/installed",
+        "org/not-allowed",
+    ):
+        response = client.post(
+            url,
+            {"metric": "rouge", "setting": "IST", "dimension": "src_hypo", "model": name, "k": 0},
+        )
         assert response.status_code == 400
         text = response.content.decode()
         start = text.index("Unknown model")
@@ -355,8 +413,9 @@ def test_the_run_form_accepts_only_installed_models_and_allowed_hub_ids_with_one
 def test_steps_generation_from_a_web_request_needs_an_allowed_model(cast):
     coh = Aspect.objects.get(code="COH").current_version()
     with pytest.raises(ModelNotAllowed):
-        steps_service.request_generation(TaskKind.objects.get(code="summarization"), coh,
-                                         model="/tmp", user=cast["owner"])  # fmt: skip
+        steps_service.request_generation(
+            TaskKind.objects.get(code="summarization"), coh, model="/tmp", user=cast["owner"]
+        )
 
 
 def test_a_new_researcher_sees_no_aspect_of_another(cast, write_jsonl):

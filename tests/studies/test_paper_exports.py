@@ -27,8 +27,16 @@ pytestmark = pytest.mark.django_db
 def scored(write_jsonl, cast):  # type: ignore[no-untyped-def]
     records = synthetic_records()
     path = write_jsonl(records, name="scored.jsonl")
-    import_file(path, ImportOptions(dataset="scored", task="summarization", file_format="jsonl",
-                                    file_name=path.name, owner=cast["owner"]))  # fmt: skip
+    import_file(
+        path,
+        ImportOptions(
+            dataset="scored",
+            task="summarization",
+            file_format="jsonl",
+            file_name=path.name,
+            owner=cast["owner"],
+        ),
+    )
     dataset = Dataset.objects.get(name="scored")
     MetricRun.objects.filter(dataset=dataset, label="noise").update(label="=noise")
     dataset.bump_data_version()

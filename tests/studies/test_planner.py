@@ -25,8 +25,9 @@ pytestmark = pytest.mark.django_db
 def _params(**overrides):  # type: ignore[no-untyped-def]
     runs = {r.label: r.pk for r in MetricRun.objects.filter(dataset__name="scored")}
     coh = Aspect.objects.get(code="COH").pk
-    return PlannerParams(aspect=coh, a=runs["good"], b=runs["noise"], resamples=300, trials=40,
-                         inner=60, **overrides)  # fmt: skip
+    return PlannerParams(
+        aspect=coh, a=runs["good"], b=runs["noise"], resamples=300, trials=40, inner=60, **overrides
+    )
 
 
 def _dataset():  # type: ignore[no-untyped-def]
@@ -41,11 +42,15 @@ def test_the_plan_resamples_per_document_spearman_values(scored):  # noqa: F811
     per_doc = []
     for d in sorted({r["doc_id"] for r in scored}):
         rows = [r for r in scored if r["doc_id"] == d]
-        per_doc.append(stats.spearmanr([r["metrics"]["good"] for r in rows],
-                                       [r["human"]["coherence"] for r in rows])[0])  # fmt: skip
+        per_doc.append(
+            stats.spearmanr(
+                [r["metrics"]["good"] for r in rows], [r["human"]["coherence"] for r in rows]
+            )[0]
+        )
     assert plan["a"]["value"] == pytest.approx(np.mean(per_doc), abs=1e-12)
-    expected = stats_planner.half_widths(np.array(per_doc), plan["sizes"],
-                                         np.random.default_rng(0), resamples=300)  # fmt: skip
+    expected = stats_planner.half_widths(
+        np.array(per_doc), plan["sizes"], np.random.default_rng(0), resamples=300
+    )
     np.testing.assert_allclose([r["half_width_a"] for r in plan["rows"]], expected, rtol=1e-12)
     widths = [r["half_width_a"] for r in plan["rows"]]
     assert widths[0] > widths[-1]
@@ -64,8 +69,12 @@ def test_the_same_seed_gives_the_same_plan_and_another_a_different_one(scored): 
     assert first["rows"] == again["rows"] and first["rows"] != other["rows"]
 
 
-def test_a_worker_computes_the_plan_once_and_the_page_shows_it(scored, client, cast,  # noqa: F811
-                                                             django_capture_on_commit_callbacks):  # fmt: skip
+def test_a_worker_computes_the_plan_once_and_the_page_shows_it(
+    scored,  # noqa: F811
+    client,
+    cast,
+    django_capture_on_commit_callbacks,
+):
     dataset, params = _dataset(), _params()
     client.force_login(cast["owner"])
     url = reverse("studies:planner", args=[dataset.pk]) + "?" + params.query

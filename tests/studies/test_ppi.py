@@ -35,10 +35,14 @@ def records(n_docs: int = 30, judged_docs: int = 9, seed: int = 0) -> list[dict[
         for system, quality in QUALITY.items():
             human = quality + difficulty + rng.gauss(0, 0.3)
             row: dict[str, object] = {
-                "doc_id": f"d{d:02d}", "system_id": system, "source": f"Source {d}.",
-                "references": [f"Reference {d}."], "output": f"{system} output {d}.",
-                "metrics": {"m": 0.1 * human + rng.gauss(0, 0.02)}, "human_all": human,
-            }  # fmt: skip
+                "doc_id": f"d{d:02d}",
+                "system_id": system,
+                "source": f"Source {d}.",
+                "references": [f"Reference {d}."],
+                "output": f"{system} output {d}.",
+                "metrics": {"m": 0.1 * human + rng.gauss(0, 0.02)},
+                "human_all": human,
+            }
             if d < judged_docs:
                 row["human"] = {"coherence": round(min(max(human, 0.0), 5.0), 6)}
             rows.append(row)
@@ -49,8 +53,16 @@ def records(n_docs: int = 30, judged_docs: int = 9, seed: int = 0) -> list[dict[
 def scored(write_jsonl, cast):  # type: ignore[no-untyped-def]
     rows = records()
     path = write_jsonl([{k: v for k, v in r.items() if k != "human_all"} for r in rows])
-    import_file(path, ImportOptions(dataset="ppi", task="summarization", file_format="jsonl",
-                                    file_name=path.name, owner=cast["owner"]))  # fmt: skip
+    import_file(
+        path,
+        ImportOptions(
+            dataset="ppi",
+            task="summarization",
+            file_format="jsonl",
+            file_name=path.name,
+            owner=cast["owner"],
+        ),
+    )
     dataset = Dataset.objects.get(name="ppi")
     run = MetricRun.objects.get(dataset=dataset)
     return dataset, run, Aspect.objects.get(code="COH"), rows
@@ -69,7 +81,8 @@ def test_each_system_gets_human_metric_and_ppi_means_with_intervals(scored):
         assert (s["n_judged"], s["n_total"]) == (9, 30)
         assert s["human"]["value"] == pytest.approx(np.mean(judged))
         assert s["human"]["high"] - s["human"]["low"] == pytest.approx(
-            2 * 1.959964 * np.std(judged, ddof=1) / 3, rel=1e-4)  # fmt: skip
+            2 * 1.959964 * np.std(judged, ddof=1) / 3, rel=1e-4
+        )
         assert s["ppi"]["low"] <= truth <= s["ppi"]["high"]
         assert s["variance_ratio"] > 2 and 0 < s["lam"] <= 1 and s["saved"] > 0.5
         assert s["ppi"]["high"] - s["ppi"]["low"] < s["human"]["high"] - s["human"]["low"]
@@ -117,10 +130,19 @@ def test_the_page_shows_the_table_and_is_cached(
 
 
 def test_a_dataset_without_runs_says_what_is_missing(client, cast, write_jsonl):
-    path = write_jsonl([{k: v for k, v in r.items() if k not in ("human_all", "metrics")}
-                        for r in records(4, 4)])  # fmt: skip
-    import_file(path, ImportOptions(dataset="bare", task="summarization", file_format="jsonl",
-                                    file_name=path.name, owner=cast["owner"]))  # fmt: skip
+    path = write_jsonl(
+        [{k: v for k, v in r.items() if k not in ("human_all", "metrics")} for r in records(4, 4)]
+    )
+    import_file(
+        path,
+        ImportOptions(
+            dataset="bare",
+            task="summarization",
+            file_format="jsonl",
+            file_name=path.name,
+            owner=cast["owner"],
+        ),
+    )
     client.force_login(cast["owner"])
     page = client.get(reverse("studies:dataset-ppi", args=[Dataset.objects.get(name="bare").pk]))
     assert page.status_code == 200 and b"no metric run yet" in page.content
@@ -143,35 +165,57 @@ def test_summeval_with_a_fifth_of_its_documents_judged_recovers_the_system_means
     for r in lines:
         truth[r["system_id"]].append(r["human"]["relevance"])
         r["human_all"] = r["human"]["relevance"]
-    path = write_jsonl([{k: v for k, v in r.items() if k != "human_all"}
-                        if r["doc_id"] in judged else
-                        {k: v for k, v in r.items() if k not in ("human_all", "human")}
-                        for r in lines], "summeval-fifth.jsonl")  # fmt: skip
-    import_file(path, ImportOptions(dataset="summeval", task="summarization", file_format="jsonl",
-                                    file_name=path.name, owner=cast["owner"]))  # fmt: skip
+    path = write_jsonl(
+        [
+            {k: v for k, v in r.items() if k != "human_all"}
+            if r["doc_id"] in judged
+            else {k: v for k, v in r.items() if k not in ("human_all", "human")}
+            for r in lines
+        ],
+        "summeval-fifth.jsonl",
+    )
+    import_file(
+        path,
+        ImportOptions(
+            dataset="summeval",
+            task="summarization",
+            file_format="jsonl",
+            file_name=path.name,
+            owner=cast["owner"],
+        ),
+    )
     dataset = Dataset.objects.get(name="summeval")
     run = start_run(dataset, RunRequest(metric="rouge1"), enqueue=False)
     assert execute_run(run.pk, chunk_outputs=400) == "succeeded"
     relevance = Aspect.objects.get(code="REL")
     table = compute_table(dataset, PPIQuery(run=run.pk, aspect=relevance.pk))
     assert (table["n_scored"], table["n_judged"]) == (1600, 320)
-    inside = [s["ppi"]["low"] <= np.mean(truth[s["system"]]) <= s["ppi"]["high"]
-              for s in table["systems"]]  # fmt: skip
-    widths = [(s["ppi"]["high"] - s["ppi"]["low"]) / (s["human"]["high"] - s["human"]["low"])
-              for s in table["systems"]]  # fmt: skip
+    inside = [
+        s["ppi"]["low"] <= np.mean(truth[s["system"]]) <= s["ppi"]["high"] for s in table["systems"]
+    ]
+    widths = [
+        (s["ppi"]["high"] - s["ppi"]["low"]) / (s["human"]["high"] - s["human"]["low"])
+        for s in table["systems"]
+    ]
     with capsys.disabled():
-        print(f"\nSummEval relevance, ROUGE-1, 20% of documents judged: {sum(inside)}/16 system "
-              f"means within their PPI++ intervals; median width ratio PPI/human "
-              f"{np.median(widths):.3f}; table in {table['seconds']} s; test "
-              f"{time.perf_counter() - started:.1f} s")  # fmt: skip
+        print(
+            f"\nSummEval relevance, ROUGE-1, 20% of documents judged: {sum(inside)}/16 system "
+            f"means within their PPI++ intervals; median width ratio PPI/human "
+            f"{np.median(widths):.3f}; table in {table['seconds']} s; test "
+            f"{time.perf_counter() - started:.1f} s"
+        )
     assert len(inside) == 16 and sum(inside) >= 0.9 * 16
     assert max(widths) <= 1.0 + 1e-9  # the tuned λ never widens the interval
     # one draw could be lucky: the same with 100 other random fifths, from the run's
     # stored scores and every judgment in the file
     frame = frame_for(dataset, MatrixParams(), only_runs=[run.pk], only_aspects=[relevance.pk])
     human = {(r["doc_id"], r["system_id"]): r["human_all"] for r in lines}
-    y = np.array([human[(frame.doc_keys[d], frame.system_names[s])]
-                  for d, s in zip(frame.doc_codes, frame.system_codes, strict=True)])  # fmt: skip
+    y = np.array(
+        [
+            human[(frame.doc_keys[d], frame.system_names[s])]
+            for d, s in zip(frame.doc_codes, frame.system_codes, strict=True)
+        ]
+    )
     means = np.array([y[frame.system_codes == s].mean() for s in range(16)])
     shares = []
     for seed in range(1, 101):
@@ -182,6 +226,8 @@ def test_summeval_with_a_fifth_of_its_documents_judged_recovers_the_system_means
         result = system_means(f, labels, frame.system_codes, frame.doc_codes)
         shares.append(np.mean((result.ppi.low <= means) & (means <= result.ppi.high)))
     with capsys.disabled():
-        print(f"over 100 more draws: mean share within {np.mean(shares):.3f}, draws with ≥ 90% "
-              f"{np.mean(np.array(shares) >= 0.9 - 1e-9):.2f}")  # fmt: skip
+        print(
+            f"over 100 more draws: mean share within {np.mean(shares):.3f}, draws with ≥ 90% "
+            f"{np.mean(np.array(shares) >= 0.9 - 1e-9):.2f}"
+        )
     assert np.mean(shares) >= 0.9

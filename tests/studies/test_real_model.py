@@ -19,10 +19,31 @@ pytestmark = [
 
 
 def test_run_metric_scores_two_summeval_documents_with_the_default_model(capsys):
-    call_command("import_records", str(SHARED_DATA / "summeval.jsonl"), "--dataset", "summeval",
-                 "--task", "summarization")  # fmt: skip
-    call_command("run_metric", "--dataset", "summeval", "--metric", "gptscore", "--aspect", "coherence",
-                 "--setting", "IST", "--dimension", "src-hypo", "--model", "default", "--limit-docs", "2")  # fmt: skip
+    call_command(
+        "import_records",
+        str(SHARED_DATA / "summeval.jsonl"),
+        "--dataset",
+        "summeval",
+        "--task",
+        "summarization",
+    )
+    call_command(
+        "run_metric",
+        "--dataset",
+        "summeval",
+        "--metric",
+        "gptscore",
+        "--aspect",
+        "coherence",
+        "--setting",
+        "IST",
+        "--dimension",
+        "src-hypo",
+        "--model",
+        "default",
+        "--limit-docs",
+        "2",
+    )
     out = capsys.readouterr().out
     run = MetricRun.objects.get(kind="computed")
     assert "succeeded, 32/32 outputs" in out
@@ -41,10 +62,27 @@ def test_run_metric_scores_two_summeval_documents_with_the_default_model(capsys)
 def test_geval_rates_one_summeval_document_with_the_default_model(capsys):
     from studies.models import EvaluationSteps
 
-    call_command("import_records", str(SHARED_DATA / "summeval.jsonl"), "--dataset", "summeval",
-                 "--task", "summarization")  # fmt: skip
-    call_command("run_metric", "--dataset", "summeval", "--metric", "geval", "--aspect", "coherence",
-                 "--model", "default", "--limit-docs", "1")  # fmt: skip
+    call_command(
+        "import_records",
+        str(SHARED_DATA / "summeval.jsonl"),
+        "--dataset",
+        "summeval",
+        "--task",
+        "summarization",
+    )
+    call_command(
+        "run_metric",
+        "--dataset",
+        "summeval",
+        "--metric",
+        "geval",
+        "--aspect",
+        "coherence",
+        "--model",
+        "default",
+        "--limit-docs",
+        "1",
+    )
     out = capsys.readouterr().out
     run = MetricRun.objects.get(kind="computed")
     assert "succeeded, 16/16 outputs" in out and run.config["chat_template"] is True

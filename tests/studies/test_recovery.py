@@ -50,8 +50,13 @@ def test_a_running_run_without_heartbeat_for_a_lease_is_put_back_and_enqueued_on
     lease = settings.CONCORDIA["RUN_LEASE_SECONDS"]
     age(MetricRun, run.pk, status="running", heartbeat_at=now - timedelta(seconds=lease + 5))
     counts = sweep(now, django_capture_on_commit_callbacks)
-    assert counts == {"running_runs": 1, "pending_runs": 0, "running_imports": 0,
-                      "pending_imports": 0, "running_shards": 0}  # fmt: skip
+    assert counts == {
+        "running_runs": 1,
+        "pending_runs": 0,
+        "running_imports": 0,
+        "pending_imports": 0,
+        "running_shards": 0,
+    }
     run.refresh_from_db()
     assert run.status == "pending" and run.heartbeat_at == now
     assert sent == [("studies.tasks.run_metric_cpu", run.pk)]
@@ -68,8 +73,13 @@ def test_live_finished_and_cancelled_runs_are_left_alone(
     now = timezone.now()
     age(MetricRun, run.pk, status="running", heartbeat_at=now - timedelta(seconds=10))
     for status in ("succeeded", "failed", "cancelled"):
-        other = MetricRun.objects.create(dataset=run.dataset, metric="rougeL", label=status,
-                                         status=status, heartbeat_at=now - timedelta(days=9))  # fmt: skip
+        other = MetricRun.objects.create(
+            dataset=run.dataset,
+            metric="rougeL",
+            label=status,
+            status=status,
+            heartbeat_at=now - timedelta(days=9),
+        )
         assert other.kind == "computed"
     assert not any(sweep(now, django_capture_on_commit_callbacks).values())
     assert sent == []
@@ -132,8 +142,14 @@ def test_import_jobs_pending_or_stuck_running_are_enqueued_again_and_import_once
     client.force_login(cast["owner"])
     content = b'{"doc_id": "d1", "system_id": "s1", "source": "S", "output": "O", "human": {"fluency": 3}}\n'
     with django_capture_on_commit_callbacks(execute=True):
-        client.post(reverse("studies:upload"), {"file": SimpleUploadedFile("a.jsonl", content),
-                                                "dataset": "swept", "task": "summarization"})  # fmt: skip
+        client.post(
+            reverse("studies:upload"),
+            {
+                "file": SimpleUploadedFile("a.jsonl", content),
+                "dataset": "swept",
+                "task": "summarization",
+            },
+        )
     job = ImportJob.objects.get()
     assert sent == [("studies.tasks.import_upload", job.pk)]
     grace = timedelta(seconds=settings.CONCORDIA["PENDING_GRACE_SECONDS"])

@@ -46,11 +46,22 @@ TASK = "studies.tasks.run_metric_cpu"
 @pytest.fixture
 def run(write_jsonl, cast) -> MetricRun:  # type: ignore[no-untyped-def]
     """A PENDING ROUGE-L run over 150 outputs, not enqueued."""
-    records = [record(f"d{d:02d}", f"s{s}", output=f"The council approved budget {d} {s}.")
-               for d in range(30) for s in range(5)]  # fmt: skip
+    records = [
+        record(f"d{d:02d}", f"s{s}", output=f"The council approved budget {d} {s}.")
+        for d in range(30)
+        for s in range(5)
+    ]
     path = write_jsonl(records)
-    import_file(path, ImportOptions(dataset="lost", task="summarization", file_format="jsonl",
-                                    file_name=path.name, owner=cast["owner"]))  # fmt: skip
+    import_file(
+        path,
+        ImportOptions(
+            dataset="lost",
+            task="summarization",
+            file_format="jsonl",
+            file_name=path.name,
+            owner=cast["owner"],
+        ),
+    )
     return start_run(Dataset.objects.get(name="lost"), RunRequest(metric="rougeL"), enqueue=False)
 
 
@@ -62,11 +73,18 @@ class Workers:
         self.data_dir, self.procs = data_dir, []  # type: ignore[var-annotated]
         data_dir.mkdir(parents=True, exist_ok=True)
         self.env = {
-            **_worker_env(), "CONCORDIA_DATA_DIR": str(data_dir), "CELERY_BROKER_URL": broker_url,
-            "CELERY_RESULT_BACKEND": "", "CACHE_URL": "", "RUN_CHUNK_OUTPUTS": "5",
-            "TEST_SLOW_CHUNK_SECONDS": "0.25", "SWEEP_INTERVAL_SECONDS": "1",
-            "RUN_LEASE_SECONDS": "3", "PENDING_GRACE_SECONDS": "3", **env,
-        }  # fmt: skip
+            **_worker_env(),
+            "CONCORDIA_DATA_DIR": str(data_dir),
+            "CELERY_BROKER_URL": broker_url,
+            "CELERY_RESULT_BACKEND": "",
+            "CACHE_URL": "",
+            "RUN_CHUNK_OUTPUTS": "5",
+            "TEST_SLOW_CHUNK_SECONDS": "0.25",
+            "SWEEP_INTERVAL_SECONDS": "1",
+            "RUN_LEASE_SECONDS": "3",
+            "PENDING_GRACE_SECONDS": "3",
+            **env,
+        }
         self.app = Celery("test-sender", set_as_current=False)  # tasks keep the real app
         # The read and write URLs: a CELERY_BROKER_URL variable (CI's Redis) would win
         # over the plain broker URL.
@@ -76,9 +94,10 @@ class Workers:
             for made in (folder, control):  # the control folder, else ./control in the repo
                 made.mkdir(parents=True, exist_ok=True)
             self.app.conf.broker_transport_options = {
-                "data_folder_in": str(folder), "data_folder_out": str(folder),
+                "data_folder_in": str(folder),
+                "data_folder_out": str(folder),
                 "control_folder": str(control),
-            }  # fmt: skip
+            }
 
     def start(
         self, name: str, queues: str = MODEL_QUEUES, beat: bool = False
@@ -92,8 +111,14 @@ class Workers:
     def spawn(self, name: str, cmd: list[str], **env: str) -> subprocess.Popen[bytes]:
         log = (self.data_dir / f"{name}.log").open("wb")
         # A session of its own: SIGKILL to the group takes an embedded beat process too.
-        proc = subprocess.Popen(cmd, cwd=ROOT, env={**self.env, **env}, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        proc = subprocess.Popen(
+            cmd,
+            cwd=ROOT,
+            env={**self.env, **env},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.procs.append(proc)
         return proc
 
@@ -278,8 +303,9 @@ def test_redis_restarts_without_persistence_mid_run_and_every_run_still_finishes
     run, redis_server, workers
 ):
     w = workers(redis_server.start(appendonly=False))
-    second = MetricRun.objects.get(pk=start_run(run.dataset, RunRequest(metric="rouge1"),
-                                                enqueue=False).pk)  # fmt: skip
+    second = MetricRun.objects.get(
+        pk=start_run(run.dataset, RunRequest(metric="rouge1"), enqueue=False).pk
+    )
     w.start("through-restart")
     w.start_maintenance()
     w.app.send_task(TASK, args=[run.pk], queue="cpu")

@@ -33,14 +33,26 @@ def dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
     from studies.services.datasets import ImportOptions, import_file
 
     records = [
-        record(f"d{d}", f"s{s}", output=f"Output {s} about the budget {d}.",
-               human={"coherence": float(1 + (d + s) % 5)})
+        record(
+            f"d{d}",
+            f"s{s}",
+            output=f"Output {s} about the budget {d}.",
+            human={"coherence": float(1 + (d + s) % 5)},
+        )
         for d in range(N_DOCS)
         for s in range(N_SYSTEMS)
-    ]  # fmt: skip
+    ]
     path = write_jsonl(records)
-    import_file(path, ImportOptions(dataset="progress", task="summarization", file_format="jsonl",
-                                    file_name=path.name, owner=cast["owner"]))  # fmt: skip
+    import_file(
+        path,
+        ImportOptions(
+            dataset="progress",
+            task="summarization",
+            file_format="jsonl",
+            file_name=path.name,
+            owner=cast["owner"],
+        ),
+    )
     return Dataset.objects.get(name="progress")
 
 
@@ -51,8 +63,9 @@ def owner_client(client, cast):  # type: ignore[no-untyped-def]
 
 
 def _run(dataset, tiny_model):  # type: ignore[no-untyped-def]
-    return start_run(dataset, RunRequest(aspect="COH", model=tiny_model), enqueue=False,
-                     local_paths=True)  # fmt: skip
+    return start_run(
+        dataset, RunRequest(aspect="COH", model=tiny_model), enqueue=False, local_paths=True
+    )
 
 
 def _watching(run_pk: int, seen: list[tuple[int, str, int]]):  # type: ignore[no-untyped-def]
@@ -117,9 +130,10 @@ def test_eta_comes_from_the_runs_own_rate_and_the_page_says_minutes(
 ):
     run = _run(dataset, tiny_model)
     MetricRun.objects.filter(pk=run.pk).update(
-        status="running", done=3, timings={"phase": "scoring", "scoring_outputs_per_s": 0.05,
-                                           "outputs_per_s": 0.5},
-    )  # fmt: skip
+        status="running",
+        done=3,
+        timings={"phase": "scoring", "scoring_outputs_per_s": 0.05, "outputs_per_s": 0.5},
+    )
     run.refresh_from_db()
     assert eta(run) == pytest.approx((run.total - 3) / 0.05)  # the scoring rate, not the wall's
     page = owner_client.get(reverse("studies:run-detail", args=[run.pk]), HTTP_HX_REQUEST="true")
@@ -159,8 +173,10 @@ def test_cancel_stops_after_the_current_document_and_every_page_says_what_was_ke
     total = N_DOCS * N_SYSTEMS
 
     body = owner_client.get(reverse("studies:run-detail", args=[run.pk])).content.decode()
-    assert (f"Cancelled after {kept} of {total} outputs; the {kept} scores are kept and count "
-            "as a partial run; Resume scores the rest.") in body  # fmt: skip
+    assert (
+        f"Cancelled after {kept} of {total} outputs; the {kept} scores are kept and count "
+        "as a partial run; Resume scores the rest."
+    ) in body
     assert "Resume</button>" in body
 
     listing = owner_client.get(

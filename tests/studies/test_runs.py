@@ -38,8 +38,16 @@ def dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
         for s in range(3)
     ]
     path = write_jsonl(records)
-    import_file(path, ImportOptions(dataset="runs", task="summarization", file_format="jsonl",
-                                    file_name=path.name, owner=cast["owner"]))  # fmt: skip
+    import_file(
+        path,
+        ImportOptions(
+            dataset="runs",
+            task="summarization",
+            file_format="jsonl",
+            file_name=path.name,
+            owner=cast["owner"],
+        ),
+    )
     return Dataset.objects.get(name="runs")
 
 
@@ -171,8 +179,12 @@ def test_a_setting_without_a_template_is_refused_clearly(dataset, tiny_model):
 
 
 def test_idm_and_avg_f_runs_record_k_seed_and_both_templates(dataset, tiny_model):
-    run = start_run(dataset, RunRequest(aspect="COH", setting="IDM", k=2, seed=5, dimension="avg-f",
-                                        model=tiny_model), enqueue=False, local_paths=True)  # fmt: skip
+    run = start_run(
+        dataset,
+        RunRequest(aspect="COH", setting="IDM", k=2, seed=5, dimension="avg-f", model=tiny_model),
+        enqueue=False,
+        local_paths=True,
+    )
     assert run.config["k"] == 2 and run.config["seed"] == 5
     assert (
         "{ref}" in run.config["template"]["text"]
@@ -187,8 +199,12 @@ def test_a_run_freezes_its_precision_and_records_the_engine_it_scored_with(
 ):
     import torch
 
-    run = start_run(dataset, RunRequest(aspect="COH", model=tiny_model, precision="exact"),
-                    enqueue=False, local_paths=True)  # fmt: skip
+    run = start_run(
+        dataset,
+        RunRequest(aspect="COH", model=tiny_model, precision="exact"),
+        enqueue=False,
+        local_paths=True,
+    )
     assert run.config["precision"] == "exact"
     assert execute_run(run.pk) == "succeeded"
     run.refresh_from_db()
@@ -212,8 +228,12 @@ def test_a_run_freezes_its_precision_and_records_the_engine_it_scored_with(
 
 def test_an_unknown_precision_is_refused_and_saves_nothing(dataset, tiny_model):
     with pytest.raises(RunError, match="Unknown precision 'half'"):
-        start_run(dataset, RunRequest(aspect="COH", model=tiny_model, precision="half"),
-                  enqueue=False, local_paths=True)  # fmt: skip
+        start_run(
+            dataset,
+            RunRequest(aspect="COH", model=tiny_model, precision="half"),
+            enqueue=False,
+            local_paths=True,
+        )
     assert not MetricRun.objects.filter(metric="gptscore").exists()
 
 

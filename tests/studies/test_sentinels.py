@@ -49,12 +49,17 @@ def length_records(n_docs: int = 12, n_systems: int = 5, seed: int = 1) -> list[
         for s in range(n_systems):
             n = int(rng.integers(3, 15))
             human = float(np.clip(round(1 + n / 3.5 + rng.normal(0, 0.8)), 1, 5))
-            records.append({
-                "doc_id": f"d{d:02d}", "system_id": f"s{s}", "source": f"Source {d}.",
-                "references": [f"Reference {d}."], "output": " ".join(WORDS[:n]),
-                "human": {"coherence": human},
-                "metrics": {"just_length": float(n), "good": human + float(rng.normal(0, 0.1))},
-            })  # fmt: skip
+            records.append(
+                {
+                    "doc_id": f"d{d:02d}",
+                    "system_id": f"s{s}",
+                    "source": f"Source {d}.",
+                    "references": [f"Reference {d}."],
+                    "output": " ".join(WORDS[:n]),
+                    "human": {"coherence": human},
+                    "metrics": {"just_length": float(n), "good": human + float(rng.normal(0, 0.1))},
+                }
+            )
     return records
 
 
@@ -63,8 +68,16 @@ def dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
     from studies.services.datasets import ImportOptions, import_file
 
     path = write_jsonl(length_records(), name="lengthy.jsonl")
-    import_file(path, ImportOptions(dataset="lengthy", task="summarization", file_format="jsonl",
-                                    file_name=path.name, owner=cast["owner"]))  # fmt: skip
+    import_file(
+        path,
+        ImportOptions(
+            dataset="lengthy",
+            task="summarization",
+            file_format="jsonl",
+            file_name=path.name,
+            owner=cast["owner"],
+        ),
+    )
     return Dataset.objects.get(name="lengthy")
 
 
@@ -204,13 +217,31 @@ def test_the_command_adds_and_scores_the_sentinels_once(dataset, tiny_model):
     from django.core.management import call_command
 
     out = StringIO()
-    call_command("run_metric", "--dataset", "lengthy", "--sentinels", "--model", tiny_model,
-                 "--seed", "2", stdout=out)  # fmt: skip
+    call_command(
+        "run_metric",
+        "--dataset",
+        "lengthy",
+        "--sentinels",
+        "--model",
+        tiny_model,
+        "--seed",
+        "2",
+        stdout=out,
+    )
     runs = MetricRun.objects.filter(dataset=dataset, kind="computed")
     assert sorted(runs.values_list("metric", flat=True)) == ["gptscore", "length", "random"]
     assert all(r.status == "succeeded" and r.done == 60 for r in runs)
     assert out.getvalue().count(": succeeded") == 3
     again = StringIO()
-    call_command("run_metric", "--dataset", "lengthy", "--sentinels", "--model", tiny_model,
-                 "--seed", "2", stdout=again)  # fmt: skip
+    call_command(
+        "run_metric",
+        "--dataset",
+        "lengthy",
+        "--sentinels",
+        "--model",
+        tiny_model,
+        "--seed",
+        "2",
+        stdout=again,
+    )
     assert again.getvalue().count("already there") == 3 and runs.count() == 3

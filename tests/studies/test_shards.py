@@ -23,10 +23,19 @@ def run(write_jsonl, cast, settings):  # type: ignore[no-untyped-def]
     from studies.services.datasets import ImportOptions, import_file
 
     settings.CONCORDIA = {**settings.CONCORDIA, "RUN_SHARD_DOCUMENTS": 2}
-    path = write_jsonl([record(f"d{d}", f"s{s}", output=f"Output {s} on {d}.")
-                        for d in range(5) for s in range(3)])  # fmt: skip
-    import_file(path, ImportOptions(dataset="shards", task="summarization", file_format="jsonl",
-                                    file_name=path.name, owner=cast["owner"]))  # fmt: skip
+    path = write_jsonl(
+        [record(f"d{d}", f"s{s}", output=f"Output {s} on {d}.") for d in range(5) for s in range(3)]
+    )
+    import_file(
+        path,
+        ImportOptions(
+            dataset="shards",
+            task="summarization",
+            file_format="jsonl",
+            file_name=path.name,
+            owner=cast["owner"],
+        ),
+    )
     return start_run(Dataset.objects.get(name="shards"), RunRequest(metric="rouge1"), enqueue=False)
 
 
@@ -57,8 +66,10 @@ def test_the_worker_that_claims_a_run_sends_a_message_per_other_shard_on_its_que
     with django_capture_on_commit_callbacks(execute=True):
         assert execute_run(run.pk, fan_out=True, queue="lab-gpu-2") == "succeeded"
     # sent once the model was ready; each names a shard; by then this worker took them all
-    assert sent == [("studies.tasks.run_metric_cpu", (run.pk, 1), "lab-gpu-2"),
-                    ("studies.tasks.run_metric_cpu", (run.pk, 2), "lab-gpu-2")]  # fmt: skip
+    assert sent == [
+        ("studies.tasks.run_metric_cpu", (run.pk, 1), "lab-gpu-2"),
+        ("studies.tasks.run_metric_cpu", (run.pk, 2), "lab-gpu-2"),
+    ]
     for _name, (run_id, index), _queue in sent:  # the late messages find nothing to do
         assert execute_run(run_id, shard=index, fan_out=True) == "not pending"  # type: ignore[arg-type]
 

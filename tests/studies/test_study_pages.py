@@ -28,8 +28,7 @@ def grant_create(user: Any) -> Any:
 def other_task_aspect(owner: Any = None) -> Aspect:
     """An aspect of another task than summarisation (dialogue)."""
     task, _ = TaskKind.objects.get_or_create(code="dialogue-x", defaults={"name": "Dialogue X"})
-    aspect = Aspect.objects.create(code="ZZX", name="Zany x", definition="Engaging?",
-                                   owner=owner)  # fmt: skip
+    aspect = Aspect.objects.create(code="ZZX", name="Zany x", definition="Engaging?", owner=owner)
     aspect.tasks.set([task])
     return aspect
 
@@ -70,8 +69,12 @@ def test_a_custom_task_dataset_offers_the_aspects_its_judgments_use(cast):
     assert not Aspect.objects.filter(tasks=custom).exists()
     dataset = DatasetFactory(owner=cast["owner"], task=custom)
     output = OutputFactory(document=DocumentFactory(dataset=dataset))
-    Judgment.objects.create(output=output, aspect=Aspect.objects.get(code="COH", owner__isnull=True),
-                            value=3.0, import_file="custom.jsonl")  # fmt: skip
+    Judgment.objects.create(
+        output=output,
+        aspect=Aspect.objects.get(code="COH", owner__isnull=True),
+        value=3.0,
+        import_file="custom.jsonl",
+    )
     assert [a.code for a in service.task_aspects(dataset)] == ["COH"]
     study = service.create_study(dataset, "Custom", cast["owner"], aspects=aspects("COH"))
     assert [a.code for a in service.campaign_aspects(study)] == ["COH"]
@@ -92,9 +95,13 @@ def test_members_are_existing_accounts_of_the_right_kind(cast):
     study = make_study(cast["owner"])
     member = service.add_member(study, "annotator", "annotator")
     assert member.role == "annotator" and member.user == cast["annotator"]
-    cases = [("nobody", "annotator", "username"), ("outsider", "annotator", "username"),
-             ("annotator", "researcher", "role"), ("owner", "annotator", "username"),
-             ("annotator", "boss", "role")]  # fmt: skip
+    cases = [
+        ("nobody", "annotator", "username"),
+        ("outsider", "annotator", "username"),
+        ("annotator", "researcher", "role"),
+        ("owner", "annotator", "username"),
+        ("annotator", "boss", "role"),
+    ]
     for username, role, field in cases:
         with pytest.raises(service.StudyError) as err:
             service.add_member(study, username, role)
@@ -110,9 +117,11 @@ def test_creating_annotator_accounts_needs_the_permission(cast):
         service.create_annotator(study, "newbie", "a-Long-pass-42", cast["owner"])
     owner = grant_create(cast["owner"])
     assert service.may_create_annotators(owner) and service.may_create_annotators(cast["admin"])
-    for username, password, field in [("annotator", "a-Long-pass-42", "username"),
-                                      ("bad name!", "a-Long-pass-42", "username"),
-                                      ("newbie", "123", "password")]:  # fmt: skip
+    for username, password, field in [
+        ("annotator", "a-Long-pass-42", "username"),
+        ("bad name!", "a-Long-pass-42", "username"),
+        ("newbie", "123", "password"),
+    ]:
         with pytest.raises(service.StudyError) as err:
             service.create_annotator(study, username, password, owner)
         assert err.value.field == field, username
@@ -135,9 +144,15 @@ def test_a_researcher_creates_a_study_on_an_uploaded_dataset(client, cast):
     offered = {a.code for a in page.context["form"].fields["aspects"].queryset}
     assert offered == set(service.task_aspects(dataset).values_list("code", flat=True))
     coh, flu = aspects("COH", "FLU")
-    response = client.post(reverse("studies:study-new"), {
-        "dataset": dataset.pk, "name": "Round one", "aspects": [coh.pk, flu.pk],
-        "description": "Two aspects."})  # fmt: skip
+    response = client.post(
+        reverse("studies:study-new"),
+        {
+            "dataset": dataset.pk,
+            "name": "Round one",
+            "aspects": [coh.pk, flu.pk],
+            "description": "Two aspects.",
+        },
+    )
     study = Study.objects.get()
     assert response.status_code == 302
     assert response["Location"] == reverse("studies:study-members", args=[study.pk])
@@ -154,10 +169,16 @@ def test_a_researcher_creates_a_study_on_an_uploaded_dataset(client, cast):
 
 @pytest.mark.parametrize(
     ("change", "field"),
-    [({"name": ""}, "name"), ({"dataset": 0}, "dataset"), ({"dataset": "theirs"}, "dataset"),
-     ({"dataset": 2**70}, "dataset"), ({"name": "   "}, "name"),
-     ({"aspects": ["eng"]}, "aspects"), ({"aspects": [2**70]}, "aspects")],
-)  # fmt: skip
+    [
+        ({"name": ""}, "name"),
+        ({"dataset": 0}, "dataset"),
+        ({"dataset": "theirs"}, "dataset"),
+        ({"dataset": 2**70}, "dataset"),
+        ({"name": "   "}, "name"),
+        ({"aspects": ["eng"]}, "aspects"),
+        ({"aspects": [2**70]}, "aspects"),
+    ],
+)
 def test_a_bad_study_is_a_400_naming_the_field_and_creates_nothing(client, cast, change, field):
     mine, theirs = DatasetFactory(owner=cast["owner"]), DatasetFactory(owner=cast["outsider"])
     wrong = other_task_aspect(cast["owner"])
@@ -201,7 +222,9 @@ def test_the_members_page_invites_and_creates_accounts(client, cast):
     )
     assert made.status_code == 302
     assert set(service.study_annotators(study).values_list("username", flat=True)) == {
-        "annotator", "x1"}  # fmt: skip
+        "annotator",
+        "x1",
+    }
 
 
 def test_another_researcher_cannot_see_or_change_a_study(client, cast):
@@ -209,8 +232,10 @@ def test_another_researcher_cannot_see_or_change_a_study(client, cast):
     client.force_login(cast["outsider"])
     for name in ("studies:study-detail", "studies:study-members"):
         assert client.get(reverse(name, args=[study.pk])).status_code == 404
-    post = client.post(reverse("studies:study-members", args=[study.pk]),
-                       {"action": "invite", "username": "annotator", "role": "annotator"})  # fmt: skip
+    post = client.post(
+        reverse("studies:study-members", args=[study.pk]),
+        {"action": "invite", "username": "annotator", "role": "annotator"},
+    )
     assert post.status_code == 404 and not StudyMember.objects.exists()
     # a researcher member reads it
     service.add_member(study, "outsider", "researcher")
@@ -219,8 +244,12 @@ def test_another_researcher_cannot_see_or_change_a_study(client, cast):
 
 def test_the_overview_shows_campaigns_runs_and_correlations(client, cast):
     study = make_study(cast["owner"])
-    MetricRun.objects.create(dataset=study.dataset, metric="rouge", label="rouge-run-x",
-                             status=MetricRun.Status.SUCCEEDED)  # fmt: skip
+    MetricRun.objects.create(
+        dataset=study.dataset,
+        metric="rouge",
+        label="rouge-run-x",
+        status=MetricRun.Status.SUCCEEDED,
+    )
     client.force_login(cast["owner"])
     page = client.get(reverse("studies:study-detail", args=[study.pk])).content.decode()
     assert 'id="no-campaigns"' in page and "rouge-run-x" in page
@@ -235,8 +264,9 @@ def test_the_overview_shows_campaigns_runs_and_correlations(client, cast):
 
 def test_a_researchers_home_lists_their_studies_datasets_and_runs(client, cast):
     mine = make_study(cast["owner"])
-    theirs = service.create_study(DatasetFactory(owner=cast["outsider"], name="their-data"),
-                                  "Their study", cast["outsider"])  # fmt: skip
+    theirs = service.create_study(
+        DatasetFactory(owner=cast["outsider"], name="their-data"), "Their study", cast["outsider"]
+    )
     MetricRun.objects.create(dataset=mine.dataset, metric="rouge", label="my-recent-run")
     client.force_login(cast["owner"])
     response = client.get(reverse("studies:home"))
@@ -257,10 +287,19 @@ def test_a_researchers_home_lists_their_studies_datasets_and_runs(client, cast):
 
 
 def campaign_data(study: Study, **change: Any) -> dict[str, Any]:
-    return {"study": study.pk, "name": "Round 1", "mode": "likert",
-            "aspects": [aspects("COH")[0].pk], "overlap": 1, "selection": "all", "seed": 0,
-            "annotators": [get_user_model().objects.get(username="annotator").pk],
-            "lease_seconds": 300, "gold_threshold": 0.7, **change}  # fmt: skip
+    return {
+        "study": study.pk,
+        "name": "Round 1",
+        "mode": "likert",
+        "aspects": [aspects("COH")[0].pk],
+        "overlap": 1,
+        "selection": "all",
+        "seed": 0,
+        "annotators": [get_user_model().objects.get(username="annotator").pk],
+        "lease_seconds": 300,
+        "gold_threshold": 0.7,
+        **change,
+    }
 
 
 def test_the_campaign_form_offers_the_studys_aspects_and_members(client, cast):
@@ -285,9 +324,12 @@ def test_the_campaign_form_offers_the_studys_aspects_and_members(client, cast):
 
 @pytest.mark.parametrize(
     ("change", "field"),
-    [({"overlap": 2}, "overlap"), ({"annotators": [], "overlap": 1}, "overlap"),
-     ({"aspects": "REL"}, "aspects")],
-)  # fmt: skip
+    [
+        ({"overlap": 2}, "overlap"),
+        ({"annotators": [], "overlap": 1}, "overlap"),
+        ({"aspects": "REL"}, "aspects"),
+    ],
+)
 def test_campaign_guardrails_name_the_field_and_create_nothing(client, cast, change, field):
     study = make_study(cast["owner"])
     study.aspects.set(aspects("COH", "FLU"))
@@ -309,8 +351,9 @@ def test_gold_items_are_chosen_from_the_campaigns_outputs(client, cast):
     from tests.annotation.conftest import new_campaign
 
     study = make_study(cast["owner"])
-    campaign = new_campaign(study, cast["owner"], [cast["annotator"]], overlap=1,
-                            aspect_codes=("COH",))  # fmt: skip
+    campaign = new_campaign(
+        study, cast["owner"], [cast["annotator"]], overlap=1, aspect_codes=("COH",)
+    )
     client.force_login(cast["owner"])
     page = client.get(reverse("annotation:campaign-detail", args=[campaign.pk]))
     field = page.context["gold_form"].fields["item"]
@@ -319,19 +362,25 @@ def test_gold_items_are_chosen_from_the_campaigns_outputs(client, cast):
     assert "d0 · s1 · item" in page.content.decode()
     item = campaign.items.get(document__doc_key="d2", output_a__system_id="s3")
     coh = aspects("COH")[0]
-    response = client.post(reverse("annotation:campaign-gold", args=[campaign.pk]),
-                           {"item": item.pk, f"aspect-{coh.pk}": 4, "tolerance": 0})  # fmt: skip
+    response = client.post(
+        reverse("annotation:campaign-gold", args=[campaign.pk]),
+        {"item": item.pk, f"aspect-{coh.pk}": 4, "tolerance": 0},
+    )
     assert response.status_code == 302
     item.refresh_from_db()
     assert item.gold_answer == {str(coh.pk): 4.0} or item.gold_answer == {coh.pk: 4.0}
     other = new_campaign(make_other_study(cast), cast["outsider"], [cast["annotator"]], overlap=1)
     foreign = other.items.first()
-    bad = client.post(reverse("annotation:campaign-gold", args=[campaign.pk]),
-                      {"item": foreign.pk, f"aspect-{coh.pk}": 4})  # fmt: skip
+    bad = client.post(
+        reverse("annotation:campaign-gold", args=[campaign.pk]),
+        {"item": foreign.pk, f"aspect-{coh.pk}": 4},
+    )
     assert bad.status_code == 400 and "item" in bad.context["gold_form"].errors
     for value in (2**70, "d0", ""):  # beyond the database's range, not a number, missing
-        bad = client.post(reverse("annotation:campaign-gold", args=[campaign.pk]),
-                          {"item": value, f"aspect-{coh.pk}": 4})  # fmt: skip
+        bad = client.post(
+            reverse("annotation:campaign-gold", args=[campaign.pk]),
+            {"item": value, f"aspect-{coh.pk}": 4},
+        )
         assert bad.status_code == 400 and "item" in bad.context["gold_form"].errors, value
     foreign.refresh_from_db()
     assert foreign.gold_answer is None
@@ -359,33 +408,50 @@ def test_the_api_creates_studies_members_and_accounts_with_the_same_rules(cast):
     coh = aspects("COH")[0]
     wrong = other_task_aspect()
     client = api(cast["owner"])
-    bad = client.post("/api/studies/", {"name": "S", "dataset": dataset.pk,
-                                        "aspects": [coh.pk, wrong.pk]}, format="json")  # fmt: skip
+    bad = client.post(
+        "/api/studies/",
+        {"name": "S", "dataset": dataset.pk, "aspects": [coh.pk, wrong.pk]},
+        format="json",
+    )
     assert bad.status_code == 400 and "aspects" in bad.json()["errors"]
     assert not Study.objects.exists()
-    made = client.post("/api/studies/", {"name": "S", "dataset": dataset.pk, "aspects": [coh.pk]},
-                       format="json")  # fmt: skip
+    made = client.post(
+        "/api/studies/", {"name": "S", "dataset": dataset.pk, "aspects": [coh.pk]}, format="json"
+    )
     assert made.status_code == 201, made.content
     sid = made.json()["id"]
     body = client.get(f"/api/studies/{sid}/").json()
     assert body["aspects"] == [coh.pk] and body["campaigns"] == []
     assert body["correlations"] == f"/api/datasets/{dataset.pk}/correlations/"
-    not_annotator = client.post(f"/api/studies/{sid}/members/",
-                                {"user": "outsider", "role": "annotator"}, format="json")  # fmt: skip
+    not_annotator = client.post(
+        f"/api/studies/{sid}/members/", {"user": "outsider", "role": "annotator"}, format="json"
+    )
     assert not_annotator.status_code == 400 and "user" in not_annotator.json()["errors"]
-    ok = client.post(f"/api/studies/{sid}/members/", {"user": "annotator", "role": "annotator"},
-                     format="json")  # fmt: skip
+    ok = client.post(
+        f"/api/studies/{sid}/members/", {"user": "annotator", "role": "annotator"}, format="json"
+    )
     assert ok.status_code == 201 and ok.json()["role"] == "annotator"
-    denied = client.post(f"/api/studies/{sid}/annotators/",
-                         {"username": "api-ann", "password": "a-Long-pass-42"}, format="json")  # fmt: skip
+    denied = client.post(
+        f"/api/studies/{sid}/annotators/",
+        {"username": "api-ann", "password": "a-Long-pass-42"},
+        format="json",
+    )
     assert denied.status_code == 400 and "username" in denied.json()["errors"]
     owner = grant_create(cast["owner"])
-    created = api(owner).post(f"/api/studies/{sid}/annotators/",
-                              {"username": "api-ann", "password": "a-Long-pass-42"}, format="json")  # fmt: skip
+    created = api(owner).post(
+        f"/api/studies/{sid}/annotators/",
+        {"username": "api-ann", "password": "a-Long-pass-42"},
+        format="json",
+    )
     assert created.status_code == 201 and created.json()["user"] == "api-ann"
     assert api(cast["outsider"]).get(f"/api/studies/{sid}/").status_code == 404
     assert (
-        api(cast["outsider"]).post(f"/api/studies/{sid}/annotators/",
-                                   {"username": "x", "password": "a-Long-pass-42"}, format="json")
-        .status_code == 404
-    )  # fmt: skip
+        api(cast["outsider"])
+        .post(
+            f"/api/studies/{sid}/annotators/",
+            {"username": "x", "password": "a-Long-pass-42"},
+            format="json",
+        )
+        .status_code
+        == 404
+    )

@@ -50,8 +50,9 @@ def jsonl_of(size: int) -> bytes:
 
 def page_post(client, size: int):  # type: ignore[no-untyped-def]
     upload = SimpleUploadedFile("big.jsonl", jsonl_of(size))
-    return client.post(reverse("studies:upload"), {"dataset": "big", "task": "summarization",
-                                                    "file": upload})  # fmt: skip
+    return client.post(
+        reverse("studies:upload"), {"dataset": "big", "task": "summarization", "file": upload}
+    )
 
 
 def api(user) -> APIClient:  # type: ignore[no-untyped-def]
@@ -93,8 +94,9 @@ def test_a_file_one_byte_past_the_limit_is_cut_off_while_streaming(client, cast,
 
 @pytest.mark.parametrize("route", ["imports", "dataset-upload"])
 def test_the_api_answers_413_in_its_error_shape(cast, tmp_path, route):
-    dataset = Dataset.objects.create(name="into", owner=cast["owner"],
-                                     task=TaskKind.objects.get(code="summarization"))  # fmt: skip
+    dataset = Dataset.objects.create(
+        name="into", owner=cast["owner"], task=TaskKind.objects.get(code="summarization")
+    )
     url = "/api/imports/" if route == "imports" else f"/api/datasets/{dataset.pk}/upload/"
     for size in (LIMIT + 1, LIMIT + FORM_ALLOWANCE + 1):
         upload = SimpleUploadedFile("big.jsonl", jsonl_of(size))
@@ -136,14 +138,24 @@ class Trickle(io.RawIOBase):
 def chunked_post(client, size: int) -> tuple[object, Trickle]:  # type: ignore[no-untyped-def]
     """An upload without Content-Length, as gunicorn hands a chunked body to the app."""
     boundary = "BoUnDaRy"
-    body = encode_multipart(boundary, {"dataset": "streamed", "task": "summarization",
-                                       "file": SimpleUploadedFile("s.jsonl", jsonl_of(size))})  # fmt: skip
+    body = encode_multipart(
+        boundary,
+        {
+            "dataset": "streamed",
+            "task": "summarization",
+            "file": SimpleUploadedFile("s.jsonl", jsonl_of(size)),
+        },
+    )
     stream = Trickle(body)
     response = client.generic(
-        "POST", reverse("studies:upload"), b"", f"multipart/form-data; boundary={boundary}",
-        CONTENT_LENGTH="", CONTENT_TYPE=f"multipart/form-data; boundary={boundary}",
+        "POST",
+        reverse("studies:upload"),
+        b"",
+        f"multipart/form-data; boundary={boundary}",
+        CONTENT_LENGTH="",
+        CONTENT_TYPE=f"multipart/form-data; boundary={boundary}",
         **{"wsgi.input": stream, "wsgi.input_terminated": True},
-    )  # fmt: skip
+    )
     return response, stream
 
 
@@ -182,8 +194,11 @@ def test_every_route_taking_files_is_limited():
                     found.add(f"{namespace}:{p.name}")
 
     walk(get_resolver().url_patterns, "")
-    forms = [p.name for p in (ROOT / "templates").rglob("*.html")
-             if "multipart/form-data" in p.read_text(encoding="utf-8")]  # fmt: skip
+    forms = [
+        p.name
+        for p in (ROOT / "templates").rglob("*.html")
+        if "multipart/form-data" in p.read_text(encoding="utf-8")
+    ]
     assert forms == ["upload.html"]
     assert (found - NO_FILES) | {"studies:upload"} == UPLOAD_ROUTES
 
@@ -201,14 +216,31 @@ def server(tmp_path_factory) -> Iterator[int]:  # type: ignore[no-untyped-def]
     listener.bind(("127.0.0.1", 0))
     listener.listen(16)
     port = listener.getsockname()[1]
-    env = {**os.environ, "CONCORDIA_DATA_DIR": str(data), "IMPORT_MAX_FILE_BYTES": str(2**20),
-           "DEBUG": "true", "DATABASE_URL": f"sqlite:///{data}/db.sqlite3"}  # fmt: skip
+    env = {
+        **os.environ,
+        "CONCORDIA_DATA_DIR": str(data),
+        "IMPORT_MAX_FILE_BYTES": str(2**20),
+        "DEBUG": "true",
+        "DATABASE_URL": f"sqlite:///{data}/db.sqlite3",
+    }
     gunicorn = Path(sys.executable).with_name("gunicorn")
     proc = subprocess.Popen(
-        [str(gunicorn), "evalsite.wsgi:application", "--bind", f"fd://{listener.fileno()}",
-         "--workers", "1", "--timeout", "60", "--log-level", "warning"],
-        cwd=ROOT, env=env, pass_fds=[listener.fileno()],
-    )  # fmt: skip
+        [
+            str(gunicorn),
+            "evalsite.wsgi:application",
+            "--bind",
+            f"fd://{listener.fileno()}",
+            "--workers",
+            "1",
+            "--timeout",
+            "60",
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+        pass_fds=[listener.fileno()],
+    )
     listener.close()
     try:
         deadline = time.monotonic() + 180  # a loaded machine imports slowly
@@ -280,9 +312,11 @@ def upload_head(path: str, framing: str) -> bytes:
 def upload_body(megabytes: int, chunked: bool) -> Iterator[bytes]:
     """The token field, then a file part of ``megabytes`` MiB (never closed: the server
     must answer before it ends), optionally in HTTP chunks."""
-    fields = (f"--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"csrfmiddlewaretoken\""
-              f"\r\n\r\n{CSRF}\r\n--{BOUNDARY}\r\nContent-Disposition: form-data; "
-              'name="file"; filename="a.jsonl"\r\n\r\n').encode()  # fmt: skip
+    fields = (
+        f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="csrfmiddlewaretoken"'
+        f"\r\n\r\n{CSRF}\r\n--{BOUNDARY}\r\nContent-Disposition: form-data; "
+        'name="file"; filename="a.jsonl"\r\n\r\n'
+    ).encode()
     data = LINE * (65536 // len(LINE))
     for piece in [fields] + [data] * (megabytes * 16):
         yield b"%x\r\n%s\r\n" % (len(piece), piece) if chunked else piece
@@ -309,9 +343,10 @@ def test_a_real_server_refuses_an_announced_300_mb_at_once(server, path):
 
 def test_a_real_server_cuts_off_a_chunked_stream_past_the_limit(server):
     answer, sent, seconds = send_until_answered(
-        server, upload_head("/datasets/upload/", "Transfer-Encoding: chunked"),
+        server,
+        upload_head("/datasets/upload/", "Transfer-Encoding: chunked"),
         upload_body(300, True),
-    )  # fmt: skip
+    )
     assert answer.startswith(b"HTTP/1.1 413"), answer[:300]
     assert b"import limit of 1,048,576 bytes (1 MiB" in answer
     assert sent < 16 * 2**20 and seconds < 10, (sent, seconds)

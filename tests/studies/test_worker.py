@@ -68,8 +68,13 @@ def test_a_run_killed_mid_way_is_completed_by_a_new_worker_with_one_score_per_ou
     from tests.tiny_models import tiny_gpt2
 
     model = tiny_gpt2(tmp_path / "tiny")
-    records = [record(f"d{d:02d}", f"s{s}", output=f"The council approved budget number {d} {s} after debate.")
-               for d in range(30) for s in range(5)]  # fmt: skip
+    records = [
+        record(
+            f"d{d:02d}", f"s{s}", output=f"The council approved budget number {d} {s} after debate."
+        )
+        for d in range(30)
+        for s in range(5)
+    ]
     path = write_jsonl(records)
     import_file(
         path,
@@ -87,8 +92,12 @@ def test_a_run_killed_mid_way_is_completed_by_a_new_worker_with_one_score_per_ou
 
     def worker(name: str) -> subprocess.Popen[bytes]:
         log = (settings.DATA_DIR / f"{name}.log").open("wb")
-        return subprocess.Popen(worker_command(f"{name}-{os.getpid()}@%h", queues="kill-test"),
-                                env=env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        return subprocess.Popen(
+            worker_command(f"{name}-{os.getpid()}@%h", queues="kill-test"),
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
 
     first = worker("doomed")
     try:
@@ -159,15 +168,22 @@ def test_two_researchers_uploads_naming_one_new_dataset_each_land_in_their_own(
         )
         response = client.post(
             reverse("studies:upload"),
-            {"file": SimpleUploadedFile(f"{who}.jsonl", content), "dataset": "summeval",
-             "task": "summarization"},
-        )  # fmt: skip
+            {
+                "file": SimpleUploadedFile(f"{who}.jsonl", content),
+                "dataset": "summeval",
+                "task": "summarization",
+            },
+        )
         assert response.status_code == 302
     assert not Dataset.objects.exists() and ImportJob.objects.filter(status="pending").count() == 2
 
     log = (settings.DATA_DIR / "race-worker.log").open("wb")
-    worker = subprocess.Popen(worker_command(f"race-{os.getpid()}@%h", queues="race-test"),
-                              env=_worker_env(), stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+    worker = subprocess.Popen(
+        worker_command(f"race-{os.getpid()}@%h", queues="race-test"),
+        env=_worker_env(),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         deadline = time.monotonic() + 90
         while (
@@ -204,15 +220,26 @@ def test_two_workers_share_one_run_and_each_output_is_scored_once(cast, write_js
     from studies.tasks import run_metric_cpu
     from tests.conftest import _worker_env, record
 
-    records = [record(f"d{d:02d}", f"s{s}", output=f"The council approved budget {d} {s}.")
-               for d in range(12) for s in range(3)]  # fmt: skip
+    records = [
+        record(f"d{d:02d}", f"s{s}", output=f"The council approved budget {d} {s}.")
+        for d in range(12)
+        for s in range(3)
+    ]
     path = write_jsonl(records)
-    import_file(path, ImportOptions(dataset="shared", task="summarization", file_format="jsonl",
-                                    file_name=path.name))  # fmt: skip
+    import_file(
+        path,
+        ImportOptions(
+            dataset="shared", task="summarization", file_format="jsonl", file_name=path.name
+        ),
+    )
     run = start_run(Dataset.objects.get(name="shared"), RunRequest(metric="rouge1"), enqueue=False)
     # two documents per shard, a pause per chunk so that both workers get some
-    env = {**_worker_env(), "RUN_SHARD_DOCUMENTS": "2", "RUN_CHUNK_OUTPUTS": "3",
-           "TEST_SLOW_CHUNK_SECONDS": "0.3"}  # fmt: skip
+    env = {
+        **_worker_env(),
+        "RUN_SHARD_DOCUMENTS": "2",
+        "RUN_CHUNK_OUTPUTS": "3",
+        "TEST_SLOW_CHUNK_SECONDS": "0.3",
+    }
     logs = [settings.DATA_DIR / f"share-{k}.log" for k in range(2)]
     workers = [
         subprocess.Popen(
@@ -220,7 +247,7 @@ def test_two_workers_share_one_run_and_each_output_is_scored_once(cast, write_js
             env=env,
             stdout=log.open("wb"),
             stderr=subprocess.STDOUT,
-        )  # fmt: skip
+        )
         for k, log in enumerate(logs)
     ]
     try:

@@ -25,8 +25,11 @@ class Command(BaseCommand):
         parser.add_argument("--aspect", required=True, help="the target aspect (code or name)")
         parser.add_argument("--setup", default="single", choices=["single", "multi", "cross"])
         parser.add_argument("--datasets", default="", help="multi/cross: more datasets, A,B")
-        parser.add_argument("--backbone", default="default",
-                            help="'default' (SmolLM2-135M-Instruct), 'minilm', a path or hub id")  # fmt: skip
+        parser.add_argument(
+            "--backbone",
+            default="default",
+            help="'default' (SmolLM2-135M-Instruct), 'minilm', a path or hub id",
+        )
         parser.add_argument("--mode", default="head", choices=["head", "full"])
         parser.add_argument("--pooling", default="", choices=["", *POOLINGS])
         parser.add_argument(
@@ -41,22 +44,33 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--epochs", type=int)
         parser.add_argument("--learning-rate", type=float)
-        parser.add_argument("--exclude-flagged", action="store_true",
-                            help="leave out annotators flagged on gold items")  # fmt: skip
+        parser.add_argument(
+            "--exclude-flagged",
+            action="store_true",
+            help="leave out annotators flagged on gold items",
+        )
         parser.add_argument("--format", default="text", choices=["text", "json"])
         parser.add_argument("--enqueue", action="store_true", help="hand the job to the workers")
 
     def handle(self, *args: Any, **opts: Any) -> None:
         started = time.perf_counter()
         request = TrainingRequest(
-            dataset=opts["dataset"], aspect=opts["aspect"], setup=opts["setup"],
+            dataset=opts["dataset"],
+            aspect=opts["aspect"],
+            setup=opts["setup"],
             datasets=tuple(d for d in opts["datasets"].split(",") if d),
-            backbone=opts["backbone"], mode=opts["mode"], pooling=opts["pooling"],
-            hidden=opts["hidden"], margin=opts["margin"], seed=opts["seed"],
-            max_minutes=opts["max_minutes"], epochs=opts["epochs"],
-            learning_rate=opts["learning_rate"], exclude_flagged=opts["exclude_flagged"],
+            backbone=opts["backbone"],
+            mode=opts["mode"],
+            pooling=opts["pooling"],
+            hidden=opts["hidden"],
+            margin=opts["margin"],
+            seed=opts["seed"],
+            max_minutes=opts["max_minutes"],
+            epochs=opts["epochs"],
+            learning_rate=opts["learning_rate"],
+            exclude_flagged=opts["exclude_flagged"],
             layer=opts["layer"],
-        )  # fmt: skip
+        )
         try:
             job = create_job(request, enqueue=opts["enqueue"], local_paths=True)
         except (TrainingError, ModelNotInstalled) as exc:
@@ -75,7 +89,7 @@ class Command(BaseCommand):
             "test": {
                 k: {m: job.results[k][m] for m in ("pairwise_accuracy", "spearman")}
                 for k in ("base", "trained")
-            },  # fmt: skip
+            },
             "best_epoch": job.results["best_epoch"],
             "epochs": len(job.curves),
             "checkpoint": job.checkpoint,

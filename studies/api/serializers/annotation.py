@@ -27,8 +27,17 @@ class StudySerializer(StrictJsonTypes, serializers.ModelSerializer):  # type: ig
 
     class Meta:
         model = Study
-        fields = ["id", "name", "dataset", "aspects", "description", "owner", "created_at",
-                  "campaigns", "correlations"]  # fmt: skip
+        fields = [
+            "id",
+            "name",
+            "dataset",
+            "aspects",
+            "description",
+            "owner",
+            "created_at",
+            "campaigns",
+            "correlations",
+        ]
         read_only_fields = ["created_at"]
         extra_kwargs = {"aspects": {"required": False}}
 
@@ -67,10 +76,29 @@ class CampaignSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
 
     class Meta:
         model = Campaign
-        fields = ["id", "study", "name", "mode", "aspects", "overlap", "selection", "systems",
-                  "sample_size", "seed", "show_references", "lease_seconds", "gold_threshold",
-                  "annotators", "status", "created_at", "n_items", "routing", "question_run_a",
-                  "question_run_b", "question_aspect"]  # fmt: skip
+        fields = [
+            "id",
+            "study",
+            "name",
+            "mode",
+            "aspects",
+            "overlap",
+            "selection",
+            "systems",
+            "sample_size",
+            "seed",
+            "show_references",
+            "lease_seconds",
+            "gold_threshold",
+            "annotators",
+            "status",
+            "created_at",
+            "n_items",
+            "routing",
+            "question_run_a",
+            "question_run_b",
+            "question_aspect",
+        ]
         read_only_fields = fields
 
     def get_n_items(self, campaign: Campaign) -> int:
@@ -81,8 +109,17 @@ class AnnotatorCampaignSerializer(CampaignSerializer):
     """What an annotator sees of a campaign: no other annotators, seed or gold settings."""
 
     class Meta(CampaignSerializer.Meta):
-        fields = ["id", "name", "mode", "aspects", "show_references", "lease_seconds", "status",
-                  "created_at", "n_items"]  # fmt: skip
+        fields = [
+            "id",
+            "name",
+            "mode",
+            "aspects",
+            "show_references",
+            "lease_seconds",
+            "status",
+            "created_at",
+            "n_items",
+        ]
         read_only_fields = fields
 
 
@@ -98,27 +135,38 @@ class CampaignCreateSerializer(StrictJsonTypes, serializers.Serializer):  # type
     overlap = serializers.IntegerField(default=3, min_value=1, max_value=50)
     selection = serializers.ChoiceField(choices=Campaign.Selection.choices, default="all")
     systems = serializers.ListField(child=serializers.CharField(), default=list)
-    sample_size = serializers.IntegerField(required=False, allow_null=True, min_value=1,
-                                           max_value=MAX_DB_INT)  # fmt: skip
+    sample_size = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=MAX_DB_INT
+    )
     seed = serializers.IntegerField(default=0, min_value=-MAX_DB_INT, max_value=MAX_DB_INT)
     show_references = serializers.BooleanField(default=False)
-    annotators = serializers.ListField(child=serializers.CharField(), default=list,
-                                       help_text="Usernames of annotator accounts.")  # fmt: skip
+    annotators = serializers.ListField(
+        child=serializers.CharField(), default=list, help_text="Usernames of annotator accounts."
+    )
     lease_seconds = serializers.IntegerField(default=300, min_value=30, max_value=3600)
     gold_threshold = serializers.FloatField(default=0.7, min_value=0, max_value=1)
     routing = serializers.ChoiceField(choices=Campaign.Routing.choices, default="random")
     question_run_a = serializers.IntegerField(
-        required=False, allow_null=True, min_value=1, max_value=MAX_DB_INT,
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=MAX_DB_INT,
         help_text="Informative routing: run A's id (a finished run of the study's dataset).",
-    )  # fmt: skip
+    )
     question_run_b = serializers.IntegerField(
-        required=False, allow_null=True, min_value=1, max_value=MAX_DB_INT,
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=MAX_DB_INT,
         help_text="Informative routing: run B's id.",
-    )  # fmt: skip
+    )
     question_aspect = serializers.IntegerField(
-        required=False, allow_null=True, min_value=1, max_value=MAX_DB_INT,
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=MAX_DB_INT,
         help_text="Informative routing: the aspect's id (one of the campaign's aspects).",
-    )  # fmt: skip
+    )
 
 
 class RoutingDocumentSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -158,8 +206,18 @@ class AssignmentSerializer(serializers.ModelSerializer):  # type: ignore[type-ar
 
     class Meta:
         model = Assignment
-        fields = ["id", "campaign", "item", "status", "leased_at", "expires_at", "submitted_at",
-                  "skip_reason", "content", "answers"]  # fmt: skip
+        fields = [
+            "id",
+            "campaign",
+            "item",
+            "status",
+            "leased_at",
+            "expires_at",
+            "submitted_at",
+            "skip_reason",
+            "content",
+            "answers",
+        ]
         read_only_fields = fields
 
     @extend_schema_field(serializers.DictField())
@@ -170,12 +228,21 @@ class AssignmentSerializer(serializers.ModelSerializer):  # type: ignore[type-ar
         if item.output_b_id and not a.left_is_a:
             outputs.reverse()
         content: dict[str, Any] = {
-            "source": item.document.source, "context": item.document.context,
+            "source": item.document.source,
+            "context": item.document.context,
             "outputs": [o.text for o in outputs],  # left first for pairs
-            "aspects": [{"id": x.pk, "code": x.code, "name": x.name, "definition": x.definition,
-                         "scale_min": x.scale_min, "scale_max": x.scale_max}
-                        for x in item.campaign.aspect_list()],
-        }  # fmt: skip
+            "aspects": [
+                {
+                    "id": x.pk,
+                    "code": x.code,
+                    "name": x.name,
+                    "definition": x.definition,
+                    "scale_min": x.scale_min,
+                    "scale_max": x.scale_max,
+                }
+                for x in item.campaign.aspect_list()
+            ],
+        }
         if item.campaign.show_references:
             content["references"] = item.document.references
         return content

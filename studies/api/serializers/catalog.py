@@ -41,8 +41,16 @@ class AspectVersionSerializer(serializers.ModelSerializer):  # type: ignore[type
 
     class Meta:
         model = AspectVersion
-        fields = ["version", "name", "definition", "scale_min", "scale_max", "anchors",
-                  "created_at", "created_by"]  # fmt: skip
+        fields = [
+            "version",
+            "name",
+            "definition",
+            "scale_min",
+            "scale_max",
+            "anchors",
+            "created_at",
+            "created_by",
+        ]
 
 
 class AspectSerializer(VersionedSerializer):
@@ -54,9 +62,23 @@ class AspectSerializer(VersionedSerializer):
 
     class Meta:
         model = Aspect
-        fields = ["id", "code", "name", "key", "aliases", "owner", "definition", "scale_min",
-                  "scale_max", "anchors", "tasks", "source", "version", "updated_at",
-                  "versions"]  # fmt: skip
+        fields = [
+            "id",
+            "code",
+            "name",
+            "key",
+            "aliases",
+            "owner",
+            "definition",
+            "scale_min",
+            "scale_max",
+            "anchors",
+            "tasks",
+            "source",
+            "version",
+            "updated_at",
+            "versions",
+        ]
         read_only_fields = ["key", "aliases", "owner", "version", "updated_at"]
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -92,6 +114,20 @@ class TemplateSerializer(VersionedSerializer):
 
     class Meta:
         model = PromptTemplate
-        fields = ["id", "task", "aspect", "dimension", "kind", "setting", "variant", "text",
-                  "target", "source", "notes", "version", "updated_at", "versions"]  # fmt: skip
+        fields = [
+            "id",
+            "task",
+            "aspect",
+            "dimension",
+            "kind",
+            "setting",
+            "variant",
+            "text",
+            "target",
+            "source",
+            "notes",
+            "version",
+            "updated_at",
+            "versions",
+        ]
         read_only_fields = ["version", "updated_at"]

@@ -9,14 +9,16 @@ class JudgmentChoices(serializers.Serializer):  # type: ignore[type-arg]
     """Leave out flagged annotators; weight judgments equally or by competence."""
 
     flagged = serializers.ChoiceField(
-        choices=["include", "exclude"], default="include",
+        choices=["include", "exclude"],
+        default="include",
         help_text="exclude: leave out annotators flagged on gold items.",
-    )  # fmt: skip
+    )
     weights = serializers.ChoiceField(
-        choices=["equal", "competence"], default="equal",
+        choices=["equal", "competence"],
+        default="equal",
         help_text="competence: each output's judgments weighted by their annotators' MACE "
-                  "competence (annotators without an estimate weigh 1).",
-    )  # fmt: skip
+        "competence (annotators without an estimate weigh 1).",
+    )
 
 
 class RunAspectChoices(JudgmentChoices):

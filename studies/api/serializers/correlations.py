@@ -20,40 +20,51 @@ class MatrixQuerySerializer(JudgmentChoices):
 
     level = serializers.ChoiceField(choices=[lv.value for lv in Level], default="sample")
     coef = serializers.ChoiceField(
-        choices=sorted(COEFFICIENT_NAMES), default="spearman",
+        choices=sorted(COEFFICIENT_NAMES),
+        default="spearman",
         help_text="acc23, kendall_23 and kendall_like exist at sample and dataset level; "
-                  "spa at system level only.",
-    )  # fmt: skip
+        "spa at system level only.",
+    )
     average = serializers.ChoiceField(
-        choices=list(AVERAGES), default="macro",
+        choices=list(AVERAGES),
+        default="macro",
         help_text="Sample level: documents weighted equally (macro) or by their scored "
-                  "outputs (micro; Kendall-like: by its counted pairs).",
-    )  # fmt: skip
+        "outputs (micro; Kendall-like: by its counted pairs).",
+    )
     ties = serializers.ChoiceField(
-        choices=["exact", "calibrate"], default="exact",
+        choices=["exact", "calibrate"],
+        default="exact",
         help_text="calibrate (acc23, kendall_23): metric differences up to the ε that "
-                  "maximises the statistic count as ties; each cell reports its ε.",
-    )  # fmt: skip
+        "maximises the statistic count as ties; each cell reports its ε.",
+    )
     ci = serializers.BooleanField(
         default=True, help_text="95% bootstrap intervals and significance (as the page)."
     )
     source = serializers.RegexField(
-        r"^((import|campaign):[0-9]{1,12}|file:[^\x00-\x1f]{1,255})?$", required=False,
-        default="", allow_blank=True, trim_whitespace=False,  # a file name is taken as given
+        r"^((import|campaign):[0-9]{1,12}|file:[^\x00-\x1f]{1,255})?$",
+        required=False,
+        default="",
+        allow_blank=True,
+        trim_whitespace=False,  # a file name is taken as given
         help_text="Whose judgments make the human side: empty (all), import:<import job id> "
-                  "(one uploaded file), file:<file name> (a file imported by the command) "
-                  "or campaign:<campaign id> (one campaign's answers).",
-    )  # fmt: skip
+        "(one uploaded file), file:<file name> (a file imported by the command) "
+        "or campaign:<campaign id> (one campaign's answers).",
+    )
     mincov = serializers.FloatField(
-        min_value=0, max_value=100, default=round(DEFAULT_MIN_COVERAGE * 100, 6),
+        min_value=0,
+        max_value=100,
+        default=round(DEFAULT_MIN_COVERAGE * 100, 6),
         help_text="Coverage threshold in percent: a run that scored less of a column's "
-                  "judged outputs is marked partial, not ranked and never best.",
-    )  # fmt: skip
+        "judged outputs is marked partial, not ranked and never best.",
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        refusal = unsupported(COEFFICIENT_NAMES[attrs["coef"]], Level(attrs["level"]),
-                              average=Average(attrs["average"]),
-                              tie_calibration=attrs["ties"] == "calibrate")  # fmt: skip
+        refusal = unsupported(
+            COEFFICIENT_NAMES[attrs["coef"]],
+            Level(attrs["level"]),
+            average=Average(attrs["average"]),
+            tie_calibration=attrs["ties"] == "calibrate",
+        )
         if refusal is not None:
             raise serializers.ValidationError({_PARAMETER_OF[refusal.option]: refusal.message})
         return attrs
@@ -84,9 +95,9 @@ class CellSerializer(serializers.Serializer):  # type: ignore[type-arg]
     )
     below_best = serializers.BooleanField(help_text="significantly below the column's best")
     rank = serializers.IntegerField(
-        allow_null=True, help_text="significance cluster in the column (WMT's ranks); "
-        "null without intervals",
-    )  # fmt: skip
+        allow_null=True,
+        help_text="significance cluster in the column (WMT's ranks); null without intervals",
+    )
     epsilon = serializers.FloatField(
         allow_null=True, help_text="with tie calibration: the metric tie threshold ε"
     )
@@ -102,13 +113,14 @@ class CellSerializer(serializers.Serializer):  # type: ignore[type-arg]
         help_text="a sentinel baseline (length, random, source-free GPTScore): never ranked or best"
     )
     fails_sentinel = SentinelFailSerializer(
-        allow_null=True, help_text="the sentinel this metric does not beat significantly "
+        allow_null=True,
+        help_text="the sentinel this metric does not beat significantly "
         "(the one with the largest one-sided paired bootstrap p > 0.05); null if it beats them all",
-    )  # fmt: skip
+    )
     n_shared_with_best = serializers.IntegerField(
-        allow_null=True, help_text="outputs scored by both this run and the best, on which "
-        "p_vs_best compares them",
-    )  # fmt: skip
+        allow_null=True,
+        help_text="outputs scored by both this run and the best, on which p_vs_best compares them",
+    )
 
 
 class AspectRefSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -134,9 +146,9 @@ class RunRefSerializer(serializers.Serializer):  # type: ignore[type-arg]
     aspect = serializers.CharField(allow_blank=True)
     sentinel = serializers.BooleanField(help_text="a sentinel baseline")
     partial_run = serializers.BooleanField(
-        default=False, help_text="a computed run that has not scored every output "
-                                 "(running, cancelled or failed)",
-    )  # fmt: skip
+        default=False,
+        help_text="a computed run that has not scored every output (running, cancelled or failed)",
+    )
 
 
 class AnnotatorCeilingSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -174,9 +186,10 @@ class MatrixSerializer(serializers.Serializer):  # type: ignore[type-arg]
     n_systems = serializers.IntegerField()
     seconds = serializers.FloatField()
     ceiling = CeilingSerializer(
-        many=True, required=False,
+        many=True,
+        required=False,
         help_text="The human ceiling per column (leave one annotator out, same statistic).",
-    )  # fmt: skip
+    )
     excluded_annotators = serializers.ListField(
         child=serializers.CharField(), help_text="Usernames left out (flagged on gold items)."
     )
@@ -211,9 +224,10 @@ class DrilldownSerializer(serializers.Serializer):  # type: ignore[type-arg]
         "(data.values: id, system, doc, x = metric, y = human, href)."
     )
     system_points = serializers.ListField(
-        child=serializers.DictField(), allow_null=True,
+        child=serializers.DictField(),
+        allow_null=True,
         help_text="At system level: each system's mean metric (x) and human (y) score over n outputs.",
-    )  # fmt: skip
+    )
     bars = serializers.DictField(
         help_text="A Vega-Lite spec: per-system mean metric and human scores with 95% CIs."
     )

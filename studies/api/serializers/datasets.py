@@ -31,8 +31,16 @@ class DatasetSerializer(StrictJsonTypes, serializers.ModelSerializer):  # type: 
 
     class Meta:
         model = Dataset
-        fields = ["id", "name", "task", "description", "owner", "data_version", "created_at",
-                  "n_documents"]  # fmt: skip
+        fields = [
+            "id",
+            "name",
+            "task",
+            "description",
+            "owner",
+            "data_version",
+            "created_at",
+            "n_documents",
+        ]
         read_only_fields = ["data_version", "created_at"]
 
     def validate_name(self, name: str) -> str:
@@ -53,8 +61,20 @@ class ImportJobSerializer(serializers.ModelSerializer):  # type: ignore[type-arg
 
     class Meta:
         model = ImportJob
-        fields = ["id", "status", "original_name", "file_format", "dataset_name", "dataset",
-                  "task", "create_aspects", "summary", "errors", "created_at", "finished_at"]  # fmt: skip
+        fields = [
+            "id",
+            "status",
+            "original_name",
+            "file_format",
+            "dataset_name",
+            "dataset",
+            "task",
+            "create_aspects",
+            "summary",
+            "errors",
+            "created_at",
+            "finished_at",
+        ]
         read_only_fields = fields
 
 
@@ -104,8 +124,18 @@ class JudgmentSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
 
     class Meta:
         model = Judgment
-        fields = ["id", "output", "aspect", "aspect_code", "value", "annotator", "import_file",
-                  "source", "created_at", "updated_at"]  # fmt: skip
+        fields = [
+            "id",
+            "output",
+            "aspect",
+            "aspect_code",
+            "value",
+            "annotator",
+            "import_file",
+            "source",
+            "created_at",
+            "updated_at",
+        ]
 
     def get_source(self, obj: Judgment) -> str:
         return "annotator" if obj.annotator_id else "import"
@@ -128,8 +158,16 @@ class OutputSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
 
     class Meta:
         model = Output
-        fields = ["id", "dataset", "document", "doc_key", "system_id", "text", "judgments",
-                  "scores"]  # fmt: skip
+        fields = [
+            "id",
+            "dataset",
+            "document",
+            "doc_key",
+            "system_id",
+            "text",
+            "judgments",
+            "scores",
+        ]
 
     def _included(self, name: str) -> bool:
         return name in self.context.get("include", ())

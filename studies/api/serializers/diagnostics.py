@@ -13,11 +13,12 @@ class DiagnosticsQuerySerializer(RunAspectChoices):
 
     level = serializers.ChoiceField(choices=[lv.value for lv in Level], default="sample")
     coef = serializers.ChoiceField(
-        choices=["spearman", "pearson", "kendall"], default="spearman",
+        choices=["spearman", "pearson", "kendall"],
+        default="spearman",
         help_text="Length bias uses Pearson's r for pearson, else Spearman's ρ (a partial "
-                  "correlation exists for these); within documents: Spearman's ρ for "
-                  "pearson and spearman, Kendall τ-b for kendall.",
-    )  # fmt: skip
+        "correlation exists for these); within documents: Spearman's ρ for "
+        "pearson and spearman, Kendall τ-b for kendall.",
+    )
 
 
 class DiagnosticsSerializer(serializers.Serializer):  # type: ignore[type-arg]

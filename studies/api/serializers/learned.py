@@ -28,14 +28,16 @@ class TrainedMetricCreateSerializer(StrictJsonTypes, serializers.Serializer):  #
         choices=SETUP_CHOICES, default="single", help_text=TrainForm.base_fields["setup"].help_text
     )
     datasets = serializers.ListField(
-        child=serializers.IntegerField(), default=list,
+        child=serializers.IntegerField(),
+        default=list,
         help_text="Multi and cross only: ids of more datasets whose judged aspects join the training.",
-    )  # fmt: skip
+    )
     backbone = serializers.CharField(
-        default="default", max_length=500,
+        default="default",
+        max_length=500,
         help_text="'default' (SmolLM2-135M-Instruct), 'minilm' (all-MiniLM-L6-v2), an installed "
         "model's folder name or a hub id an admin allowed.",
-    )  # fmt: skip
+    )
     mode = serializers.ChoiceField(
         choices=TrainedMetric.Mode.choices,
         default="head",
@@ -44,14 +46,20 @@ class TrainedMetricCreateSerializer(StrictJsonTypes, serializers.Serializer):  #
     margin = serializers.FloatField(default=DEFAULT_MARGIN, min_value=0, max_value=1000)
     seed = serializers.IntegerField(default=0, min_value=0, max_value=MAX_SEED)
     layer = serializers.IntegerField(
-        required=False, allow_null=True, min_value=1, max_value=1000,
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=1000,
         help_text="Features after the backbone's first N blocks; null: 12 for the default "
         "backbone, every block for the others.",
-    )  # fmt: skip
+    )
     max_minutes = serializers.FloatField(
-        required=False, allow_null=True, min_value=0.1, max_value=7 * 24 * 60,
+        required=False,
+        allow_null=True,
+        min_value=0.1,
+        max_value=7 * 24 * 60,
         help_text="Stop training after this long (the best epoch is kept); null: no limit.",
-    )  # fmt: skip
+    )
     exclude_flagged = serializers.BooleanField(
         default=False, help_text="Leave out annotators flagged on gold items."
     )
@@ -87,10 +95,30 @@ class TrainedMetricSerializer(serializers.ModelSerializer):  # type: ignore[type
 
     class Meta:
         model = TrainedMetric
-        fields = ["id", "label", "dataset", "aspect", "aspect_code", "setup", "mode", "status",
-                  "progress", "pairs", "results", "curves", "config", "split_sizes",
-                  "test_documents", "checkpoint_sha256", "version", "error", "can_resume",
-                  "created_at", "started_at", "finished_at"]  # fmt: skip
+        fields = [
+            "id",
+            "label",
+            "dataset",
+            "aspect",
+            "aspect_code",
+            "setup",
+            "mode",
+            "status",
+            "progress",
+            "pairs",
+            "results",
+            "curves",
+            "config",
+            "split_sizes",
+            "test_documents",
+            "checkpoint_sha256",
+            "version",
+            "error",
+            "can_resume",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
         read_only_fields = fields
 
     @extend_schema_field(
@@ -98,8 +126,10 @@ class TrainedMetricSerializer(serializers.ModelSerializer):  # type: ignore[type
     )
     def get_split_sizes(self, job: TrainedMetric) -> dict[str, dict[str, int]]:
         """Documents per split, per dataset: {dataset: {train, validation, test}}."""
-        return {name: {part: len(keys) for part, keys in parts.items()}
-                for name, parts in (job.split or {}).items()}  # fmt: skip
+        return {
+            name: {part: len(keys) for part, keys in parts.items()}
+            for name, parts in (job.split or {}).items()
+        }
 
     @extend_schema_field(serializers.ListField(child=serializers.CharField()))
     def get_test_documents(self, job: TrainedMetric) -> list[str]:

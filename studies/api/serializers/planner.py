@@ -10,15 +10,24 @@ from studies.api.serializers.types import StrictJsonTypes
 
 class SentinelRequestSerializer(StrictJsonTypes, serializers.Serializer):  # type: ignore[type-arg]
     aspect = serializers.CharField(
-        required=False, allow_blank=True, max_length=64,
+        required=False,
+        allow_blank=True,
+        max_length=64,
         help_text="The aspect (code) the source-free GPTScore is prompted for (default: the most judged).",
-    )  # fmt: skip
+    )
     model = serializers.CharField(
-        required=False, allow_blank=True, max_length=200,
+        required=False,
+        allow_blank=True,
+        max_length=200,
         help_text="Its model (default: that of the dataset's latest GPTScore run, else the default).",
-    )  # fmt: skip
-    seed = serializers.IntegerField(required=False, default=0, min_value=0, max_value=2**31 - 1,
-                                    help_text="The random sentinel's seed.")  # fmt: skip
+    )
+    seed = serializers.IntegerField(
+        required=False,
+        default=0,
+        min_value=0,
+        max_value=2**31 - 1,
+        help_text="The random sentinel's seed.",
+    )
 
 
 class SentinelsSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -39,9 +48,17 @@ class PlannerQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
     )
     level = serializers.ChoiceField(choices=["sample"], default="sample")
     coef = serializers.ChoiceField(
-        choices=["pearson", "spearman", "kendall", "kendall_c", "kendall_23", "acc23", "kendall_like"],
+        choices=[
+            "pearson",
+            "spearman",
+            "kendall",
+            "kendall_c",
+            "kendall_23",
+            "acc23",
+            "kendall_like",
+        ],
         default="spearman",
-    )  # fmt: skip
+    )
     average = serializers.ChoiceField(choices=["macro", "micro"], default="macro")
     seed = serializers.IntegerField(required=False, default=0, min_value=0, max_value=2**31 - 1)
 

@@ -11,9 +11,11 @@ class PPIQuerySerializer(RunAspectChoices):
     """The page's choices; run and aspect default to the first run and judged aspect."""
 
     vs = serializers.CharField(
-        required=False, allow_blank=True, max_length=512,
+        required=False,
+        allow_blank=True,
+        max_length=512,
         help_text="The system the differences are taken against (default: the best by PPI).",
-    )  # fmt: skip
+    )
 
 
 class EstimateSerializer(serializers.Serializer):  # type: ignore[type-arg]

@@ -22,9 +22,10 @@ class RunCreateSerializer(StrictJsonTypes, serializers.Serializer):  # type: ign
         choices=RunForm.base_fields["metric"].choices, default="gptscore"
     )  # type: ignore[attr-defined]
     aspects = serializers.ListField(
-        child=serializers.IntegerField(), default=list,
+        child=serializers.IntegerField(),
+        default=list,
         help_text="Aspect ids (GPTScore and G-Eval: at least one).",
-    )  # fmt: skip
+    )
     setting = serializers.ChoiceField(choices=RunForm.base_fields["setting"].choices, default="IST")  # type: ignore[attr-defined]
     dimension = serializers.ChoiceField(
         choices=RunForm.base_fields["dimension"].choices, default="src_hypo"
@@ -84,10 +85,30 @@ class RunSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
 
     class Meta:
         model = MetricRun
-        fields = ["id", "dataset", "metric", "label", "kind", "status", "done", "total",
-                  "outputs_per_s", "eta_seconds", "can_resume", "phase", "is_partial",
-                  "outcome", "error", "aspect", "config",
-                  "timings", "provenance", "created_at", "started_at", "finished_at"]  # fmt: skip
+        fields = [
+            "id",
+            "dataset",
+            "metric",
+            "label",
+            "kind",
+            "status",
+            "done",
+            "total",
+            "outputs_per_s",
+            "eta_seconds",
+            "can_resume",
+            "phase",
+            "is_partial",
+            "outcome",
+            "error",
+            "aspect",
+            "config",
+            "timings",
+            "provenance",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
         read_only_fields = fields
 
     def get_aspect(self, run: MetricRun) -> str | None:

@@ -49,11 +49,17 @@ from studies.permissions import may_manage_members, research_studies
 from studies.services import studies
 
 
-@extend_schema_view(list=extend_schema(summary="Studies you own or research in"),
-                    retrieve=extend_schema(summary="A study"),
-                    create=extend_schema(summary="Create a study of one of your datasets"))  # fmt: skip
-class StudyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
-                   viewsets.GenericViewSet):  # type: ignore[type-arg]  # fmt: skip
+@extend_schema_view(
+    list=extend_schema(summary="Studies you own or research in"),
+    retrieve=extend_schema(summary="A study"),
+    create=extend_schema(summary="Create a study of one of your datasets"),
+)
+class StudyViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    viewsets.GenericViewSet,
+):  # type: ignore[type-arg]
     serializer_class = StudySerializer
     permission_classes = [IsResearcher]
     filterset_fields = ["dataset"]
@@ -213,8 +219,10 @@ def _form_data(data: dict[str, Any]) -> QueryDict:
     return query
 
 
-@extend_schema_view(list=extend_schema(summary="Campaigns of your studies"),
-                    retrieve=extend_schema(summary="A campaign"))  # fmt: skip
+@extend_schema_view(
+    list=extend_schema(summary="Campaigns of your studies"),
+    retrieve=extend_schema(summary="A campaign"),
+)
 class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):  # type: ignore[type-arg]
     serializer_class = CampaignSerializer
     permission_classes = [IsResearcher]
@@ -227,8 +235,11 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
             return Campaign.objects.none()
         return researcher_campaigns(self.request.user).prefetch_related("aspects", "annotators")
 
-    @extend_schema(summary="Create a campaign (as the New campaign page)",
-                   request=CampaignCreateSerializer, responses={201: CampaignSerializer})  # fmt: skip
+    @extend_schema(
+        summary="Create a campaign (as the New campaign page)",
+        request=CampaignCreateSerializer,
+        responses={201: CampaignSerializer},
+    )
     def create(self, request: Request) -> Response:
         body = CampaignCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -241,8 +252,10 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
             return error_response(400, str(exc), {"non_field_errors": [str(exc)]})
         return Response(CampaignSerializer(campaign).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(summary="Progress per annotator and per aspect, skipped items",
-                   responses={200: ProgressSerializer})  # fmt: skip
+    @extend_schema(
+        summary="Progress per annotator and per aspect, skipped items",
+        responses={200: ProgressSerializer},
+    )
     @action(
         detail=True, methods=["get"], pagination_class=None, filterset_fields=[], ordering_fields=[]
     )
@@ -251,27 +264,48 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         annotators = []
         for row in report.annotator_rows(campaign):
             gold = asdict(row.gold) if row.gold is not None else None
-            annotators.append({"username": row.username, "done": row.done, "skipped": row.skipped,
-                               "leased": row.leased, "median_seconds": row.median_seconds,
-                               "gold": gold})  # fmt: skip
-        aspects = [{"id": row["aspect"].pk, "code": row["aspect"].code, "answers": row["answers"]}
-                   for row in report.aspect_rows(campaign)]  # fmt: skip
-        skipped = [{"item": a.item_id, "annotator": a.annotator.get_username(), "reason": a.skip_reason}
-                   for a in report.skipped_items(campaign)]  # fmt: skip
-        return Response({"annotators": annotators, "items": report.item_summary(campaign),
-                         "aspects": aspects, "skipped": skipped})  # fmt: skip
+            annotators.append(
+                {
+                    "username": row.username,
+                    "done": row.done,
+                    "skipped": row.skipped,
+                    "leased": row.leased,
+                    "median_seconds": row.median_seconds,
+                    "gold": gold,
+                }
+            )
+        aspects = [
+            {"id": row["aspect"].pk, "code": row["aspect"].code, "answers": row["answers"]}
+            for row in report.aspect_rows(campaign)
+        ]
+        skipped = [
+            {"item": a.item_id, "annotator": a.annotator.get_username(), "reason": a.skip_reason}
+            for a in report.skipped_items(campaign)
+        ]
+        return Response(
+            {
+                "annotators": annotators,
+                "items": report.item_summary(campaign),
+                "aspects": aspects,
+                "skipped": skipped,
+            }
+        )
 
-    @extend_schema(summary="Informative routing: the question, its estimate, the documents in "
-                   "queue order with why (empty for random routing)",
-                   responses={200: RoutingSerializer})  # fmt: skip
+    @extend_schema(
+        summary="Informative routing: the question, its estimate, the documents in "
+        "queue order with why (empty for random routing)",
+        responses={200: RoutingSerializer},
+    )
     @action(
         detail=True, methods=["get"], pagination_class=None, filterset_fields=[], ordering_fields=[]
     )
     def routing(self, request: Request, pk: Any = None) -> Response:
         return Response(routing.summary(self.get_object()))
 
-    @extend_schema(summary="Agreement per aspect (Krippendorff α with CI, pairwise ρ)",
-                   responses={200: AgreementSerializer, 202: AgreementSerializer})  # fmt: skip
+    @extend_schema(
+        summary="Agreement per aspect (Krippendorff α with CI, pairwise ρ)",
+        responses={200: AgreementSerializer, 202: AgreementSerializer},
+    )
     @action(
         detail=True, methods=["get"], pagination_class=None, filterset_fields=[], ordering_fields=[]
     )
@@ -280,8 +314,10 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         return Response({"agreement": result}, status=200 if result is not None else 202)
 
 
-@extend_schema_view(list=extend_schema(summary="Campaigns you are invited to annotate"),
-                    retrieve=extend_schema(summary="A campaign you annotate"))  # fmt: skip
+@extend_schema_view(
+    list=extend_schema(summary="Campaigns you are invited to annotate"),
+    retrieve=extend_schema(summary="A campaign you annotate"),
+)
 class AnnotateCampaignViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]
     serializer_class = AnnotatorCampaignSerializer
     permission_classes = [IsAuthenticated]
@@ -294,8 +330,11 @@ class AnnotateCampaignViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[ty
             return Campaign.objects.none()
         return annotator_campaigns(self.request.user).prefetch_related("aspects", "annotators")
 
-    @extend_schema(summary="Lease your next item (or renew your current lease)", request=None,
-                   responses={200: AssignmentSerializer, 204: None})  # fmt: skip
+    @extend_schema(
+        summary="Lease your next item (or renew your current lease)",
+        request=None,
+        responses={200: AssignmentSerializer, 204: None},
+    )
     @action(detail=True, methods=["post"], url_path="next")
     def next_item(self, request: Request, pk: Any = None) -> Response:
         claimed = assignment.claim_next(self.get_object(), request.user)
@@ -304,8 +343,10 @@ class AnnotateCampaignViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[ty
         return Response(AssignmentSerializer(claimed).data)
 
 
-@extend_schema_view(list=extend_schema(summary="Your assignments (leased, done, skipped)"),
-                    retrieve=extend_schema(summary="An assignment with its item and your answers"))  # fmt: skip
+@extend_schema_view(
+    list=extend_schema(summary="Your assignments (leased, done, skipped)"),
+    retrieve=extend_schema(summary="An assignment with its item and your answers"),
+)
 class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]
     serializer_class = AssignmentSerializer
     permission_classes = [IsAuthenticated]
@@ -320,8 +361,11 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg
             annotator=self.request.user, item__campaign__in=annotator_campaigns(self.request.user)
         ).select_related(*assignment.ITEM_RELATED, "item__campaign")
 
-    @extend_schema(summary="Submit your answers (submitting twice stores one judgment)",
-                   request=SubmitSerializer, responses={200: AssignmentSerializer})  # fmt: skip
+    @extend_schema(
+        summary="Submit your answers (submitting twice stores one judgment)",
+        request=SubmitSerializer,
+        responses={200: AssignmentSerializer},
+    )
     @action(detail=True, methods=["post"])
     def submit(self, request: Request, pk: Any = None) -> Response:
         current = self.get_object()
@@ -338,8 +382,11 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg
             return error_response(exc.status, str(exc))
         return Response(AssignmentSerializer(self._fresh(current.pk)).data)
 
-    @extend_schema(summary="Skip the item (with an optional reason)", request=SkipSerializer,
-                   responses={200: AssignmentSerializer})  # fmt: skip
+    @extend_schema(
+        summary="Skip the item (with an optional reason)",
+        request=SkipSerializer,
+        responses={200: AssignmentSerializer},
+    )
     @action(detail=True, methods=["post"])
     def skip(self, request: Request, pk: Any = None) -> Response:
         current = self.get_object()

@@ -35,8 +35,12 @@ class TokenView(ObtainAuthToken):
     throttle_scope = "auth"
     authentication_classes: list[Any] = []
 
-    @extend_schema(summary="Get your API token", request=AuthTokenSerializer,
-                   responses={200: TokenSerializer}, auth=[])  # fmt: skip
+    @extend_schema(
+        summary="Get your API token",
+        request=AuthTokenSerializer,
+        responses={200: TokenSerializer},
+        auth=[],
+    )
     def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         body = self.get_serializer(data=request.data)
         body.is_valid(raise_exception=True)

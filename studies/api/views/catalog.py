@@ -37,18 +37,31 @@ INCLUDE = OpenApiParameter(
 # the output browser's parameters (studies.services.browse), with a dataset
 SORT_PATTERN = r"^\s*(-?(run:[0-9]+|aspect:.+))?\s*$"
 BROWSE = [
-    OpenApiParameter("q", {"type": "string", "maxLength": browse.MAX_QUERY},
-                     description="Text in the output, its source or its document key."),
+    OpenApiParameter(
+        "q",
+        {"type": "string", "maxLength": browse.MAX_QUERY},
+        description="Text in the output, its source or its document key.",
+    ),
     OpenApiParameter("system", OpenApiTypes.STR, description="One system's outputs."),
-    OpenApiParameter("sort", {"type": "string", "pattern": SORT_PATTERN},
-                     description="run:<id> (a run's score) or aspect:<code> (the mean human "
-                     "judgment), with a leading - for descending; missing values last."),
-    OpenApiParameter("run", OpenApiTypes.INT, description="Only outputs this run scored (within min..max)."),
-    OpenApiParameter("min", OpenApiTypes.NUMBER), OpenApiParameter("max", OpenApiTypes.NUMBER),
-    OpenApiParameter("aspect", OpenApiTypes.STR, description="Only outputs judged on this aspect code "
-                     "(mean within hmin..hmax)."),
-    OpenApiParameter("hmin", OpenApiTypes.NUMBER), OpenApiParameter("hmax", OpenApiTypes.NUMBER),
-]  # fmt: skip
+    OpenApiParameter(
+        "sort",
+        {"type": "string", "pattern": SORT_PATTERN},
+        description="run:<id> (a run's score) or aspect:<code> (the mean human "
+        "judgment), with a leading - for descending; missing values last.",
+    ),
+    OpenApiParameter(
+        "run", OpenApiTypes.INT, description="Only outputs this run scored (within min..max)."
+    ),
+    OpenApiParameter("min", OpenApiTypes.NUMBER),
+    OpenApiParameter("max", OpenApiTypes.NUMBER),
+    OpenApiParameter(
+        "aspect",
+        OpenApiTypes.STR,
+        description="Only outputs judged on this aspect code (mean within hmin..hmax).",
+    ),
+    OpenApiParameter("hmin", OpenApiTypes.NUMBER),
+    OpenApiParameter("hmax", OpenApiTypes.NUMBER),
+]
 BROWSE_NAMES = {p.name for p in BROWSE}
 BROWSE_NUMBERS = ("run", "min", "max", "hmin", "hmax")
 
@@ -62,8 +75,10 @@ class DocumentFilter(FilterSet):
         fields = ["dataset", "doc_key"]
 
 
-@extend_schema_view(list=extend_schema(summary="Documents of your datasets"),
-                    retrieve=extend_schema(summary="A document"))  # fmt: skip
+@extend_schema_view(
+    list=extend_schema(summary="Documents of your datasets"),
+    retrieve=extend_schema(summary="A document"),
+)
 class DocumentViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]
     serializer_class = DocumentSerializer
     permission_classes = [IsResearcher]
@@ -121,13 +136,20 @@ class OutputViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]
         ).select_related("document")
         include = self._include() if self.request else set()
         if "judgments" in include:
-            outputs = outputs.prefetch_related(Prefetch(
-                "judgments", Judgment.objects.select_related("aspect", "annotator").order_by("aspect__code", "pk")
-            ))  # fmt: skip
+            outputs = outputs.prefetch_related(
+                Prefetch(
+                    "judgments",
+                    Judgment.objects.select_related("aspect", "annotator").order_by(
+                        "aspect__code", "pk"
+                    ),
+                )
+            )
         if "scores" in include:
-            outputs = outputs.prefetch_related(Prefetch(
-                "metric_scores", MetricScore.objects.select_related("run").order_by("run_id")
-            ))  # fmt: skip
+            outputs = outputs.prefetch_related(
+                Prefetch(
+                    "metric_scores", MetricScore.objects.select_related("run").order_by("run_id")
+                )
+            )
         return outputs
 
     def get_serializer_context(self) -> dict[str, Any]:
@@ -180,8 +202,10 @@ class JudgmentFilter(FilterSet):
         return queryset.filter(annotator__isnull=value == "import")
 
 
-@extend_schema_view(list=extend_schema(summary="Human judgments of your datasets"),
-                    retrieve=extend_schema(summary="A judgment"))  # fmt: skip
+@extend_schema_view(
+    list=extend_schema(summary="Human judgments of your datasets"),
+    retrieve=extend_schema(summary="A judgment"),
+)
 class JudgmentViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]
     serializer_class = JudgmentSerializer
     permission_classes = [IsResearcher]
@@ -214,8 +238,9 @@ class VersionedWrites:
     update=extend_schema(summary="Change an aspect: a new version (admins)"),
     partial_update=extend_schema(summary="Change an aspect: a new version (admins)"),
 )
-class AspectViewSet(VersionedWrites, mixins.CreateModelMixin, mixins.UpdateModelMixin,
-                    viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]  # fmt: skip
+class AspectViewSet(
+    VersionedWrites, mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSet
+):  # type: ignore[type-arg]
     serializer_class = AspectSerializer
     permission_classes = [ResearcherReadAdminWrite]
     filterset_fields = ["code", "tasks__code"]
@@ -235,8 +260,9 @@ class AspectViewSet(VersionedWrites, mixins.CreateModelMixin, mixins.UpdateModel
     update=extend_schema(summary="Change a prompt template: a new version (admins)"),
     partial_update=extend_schema(summary="Change a prompt template: a new version (admins)"),
 )
-class TemplateViewSet(VersionedWrites, mixins.CreateModelMixin, mixins.UpdateModelMixin,
-                      viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]  # fmt: skip
+class TemplateViewSet(
+    VersionedWrites, mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSet
+):  # type: ignore[type-arg]
     serializer_class = TemplateSerializer
     permission_classes = [ResearcherReadAdminWrite]
     filterset_fields = ["task__code", "aspect", "kind", "setting", "dimension"]

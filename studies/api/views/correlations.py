@@ -30,11 +30,16 @@ from studies.services import dashboards, tables
 from studies.services.dashboards import MatrixParams
 from studies.services.drilldown import drilldown
 
-EXPORTS = {"csv": ("text/csv", tables.to_csv), "json": ("application/json", tables.to_json),
-           "tex": ("application/x-tex", tables.to_latex)}  # fmt: skip
+EXPORTS = {
+    "csv": ("text/csv", tables.to_csv),
+    "json": ("application/json", tables.to_json),
+    "tex": ("application/x-tex", tables.to_latex),
+}
 
 
-def _params(request: Request, serializer: type[MatrixQuerySerializer] = MatrixQuerySerializer) -> tuple[MatrixParams, dict[str, Any]]:  # fmt: skip
+def _params(
+    request: Request, serializer: type[MatrixQuerySerializer] = MatrixQuerySerializer
+) -> tuple[MatrixParams, dict[str, Any]]:
     """The page's parameters, parsed as the page parses them (MatrixParams.from_query)
     once the query is known to be valid."""
     query = serializer(data=query_of(request))
@@ -56,8 +61,10 @@ def _params(request: Request, serializer: type[MatrixQuerySerializer] = MatrixQu
 
 
 def _pending(dataset: Dataset, params: MatrixParams) -> Response:
-    body = {"detail": "A worker is computing the correlations; ask again in a few seconds.",
-            "progress": dashboards.progress(dataset, params)}  # fmt: skip
+    body = {
+        "detail": "A worker is computing the correlations; ask again in a few seconds.",
+        "progress": dashboards.progress(dataset, params),
+    }
     return Response(body, status=202, headers={"Retry-After": "5"})
 
 
@@ -108,9 +115,13 @@ def paper(request: Request, pk: int) -> Response:
     result = dashboards.available_matrix(dataset, params)
     if result is None:
         return _pending(dataset, params)
-    return Response({"gptscore": tables.gptscore_table(dataset, params),
-                     "geval": tables.geval_table(dataset, params),
-                     "ranks": tables.ranks_table(result)})  # fmt: skip
+    return Response(
+        {
+            "gptscore": tables.gptscore_table(dataset, params),
+            "geval": tables.geval_table(dataset, params),
+            "ranks": tables.ranks_table(result),
+        }
+    )
 
 
 @extend_schema(

@@ -38,9 +38,11 @@ from studies.services.deletion import DeletionRefused, delete_dataset
 from studies.services.imports import create_import_job, run_import_job
 
 WAIT = OpenApiParameter(
-    "wait", OpenApiTypes.FLOAT, description="Seconds to wait for the import to finish "
+    "wait",
+    OpenApiTypes.FLOAT,
+    description="Seconds to wait for the import to finish "
     "(a small file is imported in the request); 0 or absent: answer at once with the job.",
-)  # fmt: skip
+)
 FILE_FORMAT = OpenApiParameter(
     "file_format", OpenApiTypes.STR, enum=["jsonl", "csv"], default="jsonl"
 )
@@ -60,17 +62,24 @@ class WaitQuery(serializers.Serializer):  # type: ignore[type-arg]
     wait = serializers.FloatField(default=0, min_value=0, max_value=MAX_WAIT)
 
 
-def _import(request: Request, upload: Any, *, name: str, task: Any, file_format: str,
-            create_aspects: bool) -> Response:  # fmt: skip
+def _import(
+    request: Request, upload: Any, *, name: str, task: Any, file_format: str, create_aspects: bool
+) -> Response:
     """Save the upload as a job (the upload page's service); with ``?wait=``, import it
     now when small (the queued task then finds it done) or wait for the worker."""
     wait = WaitQuery(data=query_of(request))
     wait.is_valid(raise_exception=True)
     seconds = wait.validated_data["wait"]
     with transaction.atomic():
-        job = create_import_job(upload=upload, original_name=upload.name, file_format=file_format,
-                                dataset_name=name, task=task, create_aspects=create_aspects,
-                                user=request.user)  # fmt: skip
+        job = create_import_job(
+            upload=upload,
+            original_name=upload.name,
+            file_format=file_format,
+            dataset_name=name,
+            task=task,
+            create_aspects=create_aspects,
+            user=request.user,
+        )
     if seconds > 0:
         if upload.size <= sync_import_limit():
             run_import_job(job.pk)  # a no-op if a worker claimed it first
@@ -81,8 +90,12 @@ def _import(request: Request, upload: Any, *, name: str, task: Any, file_format:
             job.refresh_from_db()
     data = ImportJobSerializer(job).data
     if job.status == ImportJob.Status.FAILED:
-        return error_response(400, "The file was not imported; nothing was written.",
-                              {"file": list(job.errors)}, job=data)  # fmt: skip
+        return error_response(
+            400,
+            "The file was not imported; nothing was written.",
+            {"file": list(job.errors)},
+            job=data,
+        )
     return Response(data, status=status.HTTP_201_CREATED)
 
 
@@ -92,8 +105,13 @@ def _import(request: Request, upload: Any, *, name: str, task: Any, file_format:
     create=extend_schema(summary="Create an empty dataset (fill it with an upload)"),
     destroy=extend_schema(summary="Delete a dataset (owner only; refused while runs are active)"),
 )
-class DatasetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
-                     mixins.DestroyModelMixin, viewsets.GenericViewSet):  # type: ignore[type-arg]  # fmt: skip
+class DatasetViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):  # type: ignore[type-arg]
     serializer_class = DatasetSerializer
     permission_classes = [IsResearcher]
     filterset_fields = ["name", "task__code"]
@@ -134,14 +152,24 @@ class DatasetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cr
                 403, "Only the dataset's owner can upload into it; upload into a dataset of yours."
             )
         form = UploadSerializer(
-            data={"file": request.data.get("file"), "dataset": dataset.name,
-                  "task": dataset.task.code, "create_aspects": request.data.get("create_aspects", False)},
+            data={
+                "file": request.data.get("file"),
+                "dataset": dataset.name,
+                "task": dataset.task.code,
+                "create_aspects": request.data.get("create_aspects", False),
+            },
             context={"request": request},
-        )  # fmt: skip
+        )
         form.is_valid(raise_exception=True)
         data = form.validated_data
-        return _import(request, data["file"], name=dataset.name, task=dataset.task,
-                       file_format=data["file_format"], create_aspects=data["create_aspects"])  # fmt: skip
+        return _import(
+            request,
+            data["file"],
+            name=dataset.name,
+            task=dataset.task,
+            file_format=data["file_format"],
+            create_aspects=data["create_aspects"],
+        )
 
     @extend_schema(
         summary="Export the dataset (streamed JSONL or CSV, the import formats)",
@@ -158,8 +186,9 @@ class DatasetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cr
         query.is_valid(raise_exception=True)
         file_format = query.validated_data["file_format"]
         content_type = "text/csv" if file_format == "csv" else "application/x-ndjson"
-        response = StreamingHttpResponse(export_dataset(dataset, file_format),
-                                         content_type=f"{content_type}; charset=utf-8")  # fmt: skip
+        response = StreamingHttpResponse(
+            export_dataset(dataset, file_format), content_type=f"{content_type}; charset=utf-8"
+        )
         response["Content-Disposition"] = f'attachment; filename="{dataset.name}.{file_format}"'
         return response
 
@@ -193,5 +222,11 @@ class ImportJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
         form = UploadSerializer(data=request.data, context={"request": request})
         form.is_valid(raise_exception=True)
         data = form.validated_data
-        return _import(request, data["file"], name=data["dataset"], task=data["task"],
-                       file_format=data["file_format"], create_aspects=data["create_aspects"])  # fmt: skip
+        return _import(
+            request,
+            data["file"],
+            name=data["dataset"],
+            task=data["task"],
+            file_format=data["file_format"],
+            create_aspects=data["create_aspects"],
+        )

@@ -37,7 +37,9 @@ def diagnostics_view(request: Request, pk: int) -> Response:
     except UnknownChoice as exc:
         return error_response(404, str(exc))
     if found is None:
-        body = {"detail": "A worker is computing the diagnostics; ask again in a few seconds.",
-                "progress": None}  # fmt: skip
+        body = {
+            "detail": "A worker is computing the diagnostics; ask again in a few seconds.",
+            "progress": None,
+        }
         return Response(body, status=202, headers={"Retry-After": "5"})
     return Response(found)

@@ -26,7 +26,9 @@ from studies.api.serializers.learned import TrainedMetricCreateSerializer, Train
         summary="A training job: status, progress, pairs, results, configuration, split"
     ),
 )
-class TrainedMetricViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):  # type: ignore[type-arg]  # fmt: skip
+class TrainedMetricViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):  # type: ignore[type-arg]
     serializer_class = TrainedMetricSerializer
     permission_classes = [IsResearcher]
     filterset_fields = ["dataset", "status", "aspect", "setup", "mode"]
@@ -54,8 +56,11 @@ class TrainedMetricViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, vie
             return error_response(400, str(exc), {field: [str(exc)]})
         return Response(TrainedMetricSerializer(job).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(summary="Ask a pending or running job to stop after its current epoch",
-                   request=None, responses={200: TrainedMetricSerializer})  # fmt: skip
+    @extend_schema(
+        summary="Ask a pending or running job to stop after its current epoch",
+        request=None,
+        responses={200: TrainedMetricSerializer},
+    )
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: Any = None) -> Response:
         job = self.get_object()
@@ -68,8 +73,9 @@ class TrainedMetricViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, vie
 
     @extend_schema(
         summary="Resume a failed, cancelled or stalled job from its last checkpoint",
-        request=None, responses={200: TrainedMetricSerializer},
-    )  # fmt: skip
+        request=None,
+        responses={200: TrainedMetricSerializer},
+    )
     @action(detail=True, methods=["post"])
     def resume(self, request: Request, pk: Any = None) -> Response:
         job = self.get_object()

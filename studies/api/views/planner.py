@@ -37,8 +37,11 @@ def sentinels(request: Request, pk: int) -> Response:
     body = SentinelRequestSerializer(data=request.data)
     body.is_valid(raise_exception=True)
     added = add_sentinels(dataset, user=request.user, **body.validated_data)
-    data = {"created": RunSerializer(added.created, many=True).data,
-            "existing": RunSerializer(added.existing, many=True).data, "skipped": added.skipped}  # fmt: skip
+    data = {
+        "created": RunSerializer(added.created, many=True).data,
+        "existing": RunSerializer(added.existing, many=True).data,
+        "skipped": added.skipped,
+    }
     return Response(data, status=status.HTTP_201_CREATED if added.created else status.HTTP_200_OK)
 
 

@@ -61,14 +61,16 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         dataset = dataset_or_404(request.user, body.validated_data["dataset"])
         form = body.validate_with_form(dataset)
         try:
-            runs = start_requested(dataset, form.run_request(), form.cleaned_data["aspects"],
-                                   user=request.user)  # fmt: skip
+            runs = start_requested(
+                dataset, form.run_request(), form.cleaned_data["aspects"], user=request.user
+            )
         except (RunError, ModelNotInstalled) as exc:
             return error_response(400, str(exc), {"non_field_errors": [str(exc)]})
         return Response(RunSerializer(runs, many=True).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(summary="Ask a pending or running run to stop", request=None,
-                   responses={200: RunSerializer})  # fmt: skip
+    @extend_schema(
+        summary="Ask a pending or running run to stop", request=None, responses={200: RunSerializer}
+    )
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: Any = None) -> Response:
         run = self.get_object()
@@ -79,8 +81,11 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         run.refresh_from_db()
         return Response(RunSerializer(run).data)
 
-    @extend_schema(summary="Resume a failed, cancelled or stalled run (finished scores are kept)",
-                   request=None, responses={200: RunSerializer})  # fmt: skip
+    @extend_schema(
+        summary="Resume a failed, cancelled or stalled run (finished scores are kept)",
+        request=None,
+        responses={200: RunSerializer},
+    )
     @action(detail=True, methods=["post"])
     def resume(self, request: Request, pk: Any = None) -> Response:
         run = self.get_object()
@@ -89,8 +94,10 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         run.refresh_from_db()
         return Response(RunSerializer(run).data)
 
-    @extend_schema(summary="The run's scores, by output (paginated)",
-                   responses={200: RunScoreSerializer(many=True)})  # fmt: skip
+    @extend_schema(
+        summary="The run's scores, by output (paginated)",
+        responses={200: RunScoreSerializer(many=True)},
+    )
     @action(detail=True, methods=["get"], filterset_fields=[], ordering_fields=[])
     def scores(self, request: Request, pk: Any = None) -> Response:
         run = self.get_object()
@@ -105,8 +112,12 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
             (200, "text/csv"): OpenApiTypes.STR,
         },
     )
-    @action(detail=True, methods=["get"], url_path="scores/export",
-            renderer_classes=[PassthroughRenderer])  # fmt: skip
+    @action(
+        detail=True,
+        methods=["get"],
+        url_path="scores/export",
+        renderer_classes=[PassthroughRenderer],
+    )
     def scores_export(self, request: Request, pk: Any = None) -> Any:
         run = self.get_object()
         query = ScoresExportQuery(data=query_of(request))
@@ -134,9 +145,14 @@ FIELDS = ("output", "doc_key", "system_id", "value", "error")
 
 def _rows(run: MetricRun) -> Iterator[dict[str, Any]]:
     for score in _scores(run).iterator(chunk_size=2000):
-        yield {"output": score.output_id, "doc_key": score.output.document.doc_key,
-               "system_id": score.output.system_id, "value": score.value, "error": score.error,
-               "details": score.details}  # fmt: skip
+        yield {
+            "output": score.output_id,
+            "doc_key": score.output.document.doc_key,
+            "system_id": score.output.system_id,
+            "value": score.value,
+            "error": score.error,
+            "details": score.details,
+        }
 
 
 def _jsonl_lines(run: MetricRun) -> Iterator[str]:

@@ -32,32 +32,42 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
-            "--dataset", required=True, action="append",
+            "--dataset",
+            required=True,
+            action="append",
             help="id, owner/name, or a name only one owner uses; repeat it to average "
-                 "the runs' ranks over datasets (runs matched by label)",
-        )  # fmt: skip
+            "the runs' ranks over datasets (runs matched by label)",
+        )
         parser.add_argument("--level", choices=("sample", "dataset", "system"), default="sample")
         parser.add_argument(
-            "--coef", choices=sorted(COEFFICIENT_NAMES), default="spearman",
+            "--coef",
+            choices=sorted(COEFFICIENT_NAMES),
+            default="spearman",
             help="acc23, kendall_23, kendall_like: sample or dataset level; spa: system level",
-        )  # fmt: skip
+        )
         parser.add_argument(
-            "--average", choices=AVERAGES, default="macro",
+            "--average",
+            choices=AVERAGES,
+            default="macro",
             help="sample level: documents count the same (macro) or by size (micro)",
-        )  # fmt: skip
+        )
         parser.add_argument(
-            "--tie-calibration", action="store_true",
+            "--tie-calibration",
+            action="store_true",
             help="acc23, kendall_23: metric differences up to the ε that maximises the "
-                 "statistic count as ties (WMT24/25); each cell reports its ε",
-        )  # fmt: skip
+            "statistic count as ties (WMT24/25); each cell reports its ε",
+        )
         parser.add_argument(
             "--ci", action="store_true", help="add 95%% bootstrap intervals and ranks"
         )
         parser.add_argument(
-            "--min-coverage", type=float, default=DEFAULT_MIN_COVERAGE * 100, metavar="PERCENT",
+            "--min-coverage",
+            type=float,
+            default=DEFAULT_MIN_COVERAGE * 100,
+            metavar="PERCENT",
             help="a run that scored less of a column's judged outputs is marked partial "
-                 "(~), not ranked and never best (default %(default)g)",
-        )  # fmt: skip
+            "(~), not ranked and never best (default %(default)g)",
+        )
         parser.add_argument("--resamples", type=int, default=1000)
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--format", choices=("table", "csv", "json", "latex"), default="table")
@@ -69,10 +79,16 @@ class Command(BaseCommand):
                 f"--min-coverage: {opts['min_coverage']:g} is not a percentage from 0 to 100"
             )
         params = replace(
-            MatrixParams(), level=opts["level"], coefficient=opts["coef"], ci=opts["ci"],
-            resamples=opts["resamples"], seed=opts["seed"], average=opts["average"],
-            tie_calibration=opts["tie_calibration"], min_coverage=min_coverage,
-        )  # fmt: skip
+            MatrixParams(),
+            level=opts["level"],
+            coefficient=opts["coef"],
+            ci=opts["ci"],
+            resamples=opts["resamples"],
+            seed=opts["seed"],
+            average=opts["average"],
+            tie_calibration=opts["tie_calibration"],
+            min_coverage=min_coverage,
+        )
         refusal = params.problem
         if refusal is not None:
             raise CommandError(f"{FLAG_OF[refusal.option]}: {refusal.message}")
@@ -104,27 +120,38 @@ class Command(BaseCommand):
     def text_table(result: dict[str, Any]) -> str:
         codes = [c["aspect"]["code"] for c in result["columns"]]
         ci = result["params"]["ci"]
-        lines = [f"{result['coefficient_label']}, {result['params']['level']}-level "
-                 f"({result['n_outputs']} outputs, {result['n_documents']} documents)"]  # fmt: skip
+        lines = [
+            f"{result['coefficient_label']}, {result['params']['level']}-level "
+            f"({result['n_outputs']} outputs, {result['n_documents']} documents)"
+        ]
         rows = tables.matrix_rows(result)
         texts = [[cell_text(cell, ci) for cell in row["cells"]] for row in rows]
         width = max([len(t) for row in texts for t in row] + [len(c) for c in codes] + [7]) + 2
         name_width = max([len(r["label"]) for r in rows] + [6]) + 2
-        lines.append("run".ljust(name_width) + "".join(c.rjust(width) for c in codes)
-                     + ("  avg rank" if ci else ""))  # fmt: skip
+        lines.append(
+            "run".ljust(name_width)
+            + "".join(c.rjust(width) for c in codes)
+            + ("  avg rank" if ci else "")
+        )
         for row, cells in zip(rows, texts, strict=True):
             rank = row["average_rank"]
             average = ("      —" if rank is None else f"{rank:7.2f}") if ci else ""
-            lines.append(row["label"].ljust(name_width) + "".join(c.rjust(width) for c in cells)
-                         + (f"   {average}" if ci else ""))  # fmt: skip
+            lines.append(
+                row["label"].ljust(name_width)
+                + "".join(c.rjust(width) for c in cells)
+                + (f"   {average}" if ci else "")
+            )
         if result.get("ceiling"):  # one annotator against the others' mean, per aspect
             values = ["—" if c["value"] is None else f"{c['value']:.3f}" for c in result["ceiling"]]
             lines.append(
                 "human ceiling".ljust(name_width) + "".join(v.rjust(width) for v in values)
             )
-        lines.append("(r): significance cluster (WMT's ranks: one-sided paired bootstrap, p <= 0.05); "
-                     "* significantly below the best run of its column" if ci
-                     else "(add --ci for intervals, significance marks and ranks)")  # fmt: skip
+        lines.append(
+            "(r): significance cluster (WMT's ranks: one-sided paired bootstrap, p <= 0.05); "
+            "* significantly below the best run of its column"
+            if ci
+            else "(add --ci for intervals, significance marks and ranks)"
+        )
         lines.append(
             f"~ partial: scored less than {result['params']['min_coverage']:.0%} of the "
             "judged outputs (not ranked, never best; compared on the outputs both scored)"
@@ -168,5 +195,7 @@ def overall_ranks(results: list[dict[str, Any]]) -> dict[str, float]:
     for result in results:
         labels = [run["label"] for run in result["runs"]]
         for column in result["columns"]:
-            columns.append({label: cell["rank"] for label, cell in zip(labels, column["cells"], strict=True)})  # fmt: skip
+            columns.append(
+                {label: cell["rank"] for label, cell in zip(labels, column["cells"], strict=True)}
+            )
     return average_ranks(columns)

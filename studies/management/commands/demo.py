@@ -139,9 +139,11 @@ class Command(BaseCommand):
             spec = CampaignSpec(
                 name="Demo campaign (Likert, coherence and fluency)",
                 aspects=list(Aspect.objects.filter(owner__isnull=True, code__in=["COH", "FLU"])),
-                overlap=1, selection="random", sample_size=12,
+                overlap=1,
+                selection="random",
+                sample_size=12,
                 annotators=[users.get(username="annotator")],
-            )  # fmt: skip
+            )
             create_campaign(study, spec, researcher)
         self.stdout.write(f"Demo dataset {DEMO_DATASET}: {summary.records} outputs.")
 

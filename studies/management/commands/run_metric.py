@@ -36,9 +36,12 @@ class Command(BaseCommand):
         parser.add_argument("--metric", default="gptscore", choices=[*METRICS, *METRIC_GROUPS])
         parser.add_argument("--aspect", help="aspect code or name, e.g. coherence or COH")
         parser.add_argument("--setting", default="IST", choices=["VAL", "IST", "IDM"])
-        parser.add_argument("--dimension", default="src-hypo",
-                            choices=["src-hypo", "ref-hypo", "hypo-ref", "avg-f", "hypo"],
-                            help="hypo: the source-free GPTScore (a sentinel)")  # fmt: skip
+        parser.add_argument(
+            "--dimension",
+            default="src-hypo",
+            choices=["src-hypo", "ref-hypo", "hypo-ref", "avg-f", "hypo"],
+            help="hypo: the source-free GPTScore (a sentinel)",
+        )
         parser.add_argument(
             "--model",
             default="default",
@@ -48,30 +51,57 @@ class Command(BaseCommand):
         parser.add_argument("--k", type=int, default=2, help="demonstrations for IDM")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--reduction", default="mean", choices=["mean", "sum"])
-        parser.add_argument("--references", default="", choices=["", "max", "mean"],
-                            help="how to aggregate several references (default: max for "
-                                 "GPTScore and BERTScore, mean for ROUGE)")  # fmt: skip
-        parser.add_argument("--steps", default="auto", choices=["auto", "none"],
-                            help="G-Eval: generated evaluation steps, or none")  # fmt: skip
-        parser.add_argument("--weighting", default="prob", choices=["prob", "argmax"],
-                            help="G-Eval: probability-weighted score or the argmax label")  # fmt: skip
-        parser.add_argument("--estimation", default="probs", choices=["probs", "sampled"],
-                            help="G-Eval: read probabilities, or sample n answers")  # fmt: skip
+        parser.add_argument(
+            "--references",
+            default="",
+            choices=["", "max", "mean"],
+            help="how to aggregate several references (default: max for "
+            "GPTScore and BERTScore, mean for ROUGE)",
+        )
+        parser.add_argument(
+            "--steps",
+            default="auto",
+            choices=["auto", "none"],
+            help="G-Eval: generated evaluation steps, or none",
+        )
+        parser.add_argument(
+            "--weighting",
+            default="prob",
+            choices=["prob", "argmax"],
+            help="G-Eval: probability-weighted score or the argmax label",
+        )
+        parser.add_argument(
+            "--estimation",
+            default="probs",
+            choices=["probs", "sampled"],
+            help="G-Eval: read probabilities, or sample n answers",
+        )
         parser.add_argument("--samples", type=int, default=20, help="G-Eval sampled: n")
         parser.add_argument("--layer", type=int, help="BERTScore: encoder layer (default last)")
         parser.add_argument("--batch-size", type=int, default=8)
-        parser.add_argument("--precision", choices=PRECISIONS, default="auto",
-                            help="GPTScore, G-Eval: exact (float32), fast (bf16 on a GPU) or auto "
-                                 "(exact under 1B parameters or on the CPU)")  # fmt: skip
+        parser.add_argument(
+            "--precision",
+            choices=PRECISIONS,
+            default="auto",
+            help="GPTScore, G-Eval: exact (float32), fast (bf16 on a GPU) or auto "
+            "(exact under 1B parameters or on the CPU)",
+        )
         parser.add_argument("--limit-docs", type=int, help="only the first N documents (by key)")
-        parser.add_argument("--test-docs-of", type=int, metavar="ID",
-                            help="only the test documents of trained metric ID")  # fmt: skip
+        parser.add_argument(
+            "--test-docs-of",
+            type=int,
+            metavar="ID",
+            help="only the test documents of trained metric ID",
+        )
         parser.add_argument("--enqueue", action="store_true", help="hand the run to the workers")
         parser.add_argument("--resume", type=int, metavar="RUN_ID", help="resume a stopped run")
-        parser.add_argument("--sentinels", action="store_true",
-                            help="add the sentinel baselines the dataset lacks (length, random "
-                                 "with --seed, source-free GPTScore for --aspect, default the most "
-                                 "judged, with --model, default that of the latest GPTScore run)")  # fmt: skip
+        parser.add_argument(
+            "--sentinels",
+            action="store_true",
+            help="add the sentinel baselines the dataset lacks (length, random "
+            "with --seed, source-free GPTScore for --aspect, default the most "
+            "judged, with --model, default that of the latest GPTScore run)",
+        )
 
     def handle(self, *args: Any, **opts: Any) -> None:
         if opts["resume"]:
@@ -123,8 +153,14 @@ class Command(BaseCommand):
         except DatasetNotFound as exc:
             raise CommandError(str(exc)) from exc
         model = "" if opts["model"] == "default" else opts["model"]
-        added = add_sentinels(dataset, aspect=opts["aspect"] or "", model=model, seed=opts["seed"],
-                              enqueue=opts["enqueue"], local_paths=True)  # fmt: skip
+        added = add_sentinels(
+            dataset,
+            aspect=opts["aspect"] or "",
+            model=model,
+            seed=opts["seed"],
+            enqueue=opts["enqueue"],
+            local_paths=True,
+        )
         for run in added.existing:
             self.stdout.write(f"run {run.pk} ({run.label}) already there")
         for why in added.skipped:
@@ -140,14 +176,25 @@ class Command(BaseCommand):
         except DatasetNotFound as exc:
             raise CommandError(str(exc)) from exc
         request = RunRequest(
-            aspect=opts["aspect"] or "", metric=opts["metric"], setting=opts["setting"],
-            dimension=opts["dimension"], model=opts["model"], k=opts["k"], seed=opts["seed"],
-            reduction=opts["reduction"], reference_aggregation=opts["references"],
-            batch_size=opts["batch_size"], limit_docs=opts["limit_docs"], steps=opts["steps"],
-            weighting=opts["weighting"], estimation=opts["estimation"],
-            n_samples=opts["samples"], layer=opts["layer"], precision=opts["precision"],
+            aspect=opts["aspect"] or "",
+            metric=opts["metric"],
+            setting=opts["setting"],
+            dimension=opts["dimension"],
+            model=opts["model"],
+            k=opts["k"],
+            seed=opts["seed"],
+            reduction=opts["reduction"],
+            reference_aggregation=opts["references"],
+            batch_size=opts["batch_size"],
+            limit_docs=opts["limit_docs"],
+            steps=opts["steps"],
+            weighting=opts["weighting"],
+            estimation=opts["estimation"],
+            n_samples=opts["samples"],
+            layer=opts["layer"],
+            precision=opts["precision"],
             doc_keys=self.test_docs(opts["test_docs_of"], dataset.name),
-        )  # fmt: skip
+        )
         try:
             # the operator's shell may name any local path; web requests may not
             return start_runs(dataset, request, enqueue=opts["enqueue"], local_paths=True)

@@ -27,19 +27,28 @@ def _version(package: str) -> str:
 def build(dataset: Dataset, request: RunRequest, user: Any = None) -> Plan:
     """Validate the request and freeze the run's configuration."""
     metric = request.metric
-    config: dict[str, Any] = {"metric": metric, "limit_docs": request.limit_docs,
-                              "task": dataset.task.code}  # fmt: skip
+    config: dict[str, Any] = {
+        "metric": metric,
+        "limit_docs": request.limit_docs,
+        "task": dataset.task.code,
+    }
     if metric in rouge.ROUGE_TYPES:
         aggregation = request.reference_aggregation or "mean"
         if aggregation not in rouge.AGGREGATIONS:
             raise RunError(f"Reference aggregation must be mean or max, not {aggregation!r}.")
-        config.update(rouge_type=metric, stemming=True, reference_aggregation=aggregation,
-                      versions={"rouge-score": _version("rouge-score")})  # fmt: skip
+        config.update(
+            rouge_type=metric,
+            stemming=True,
+            reference_aggregation=aggregation,
+            versions={"rouge-score": _version("rouge-score")},
+        )
         return Plan(metric, f"{metric}:{aggregation}", config)
     if metric in sacrebleu_metrics.METRICS:
-        config.update(signature=sacrebleu_metrics.signature(metric),
-                      reference_aggregation="sacrebleu multi-reference",
-                      versions={"sacrebleu": _version("sacrebleu")})  # fmt: skip
+        config.update(
+            signature=sacrebleu_metrics.signature(metric),
+            reference_aggregation="sacrebleu multi-reference",
+            versions={"sacrebleu": _version("sacrebleu")},
+        )
         return Plan(metric, metric, config)
     if metric == "length":
         config.update(tokenizer=sentinels.TOKENIZER, sentinel=True)
@@ -54,11 +63,18 @@ def build(dataset: Dataset, request: RunRequest, user: Any = None) -> Plan:
         if request.layer is not None and request.layer < 0:
             raise RunError("The encoder layer must be 0 or more.")
         location, label = resolve_encoder(request.model)
-        config.update(model=request.model, model_label=label, model_location=location,
-                      model_files=fingerprint(location), layer=request.layer,
-                      reference_aggregation=aggregation, batch_size=request.batch_size,
-                      idf=False, rescaled=False,
-                      versions={p: _version(p) for p in ("torch", "transformers")})  # fmt: skip
+        config.update(
+            model=request.model,
+            model_label=label,
+            model_location=location,
+            model_files=fingerprint(location),
+            layer=request.layer,
+            reference_aggregation=aggregation,
+            batch_size=request.batch_size,
+            idf=False,
+            rescaled=False,
+            versions={p: _version(p) for p in ("torch", "transformers")},
+        )
         layer = "" if request.layer is None else f":L{request.layer}"
         return Plan(metric, f"bertscore:{label}{layer}:{aggregation}", config)
     raise RunError(f"Unknown baseline metric {metric!r}.")

@@ -28,8 +28,9 @@ from studies.services.models import fingerprint, resolve_model
 from studies.services.runs import shards
 
 log = logging.getLogger(__name__)
-CPU_METRICS = frozenset({"rouge1", "rouge2", "rougeL", "bleu", "chrf", "bertscore", "length",
-                         "random"})  # fmt: skip
+CPU_METRICS = frozenset(
+    {"rouge1", "rouge2", "rougeL", "bleu", "chrf", "bertscore", "length", "random"}
+)
 
 Scorer = Callable[[list[Item]], list[ScoreResult]]
 LOADING, SCORING = "loading model", "scoring"  # a RUNNING run's timings["phase"]
@@ -53,9 +54,12 @@ class Plan:
 
 
 def model_config(
-    metric: str, model: str, dataset: Dataset, aspect_version: AspectVersion,
+    metric: str,
+    model: str,
+    dataset: Dataset,
+    aspect_version: AspectVersion,
     precision: str = "auto",
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """The frozen fields every model-based run shares: the metric, the model (as asked,
     its label, location and files' hashes), the precision policy, the aspect version and
     the task."""
@@ -83,9 +87,10 @@ def load_language_model(run: MetricRun) -> Any:
     from scoring.lm.hf import HFLanguageModel
 
     model = HFLanguageModel(
-        run.config["model_location"], batch_size=run.config.get("batch_size", 8),
+        run.config["model_location"],
+        batch_size=run.config.get("batch_size", 8),
         precision=run.config.get("precision", "auto"),
-    )  # fmt: skip
+    )
     record_engine(run, model.provenance())
     return model
 
@@ -125,13 +130,20 @@ def save_run(
     """Save a PENDING run with its frozen configuration; enqueue it once committed."""
     with transaction.atomic():
         run = MetricRun.objects.create(
-            dataset=dataset, metric=plan.metric, label=plan.label, kind=MetricRun.Kind.COMPUTED,
-            config=plan.config, aspect_version=plan.aspect_version,
-            template_version_id=plan.template_version_id, steps_id=plan.steps_id,
-            created_by=user, total=len(outputs_of(dataset, plan.config.get("limit_docs"),
-                                                  plan.config.get("doc_keys"))),
+            dataset=dataset,
+            metric=plan.metric,
+            label=plan.label,
+            kind=MetricRun.Kind.COMPUTED,
+            config=plan.config,
+            aspect_version=plan.aspect_version,
+            template_version_id=plan.template_version_id,
+            steps_id=plan.steps_id,
+            created_by=user,
+            total=len(
+                outputs_of(dataset, plan.config.get("limit_docs"), plan.config.get("doc_keys"))
+            ),
             heartbeat_at=timezone.now(),
-        )  # fmt: skip
+        )
         if enqueue_it:
             enqueue_run(run)
     return run
@@ -156,17 +168,30 @@ def outputs_of(
 def item_of(output: Output) -> Item:
     """The scoring engine's view of an output and its document."""
     context = output.document.context
-    history = tuple(str(t.get("text", t)) if isinstance(t, dict) else str(t) for t in context) \
-        if isinstance(context, list) else ()  # fmt: skip
-    return Item(key=output.pk, doc_key=output.document.doc_key, source=output.document.source,
-                hypothesis=output.text, references=tuple(output.document.references or ()),
-                history=history)  # fmt: skip
+    history = (
+        tuple(str(t.get("text", t)) if isinstance(t, dict) else str(t) for t in context)
+        if isinstance(context, list)
+        else ()
+    )
+    return Item(
+        key=output.pk,
+        doc_key=output.document.doc_key,
+        source=output.document.source,
+        hypothesis=output.text,
+        references=tuple(output.document.references or ()),
+        history=history,
+    )
 
 
 def execute_run(
-    run_id: int, *, model_factory: ModelFactory | None = None, chunk_outputs: int | None = None,
-    shard: int | None = None, fan_out: bool = False, queue: str | None = None,
-) -> str:  # fmt: skip
+    run_id: int,
+    *,
+    model_factory: ModelFactory | None = None,
+    chunk_outputs: int | None = None,
+    shard: int | None = None,
+    fan_out: bool = False,
+    queue: str | None = None,
+) -> str:
     """Claim a PENDING run (or join a RUNNING one that has shards left) and score its
     shards until none is left to claim; safe to call twice.
 
@@ -185,9 +210,14 @@ def execute_run(
         return "not pending"  # a second delivery, or every shard is taken
     try:
         return _score_shards(
-            run, model_factory, chunk_outputs or settings.CONCORDIA["RUN_CHUNK_OUTPUTS"],
-            leader=bool(claimed), prefer=shard, fan_out=fan_out, queue=queue,
-        )  # fmt: skip
+            run,
+            model_factory,
+            chunk_outputs or settings.CONCORDIA["RUN_CHUNK_OUTPUTS"],
+            leader=bool(claimed),
+            prefer=shard,
+            fan_out=fan_out,
+            queue=queue,
+        )
     except Exception as exc:  # the run ends FAILED with its error; finished scores stay
         log.exception("run %s failed", run_id)
         MetricRun.objects.filter(pk=run_id).update(
@@ -219,9 +249,15 @@ def _n_tokens(results: list[ScoreResult]) -> int:
 
 
 def _score_shards(
-    run: MetricRun, model_factory: ModelFactory | None, chunk_outputs: int, *, leader: bool,
-    prefer: int | None, fan_out: bool, queue: str | None = None,
-) -> str:  # fmt: skip
+    run: MetricRun,
+    model_factory: ModelFactory | None,
+    chunk_outputs: int,
+    *,
+    leader: bool,
+    prefer: int | None,
+    fan_out: bool,
+    queue: str | None = None,
+) -> str:
     outputs = outputs_of(run.dataset, run.config.get("limit_docs"), run.config.get("doc_keys"))
     if leader:  # the run was PENDING: nobody holds a shard, so none is lost by reopening
         shards.plan(run, outputs)
@@ -249,9 +285,10 @@ def _score_shards(
     if not shards.all_done(run):
         return "shards done"  # others still hold shards; the last to finish ends the run
     MetricRun.objects.filter(pk=run.pk, status=MetricRun.Status.RUNNING).update(
-        status=MetricRun.Status.SUCCEEDED, finished_at=timezone.now(),
+        status=MetricRun.Status.SUCCEEDED,
+        finished_at=timezone.now(),
         done=MetricScore.objects.filter(run=run).count(),  # every worker's, all committed
-    )  # fmt: skip
+    )
     run.dataset.bump_data_version()  # tables label runs by status: no cached "running" row
     return "succeeded"
 
@@ -285,9 +322,14 @@ def _start_timings(run: MetricRun, done: int, prepare_s: float) -> None:
     with transaction.atomic():
         row = MetricRun.objects.select_for_update().only("timings").get(pk=run.pk)
         timings = dict(row.timings or {})
-        timings.update(prior_seconds=float(timings.get("seconds", 0.0)), done_at_start=done,
-                       tokens_at_start=int(timings.get("target_tokens", 0)), prepare_s=prepare_s,
-                       phase=SCORING, scoring_since=time.time())  # fmt: skip
+        timings.update(
+            prior_seconds=float(timings.get("seconds", 0.0)),
+            done_at_start=done,
+            tokens_at_start=int(timings.get("target_tokens", 0)),
+            prepare_s=prepare_s,
+            phase=SCORING,
+            scoring_since=time.time(),
+        )
         for stale in ("outputs_per_s", "scoring_outputs_per_s"):  # the last attempt's rates
             timings.pop(stale, None)
         MetricRun.objects.filter(pk=run.pk).update(timings=timings, heartbeat_at=timezone.now())
@@ -338,10 +380,10 @@ def _write(run: MetricRun, shard: RunShard, results: list[ScoreResult], seconds:
     rates (over every worker: scores done, tokens summed over the shards, wall time)."""
     rows = [
         MetricScore(run=run, output_id=r.key, value=r.value, details=r.details, error=r.error or "")
-        if r.value is not None else MetricScore(run=run, output_id=r.key, details=r.details,
-                                                error=r.error or "not scored")
+        if r.value is not None
+        else MetricScore(run=run, output_id=r.key, details=r.details, error=r.error or "not scored")
         for r in results
-    ]  # fmt: skip
+    ]
     with transaction.atomic():
         MetricScore.objects.bulk_create(rows, ignore_conflicts=True)  # unique (run, output)
         shards.progress(shard, len(results), _n_tokens(results), seconds)
@@ -356,10 +398,11 @@ def _write(run: MetricRun, shard: RunShard, results: list[ScoreResult], seconds:
         this_attempt = done - int(timings.get("done_at_start", 0))
         timings.update(
             seconds=round(float(timings.get("prior_seconds", 0.0)) + wall, 3),
-            target_tokens=tokens, workers=shards.summary(run)["workers"],
+            target_tokens=tokens,
+            workers=shards.summary(run)["workers"],
             outputs_per_s=round(this_attempt / wall, 3),
             tokens_per_s=round((tokens - int(timings.get("tokens_at_start", 0))) / wall, 1),
-        )  # fmt: skip
+        )
         if timings.get("scoring_since"):  # the rate once the model is loaded: for the ETA
             scoring = max(time.time() - float(timings["scoring_since"]), 1e-9)
             timings["scoring_outputs_per_s"] = round(this_attempt / scoring, 3)
@@ -379,9 +422,11 @@ def send_shard(run: MetricRun, index: int, on: str | None = None) -> None:
 def cancel_run(run: MetricRun) -> bool:
     """Ask a pending or running run to stop after its current document (chunk); the
     scores written so far are kept and count as a partial run."""
-    cancelled = bool(MetricRun.objects.filter(
-        pk=run.pk, status__in=[MetricRun.Status.PENDING, MetricRun.Status.RUNNING]
-    ).update(status=MetricRun.Status.CANCELLED, finished_at=timezone.now()))  # fmt: skip
+    cancelled = bool(
+        MetricRun.objects.filter(
+            pk=run.pk, status__in=[MetricRun.Status.PENDING, MetricRun.Status.RUNNING]
+        ).update(status=MetricRun.Status.CANCELLED, finished_at=timezone.now())
+    )
     if cancelled:  # tables label the run as cancelled: no cached "running" row
         run.dataset.bump_data_version()
     return cancelled
@@ -421,15 +466,18 @@ def phase(run: MetricRun) -> str:
 def outcome(run: MetricRun) -> str:
     """What a cancelled or failed run kept, in a sentence (empty for other runs)."""
     if run.kind != MetricRun.Kind.COMPUTED or run.status not in (
-        MetricRun.Status.CANCELLED, MetricRun.Status.FAILED
-    ):  # fmt: skip
+        MetricRun.Status.CANCELLED,
+        MetricRun.Status.FAILED,
+    ):
         return ""
     word = "Cancelled" if run.status == MetricRun.Status.CANCELLED else "Failed"
     if not run.done:
         return f"{word} before its first document; nothing was scored. Resume starts it again."
     kept = f"the {run.done} score{'s' if run.done != 1 else ''} {'are' if run.done != 1 else 'is'}"
-    return (f"{word} after {run.done} of {run.total} outputs; {kept} kept and count as a "
-            f"partial run; Resume scores the rest.")  # fmt: skip
+    return (
+        f"{word} after {run.done} of {run.total} outputs; {kept} kept and count as a "
+        f"partial run; Resume scores the rest."
+    )
 
 
 def resume_run(run: MetricRun, *, force: bool = False, enqueue: bool = True) -> bool:

@@ -74,9 +74,15 @@ def build(dataset: Dataset, request: RunRequest, user: Any = None) -> Plan:
         "versions": library_versions(),
     }
     label = ":".join(
-        ["geval", config["model_label"], aspect.code, "cot" if request.steps == "auto" else "no-cot",
-         request.weighting] + (["sampled"] if request.estimation == "sampled" else [])
-    )  # fmt: skip
+        [
+            "geval",
+            config["model_label"],
+            aspect.code,
+            "cot" if request.steps == "auto" else "no-cot",
+            request.weighting,
+        ]
+        + (["sampled"] if request.estimation == "sampled" else [])
+    )
     return Plan("geval", label, config, aspect_version, steps_id=steps.pk if steps else None)
 
 
@@ -102,12 +108,20 @@ def config_of(run: MetricRun) -> geval.GEvalConfig:
     c = run.config
     steps = c.get("steps") or {}
     return geval.GEvalConfig(
-        introduction=c["introduction"], aspect_name=c["aspect_name"], criteria=c["criteria"],
-        scale=tuple(c["scale"]), steps=steps.get("text", ""), source_label=c["source_label"],
-        output_label=c["output_label"], use_chat_template=c["use_chat_template"],
-        weighting=c["weighting"], estimation=c["estimation"], n_samples=c["n_samples"] or 20,
-        temperature=c["temperature"] or 1.0, seed=c["seed"],
-    )  # fmt: skip
+        introduction=c["introduction"],
+        aspect_name=c["aspect_name"],
+        criteria=c["criteria"],
+        scale=tuple(c["scale"]),
+        steps=steps.get("text", ""),
+        source_label=c["source_label"],
+        output_label=c["output_label"],
+        use_chat_template=c["use_chat_template"],
+        weighting=c["weighting"],
+        estimation=c["estimation"],
+        n_samples=c["n_samples"] or 20,
+        temperature=c["temperature"] or 1.0,
+        seed=c["seed"],
+    )
 
 
 def prepare(run: MetricRun, todo: list[Output], model_factory: ModelFactory | None) -> Scorer:
@@ -150,9 +164,11 @@ def derive_variant(run: MetricRun, weighting: str, *, user: Any = None) -> Metri
     if run.status != MetricRun.Status.SUCCEEDED:
         raise RunError("Only a finished run can give a variant.")
     existing = MetricRun.objects.filter(
-        dataset=run.dataset, metric="geval", config__derived_from=run.pk,
+        dataset=run.dataset,
+        metric="geval",
+        config__derived_from=run.pk,
         config__weighting=weighting,
-    ).first()  # fmt: skip
+    ).first()
     if existing is not None:
         return existing
     parts = run.label.split(":")
@@ -160,12 +176,21 @@ def derive_variant(run: MetricRun, weighting: str, *, user: Any = None) -> Metri
     key = "weighted" if weighting == "prob" else "argmax"
     with transaction.atomic():
         derived = MetricRun.objects.create(
-            dataset=run.dataset, metric="geval", label=":".join(parts), kind=run.kind,
+            dataset=run.dataset,
+            metric="geval",
+            label=":".join(parts),
+            kind=run.kind,
             config={**run.config, "weighting": weighting, "derived_from": run.pk},
-            aspect_version=run.aspect_version, steps=run.steps, status=MetricRun.Status.SUCCEEDED,
-            done=run.done, total=run.total, timings={"derived_from": run.pk}, created_by=user,
-            started_at=timezone.now(), finished_at=timezone.now(),
-        )  # fmt: skip
+            aspect_version=run.aspect_version,
+            steps=run.steps,
+            status=MetricRun.Status.SUCCEEDED,
+            done=run.done,
+            total=run.total,
+            timings={"derived_from": run.pk},
+            created_by=user,
+            started_at=timezone.now(),
+            finished_at=timezone.now(),
+        )
         rows = [
             MetricScore(
                 run=derived,
@@ -173,7 +198,7 @@ def derive_variant(run: MetricRun, weighting: str, *, user: Any = None) -> Metri
                 error=s.error,
                 value=s.details.get(key) if s.value is not None else None,
                 details={**s.details, "weighting": weighting},
-            )  # fmt: skip
+            )
             for s in MetricScore.objects.filter(run=run)
         ]
         MetricScore.objects.bulk_create(rows)

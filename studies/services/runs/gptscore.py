@@ -23,16 +23,23 @@ from studies.services.runs.core import (
 )
 from studies.services.runs.request import RunRequest, find_aspect
 
-DIMENSION_ALIASES = {"src-hypo": "src_hypo", "ref-hypo": "ref_hypo", "hypo-ref": "hypo_ref",
-                     "avg-f": "avg_f", "avg": "avg_f", "hypo-only": "hypo",
-                     "source-free": "hypo"}  # fmt: skip
+DIMENSION_ALIASES = {
+    "src-hypo": "src_hypo",
+    "ref-hypo": "ref_hypo",
+    "hypo-ref": "hypo_ref",
+    "avg-f": "avg_f",
+    "avg": "avg_f",
+    "hypo-only": "hypo",
+    "source-free": "hypo",
+}
 
 
 def _template(
     dataset: Dataset, aspect: Aspect, setting: str, dimension: str, variant: str
 ) -> PromptTemplate:
-    query = PromptTemplate.objects.filter(task=dataset.task, kind=PromptTemplate.Kind.GPTSCORE,
-                                          dimension=dimension, variant=variant)  # fmt: skip
+    query = PromptTemplate.objects.filter(
+        task=dataset.task, kind=PromptTemplate.Kind.GPTSCORE, dimension=dimension, variant=variant
+    )
     if setting == "VAL":
         found = query.filter(setting="VAL", aspect__isnull=True).first()
     else:
@@ -40,15 +47,22 @@ def _template(
     if found is None and not variant and dataset.task.code == "dialogue":
         return _template(dataset, aspect, setting, dimension, "turn")
     if found is None:
-        raise RunError(f"No GPTScore {setting} template for {dataset.task.code} × {aspect.code} × "
-                       f"{dimension}{' (' + variant + ')' if variant else ''}; add one in the admin.")  # fmt: skip
+        raise RunError(
+            f"No GPTScore {setting} template for {dataset.task.code} × {aspect.code} × "
+            f"{dimension}{' (' + variant + ')' if variant else ''}; add one in the admin."
+        )
     return found
 
 
 def _frozen_template(template: PromptTemplate) -> dict[str, Any]:
     version = template.current_version()
-    return {"id": template.pk, "version": version.version, "version_id": version.pk,
-            "text": version.text, "target": version.target}  # fmt: skip
+    return {
+        "id": template.pk,
+        "version": version.version,
+        "version_id": version.pk,
+        "text": version.text,
+        "target": version.target,
+    }
 
 
 def build(dataset: Dataset, request: RunRequest, user: Any = None) -> Plan:
@@ -99,19 +113,28 @@ def config_of(run: MetricRun) -> gptscore.GPTScoreConfig:
     return gptscore.GPTScoreConfig(
         template=gptscore.Template(c["template"]["text"], c["template"]["target"]),
         reverse=gptscore.Template(reverse["text"], reverse["target"]) if reverse else None,
-        dimension=c["dimension"], setting=c["setting"], aspect_definition=c["aspect_definition"],
-        task_description=c["task_description"], reduction=Reduction(c["reduction"]),
-        reference_aggregation=c["reference_aggregation"], k=c["k"], seed=c["seed"],
-    )  # fmt: skip
+        dimension=c["dimension"],
+        setting=c["setting"],
+        aspect_definition=c["aspect_definition"],
+        task_description=c["task_description"],
+        reduction=Reduction(c["reduction"]),
+        reference_aggregation=c["reference_aggregation"],
+        k=c["k"],
+        seed=c["seed"],
+    )
 
 
 def _demonstration_pool(run: MetricRun) -> dict[str, gptscore.Demonstration]:
     """One demonstration per document: its best-judged output on the run's aspect
     (the first output where nobody judged), with the document's first reference."""
     means = dict(
-        Judgment.objects.filter(output__document__dataset=run.dataset, aspect__code=run.config["aspect"])
-        .values("output_id").annotate(mean=Avg("value")).values_list("output_id", "mean")
-    )  # fmt: skip
+        Judgment.objects.filter(
+            output__document__dataset=run.dataset, aspect__code=run.config["aspect"]
+        )
+        .values("output_id")
+        .annotate(mean=Avg("value"))
+        .values_list("output_id", "mean")
+    )
     pool: dict[str, gptscore.Demonstration] = {}
     by_doc: dict[str, list[Output]] = defaultdict(list)
     for output in Output.objects.filter(document__dataset=run.dataset).select_related("document"):

@@ -32,17 +32,27 @@ def build(dataset: Dataset, request: RunRequest, user: Any = None) -> Plan:
     task = Task(dataset, trained.aspect)
     aspect_version = trained.aspect.current_version()
     config = {
-        "metric": "learned", "trained_metric": trained.pk, "model": str(trained.pk),
-        "model_label": trained.label, "checkpoint": trained.checkpoint,
-        "checkpoint_sha256": trained.checkpoint_sha256, "checkpoint_version": trained.version,
-        "backbone": trained.config["backbone"], "mode": trained.mode,
-        "aspect": trained.aspect.code, "aspect_version": aspect_version.version,
-        "instruction": task.instruction, "task": dataset.task.code,
-        "trained_on": {d: parts.get("train", []) + parts.get("validation", [])
-                       for d, parts in trained.split.items()},
+        "metric": "learned",
+        "trained_metric": trained.pk,
+        "model": str(trained.pk),
+        "model_label": trained.label,
+        "checkpoint": trained.checkpoint,
+        "checkpoint_sha256": trained.checkpoint_sha256,
+        "checkpoint_version": trained.version,
+        "backbone": trained.config["backbone"],
+        "mode": trained.mode,
+        "aspect": trained.aspect.code,
+        "aspect_version": aspect_version.version,
+        "instruction": task.instruction,
+        "task": dataset.task.code,
+        "trained_on": {
+            d: parts.get("train", []) + parts.get("validation", [])
+            for d, parts in trained.split.items()
+        },
         "test_docs": {d: parts.get("test", []) for d, parts in trained.split.items()},
-        "limit_docs": request.limit_docs, "versions": trained.config.get("versions", {}),
-    }  # fmt: skip
+        "limit_docs": request.limit_docs,
+        "versions": trained.config.get("versions", {}),
+    }
     return Plan("learned", f"learned#{trained.pk}:{trained.label}", config, aspect_version)
 
 

@@ -13,8 +13,12 @@ def runners() -> dict[str, ModuleType]:
     """Every metric name with its runner module."""
     from studies.services.runs import baselines, geval, gptscore, learned
 
-    return {"gptscore": gptscore, "geval": geval, **dict.fromkeys(learned.METRICS, learned),
-            **dict.fromkeys(baselines.METRICS, baselines)}  # fmt: skip
+    return {
+        "gptscore": gptscore,
+        "geval": geval,
+        **dict.fromkeys(learned.METRICS, learned),
+        **dict.fromkeys(baselines.METRICS, baselines),
+    }
 
 
 def runner(metric: str) -> ModuleType | None:

@@ -10,8 +10,19 @@ from studies.models import Aspect, Dataset, MetricRun
 from studies.services.models import check_model
 from studies.services.runs.core import RunError, save_run
 
-METRICS = ("gptscore", "geval", "rouge1", "rouge2", "rougeL", "bleu", "chrf", "bertscore",
-           "learned", "length", "random")  # fmt: skip
+METRICS = (
+    "gptscore",
+    "geval",
+    "rouge1",
+    "rouge2",
+    "rougeL",
+    "bleu",
+    "chrf",
+    "bertscore",
+    "learned",
+    "length",
+    "random",
+)
 METRIC_GROUPS = {"rouge": ("rouge1", "rouge2", "rougeL")}  # one request, several runs
 
 
@@ -57,9 +68,13 @@ def find_aspect(name: str, dataset: Dataset) -> Aspect:
 
 
 def start_run(
-    dataset: Dataset, request: RunRequest, *, user: Any = None, enqueue: bool = True,
+    dataset: Dataset,
+    request: RunRequest,
+    *,
+    user: Any = None,
+    enqueue: bool = True,
     local_paths: bool = False,
-) -> MetricRun:  # fmt: skip
+) -> MetricRun:
     """Save a PENDING run with its frozen configuration; enqueue it once committed.
 
     The model must be allowed (:func:`check_model`); ``local_paths`` (the operator's
@@ -79,16 +94,21 @@ def start_run(
 
 
 def start_runs(
-    dataset: Dataset, request: RunRequest, *, user: Any = None, enqueue: bool = True,
+    dataset: Dataset,
+    request: RunRequest,
+    *,
+    user: Any = None,
+    enqueue: bool = True,
     local_paths: bool = False,
-) -> list[MetricRun]:  # fmt: skip
+) -> list[MetricRun]:
     """Like :func:`start_run`; a group name (``rouge``) starts one run per member."""
     metrics = METRIC_GROUPS.get(request.metric, (request.metric,))
     return [
-        start_run(dataset, replace(request, metric=m), user=user, enqueue=enqueue,
-                  local_paths=local_paths)
+        start_run(
+            dataset, replace(request, metric=m), user=user, enqueue=enqueue, local_paths=local_paths
+        )
         for m in metrics
-    ]  # fmt: skip
+    ]
 
 
 def start_requested(

@@ -43,8 +43,10 @@ def plan(run: MetricRun, outputs: Iterable[Output]) -> list[RunShard]:
         return existing
     size = settings.CONCORDIA["RUN_SHARD_DOCUMENTS"]
     keys = list(dict.fromkeys(o.document.doc_key for o in outputs))
-    rows = [RunShard(run=run, index=k, doc_keys=keys[start:start + size])
-            for k, start in enumerate(range(0, len(keys), size))]  # fmt: skip
+    rows = [
+        RunShard(run=run, index=k, doc_keys=keys[start : start + size])
+        for k, start in enumerate(range(0, len(keys), size))
+    ]
     RunShard.objects.bulk_create(rows, ignore_conflicts=True)
     return list(run.shards.order_by("index"))
 
@@ -61,9 +63,11 @@ def claim(run: MetricRun, worker: str, prefer: int | None = None) -> RunShard | 
         taken = RunShard.objects.filter(
             run=run, index=index, status=RunShard.Status.PENDING
         ).update(
-            status=RunShard.Status.RUNNING, worker=worker, heartbeat_at=timezone.now(),
+            status=RunShard.Status.RUNNING,
+            worker=worker,
+            heartbeat_at=timezone.now(),
             attempts=F("attempts") + 1,
-        )  # fmt: skip
+        )
         if taken:
             return RunShard.objects.get(run=run, index=index)
     return None
@@ -81,9 +85,11 @@ def has_work(run: MetricRun) -> bool:
 def progress(shard: RunShard, outputs: int, tokens: int, seconds: float) -> None:
     """Count what an attempt scored on the shard and renew its lease."""
     RunShard.objects.filter(pk=shard.pk).update(
-        outputs=F("outputs") + outputs, tokens=F("tokens") + tokens,
-        seconds=F("seconds") + seconds, heartbeat_at=timezone.now(),
-    )  # fmt: skip
+        outputs=F("outputs") + outputs,
+        tokens=F("tokens") + tokens,
+        seconds=F("seconds") + seconds,
+        heartbeat_at=timezone.now(),
+    )
 
 
 def finish(shard: RunShard) -> None:
@@ -112,9 +118,10 @@ def stale(before: datetime, run: MetricRun | None = None) -> list[RunShard]:
     """RUNNING shards of RUNNING runs (of ``run``) whose worker has not written since
     ``before``."""
     found = RunShard.objects.filter(
-        status=RunShard.Status.RUNNING, run__status=MetricRun.Status.RUNNING,
+        status=RunShard.Status.RUNNING,
+        run__status=MetricRun.Status.RUNNING,
         heartbeat_at__lt=before,
-    )  # fmt: skip
+    )
     if run is not None:
         found = found.filter(run=run)
     return list(found.select_related("run"))
@@ -126,8 +133,13 @@ def take_back(shard: RunShard, now: datetime, by: str = "the sweeper") -> bool:
     is not lost)."""
     assert shard.heartbeat_at is not None
     seconds = (now - shard.heartbeat_at).total_seconds()
-    entry = {"at": now.isoformat(), "was": "running", "shard": shard.index, "by": by,
-             "reason": f"no heartbeat for {seconds:.0f} s from {shard.worker} (shard {shard.index})"}  # fmt: skip
+    entry = {
+        "at": now.isoformat(),
+        "was": "running",
+        "shard": shard.index,
+        "by": by,
+        "reason": f"no heartbeat for {seconds:.0f} s from {shard.worker} (shard {shard.index})",
+    }
     with transaction.atomic():
         if not RunShard.objects.filter(
             pk=shard.pk, status=RunShard.Status.RUNNING, heartbeat_at=shard.heartbeat_at
