@@ -1,5 +1,6 @@
-"""What the model speed benchmarks share: the SummEval workload, the default model, the
-common options and a timer (imported by ``gptscore_speed.py`` and ``geval_speed.py``)."""
+"""What the model speed benchmarks share: the SummEval workload, the default model and the
+common options (imported by ``gptscore_speed.py`` and ``geval_speed.py``; the timer is
+``_common.timed``)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,11 @@ import argparse
 import json
 import os
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-SUMMEVAL = REPO.parent / "shared" / "data" / "summeval.jsonl"
+from _common import REPO, SUMMEVAL, need_summeval
+
 MODEL = (
     Path(os.environ.get("CONCORDIA_MODEL_DIR") or REPO / "data" / "models")
     / "smollm2-135m-instruct"
@@ -33,8 +32,7 @@ def options(description: str) -> argparse.ArgumentParser:
 def prepare(args: argparse.Namespace) -> tuple[dict[str, Any], list[str], list[dict[str, Any]]]:
     """Check the inputs, make the project importable, set torch's threads; return the
     project defaults and the first ``args.docs`` SummEval documents with their records."""
-    if not SUMMEVAL.is_file():
-        sys.exit(f"needs {SUMMEVAL} (the shared data folder beside the repository)")
+    need_summeval()
     if not (MODEL / "config.json").is_file():
         sys.exit(f"no model at {MODEL}: run `python3 manage.py install_model` first")
     sys.path.insert(0, str(REPO))
@@ -45,13 +43,3 @@ def prepare(args: argparse.Namespace) -> tuple[dict[str, Any], list[str], list[d
     records = [json.loads(line) for line in SUMMEVAL.read_text().splitlines()]
     docs = list(dict.fromkeys(r["doc_id"] for r in records))[: args.docs]
     return defaults, docs, [r for r in records if r["doc_id"] in docs]
-
-
-def timed(fn: Callable[[Any], Any], data: Any, repeat: int) -> tuple[list[float], Any]:
-    """Wall times of ``repeat`` calls of ``fn(data)``, and the last call's result."""
-    times, result = [], None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = fn(data)
-        times.append(time.perf_counter() - start)
-    return times, result

@@ -32,7 +32,6 @@ import random
 import re
 import secrets
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -44,7 +43,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
+from _common import REPO, median_range
+from _django import secret_key, start_django
+
 PG = "postgres://postgres@127.0.0.1:5432"
 NEXT_SUBMIT = re.compile(r'hx-post="(/annotate/\d+/items/(\d+)/submit/)"')
 
@@ -72,7 +73,7 @@ def setup_django(database: str, tmp: Path) -> dict[str, str]:
         "DATABASE_URL": f"{PG}/{database}",
         "CONCORDIA_DATA_DIR": str(tmp),
         "DEBUG": "false",
-        "SECRET_KEY": "bench-only-secret-key-" + "x" * 40,
+        "SECRET_KEY": secret_key(),
         "ALLOWED_HOSTS": "127.0.0.1",
         "HTTPS": "false",  # gunicorn serves plain HTTP on the loopback: no redirect, plain cookies
         "LOG_LEVEL": "WARNING",
@@ -80,13 +81,9 @@ def setup_django(database: str, tmp: Path) -> dict[str, str]:
         "STATIC_ROOT": str(tmp / "static"),
     }
     os.environ.update(env)
-    sys.path.insert(0, str(REPO))
-    import django
-
-    django.setup()
+    start_django()
     from django.core.management import call_command
 
-    call_command("migrate", verbosity=0)
     call_command("collectstatic", verbosity=0, interactive=False)  # DEBUG=false: hashed names
     return env
 
@@ -322,8 +319,7 @@ def one_run(
 
 def summary(label: str, runs: list[dict[str, Any]]) -> None:
     def fig(key: str, fmt: str) -> str:
-        values = [r[key] for r in runs]
-        return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}-{max(values):{fmt}})"
+        return median_range((r[key] for r in runs), fmt)
 
     print(f"{label}: {len(runs)} run(s), {sum(r['submits'] for r in runs)} submits")
     print(f"  throughput     {fig('per_s', '.1f')} submits/s")

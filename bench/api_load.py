@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import median_range  # noqa: E402
 from annotate_load import (  # noqa: E402
     Annotator,
     admin_sql,
@@ -270,8 +271,7 @@ def flush_cache(url: str) -> None:
 
 def summary(runs: list[dict[str, Any]], baseline: list[float], target: bool = True) -> None:
     def fig(key: str, kind: str, fmt: str = ".1f") -> str:
-        values = [r[key][kind] for r in runs]
-        return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}-{max(values):{fmt}})"
+        return median_range((r[key][kind] for r in runs), fmt)
 
     base = statistics.median(baseline) * 1000
     print(f"{len(runs)} run(s); median (min-max) over runs")

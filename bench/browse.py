@@ -16,36 +16,23 @@ of ``--repeat`` renders of each, in milliseconds. Target: each under 300 ms.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import sys
-import tempfile
-import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from bench._django import setup_django  # noqa: E402
+from _common import SUMMEVAL, scratch_dir, timed
+from _django import production_settings, serve_static_unhashed, setup_django
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", default=str(REPO.parent / "shared" / "data" / "summeval.jsonl"))
+    parser.add_argument("--data", default=str(SUMMEVAL))
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    os.environ.setdefault("DEBUG", "false")  # no query log: time what production does
-    os.environ.setdefault("SECRET_KEY", "bench-only-secret-key-" + "x" * 40)
-    os.environ.setdefault("ALLOWED_HOSTS", "testserver")
-    with tempfile.TemporaryDirectory() as tmp:
-        setup_django(Path(tmp))
-        from django.conf import settings
-
-        # production settings without a collectstatic run: serve static names unhashed
-        settings.STORAGES["staticfiles"] = {
-            "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
-        }
+    production_settings()  # no query log: time what production does
+    with scratch_dir("concordia-browse-") as tmp:
+        setup_django(tmp)
+        serve_static_unhashed()
         import numpy as np
         from django.contrib.auth.models import Group, User
         from django.test import Client
@@ -120,13 +107,11 @@ def main() -> None:
 
 
 def report(name: str, render, repeat: int) -> None:  # type: ignore[no-untyped-def]
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        response = render()
-        times.append((time.perf_counter() - start) * 1000)
+    seconds, responses = timed(render, repeat)
+    for response in responses:
         assert response.status_code == 200, (name, response.status_code)
-    print(f"{name:28s} {statistics.median(times):7.1f} ms ({min(times):.1f}-{max(times):.1f})")
+    ms = [s * 1000 for s in seconds]
+    print(f"{name:28s} {statistics.median(ms):7.1f} ms ({min(ms):.1f}-{max(ms):.1f})")
 
 
 if __name__ == "__main__":

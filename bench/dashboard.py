@@ -46,40 +46,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
-import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
+from _common import scratch_dir, timed
+from _django import production_settings, serve_static_unhashed, setup_django
 
-REPO = Path(__file__).resolve().parent.parent
 N_RUNS, ASPECT_CODES = 10, ("COH", "CON", "FLU", "REL")
-
-
-def setup_django(tmp: Path) -> None:
-    sys.path.insert(0, str(REPO))
-    os.environ["CONCORDIA_DATA_DIR"] = str(tmp)
-    os.environ.setdefault("DEBUG", "false")
-    os.environ.setdefault("SECRET_KEY", "bench-only-secret-key-" + "x" * 40)
-    os.environ.setdefault("ALLOWED_HOSTS", "testserver")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
-    import django
-
-    django.setup()
-    from django.conf import settings
-    from django.core.management import call_command
-
-    # production settings without a collectstatic run: serve static names unhashed
-    settings.STORAGES["staticfiles"] = {
-        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
-    }
-
-    call_command("migrate", verbosity=0)
 
 
 def generate(n_docs: int, n_systems: int, seed: int = 0) -> int:
@@ -154,15 +130,6 @@ def generate(n_docs: int, n_systems: int, seed: int = 0) -> int:
         )
     dataset.bump_data_version()
     return dataset.pk
-
-
-def timed(fn, repeat: int) -> list[float]:  # type: ignore[no-untyped-def]
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return times
 
 
 def baseline(frame) -> float:  # type: ignore[no-untyped-def]
@@ -284,9 +251,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.docs, args.repeat = 400, 1
-    tmp = Path(tempfile.mkdtemp(prefix="concordia-dashboard-"))
-    try:
+    production_settings()  # no query log: time what production does
+    with scratch_dir("concordia-dashboard-") as tmp:
         setup_django(tmp)
+        serve_static_unhashed()
         from django.core.cache import cache
         from django.test import Client
 
@@ -307,8 +275,8 @@ def main() -> None:
             cache.clear()
             compute_and_cache(dataset, params)
 
-        cold_times = timed(cold, args.repeat)
-        frame_times = timed(lambda: load_frame(dataset), args.repeat)
+        cold_times, _ = timed(cold, args.repeat)
+        frame_times, _ = timed(lambda: load_frame(dataset), args.repeat)
         acc23 = replace(params, coefficient="acc23", tie_calibration=True)
         spa = replace(params, level="system", coefficient="spa")
 
@@ -319,15 +287,15 @@ def main() -> None:
 
             return run
 
-        acc23_times = timed(cold_with(acc23), args.repeat)
+        acc23_times, _ = timed(cold_with(acc23), args.repeat)
         frame = load_frame(dataset)
-        search_times = timed(lambda: calibrate_all(frame), args.repeat)
+        search_times, _ = timed(lambda: calibrate_all(frame), args.repeat)
         with previous_selection():
-            acc23_previous = timed(cold_with(acc23), args.repeat)
-            search_previous = timed(lambda: calibrate_all(frame), args.repeat)
-        spa_times = timed(cold_with(spa), args.repeat)
+            acc23_previous, _ = timed(cold_with(acc23), args.repeat)
+            search_previous, _ = timed(lambda: calibrate_all(frame), args.repeat)
+        spa_times, _ = timed(cold_with(spa), args.repeat)
         with previous_spa():
-            spa_previous = timed(cold_with(spa), args.repeat)
+            spa_previous, _ = timed(cold_with(spa), args.repeat)
         from scoring.stats import Coefficient
 
         rho, tau = Coefficient.SPEARMAN, Coefficient.KENDALL_B
@@ -342,7 +310,7 @@ def main() -> None:
         url = f"/datasets/{dataset.pk}/correlations/"
         warm = client.get(url, secure=True)  # production settings redirect http
         assert warm.status_code == 200, (warm.status_code, warm.get("Location"))  # cached
-        page_times = timed(lambda: client.get(url, secure=True), max(5, args.repeat * 3))
+        page_times, _ = timed(lambda: client.get(url, secure=True), max(5, args.repeat * 3))
         base = baseline(load_frame(dataset))
         print(f"figures (median of {args.repeat} runs; {load()}):")
         show("matrix cold", cold_times, 5.0 if n >= 100_000 else None)
@@ -385,8 +353,6 @@ def main() -> None:
             "  (below 1 is faster)"
         )
         print(f"done; {load()}")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,8 @@ from __future__ import annotations
 import statistics
 import time
 
-from _speed import MODEL, options, prepare, timed
+from _common import timed
+from _speed import MODEL, options, prepare
 
 PAPER_STEPS = (
     "1. Read the news article carefully and identify the main topic and key points.\n"
@@ -76,8 +77,8 @@ def main() -> None:
         f"{args.threads} threads; batch size {args.batch_size}"
     )
 
-    fast_times, fast = timed(lm.rating_distributions, requests, args.repeat)
-    plain_times, plain = timed(lm.rating_distributions_plain, requests, args.repeat)
+    fast_times, (*_, fast) = timed(lambda: lm.rating_distributions(requests), args.repeat)
+    plain_times, (*_, plain) = timed(lambda: lm.rating_distributions_plain(requests), args.repeat)
     assert all(d.ok for d in fast) and all(d.ok for d in plain)
     delta = max(
         abs(a - b)

@@ -36,7 +36,8 @@ import dataclasses
 import statistics
 import time
 
-from _speed import MODEL, options, prepare, timed
+from _common import timed
+from _speed import MODEL, options, prepare
 
 
 def main() -> None:
@@ -113,7 +114,7 @@ def main() -> None:
     for _ in range(args.repeat):
         for name, path in paths.items():
             before = time.process_time()
-            (took,), results[name] = timed(path, requests, 1)
+            (took,), (results[name],) = timed(lambda path=path: path(requests), 1)
             cpu[name].append(time.process_time() - before)
             times[name].append(took)
     fast, plain = results["fast"], results["plain"]

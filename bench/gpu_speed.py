@@ -58,7 +58,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from _speed import MODEL, REPO, SUMMEVAL
+from _common import REPO, SUMMEVAL
+from _speed import MODEL
 
 logger = logging.getLogger("gpu_speed")
 

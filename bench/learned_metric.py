@@ -28,16 +28,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
-import tempfile
 import time
 from io import StringIO
 from pathlib import Path
 
+from _common import SUMMEVAL, need_summeval, scratch_dir
 from _django import setup_django
-
-REPO = Path(__file__).resolve().parent.parent
-SUMMEVAL = REPO.parent / "shared" / "data" / "summeval.jsonl"
 
 
 def train(
@@ -81,13 +77,17 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--docs", type=int, default=0, help="only the first N documents (0: all)")
     args = parser.parse_args()
-    if not SUMMEVAL.is_file():
-        sys.exit(f"needs {SUMMEVAL} (the shared data folder beside the repository)")
+    need_summeval()
     import torch
 
     torch.set_num_threads(args.threads)
-    tmp = Path(tempfile.mkdtemp(prefix="concordia-learned-bench-"))
-    setup_django(tmp)
+    with scratch_dir("concordia-learned-bench-") as tmp:
+        setup_django(tmp)
+        measure(args, tmp)
+
+
+def measure(args: argparse.Namespace, tmp: Path) -> None:
+    """Import SummEval (its first ``--docs`` documents), train and print each row asked."""
     from django.core.management import call_command
 
     from learned.models import TrainedMetric

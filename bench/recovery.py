@@ -48,7 +48,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _django import REPO, setup_django  # noqa: E402
+from _common import REPO  # noqa: E402
+from _django import setup_django  # noqa: E402
 
 LAYOUTS = {
     "own": "own queue (maintenance worker with beat)",

@@ -26,20 +26,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _django import REPO, setup_django  # noqa: E402
-
-SUMMEVAL = REPO.parent / "shared" / "data" / "summeval.jsonl"
+from _common import REPO, SUMMEVAL, scratch_dir  # noqa: E402
+from _django import setup_django  # noqa: E402
 
 
 def load(tmp: Path, docs: int) -> int:
@@ -227,8 +224,7 @@ def main() -> None:
     args = parser.parse_args()
     if not SUMMEVAL.is_file():
         raise SystemExit(f"{SUMMEVAL} is missing: the benchmark needs SummEval")
-    tmp = Path(tempfile.mkdtemp(prefix="concordia-scaleout-"))
-    try:
+    with scratch_dir("concordia-scaleout-") as tmp:
         os.environ.update(
             DATABASE_URL="",
             CELERY_BROKER_URL="",
@@ -245,8 +241,6 @@ def main() -> None:
         scale(tmp, dataset_id, args.repeats)
         if not args.no_kill:
             kill_one(tmp, dataset_id)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
