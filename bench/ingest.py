@@ -36,8 +36,9 @@ adds a separate (slow, untimed) child run reporting Python's own allocation peak
 
 Nothing touches the developer's ``./data``: ``CONCORDIA_DATA_DIR`` points at a temporary
 directory (removed at the end), which also holds the SQLite database when no
-``DATABASE_URL`` is given. ``DEBUG`` is off unless set in the environment (as in
-production; with DEBUG on, Django also keeps the text of every query).
+``DATABASE_URL`` is given. ``DEBUG`` is off, ``SECRET_KEY`` a random valid one, unless set
+in the environment (as in production; with DEBUG on, Django also keeps the text of every
+query).
 """
 
 from __future__ import annotations
@@ -51,25 +52,20 @@ import logging
 import os
 import pstats
 import random
-import secrets
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 import tracemalloc
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-REPO = Path(__file__).resolve().parent.parent
-SUMMEVAL = REPO.parent / "shared" / "data" / "summeval.jsonl"
-BENCH_DB = "concordia_bench"
+from _common import SUMMEVAL, timed
+from _django import start_django
+from _ingest.environment import prepare_environment
+from _ingest.report import CaseResult, MemoryRow, Row, report
+from _machine import CpuShare, peak_rss
+
 CHILD_ENV = "CONCORDIA_BENCH_CHILD"
 ASPECTS = ("coherence", "consistency", "fluency", "relevance")
 METRICS = ("rouge1", "bertscore_f1")
@@ -77,91 +73,10 @@ SYSTEMS_PER_DOCUMENT = 50
 TARGETS = {"summeval": (1_600, 10.0), "generated": (100_000, 60.0)}
 
 
-# --- environment and database ------------------------------------------------------------
-
-
-@dataclass
-class Environment:
-    """Where the bench writes, and how to undo it."""
-
-    tmp: Path
-    database: str
-    cleanups: list[Callable[[], None]] = field(default_factory=list)
-
-    def close(self) -> None:
-        for cleanup in reversed(self.cleanups):
-            try:
-                cleanup()
-            except Exception as exc:  # noqa: BLE001 -- report and carry on cleaning
-                print(f"warning: cleanup failed: {exc}", file=sys.stderr)
-
-
-def prepare_environment() -> Environment:
-    """Point Django at a temporary data dir (and a throwaway PostgreSQL database if asked)."""
-    tmp = Path(tempfile.mkdtemp(prefix="concordia-bench-"))
-    env = Environment(tmp=tmp, database="SQLite (temporary file)")
-    env.cleanups.append(lambda: shutil.rmtree(tmp, ignore_errors=True))
-    os.environ["CONCORDIA_DATA_DIR"] = str(tmp / "data")
-    if "DEBUG" not in os.environ and "DEBUG_FILE" not in os.environ:
-        os.environ["DEBUG"] = "false"
-    if not os.environ.get("SECRET_KEY") and not os.environ.get("SECRET_KEY_FILE"):
-        os.environ["SECRET_KEY"] = secrets.token_urlsafe(32)
-    url = os.environ.get("DATABASE_URL")
-    if url:
-        scheme = urlsplit(url).scheme
-        if not scheme.startswith("postgres"):
-            env.close()
-            raise SystemExit(
-                f"DATABASE_URL with scheme {scheme!r}: only PostgreSQL is supported "
-                "(unset DATABASE_URL to benchmark a temporary SQLite file)."
-            )
-        bench_url = urlsplit(url)._replace(path=f"/{BENCH_DB}").geturl()
-        _create_database(url)
-        env.cleanups.append(lambda: _drop_database(url))
-        os.environ["DATABASE_URL"] = bench_url
-        env.database = f"PostgreSQL ({_redact(bench_url)})"
-    return env
-
-
-def _redact(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password:
-        parts = parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@"))
-    return parts.geturl()
-
-
-def _create_database(admin_url: str) -> None:
-    import psycopg
-    from psycopg import sql
-
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(BENCH_DB)))
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(BENCH_DB)))
-
-
-def _drop_database(admin_url: str) -> None:
-    import psycopg
-    from django.db import connections
-    from psycopg import sql
-
-    connections.close_all()
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(BENCH_DB))
-        )
-
-
 def setup_django(migrate: bool) -> None:
-    sys.path.insert(0, str(REPO))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
-    import django
-
-    django.setup()
+    """Django with the environment ``prepare_environment`` set (inherited by a child)."""
+    start_django(migrate)
     logging.getLogger("studies").setLevel(logging.WARNING)  # one INFO line per import
-    if migrate:
-        from django.core.management import call_command
-
-        call_command("migrate", verbosity=0)
 
 
 # --- input files -------------------------------------------------------------------------
@@ -225,82 +140,6 @@ def read_baseline(path: Path) -> None:
                 json.loads(line)
 
 
-def timed(action: Callable[[], Any], repeat: int) -> tuple[list[float], list[Any]]:
-    seconds, results = [], []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        results.append(action())
-        seconds.append(time.perf_counter() - started)
-    return seconds, results
-
-
-def _status_kb(field_name: str) -> int:
-    with open("/proc/self/status", encoding="ascii") as f:
-        for line in f:
-            if line.startswith(field_name + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"{field_name} not in /proc/self/status")
-
-
-@contextmanager
-def peak_rss(interval: float = 0.01) -> Iterator[dict[str, float]]:
-    """Yield a dict that, on exit, holds ``before`` and ``peak`` RSS in MiB."""
-    try:  # reset the kernel's high-water mark so that VmHWM is this block's peak
-        Path("/proc/self/clear_refs").write_text("5")
-        hwm_reset = True
-    except OSError:
-        hwm_reset = False
-    result: dict[str, float] = {"before": _status_kb("VmRSS") / 1024}
-    highest = [_status_kb("VmRSS")]
-    stop = threading.Event()
-
-    def sample() -> None:
-        while not stop.wait(interval):
-            highest[0] = max(highest[0], _status_kb("VmRSS"))
-
-    thread = threading.Thread(target=sample, daemon=True)
-    thread.start()
-    try:
-        yield result
-    finally:
-        stop.set()
-        thread.join()
-        peak = max(highest[0], _status_kb("VmRSS"))
-        if hwm_reset:
-            peak = max(peak, _status_kb("VmHWM"))
-        result["peak"] = peak / 1024
-
-
-class CpuShare:
-    """How much CPU other processes (a database server included) used while the bench ran."""
-
-    def __init__(self) -> None:
-        self.started = time.perf_counter()
-        self.busy = self._busy_seconds()
-        self.own = self._own_seconds()
-
-    @staticmethod
-    def _busy_seconds() -> float:
-        with open("/proc/stat", encoding="ascii") as f:
-            fields = [int(x) for x in f.readline().split()[1:]]
-        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
-        return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
-
-    @staticmethod
-    def _own_seconds() -> float:
-        t = os.times()
-        return t.user + t.system + t.children_user + t.children_system
-
-    def describe(self) -> str:
-        wall = time.perf_counter() - self.started
-        others = (self._busy_seconds() - self.busy) - (self._own_seconds() - self.own)
-        return (
-            f"other processes (the database server included) used {max(others, 0) / wall:.2f} "
-            f"of {os.cpu_count()} CPUs on average over the {wall:.0f} s run (on SQLite, well above "
-            "0 means a busy machine and pessimistic timings)"
-        )
-
-
 def import_once(path: Path, dataset: str) -> Any:
     from studies.services.datasets import ImportOptions, import_file
 
@@ -351,44 +190,6 @@ def measure_memory(path: Path, dataset: str, use_tracemalloc: bool = False) -> d
 
 
 # --- one case ----------------------------------------------------------------------------
-
-
-@dataclass
-class Row:
-    case: str
-    step: str
-    rows: int
-    seconds: list[float]
-    baseline: float | None = None
-    rss_mb: float | None = None
-    target: float | None = None
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.seconds)
-
-
-@dataclass
-class MemoryRow:
-    case: str
-    rows: int
-    rss_mb: float
-    half_rows: int
-    half_rss_mb: float
-    rss_before_mb: float
-    tracemalloc_mb: float | None = None
-
-    @property
-    def mb_per_10k(self) -> float:
-        grown = self.rows - self.half_rows
-        return (self.rss_mb - self.half_rss_mb) / grown * 10_000 if grown else 0.0
-
-
-@dataclass
-class CaseResult:
-    rows: list[Row]
-    memory: MemoryRow
-    notes: list[str]
 
 
 def run_case(
@@ -480,112 +281,6 @@ def run_case(
         memory=memory,
         notes=notes,
     )
-
-
-# --- report ------------------------------------------------------------------------------
-
-
-def print_table(header: list[str], body: list[list[str]]) -> None:
-    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
-    numeric = [i > 1 for i in range(len(header))]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(
-            c.rjust(w) if right else c.ljust(w)
-            for c, w, right in zip(cells, widths, numeric, strict=True)
-        )
-
-    print(line(header))
-    print("  ".join("-" * w for w in widths))
-    for row in body:
-        print(line(row))
-
-
-def report(database: str, repeat: int, results: list[CaseResult], cpu: CpuShare) -> None:
-    from django.conf import settings
-
-    print(f"\n=== Import benchmark: {database}, DEBUG={settings.DEBUG}, ", end="")
-    print(f"batch size {settings.CONCORDIA['IMPORT_BATCH_SIZE']}, ", end="")
-    print(f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}, median of {repeat} ===")
-    print(f"{cpu.describe()}\n")
-    body = []
-    for result in results:
-        for row in result.rows:
-            if row.target is None:
-                target, verdict = "-", "-"
-            else:
-                target = f"< {row.target:.0f} s"
-                verdict = "PASS" if row.median < row.target else "FAIL <<<"
-            body.append(
-                [
-                    row.case,
-                    row.step,
-                    f"{row.rows:,}",
-                    f"{row.median:.3f}",
-                    f"{min(row.seconds):.3f}-{max(row.seconds):.3f}",
-                    f"{row.rows / row.median:,.0f}",
-                    "1.0" if row.baseline is None else f"{row.median / row.baseline:.1f}",
-                    "-" if row.rss_mb is None else f"{row.rss_mb:.1f}",
-                    target,
-                    verdict,
-                ]
-            )
-    print_table(
-        [
-            "case",
-            "step",
-            "outputs",
-            "median s",
-            "min-max s",
-            "outputs/s",
-            "x baseline",
-            "peak RSS +MB",
-            "target",
-            "result",
-        ],
-        body,
-    )
-
-    batch = settings.CONCORDIA["IMPORT_BATCH_SIZE"]
-    print("\nPeak memory of one cold import in a fresh process (RSS growth over the import):\n")
-    memory_body = []
-    for result in results:
-        m = result.memory
-        memory_body.append(
-            [
-                m.case,
-                f"{m.rss_before_mb:.0f}",
-                f"{m.rows:,}",
-                f"{m.rss_mb:.1f}",
-                f"{m.half_rows:,}",
-                f"{m.half_rss_mb:.1f}",
-                f"{m.mb_per_10k:.2f}" if m.half_rows >= 2 * batch else "n/a",
-                "-" if m.tracemalloc_mb is None else f"{m.tracemalloc_mb:.1f}",
-            ]
-        )
-    print_table(
-        [
-            "case",
-            "RSS before MB",
-            "outputs",
-            "peak RSS +MB",
-            "half: outputs",
-            "half: peak RSS +MB",
-            "MB per 10k outputs",
-            "tracemalloc peak MB",
-        ],
-        memory_body,
-    )
-    print(
-        "\nWhat grows with the file: the validator keeps, per (doc_id, system_id), a 16-byte "
-        "key digest and (line, 16-byte output digest); per document three digests; the writer "
-        "keeps doc_key -> id. Everything else is bounded by the batch size. MB per 10k is "
-        "(full - half) / (outputs - half outputs), shown when the half file holds at least "
-        "two batches (below that, one batch's working set dominates)."
-    )
-    for result in results:
-        for note in result.notes:
-            print(f"- {result.rows[0].case}: {note}")
 
 
 # --- main --------------------------------------------------------------------------------
