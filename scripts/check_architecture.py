@@ -187,7 +187,9 @@ def main(argv: list[str] | None = None) -> int:
         for m in modules.values()
         for line, target in m.inner
         if target.split(".")[0] not in LAZY_LIBRARIES
-        and (target.split(".")[0] in PACKAGES or target.split(".")[0] not in sys.stdlib_module_names)
+        and (
+            target.split(".")[0] in PACKAGES or target.split(".")[0] not in sys.stdlib_module_names
+        )
     ]
     project_inner = [item for item in inner if item[2].split(".")[0] in PACKAGES]
     long_modules = []
