@@ -40,14 +40,12 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING
 
+import scoring.lm._causal_forward as _causal_forward
+from scoring.lm._causal_encoding import CausalEncoding, CausalModel
 from scoring.lm._collate import Forward, Group, Row
 from scoring.lm._tree import Pack, concatenate, pack
 from scoring.lm.base import TargetScore
-
-if TYPE_CHECKING:
-    from scoring.lm._causal import CausalEncoding, CausalModel
 
 # Tokens per packed forward on a CUDA device: large enough that a forward's fixed cost
 # (kernel launches, weight reads) is spread over several documents (a SummEval document
@@ -107,7 +105,5 @@ class DocPacks:
         return forwards
 
     def _run(self, forest: Pack, rows: Sequence[Row[CausalEncoding]]) -> list[TargetScore]:
-        from scoring.lm import _causal
-
-        values = _causal._run_pack(self.lm, forest, [row.enc for row in rows], 0, None)
-        return _causal._scores(self.keys, rows, values)
+        values = _causal_forward.run_pack(self.lm, forest, [row.enc for row in rows], 0, None)
+        return _causal_forward.target_scores(self.keys, rows, values)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from scoring.lm import _causal
+from scoring.lm._causal_encoding import CausalModel
 
 
-def _encode(lm: _causal.CausalModel, prompt: str, max_new_tokens: int) -> tuple[Any, int]:
+def _encode(lm: CausalModel, prompt: str, max_new_tokens: int) -> tuple[Any, int]:
     """The prompt's ids and how many new tokens fit after it in the model's context."""
     import torch
 
@@ -32,7 +32,7 @@ def _encode(lm: _causal.CausalModel, prompt: str, max_new_tokens: int) -> tuple[
     return torch.tensor([ids], dtype=torch.long, device=lm.device), room
 
 
-def _options(lm: _causal.CausalModel, max_new_tokens: int) -> dict[str, Any]:
+def _options(lm: CausalModel, max_new_tokens: int) -> dict[str, Any]:
     eos = lm.tokenizer.eos_token_id
     return {
         "max_new_tokens": max_new_tokens,
@@ -41,7 +41,7 @@ def _options(lm: _causal.CausalModel, max_new_tokens: int) -> dict[str, Any]:
     }
 
 
-def generate(lm: _causal.CausalModel, prompt: str, max_new_tokens: int) -> str:
+def generate(lm: CausalModel, prompt: str, max_new_tokens: int) -> str:
     """The greedy continuation of ``prompt`` (special tokens removed), at most
     ``max_new_tokens`` and no more than the model's context leaves."""
     import torch
@@ -63,7 +63,7 @@ def generate(lm: _causal.CausalModel, prompt: str, max_new_tokens: int) -> str:
 
 
 def sample(
-    lm: _causal.CausalModel,
+    lm: CausalModel,
     prompt: str,
     *,
     n: int,

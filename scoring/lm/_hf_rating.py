@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from scoring.lm import _generate, _rating
-from scoring.lm._causal import CausalModel
+import scoring.lm._generate as _generate
+import scoring.lm._rating as _rating
+from scoring.lm._causal_encoding import CausalModel
 from scoring.lm.rating import RatingDistribution, RatingRequest
 
 if TYPE_CHECKING:

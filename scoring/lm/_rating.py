@@ -27,7 +27,8 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scoring.lm import _causal
+import scoring.lm._causal_forward as _causal_forward
+from scoring.lm._causal_encoding import CausalModel
 from scoring.lm._collate import Batches, Row, collate
 from scoring.lm._util import cache_kwargs, describe
 from scoring.lm.rating import RatingDistribution, RatingRequest
@@ -67,7 +68,7 @@ def _strip_added(enc: Any, j: int) -> list[int]:
     return ids
 
 
-def encode(lm: _causal.CausalModel, requests: Sequence[RatingRequest]) -> list[Encoded]:
+def encode(lm: CausalModel, requests: Sequence[RatingRequest]) -> list[Encoded]:
     """Tokenise every prompt and every label in context; an error string where impossible."""
     out: list[Encoded] = ["" for _ in requests]
     texts: list[str] = []
@@ -196,9 +197,7 @@ def _finish(
 Read = dict[Path, dict[int, float]]  # what a row read: node -> child token -> log-prob
 
 
-def rate_plain(
-    lm: _causal.CausalModel, requests: Sequence[RatingRequest]
-) -> list[RatingDistribution]:
+def rate_plain(lm: CausalModel, requests: Sequence[RatingRequest]) -> list[RatingDistribution]:
     """One forward per row over the full sequence, full-vocabulary logits everywhere."""
     import torch
 
@@ -224,7 +223,7 @@ def _merge(into: Read, found: Read) -> None:
         into.setdefault(node, values)
 
 
-def _plain_row(lm: _causal.CausalModel, encoded: Sequence[Encoded], row: _Row) -> Read:
+def _plain_row(lm: CausalModel, encoded: Sequence[Encoded], row: _Row) -> Read:
     import torch
 
     enc = encoded[row.index]
@@ -243,7 +242,7 @@ def _plain_row(lm: _causal.CausalModel, encoded: Sequence[Encoded], row: _Row) -
 
 
 def rate_fast(
-    lm: _causal.CausalModel, requests: Sequence[RatingRequest], batch_size: int
+    lm: CausalModel, requests: Sequence[RatingRequest], batch_size: int
 ) -> list[RatingDistribution]:
     """Same numbers as :func:`rate_plain`, computing each group's shared prefix once.
 
@@ -268,7 +267,7 @@ def rate_fast(
     batches = Batches[_Row, Read | str](
         "padded batches",
         batch_size,
-        _causal.FORWARD_COST,
+        _causal_forward.FORWARD_COST,
         length=lambda row, group: len(row.ids) - group.shared()[0],
         run=lambda group, batch: _run_rows(lm, encoded, [r.enc for r in batch], *group.shared()),
     )
@@ -278,7 +277,7 @@ def rate_fast(
             identity=lambda row: (row.ids, row.path, paths(row)),
             group_key=lambda row: requests[row.enc.index].group,
             # Stop before the last prompt token: it predicts the first label token.
-            start=lambda members: _causal.shared_prefix(
+            start=lambda members: _causal_forward.shared_prefix(
                 lm, [row.ids for row in members], min(row.prompt_len for row in members) - 1
             ),
             strategies=[batches],
@@ -297,7 +296,7 @@ def rate_fast(
 
 
 def _run_rows(
-    lm: _causal.CausalModel,
+    lm: CausalModel,
     encoded: Sequence[Encoded],
     batch: Sequence[_Row],
     prefix_len: int,
@@ -323,10 +322,10 @@ def _run_rows(
     input_ids = input_ids.to(device)
     mask = mask.to(device)
     position_ids = torch.arange(prefix_len, prefix_len + width, device=device).expand(n, -1)
-    past = _causal._expanded(cache, n) if cache is not None else None
+    past = _causal_forward.expanded(cache, n) if cache is not None else None
     row_index = torch.tensor([b for b, _, _ in picks], device=device)
     col_index = torch.tensor([c for _, _, c in picks], device=device)
-    logprobs = _causal.logprobs_at(
+    logprobs = _causal_forward.logprobs_at(
         lm,
         row_index,
         col_index,

@@ -25,8 +25,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from scoring.lm import _causal, _doc_packs, _seq2seq, _tree_attention
-from scoring.lm import precision as _precision
+import scoring.lm._causal as _causal
+import scoring.lm._doc_packs as _doc_packs
+import scoring.lm._seq2seq as _seq2seq
+import scoring.lm._tree_attention as _tree_attention
+import scoring.lm.precision as _precision
+from scoring.lm._causal_encoding import CausalModel
 from scoring.lm._hf_rating import RatingMixin
 from scoring.lm._util import sane_limit
 from scoring.lm.base import TargetRequest, TargetScore
@@ -63,7 +67,7 @@ class LoadedModel:
     is_seq2seq: bool
     context_limit: int | None
     load_seconds: float
-    causal: _causal.CausalModel | None = None
+    causal: CausalModel | None = None
     seq2seq: _seq2seq.Seq2SeqModel | None = None
 
 
@@ -223,7 +227,7 @@ def _load(name: str, gguf_file: str | None, device: str, dtype: str) -> LoadedMo
 
 def causal_model(
     model: Any, tokenizer: Any, device: str, tree_rows: int | None = None
-) -> _causal.CausalModel:
+) -> CausalModel:
     """What the causal scoring paths need to know about a loaded decoder-only ``model``
     (checked on probes: whether its logits are a plain projection, whether a prefix
     cache can be reused). Also for models built in memory (bench/gpu_speed.py).
@@ -237,7 +241,7 @@ def causal_model(
     # Only models that can run tree packs (every layer attends to the whole past) switch.
     if rows > 0 and not (prefix_cache and _tree_attention.install(model)):
         rows = 0
-    return _causal.CausalModel(
+    return CausalModel(
         model=model,
         tokenizer=tokenizer,
         device=device,
@@ -381,7 +385,7 @@ class HFLanguageModel(RatingMixin):
             budget = doc_pack_tokens
             if budget is None:
                 budget = _doc_packs.default_budget(self.loaded.device)
-            self._causal: _causal.CausalModel | None = replace(
+            self._causal: CausalModel | None = replace(
                 self.loaded.causal, context_limit=limit, doc_pack_tokens=budget
             )
             self._seq2seq: _seq2seq.Seq2SeqModel | None = None

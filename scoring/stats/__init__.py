@@ -17,18 +17,10 @@ WMT's statistics: acc23 with tie calibration (``calibrate_ties`` gives ε, then
 
 from scoring.stats.clusters import Clusters, assign_ranks, average_ranks, cluster
 from scoring.stats.correlation import (
-    TIE_COEFFICIENTS,
-    Average,
-    Coefficient,
     CorrelationResult,
-    DegeneratePolicy,
-    Level,
-    Options,
-    Unsupported,
     calibrate_ties,
     correlate,
     intercorrelation,
-    unsupported,
 )
 from scoring.stats.coverage import Coverage, coverage, scored
 from scoring.stats.judgments import Aggregate, AggregatedJudgments, aggregate_judgments
@@ -41,6 +33,16 @@ from scoring.stats.resampling import (
     bootstrap_ci,
     bootstrap_distribution,
     draw_resamples,
+)
+from scoring.stats.settings import (
+    TIE_COEFFICIENTS,
+    Average,
+    Coefficient,
+    DegeneratePolicy,
+    Level,
+    Options,
+    Unsupported,
+    unsupported,
 )
 from scoring.stats.significance import (
     Alternative,

@@ -9,165 +9,79 @@ Besides the classic coefficients, the statistics WMT now reports (see
 and Kendall's τ23 with ties (segment level: per document, or all pairs pooled), WMT20's
 Kendall-like τ (segment level), the pairwise difference Pearson, and soft pairwise
 accuracy (system level only). :func:`unsupported` says which combinations exist.
+
+The settings (coefficients, levels, options, :func:`unsupported`) are
+:mod:`scoring.stats.settings`; the per-group kernels under every level
+:mod:`scoring.stats.group_correlations`. Both are re-exported here.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from enum import Enum
 
 import numpy as np
 import numpy.typing as npt
-import scipy.stats
 
+from scoring.stats.group_correlations import (
+    KENDALL_PAIRWISE_MAX,
+    GroupCorrelations,
+    as_groups,
+    as_scores,
+    group_correlations,
+    row_correlations,
+)
 from scoring.stats.pairwise import (
     CALIBRATION_MAX_PAIRS,
     RightPairs,
     TieCalibration,
     calibrate_groups,
-    like_counts,
     pdp_from_sums,
     pdp_sums,
-    right_pairs,
 )
-from scoring.stats.ranking import (
-    BoolArray,
-    FloatArray,
-    Groups,
-    IntArray,
-    count_descents,
-    rank_rows,
-    tie_runs,
+from scoring.stats.ranking import BoolArray, FloatArray, Groups, IntArray
+from scoring.stats.settings import (
+    DEFAULT_OPTIONS,
+    LEVELS_OF,
+    SEGMENT_LEVELS,
+    TIE_COEFFICIENTS,
+    Average,
+    Coefficient,
+    DegeneratePolicy,
+    Level,
+    Options,
+    Settings,
+    Unsupported,
+    unsupported,
 )
 from scoring.stats.spa import SpaResult, soft_pairwise_accuracy
 
-
-class Level(Enum):
-    """Where the correlation is taken."""
-
-    SAMPLE = "sample"  # within each document across its outputs, then averaged
-    DATASET = "dataset"  # all outputs pooled
-    SYSTEM = "system"  # per-system means, then correlated
-
-
-class Coefficient(Enum):
-    """The correlation coefficient or agreement statistic; the value names Kendall's
-    variant."""
-
-    PEARSON = "pearson"
-    SPEARMAN = "spearman"
-    KENDALL_B = "kendall_tau_b"
-    KENDALL_C = "kendall_tau_c"
-    KENDALL_23 = "kendall_tau_23"  # Deutsch et al. 2023: ties count, = 2·acc23 − 1
-    ACC23 = "acc23"  # pairwise accuracy with ties (WMT24/25's segment level, tie-calibrated)
-    KENDALL_LIKE = "kendall_like"  # WMT20's: pairs whose human scores differ enough
-    PDP = "pdp"  # pairwise difference Pearson
-    SPA = "spa"  # soft pairwise accuracy (WMT24/25's system level)
-
-
-class Average(Enum):
-    """How sample level averages its per-document values."""
-
-    MACRO = "macro"  # every document counts the same
-    MICRO = "micro"  # by its scored outputs (Kendall-like: by the pairs it counted)
-
-
-@dataclass(frozen=True)
-class Options:
-    """Settings of the pairwise statistics (the classic coefficients ignore them)."""
-
-    epsilon: float = 0.0  # acc23, τ23: metric differences of at most ε are ties
-    threshold: float = 25.0  # Kendall-like: the human difference a pair needs (WMT: 25 of 100)
-    permutations: int = 1000  # SPA: permutations per system pair
-    seed: int = 4  # SPA: seed of the sign flips (mt-metrics-eval's)
-
-
-DEFAULT_OPTIONS = Options()
-
-# Where each statistic exists. acc23, τ23 and Kendall-like compare pairs of outputs
-# (within documents, or pooled); SPA compares pairs of systems.
-SEGMENT_LEVELS = frozenset({"sample", "dataset"})
-LEVELS_OF = {
-    Coefficient.KENDALL_23: SEGMENT_LEVELS,
-    Coefficient.ACC23: SEGMENT_LEVELS,
-    Coefficient.KENDALL_LIKE: SEGMENT_LEVELS,
-    Coefficient.SPA: frozenset({"system"}),
-}
-TIE_COEFFICIENTS = frozenset({Coefficient.ACC23, Coefficient.KENDALL_23})
-
-
-@dataclass(frozen=True)
-class Unsupported:
-    """Why a combination of settings has no statistic: ``option`` names the setting to
-    change (coefficient, tie_calibration or average)."""
-
-    option: str
-    message: str
-
-
-def unsupported(
-    coefficient: Coefficient,
-    level: Level,
-    *,
-    average: Average = Average.MACRO,
-    tie_calibration: bool = False,
-) -> Unsupported | None:
-    """None when ``coefficient`` exists at ``level`` with these settings, else why not."""
-    levels = LEVELS_OF.get(coefficient)
-    if levels is not None and level.value not in levels:
-        if coefficient is Coefficient.SPA:
-            text = (
-                "spa (soft pairwise accuracy) compares every pair of systems: it is a "
-                "system-level statistic; choose level system"
-            )
-        else:
-            text = (
-                f"{coefficient.value} compares pairs of outputs: it exists at sample level "
-                "(grouped by document, WMT's item grouping) and dataset level (all "
-                "pairs pooled), not at system level"
-            )
-        return Unsupported("coefficient", text)
-    if tie_calibration and coefficient not in TIE_COEFFICIENTS:
-        return Unsupported(
-            "tie_calibration", "tie calibration applies to acc23 and kendall_23 only"
-        )
-    if average is Average.MICRO:
-        if level is not Level.SAMPLE:
-            return Unsupported("average", "micro averaging weighs documents: sample level only")
-        if coefficient is Coefficient.PDP:
-            return Unsupported(
-                "average",
-                "pdp pools the pairs of every document into one correlation: "
-                "there is no per-document average to weigh",
-            )
-    return None
-
-
-class DegeneratePolicy(Enum):
-    """What a group whose human or metric scores are all equal contributes.
-
-    Groups with fewer than two scored pairs are skipped under either policy, and
-    missing scores (NaN) always drop their pair.
-    """
-
-    SKIP = "skip"  # leave the group out of the average (UniEval, G-Eval)
-    ZERO = "zero"  # count the group as a correlation of 0
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Everything a statistic depends on besides the data."""
-
-    level: Level
-    coefficient: Coefficient
-    policy: DegeneratePolicy
-    average: Average
-    options: Options
-
-
-# Kendall's pairwise comparisons cost width² per row; wider rows use scipy's
-# O(n log n) algorithm instead.
-KENDALL_PAIRWISE_MAX = 256
+__all__ = [
+    "DEFAULT_OPTIONS",
+    "KENDALL_PAIRWISE_MAX",
+    "LEVELS_OF",
+    "SEGMENT_LEVELS",
+    "TIE_COEFFICIENTS",
+    "Average",
+    "Coefficient",
+    "CorrelationResult",
+    "DegeneratePolicy",
+    "GroupCorrelations",
+    "Level",
+    "Options",
+    "SampleLevel",
+    "Settings",
+    "Unsupported",
+    "as_groups",
+    "as_scores",
+    "calibrate_ties",
+    "correlate",
+    "group_correlations",
+    "intercorrelation",
+    "row_correlations",
+    "sample_level",
+    "system_means",
+    "unsupported",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -203,160 +117,6 @@ class CorrelationResult:
     average: Average = Average.MACRO
     options: Options = DEFAULT_OPTIONS
     spa: SpaResult | None = field(default=None, repr=False)
-
-
-@dataclass(frozen=True, eq=False)
-class GroupCorrelations:
-    """Raw per-group coefficients: NaN where a group has < 2 pairs or is constant (for
-    Kendall-like: has no pair whose human scores differ enough). ``size`` is a group's
-    weight in a micro average: its scored outputs (Kendall-like: its counted pairs)."""
-
-    r: FloatArray
-    n: IntArray
-    constant: BoolArray
-    size: FloatArray
-
-    def values(self, policy: DegeneratePolicy) -> FloatArray:
-        """Each group's contribution under ``policy``; NaN marks a skipped group."""
-        if policy is DegeneratePolicy.ZERO:
-            return np.where(self.constant & (self.n >= 2), 0.0, self.r)
-        return self.r
-
-    def weights(self, policy: DegeneratePolicy, average: Average) -> FloatArray:
-        """Each group's weight in the average (0 for a skipped group)."""
-        weight = np.ones(self.r.size) if average is Average.MACRO else self.size
-        return np.where(np.isnan(self.values(policy)), 0.0, weight)
-
-
-def as_scores(values: npt.ArrayLike, name: str) -> FloatArray:
-    """A 1-D float64 view of ``values`` (no copy when it already is one)."""
-    array = np.asarray(values, dtype=np.float64)
-    if array.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {array.shape}")
-    return array
-
-
-def as_groups(keys: Groups | npt.ArrayLike, n_items: int, name: str) -> Groups:
-    """A :class:`Groups` index, built from keys unless one is passed (reuse one)."""
-    groups = keys if isinstance(keys, Groups) else Groups.from_keys(keys)
-    if groups.n_items != n_items:
-        raise ValueError(f"{name} has {groups.n_items} items, the scores have {n_items}")
-    return groups
-
-
-def row_correlations(
-    x: FloatArray, y: FloatArray, coefficient: Coefficient, options: Options = DEFAULT_OPTIONS
-) -> GroupCorrelations:
-    """The coefficient of each row of two equally shaped 2-D arrays; NaN marks padding.
-    A row's PDP is its Pearson r (the pairs' differences of one group correlate as the
-    values do); SPA is not a per-row statistic."""
-    mask = ~(np.isnan(x) | np.isnan(y))
-    n = mask.sum(axis=1).astype(np.intp)
-    if coefficient in (Coefficient.ACC23, Coefficient.KENDALL_23, Coefficient.KENDALL_LIKE):
-        return _pairwise_rows(x, y, n, coefficient, options)
-    if coefficient is Coefficient.SPA:
-        raise ValueError("spa compares systems: compute it with correlate() at system level")
-    x = np.where(mask, x, np.nan)
-    y = np.where(mask, y, np.nan)
-    # Constant means every value equals the row's maximum (not a zero variance: a
-    # computed variance can be a rounding error away from zero).
-    constant = _constant(x) | _constant(y)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        if coefficient in (Coefficient.PEARSON, Coefficient.PDP):
-            r = _pearson_rows(x, y, mask, n)
-        elif coefficient is Coefficient.SPEARMAN:
-            r = _pearson_rows(rank_rows(x), rank_rows(y), mask, n)
-        else:
-            r = _kendall_rows(x, y, n, coefficient)
-    r = np.where(constant | (n < 2), np.nan, r)
-    return GroupCorrelations(r=r, n=n, constant=constant & (n >= 2), size=n.astype(np.float64))
-
-
-def _pairwise_rows(
-    x: FloatArray, y: FloatArray, n: IntArray, coefficient: Coefficient, options: Options
-) -> GroupCorrelations:
-    if coefficient is Coefficient.KENDALL_LIKE:
-        like = like_counts(x, y, options.threshold)
-        # No pair differing enough in human scores: nothing to correlate, as constant.
-        constant = (like.counted == 0) & (n >= 2)
-        r = np.where(n >= 2, like.tau(), np.nan)
-        return GroupCorrelations(r=r, n=n, constant=constant, size=like.counted)
-    counts = right_pairs(x, y, options.epsilon)
-    r = counts.acc23() if coefficient is Coefficient.ACC23 else counts.tau23()
-    # Every pair counts, ties included: a constant group has a value like any other.
-    return GroupCorrelations(
-        r=np.where(n >= 2, r, np.nan),
-        n=n,
-        constant=np.zeros(n.size, dtype=bool),
-        size=n.astype(np.float64),
-    )
-
-
-def _constant(x: FloatArray) -> BoolArray:
-    top = np.where(np.isnan(x), -np.inf, x).max(axis=1, initial=-np.inf)
-    return np.asarray(np.all(np.isnan(x) | (x == top[:, None]), axis=1), dtype=bool)
-
-
-def _pearson_rows(x: FloatArray, y: FloatArray, mask: BoolArray, n: IntArray) -> FloatArray:
-    # Centre first (as scipy does): raw sums of squares lose precision.
-    dx = np.where(mask, x - np.where(mask, x, 0.0).sum(axis=1, keepdims=True) / n[:, None], 0.0)
-    dy = np.where(mask, y - np.where(mask, y, 0.0).sum(axis=1, keepdims=True) / n[:, None], 0.0)
-    r = np.einsum("ij,ij->i", dx, dy) / np.sqrt(
-        np.einsum("ij,ij->i", dx, dx) * np.einsum("ij,ij->i", dy, dy)
-    )
-    return np.asarray(np.clip(r, -1.0, 1.0), dtype=np.float64)
-
-
-def _kendall_rows(
-    x: FloatArray, y: FloatArray, n: IntArray, coefficient: Coefficient
-) -> FloatArray:
-    rows, width = x.shape
-    variant = "b" if coefficient is Coefficient.KENDALL_B else "c"
-    if width > KENDALL_PAIRWISE_MAX:
-        out = np.full(rows, np.nan)
-        for row in range(rows):
-            keep = ~np.isnan(x[row])
-            # Constant rows are NaN anyway; skipping them avoids scipy's warning.
-            if keep.sum() >= 2 and np.ptp(x[row, keep]) > 0 and np.ptp(y[row, keep]) > 0:
-                out[row] = scipy.stats.kendalltau(
-                    x[row, keep], y[row, keep], variant=variant
-                ).statistic
-        return out
-    # Sort each row by x, then y (padding last). A pair i < j is then discordant
-    # exactly when y falls, because pairs tied in x are in ascending y. The tie counts
-    # give the rest: S = C - D = pairs - ties_x - ties_y + ties_xy - 2 D.
-    order = np.lexsort((y, x), axis=1)
-    xs = np.take_along_axis(x, order, axis=1)
-    ys = np.take_along_axis(y, order, axis=1)
-    tied_x, classes_x = tie_runs(xs)
-    tied_y, classes_y = tie_runs(np.sort(y, axis=1))
-    tied_xy, _ = tie_runs(xs, ys)
-    count = n.astype(np.float64)
-    pairs = count * (count - 1) / 2
-    s = pairs - tied_x - tied_y + tied_xy - 2 * count_descents(ys)
-    if variant == "b":
-        return np.asarray(s / np.sqrt((pairs - tied_x) * (pairs - tied_y)), dtype=np.float64)
-    classes = np.minimum(classes_x, classes_y).astype(np.float64)
-    return np.asarray(2 * s / (count**2 * (classes - 1) / classes), dtype=np.float64)
-
-
-def group_correlations(
-    x: FloatArray,
-    y: FloatArray,
-    groups: Groups,
-    coefficient: Coefficient,
-    options: Options = DEFAULT_OPTIONS,
-) -> GroupCorrelations:
-    """The coefficient within each group, all groups at once (no NaN in x or y)."""
-    r = np.full(groups.n_groups, np.nan)
-    constant = np.zeros(groups.n_groups, dtype=bool)
-    size = groups.sizes.astype(np.float64)
-    for block in groups.blocks:
-        part = row_correlations(block.gather(x), block.gather(y), coefficient, options)
-        r[block.rows] = part.r
-        constant[block.rows] = part.constant
-        size[block.rows] = part.size
-    return GroupCorrelations(r=r, n=groups.sizes, constant=constant, size=size)
 
 
 @dataclass(frozen=True, eq=False)

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scoring.stats.correlation import Coefficient, Level
 from scoring.stats.pairwise import CALIBRATION_MAX_PAIRS
 from scoring.stats.resampling import Unit
+from scoring.stats.settings import Coefficient, Level
 
 PAIRWISE = frozenset({Coefficient.ACC23, Coefficient.KENDALL_23, Coefficient.KENDALL_LIKE})
 

@@ -14,8 +14,10 @@ import numpy as np
 import numpy.typing as npt
 from scipy.stats import rankdata
 
-from scoring.stats.correlation import Coefficient, Level, correlate, group_correlations
+from scoring.stats.correlation import correlate
+from scoring.stats.group_correlations import group_correlations
 from scoring.stats.ranking import FloatArray, Groups, IntArray
+from scoring.stats.settings import Coefficient, Level
 
 # Coefficients a partial correlation exists for here: Pearson on the values, or on ranks.
 PARTIAL_COEFFICIENTS = (Coefficient.PEARSON, Coefficient.SPEARMAN)

@@ -46,26 +46,27 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from scoring.stats import weighted_pairs
-from scoring.stats.correlation import (
-    DEFAULT_OPTIONS,
-    Average,
-    Coefficient,
-    CorrelationResult,
-    DegeneratePolicy,
+import scoring.stats.weighted_pairs as weighted_pairs
+from scoring.stats.correlation import CorrelationResult, correlate
+from scoring.stats.group_correlations import (
     GroupCorrelations,
-    Level,
-    Options,
-    Settings,
     as_groups,
     as_scores,
-    correlate,
     group_correlations,
     row_correlations,
-    unsupported,
 )
 from scoring.stats.pairwise import pdp_from_sums, pdp_sums
 from scoring.stats.ranking import BLOCK_CELLS, BoolArray, FloatArray, Groups, IntArray
+from scoring.stats.settings import (
+    DEFAULT_OPTIONS,
+    Average,
+    Coefficient,
+    DegeneratePolicy,
+    Level,
+    Options,
+    Settings,
+    unsupported,
+)
 from scoring.stats.spa import resampled_spa
 
 # A pooled resample whose variance is below this share of its raw sum of squares has

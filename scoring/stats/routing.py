@@ -42,8 +42,9 @@ import numpy as np
 import numpy.typing as npt
 import scipy.stats
 
-from scoring.stats.correlation import Coefficient, as_groups, as_scores, group_correlations
+from scoring.stats.group_correlations import as_groups, as_scores, group_correlations
 from scoring.stats.ranking import BoolArray, FloatArray, Groups, IntArray
+from scoring.stats.settings import Coefficient
 
 MAX_BANDS = 5
 DOCS_PER_BAND = 10  # fewer documents, fewer bands: one band below 20 documents

@@ -28,7 +28,17 @@ import numpy as np
 import numpy.typing as npt
 import scipy.stats
 
-from scoring.stats.correlation import (
+from scoring.stats.correlation import correlate, sample_level
+from scoring.stats.group_correlations import (
+    as_groups,
+    as_scores,
+    group_correlations,
+    row_correlations,
+)
+from scoring.stats.pairwise import pdp_from_sums, pdp_sums
+from scoring.stats.ranking import BoolArray, FloatArray, Groups
+from scoring.stats.resampling import NEAR_CONSTANT, Resamples, bootstrap_distribution
+from scoring.stats.settings import (
     DEFAULT_OPTIONS,
     Average,
     Coefficient,
@@ -36,16 +46,7 @@ from scoring.stats.correlation import (
     Level,
     Options,
     Settings,
-    as_groups,
-    as_scores,
-    correlate,
-    group_correlations,
-    row_correlations,
-    sample_level,
 )
-from scoring.stats.pairwise import pdp_from_sums, pdp_sums
-from scoring.stats.ranking import BoolArray, FloatArray, Groups
-from scoring.stats.resampling import NEAR_CONSTANT, Resamples, bootstrap_distribution
 from scoring.stats.spa import (
     cell_means,
     pairwise_p_values,

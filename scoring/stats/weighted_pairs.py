@@ -37,8 +37,8 @@ from scoring.stats.ranking import BoolArray, FloatArray, IntArray
 # several times faster than float64 ones.
 WeightArray = npt.NDArray[np.int64]
 
-# The statistics counted here, by their Coefficient value (this module does not import
-# correlation.py, which imports pairwise.py; the caller maps them).
+# The statistics counted here, by their Coefficient value (plain strings: the caller
+# maps them).
 KENDALL_B, KENDALL_C = "kendall_tau_b", "kendall_tau_c"
 ACC23, KENDALL_23, KENDALL_LIKE = "acc23", "kendall_tau_23", "kendall_like"
 STATISTICS = frozenset({KENDALL_B, KENDALL_C, ACC23, KENDALL_23, KENDALL_LIKE})
@@ -190,7 +190,7 @@ class Windows:
 @dataclass(frozen=True, eq=False)
 class ResampledPairs:
     """Per resample (row of a weight block): the statistic, the copies N, and whether
-    the resample is constant as :func:`~scoring.stats.correlation.row_correlations`
+    the resample is constant as :func:`~scoring.stats.group_correlations.row_correlations`
     decides (τ: one side takes one value; Kendall-like: no pair differs enough)."""
 
     value: FloatArray
