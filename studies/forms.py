@@ -6,14 +6,23 @@ from typing import Any
 
 from django import forms
 from django.conf import settings
+from django.utils.functional import lazy
 
 from studies.models import Aspect, TaskKind
 from studies.permissions import dataset_aspects, shareable_datasets, visible_aspects
 from studies.services.records import detect_format
-from studies.services.runs import RunRequest
+from studies.services.runs import RunRequest, labels_using, metric_choices, per_aspect
 from studies.services.scales import parse_ranges
 
 MAX_ID = 2**63 - 1  # the largest primary key any database stores
+
+
+def _used_by(field: str, then: str = " only") -> str:
+    """The metrics that read a run form field (from the runs registry), then ``then``."""
+    return " and ".join(labels_using(field)) + then
+
+
+used_by = lazy(_used_by, str)  # read when the form is shown: apps add runners
 
 
 def upload_too_large(limit: int) -> str:
@@ -104,25 +113,15 @@ class RunForm(forms.Form):
     """A metric run as the dataset page and the API ask for it (same fields, same checks)."""
 
     metric = forms.ChoiceField(
-        choices=[
-            ("gptscore", "GPTScore"),
-            ("geval", "G-Eval"),
-            ("rouge", "ROUGE-1/2/L (three runs)"),
-            ("bleu", "BLEU"),
-            ("chrf", "chrF"),
-            ("bertscore", "BERTScore-style similarity"),
-            ("learned", "Learned metric (model: its id)"),
-            ("length", "Output length in tokens (sentinel)"),
-            ("random", "Random score (sentinel)"),
-        ],
-        initial="gptscore",
+        choices=metric_choices,  # the runs registry's, read each time (apps add runners)
+        initial=RunRequest.metric,
         required=False,
     )
     aspects = IdsField(
         queryset=Aspect.objects.none(),
         widget=forms.CheckboxSelectMultiple,
         required=False,
-        help_text="GPTScore and G-Eval: one run per aspect",
+        help_text=used_by("aspects", ": one run per aspect"),
     )
     setting = forms.ChoiceField(
         choices=[
@@ -130,7 +129,7 @@ class RunForm(forms.Form):
             ("VAL", "VAL: no instruction"),
             ("IDM", "IDM: instruction + demonstrations"),
         ],
-        help_text="GPTScore only",
+        help_text=used_by("setting"),
     )
     dimension = forms.ChoiceField(
         choices=[
@@ -140,7 +139,7 @@ class RunForm(forms.Form):
             ("avg_f", "avg of ref→hypo and hypo→ref"),
             ("hypo", "hypo only (source-free sentinel)"),
         ],
-        help_text="GPTScore only",
+        help_text=used_by("dimension"),
     )
     model = forms.CharField(
         initial="default",
@@ -156,12 +155,12 @@ class RunForm(forms.Form):
             ("auto", "auto chain-of-thought (generated once, editable)"),
             ("none", "no evaluation steps"),
         ],
-        help_text="G-Eval only",
+        help_text=used_by("steps"),
         required=False,
     )
     weighting = forms.ChoiceField(
         choices=[("prob", "Σ p(s)·s"), ("argmax", "most probable label")],
-        help_text="G-Eval only",
+        help_text=used_by("weighting"),
         required=False,
     )
     references = forms.ChoiceField(
@@ -179,7 +178,7 @@ class RunForm(forms.Form):
             ("fast", "fast: bfloat16 on a GPU (scores move by up to ~0.03)"),
         ],
         required=False,
-        help_text="GPTScore and G-Eval; recorded with the run (with the device it ran on)",
+        help_text=used_by("precision", "; recorded with the run (with the device it ran on)"),
     )
 
     def __init__(self, *args, dataset, **kwargs):  # type: ignore[no-untyped-def]
@@ -206,14 +205,15 @@ class RunForm(forms.Form):
     def clean(self):  # type: ignore[no-untyped-def]
         data = super().clean()
         for name, default in (
-            ("metric", "gptscore"),
+            ("metric", RunRequest.metric),
             ("steps", "auto"),
             ("weighting", "prob"),
             ("precision", "auto"),
         ):
             data[name] = data.get(name) or default
-        if data.get("metric") in ("gptscore", "geval") and not data.get("aspects"):
-            self.add_error("aspects", "Choose at least one aspect for GPTScore or G-Eval.")
+        if per_aspect(data["metric"]) and not data.get("aspects"):
+            labels = " or ".join(labels_using("aspects"))
+            self.add_error("aspects", f"Choose at least one aspect for {labels}.")
         return data
 
 

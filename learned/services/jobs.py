@@ -35,8 +35,8 @@ from studies.services.models import (
     resolve_encoder,
     resolve_model,
 )
-from studies.services.runs.core import RunError
-from studies.services.runs.request import find_aspect
+from studies.services.runs.aspects import find_aspect
+from studies.services.runs.types import RunError
 
 STALE_AFTER = timedelta(minutes=5)  # a RUNNING job without a heartbeat this long may resume
 MIN_PAIRS = {"train": 8, "validation": 1, "test": 1}

@@ -23,6 +23,7 @@ from studies.models import Dataset, Judgment, MetricRun
 from studies.services.frames import RunInfo
 from studies.services.models import check_model
 from studies.services.runs.core import Plan, RunError, save_run
+from studies.services.runs.registry import runner
 from studies.services.runs.request import RunRequest
 
 ALPHA = 0.05
@@ -93,16 +94,13 @@ def sentinel_requests(
 
 
 def _plan(dataset: Dataset, request: RunRequest, local_paths: bool) -> Plan:
-    from studies.services.runs.registry import runner
-
-    if request.metric == "gptscore":
-        if not request.aspect:
-            raise RunError("The dataset has no judgments: no aspect to prompt GPTScore for.")
-        check_model(request.model, local_paths=local_paths)
     found = runner(request.metric)
     assert found is not None, request.metric
-    plan: Plan = found.build(dataset, request)
-    return plan
+    if found.per_aspect and not request.aspect:
+        raise RunError(f"The dataset has no judgments: no aspect to prompt {found.label} for.")
+    if found.checks_model:
+        check_model(request.model, local_paths=local_paths)
+    return found.build(dataset, request, None)
 
 
 def add_sentinels(

@@ -17,7 +17,9 @@ from studies.services.runs import (
     cancel_run,
     derive_variant,
     eta,
+    label_of,
     outcome,
+    page_of,
     phase,
     resume_run,
     start_requested,
@@ -63,6 +65,8 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "eta_minutes": None if seconds_left is None else max(1, round(seconds_left / 60)),
         "phase": phase(run),
         "outcome": outcome(run),
+        "about": page_of(run.metric),  # the run page's part on its metric, and its label
+        "metric_label": label_of(run.metric),
     }
     if run.is_finished:
         context["scores"] = run.scores.select_related("output__document").order_by("-value")[:20]

@@ -10,7 +10,7 @@ from studies.api.errors import form_errors
 from studies.api.serializers.types import StrictJsonTypes
 from studies.forms import RunForm
 from studies.models import MetricRun
-from studies.services.runs import can_resume, eta, outcome, phase
+from studies.services.runs import RunRequest, can_resume, eta, outcome, phase
 
 
 class RunCreateSerializer(StrictJsonTypes, serializers.Serializer):  # type: ignore[type-arg]
@@ -18,9 +18,10 @@ class RunCreateSerializer(StrictJsonTypes, serializers.Serializer):  # type: ign
     validates). GPTScore and G-Eval start one run per aspect, ``rouge`` three runs."""
 
     dataset = serializers.IntegerField(help_text="The dataset's id.")
-    metric = serializers.ChoiceField(
-        choices=RunForm.base_fields["metric"].choices, default="gptscore"
-    )  # type: ignore[attr-defined]
+    metric = serializers.ChoiceField(  # the runs registry's, read for each serializer made
+        choices=RunForm.base_fields["metric"].choices,  # type: ignore[attr-defined]
+        default=RunRequest.metric,
+    )
     aspects = serializers.ListField(
         child=serializers.IntegerField(),
         default=list,

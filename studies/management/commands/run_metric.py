@@ -23,9 +23,12 @@ from studies.services.runs import (
     RunError,
     RunRequest,
     execute_run,
+    held_out_docs,
+    per_aspect_metrics,
     resume_run,
     start_runs,
 )
+from studies.services.sentinels import add_sentinels
 
 
 class Command(BaseCommand):
@@ -33,7 +36,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--dataset", help="id, owner/name, or a name only one owner uses")
-        parser.add_argument("--metric", default="gptscore", choices=[*METRICS, *METRIC_GROUPS])
+        parser.add_argument(
+            "--metric", default=RunRequest.metric, choices=[*METRICS, *METRIC_GROUPS]
+        )
         parser.add_argument("--aspect", help="aspect code or name, e.g. coherence or COH")
         parser.add_argument("--setting", default="IST", choices=["VAL", "IST", "IDM"])
         parser.add_argument(
@@ -137,17 +142,12 @@ class Command(BaseCommand):
     def test_docs(self, trained_id: int | None, dataset: str) -> tuple[str, ...]:
         if trained_id is None:
             return ()
-        from learned.models import TrainedMetric
-
-        trained = TrainedMetric.objects.filter(pk=trained_id).first()
-        docs = trained.split.get(dataset, {}).get("test", []) if trained else []
+        docs = held_out_docs(trained_id, dataset)
         if not docs:
             raise CommandError(f"trained metric {trained_id} has no test documents in {dataset}")
-        return tuple(docs)
+        return docs
 
     def sentinels(self, opts: dict[str, Any]) -> list[MetricRun]:
-        from studies.services.sentinels import add_sentinels
-
         try:
             dataset = find_dataset(opts["dataset"] or "")
         except DatasetNotFound as exc:
@@ -168,9 +168,11 @@ class Command(BaseCommand):
         return added.created
 
     def start(self, opts: dict[str, Any]) -> list[MetricRun]:
-        needs_aspect = opts["metric"] in ("gptscore", "geval")
+        needs_aspect = opts["metric"] in per_aspect_metrics()
         if not opts["dataset"] or (needs_aspect and not opts["aspect"]):
-            raise CommandError("--dataset is required, and --aspect for gptscore and geval")
+            raise CommandError(
+                f"--dataset is required, and --aspect for {' and '.join(per_aspect_metrics())}"
+            )
         try:
             dataset = find_dataset(opts["dataset"])
         except DatasetNotFound as exc:

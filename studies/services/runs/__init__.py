@@ -1,11 +1,11 @@
 """Metric runs: start (freeze the configuration, enqueue on commit), execute (claim,
 score document by document, bulk-write, resume where a previous attempt stopped),
-cancel and resume. :mod:`.core` holds what every metric shares; ``gptscore``,
-``geval`` and ``baselines`` build each metric's configuration and scorer."""
+cancel and resume. :mod:`.core` holds what every metric shares; each metric is a
+:class:`~.types.Runner` (``gptscore``, ``geval``, ``baselines``, and other apps' own),
+found by name in :mod:`.registry`. Modules of this package never import it: they
+import each other (``types`` and ``model`` are the leaves)."""
 
 from studies.services.runs.core import (
-    CPU_METRICS,
-    RunError,
     can_resume,
     cancel_run,
     chunks_by_document,
@@ -14,42 +14,55 @@ from studies.services.runs.core import (
     execute_run,
     outcome,
     phase,
-    queue_for,
     resume_run,
     run_lease,
 )
 from studies.services.runs.geval import derive_variant
-from studies.services.runs.gptscore import DIMENSION_ALIASES, load_language_model
-from studies.services.runs.request import (
+from studies.services.runs.gptscore import DIMENSION_ALIASES
+from studies.services.runs.model import load_language_model
+from studies.services.runs.registry import (
     METRIC_GROUPS,
     METRICS,
-    RunRequest,
-    start_requested,
-    start_run,
-    start_runs,
+    held_out_docs,
+    label_of,
+    labels_using,
+    metric_choices,
+    page_of,
+    per_aspect,
+    per_aspect_metrics,
+    queue_for,
 )
+from studies.services.runs.request import start_requested, start_run, start_runs
+from studies.services.runs.types import RunError, Runner, RunRequest
 
 __all__ = [
-    "CPU_METRICS",
     "DIMENSION_ALIASES",
     "METRICS",
     "METRIC_GROUPS",
     "RunError",
     "RunRequest",
+    "Runner",
     "can_resume",
     "cancel_run",
     "chunks_by_document",
-    "eta",
     "derive_variant",
     "enqueue_run",
+    "eta",
     "execute_run",
-    "outcome",
-    "phase",
+    "held_out_docs",
+    "label_of",
+    "labels_using",
     "load_language_model",
+    "metric_choices",
+    "outcome",
+    "page_of",
+    "per_aspect",
+    "per_aspect_metrics",
+    "phase",
     "queue_for",
     "resume_run",
-    "start_requested",
     "run_lease",
+    "start_requested",
     "start_run",
     "start_runs",
 ]

@@ -1,6 +1,6 @@
 """Runs of the classic baselines on the ``cpu`` queue: ROUGE-1/2/L, BLEU, chrF and
 BERTScore-style similarity, all against the document's references; and the sentinels
-that need no model, output length and a seeded random score."""
+that need no model, output length and a seeded random score. One runner per family."""
 
 from __future__ import annotations
 
@@ -11,10 +11,8 @@ from scoring.metrics import bertscore, rouge, sacrebleu_metrics, sentinels
 from scoring.metrics.base import Item, ScoreResult
 from studies.models import Dataset, MetricRun, Output
 from studies.services.models import fingerprint, resolve_encoder
-from studies.services.runs.core import ModelFactory, Plan, RunError, Scorer
-from studies.services.runs.request import RunRequest
-
-METRICS = (*rouge.ROUGE_TYPES, *sacrebleu_metrics.METRICS, "bertscore", *sentinels.METRICS)
+from studies.services.runs.model import load_encoder
+from studies.services.runs.types import ModelFactory, Plan, RunError, Runner, RunRequest, Scorer
 
 
 def _version(package: str) -> str:
@@ -24,82 +22,162 @@ def _version(package: str) -> str:
         return "not installed"
 
 
-def build(dataset: Dataset, request: RunRequest, user: Any = None) -> Plan:
-    """Validate the request and freeze the run's configuration."""
-    metric = request.metric
-    config: dict[str, Any] = {
-        "metric": metric,
+def _config(dataset: Dataset, request: RunRequest, **fields: Any) -> dict[str, Any]:
+    """The frozen fields every baseline shares, then the metric's own."""
+    return {
+        "metric": request.metric,
         "limit_docs": request.limit_docs,
         "task": dataset.task.code,
+        **fields,
     }
-    if metric in rouge.ROUGE_TYPES:
-        aggregation = request.reference_aggregation or "mean"
-        if aggregation not in rouge.AGGREGATIONS:
-            raise RunError(f"Reference aggregation must be mean or max, not {aggregation!r}.")
-        config.update(
-            rouge_type=metric,
-            stemming=True,
-            reference_aggregation=aggregation,
-            versions={"rouge-score": _version("rouge-score")},
-        )
-        return Plan(metric, f"{metric}:{aggregation}", config)
-    if metric in sacrebleu_metrics.METRICS:
-        config.update(
-            signature=sacrebleu_metrics.signature(metric),
-            reference_aggregation="sacrebleu multi-reference",
-            versions={"sacrebleu": _version("sacrebleu")},
-        )
-        return Plan(metric, metric, config)
-    if metric == "length":
-        config.update(tokenizer=sentinels.TOKENIZER, sentinel=True)
-        return Plan(metric, f"length:{sentinels.TOKENIZER}", config)
-    if metric == "random":
-        config.update(seed=request.seed, sentinel=True)
-        return Plan(metric, f"random:seed{request.seed}", config)
-    if metric == "bertscore":
-        aggregation = request.reference_aggregation or "max"
-        if aggregation not in bertscore.AGGREGATIONS:
-            raise RunError(f"Reference aggregation must be max or mean, not {aggregation!r}.")
-        if request.layer is not None and request.layer < 0:
-            raise RunError("The encoder layer must be 0 or more.")
-        location, label = resolve_encoder(request.model)
-        config.update(
-            model=request.model,
-            model_label=label,
-            model_location=location,
-            model_files=fingerprint(location),
-            layer=request.layer,
-            reference_aggregation=aggregation,
-            batch_size=request.batch_size,
-            idf=False,
-            rescaled=False,
-            versions={p: _version(p) for p in ("torch", "transformers")},
-        )
-        layer = "" if request.layer is None else f":L{request.layer}"
-        return Plan(metric, f"bertscore:{label}{layer}:{aggregation}", config)
-    raise RunError(f"Unknown baseline metric {metric!r}.")
 
 
-def load_encoder(run: MetricRun) -> Any:
-    from scoring.lm.encoder import HFEncoder
+def build_rouge(dataset: Dataset, request: RunRequest, user: Any = None) -> Plan:
+    """ROUGE against each reference (stemmed), aggregated by ``mean`` unless asked."""
+    metric = request.metric
+    aggregation = request.reference_aggregation or "mean"
+    if aggregation not in rouge.AGGREGATIONS:
+        raise RunError(f"Reference aggregation must be mean or max, not {aggregation!r}.")
+    config = _config(
+        dataset,
+        request,
+        rouge_type=metric,
+        stemming=True,
+        reference_aggregation=aggregation,
+        versions={"rouge-score": _version("rouge-score")},
+    )
+    return Plan(metric, f"{metric}:{aggregation}", config)
 
-    c = run.config
-    return HFEncoder(c["model_location"], layer=c.get("layer"), batch_size=c.get("batch_size", 32))
+
+def prepare_rouge(run: MetricRun, todo: list[Output], model_factory: ModelFactory | None) -> Scorer:
+    aggregation = run.config["reference_aggregation"]
+    return lambda items: rouge.score(items, run.metric, aggregation)
 
 
-def prepare(run: MetricRun, todo: list[Output], model_factory: ModelFactory | None) -> Scorer:
-    c = run.config
-    if run.metric in rouge.ROUGE_TYPES:
-        return lambda items: rouge.score(items, run.metric, c["reference_aggregation"])
-    if run.metric in sacrebleu_metrics.METRICS:
-        return lambda items: sacrebleu_metrics.score(items, run.metric)
-    if run.metric == "length":
-        return sentinels.score_length
-    if run.metric == "random":
-        return lambda items: sentinels.score_random(items, int(c["seed"]))
+def build_sacrebleu(dataset: Dataset, request: RunRequest, user: Any = None) -> Plan:
+    """BLEU or chrF with sacrebleu's multi-reference scoring, its signature frozen."""
+    metric = request.metric
+    config = _config(
+        dataset,
+        request,
+        signature=sacrebleu_metrics.signature(metric),
+        reference_aggregation="sacrebleu multi-reference",
+        versions={"sacrebleu": _version("sacrebleu")},
+    )
+    return Plan(metric, metric, config)
+
+
+def prepare_sacrebleu(
+    run: MetricRun, todo: list[Output], model_factory: ModelFactory | None
+) -> Scorer:
+    return lambda items: sacrebleu_metrics.score(items, run.metric)
+
+
+def build_length(dataset: Dataset, request: RunRequest, user: Any = None) -> Plan:
+    """The output's length in tokens: a sentinel."""
+    config = _config(dataset, request, tokenizer=sentinels.TOKENIZER, sentinel=True)
+    return Plan(request.metric, f"{request.metric}:{sentinels.TOKENIZER}", config)
+
+
+def prepare_length(
+    run: MetricRun, todo: list[Output], model_factory: ModelFactory | None
+) -> Scorer:
+    return sentinels.score_length
+
+
+def build_random(dataset: Dataset, request: RunRequest, user: Any = None) -> Plan:
+    """A seeded random score: a sentinel."""
+    config = _config(dataset, request, seed=request.seed, sentinel=True)
+    return Plan(request.metric, f"{request.metric}:seed{request.seed}", config)
+
+
+def prepare_random(
+    run: MetricRun, todo: list[Output], model_factory: ModelFactory | None
+) -> Scorer:
+    seed = int(run.config["seed"])
+    return lambda items: sentinels.score_random(items, seed)
+
+
+def build_bertscore(dataset: Dataset, request: RunRequest, user: Any = None) -> Plan:
+    """Cosine similarity of token embeddings against each reference, aggregated by
+    ``max`` unless asked; the encoder's files are fingerprinted."""
+    aggregation = request.reference_aggregation or "max"
+    if aggregation not in bertscore.AGGREGATIONS:
+        raise RunError(f"Reference aggregation must be max or mean, not {aggregation!r}.")
+    if request.layer is not None and request.layer < 0:
+        raise RunError("The encoder layer must be 0 or more.")
+    location, label = resolve_encoder(request.model)
+    config = _config(
+        dataset,
+        request,
+        model=request.model,
+        model_label=label,
+        model_location=location,
+        model_files=fingerprint(location),
+        layer=request.layer,
+        reference_aggregation=aggregation,
+        batch_size=request.batch_size,
+        idf=False,
+        rescaled=False,
+        versions={p: _version(p) for p in ("torch", "transformers")},
+    )
+    layer = "" if request.layer is None else f":L{request.layer}"
+    return Plan(request.metric, f"{request.metric}:{label}{layer}:{aggregation}", config)
+
+
+def prepare_bertscore(
+    run: MetricRun, todo: list[Output], model_factory: ModelFactory | None
+) -> Scorer:
     encoder = (model_factory or load_encoder)(run)
+    aggregation = run.config["reference_aggregation"]
 
     def score(items: list[Item]) -> list[ScoreResult]:
-        return bertscore.score(encoder, items, c["reference_aggregation"])
+        return bertscore.score(encoder, items, aggregation)
 
     return score
+
+
+ROUGE = Runner(
+    names=rouge.ROUGE_TYPES,
+    label="ROUGE-1/2/L",
+    labels={"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L"},
+    group="rouge",
+    hint="(three runs)",
+    build=build_rouge,
+    prepare=prepare_rouge,
+    queue="cpu",
+    fields=frozenset({"references"}),
+)
+SACREBLEU = Runner(
+    names=sacrebleu_metrics.METRICS,
+    label="BLEU/chrF",
+    labels={"bleu": "BLEU", "chrf": "chrF"},
+    build=build_sacrebleu,
+    prepare=prepare_sacrebleu,
+    queue="cpu",
+)
+BERTSCORE = Runner(
+    names=("bertscore",),
+    label="BERTScore-style similarity",
+    build=build_bertscore,
+    prepare=prepare_bertscore,
+    queue="cpu",
+    fields=frozenset({"model", "references"}),
+)
+LENGTH = Runner(
+    names=("length",),
+    label="Output length in tokens",
+    hint="(sentinel)",
+    build=build_length,
+    prepare=prepare_length,
+    queue="cpu",
+)
+RANDOM = Runner(
+    names=("random",),
+    label="Random score",
+    hint="(sentinel)",
+    build=build_random,
+    prepare=prepare_random,
+    queue="cpu",
+)
+RUNNERS = (ROUGE, SACREBLEU, BERTSCORE, LENGTH, RANDOM)

@@ -2,16 +2,15 @@
 enqueueing it on commit; executing it (claim, score document by document in chunks,
 bulk-write, skip what an earlier attempt scored); cancel and resume.
 
-The metric-specific parts live beside this module (``gptscore``, ``geval``,
-``baselines``): each builds its frozen configuration and prepares a scorer for a run.
+The metric-specific parts are runners (:mod:`.types`), found by name in
+:mod:`.registry`: each builds its frozen configuration and prepares a scorer for a run,
+and declares the queue its runs go to.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -20,103 +19,22 @@ from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from scoring.lm.precision import PRECISIONS
+import studies.services.runs.shards as shards
 from scoring.metrics.base import Item, ScoreResult
-from studies.models import AspectVersion, Dataset, MetricRun, MetricScore, Output, RunShard
+from studies.models import Dataset, MetricRun, MetricScore, Output, RunShard
 from studies.services import queue
-from studies.services.models import fingerprint, resolve_model
-from studies.services.runs import shards
+from studies.services.runs.model import record_engine as record_engine  # where tests find it
+from studies.services.runs.registry import queue_for, runner
+from studies.services.runs.types import ModelFactory, Plan, RunError, Scorer
 
 log = logging.getLogger(__name__)
-CPU_METRICS = frozenset(
-    {"rouge1", "rouge2", "rougeL", "bleu", "chrf", "bertscore", "length", "random"}
-)
-
-Scorer = Callable[[list[Item]], list[ScoreResult]]
 LOADING, SCORING = "loading model", "scoring"  # a RUNNING run's timings["phase"]
-ModelFactory = Callable[[MetricRun], Any]
-
-
-class RunError(ValueError):
-    """A run that cannot be started as asked; the message says why."""
-
-
-@dataclass(frozen=True)
-class Plan:
-    """A run about to be saved: what a metric's builder returns."""
-
-    metric: str
-    label: str
-    config: dict[str, Any]
-    aspect_version: AspectVersion | None = None
-    template_version_id: int | None = None
-    steps_id: int | None = None
-
-
-def model_config(
-    metric: str,
-    model: str,
-    dataset: Dataset,
-    aspect_version: AspectVersion,
-    precision: str = "auto",
-) -> dict[str, Any]:
-    """The frozen fields every model-based run shares: the metric, the model (as asked,
-    its label, location and files' hashes), the precision policy, the aspect version and
-    the task."""
-    if precision not in PRECISIONS:
-        raise RunError(f"Unknown precision {precision!r}; use {', '.join(PRECISIONS)}.")
-    location, model_label = resolve_model(model)
-    return {
-        "metric": metric,
-        "model": model,
-        "model_label": model_label,
-        "model_location": location,
-        "model_files": fingerprint(location),
-        "precision": precision,
-        "aspect": aspect_version.aspect.code,
-        "aspect_version": aspect_version.version,
-        "aspect_definition": aspect_version.definition,
-        "task": dataset.task.code,
-    }
-
-
-def load_language_model(run: MetricRun) -> Any:
-    """The run's language model (GPTScore, G-Eval), loaded in the run's precision; how
-    the engine scores (device, dtype, attention, versions) goes into the run's
-    provenance, one entry per distinct engine (a run resumed on another worker adds one)."""
-    from scoring.lm.hf import HFLanguageModel
-
-    model = HFLanguageModel(
-        run.config["model_location"],
-        batch_size=run.config.get("batch_size", 8),
-        precision=run.config.get("precision", "auto"),
-    )
-    record_engine(run, model.provenance())
-    return model
-
-
-def record_engine(run: MetricRun, engine: dict[str, Any]) -> None:
-    """Add ``engine`` to the run's provenance unless it is the latest one already there."""
-    with transaction.atomic():
-        row = MetricRun.objects.select_for_update().only("provenance").get(pk=run.pk)
-        provenance = dict(row.provenance or {})
-        engines = list(provenance.get("engines", []))
-        if not engines or engines[-1] != engine:
-            engines.append(engine)
-        provenance["engines"] = engines
-        MetricRun.objects.filter(pk=run.pk).update(provenance=provenance)
-    run.provenance = provenance
-
-
-def queue_for(metric: str) -> str:
-    """The Celery queue of a metric: language models on ``gpu``, the rest on ``cpu``."""
-    return "cpu" if metric in CPU_METRICS else "gpu"
+TASKS = {"cpu": queue.RUN_METRIC_CPU, "gpu": queue.RUN_METRIC}  # the task of each queue
 
 
 def enqueue_run(run: MetricRun) -> None:
     """Send the run to the task of its queue once the transaction commits."""
-    task = queue.RUN_METRIC_CPU if queue_for(run.metric) == "cpu" else queue.RUN_METRIC
-    queue.send_on_commit(task, run.pk)
+    queue.send_on_commit(TASKS[queue_for(run.metric)], run.pk)
 
 
 def run_lease() -> timedelta:
@@ -230,13 +148,10 @@ def execute_run(
 
 
 def _prepare(run: MetricRun, todo: list[Output], model_factory: ModelFactory | None) -> Scorer:
-    from studies.services.runs.registry import runner
-
     found = runner(run.metric)
     if found is None:
         raise RunError(f"no scorer for the metric {run.metric!r}")
-    scorer: Scorer = found.prepare(run, todo, model_factory)
-    return scorer
+    return found.prepare(run, todo, model_factory)
 
 
 def _n_tokens(results: list[ScoreResult]) -> int:
@@ -415,8 +330,7 @@ def _write(run: MetricRun, shard: RunShard, results: list[ScoreResult], seconds:
 def send_shard(run: MetricRun, index: int, on: str | None = None) -> None:
     """One more message for the run, naming a shard: whoever takes it joins the run
     (``on``: the queue, else the run's own)."""
-    task = queue.RUN_METRIC_CPU if queue_for(run.metric) == "cpu" else queue.RUN_METRIC
-    queue.send_on_commit(task, run.pk, index, queue=on)
+    queue.send_on_commit(TASKS[queue_for(run.metric)], run.pk, index, queue=on)
 
 
 def cancel_run(run: MetricRun) -> bool:

@@ -7,21 +7,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import transaction
+from django.utils import timezone
+
 from scoring.lm.rating import RatingModel, TextSampler
 from scoring.metrics import geval
 from scoring.metrics.base import Item, ScoreResult
 from studies.models import Dataset, MetricRun, MetricScore, Output
 from studies.services import steps as steps_service
 from studies.services.models import library_versions
-from studies.services.runs.core import (
-    ModelFactory,
-    Plan,
-    RunError,
-    Scorer,
-    load_language_model,
-    model_config,
-)
-from studies.services.runs.request import RunRequest, find_aspect
+from studies.services.runs.aspects import find_aspect
+from studies.services.runs.model import load_language_model, model_config
+from studies.services.runs.types import ModelFactory, Plan, RunError, Runner, RunRequest, Scorer
 
 STEPS_MODES = ("auto", "none")
 
@@ -147,6 +144,18 @@ def prepare(run: MetricRun, todo: list[Output], model_factory: ModelFactory | No
     return score
 
 
+RUNNER = Runner(
+    names=("geval",),
+    label="G-Eval",
+    build=build,
+    prepare=prepare,
+    queue="gpu",
+    per_aspect=True,
+    fields=frozenset({"steps", "weighting", "model", "precision"}),
+    page="studies/partials/run_about_geval.html",
+)
+
+
 def derive_variant(run: MetricRun, weighting: str, *, user: Any = None) -> MetricRun:
     """The other weighting of a finished G-Eval run, from its stored distributions.
 
@@ -154,9 +163,6 @@ def derive_variant(run: MetricRun, weighting: str, *, user: Any = None) -> Metri
     run that copies the scores with the other value; the model does not run again. Asking
     twice returns the same derived run.
     """
-    from django.db import transaction
-    from django.utils import timezone
-
     if run.metric != "geval":
         raise RunError("Only a G-Eval run has a weighting variant.")
     if weighting not in geval.WEIGHTINGS or weighting == run.config.get("weighting"):

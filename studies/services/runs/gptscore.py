@@ -10,18 +10,12 @@ from django.db.models import Avg
 
 from scoring.lm.base import LanguageModel, Reduction
 from scoring.metrics import gptscore
-from scoring.metrics.base import Item
+from scoring.metrics.base import Item, ScoreResult
 from studies.models import Aspect, Dataset, Judgment, MetricRun, Output, PromptTemplate
 from studies.services.models import library_versions
-from studies.services.runs.core import (
-    ModelFactory,
-    Plan,
-    RunError,
-    Scorer,
-    load_language_model,
-    model_config,
-)
-from studies.services.runs.request import RunRequest, find_aspect
+from studies.services.runs.aspects import find_aspect
+from studies.services.runs.model import load_language_model, model_config
+from studies.services.runs.types import ModelFactory, Plan, RunError, Runner, RunRequest, Scorer
 
 DIMENSION_ALIASES = {
     "src-hypo": "src_hypo",
@@ -159,7 +153,19 @@ def prepare(run: MetricRun, todo: list[Output], model_factory: ModelFactory | No
             for key in {o.document.doc_key for o in todo}
         }
 
-    def score(items: list[Item]) -> list[Any]:
+    def score(items: list[Item]) -> list[ScoreResult]:
         return gptscore.score(model, items, config, demos)
 
     return score
+
+
+RUNNER = Runner(
+    names=("gptscore",),
+    label="GPTScore",
+    build=build,
+    prepare=prepare,
+    queue="gpu",
+    per_aspect=True,
+    fields=frozenset({"setting", "dimension", "model", "k", "references", "precision"}),
+    page="studies/partials/run_about_gptscore.html",
+)

@@ -1,23 +1,22 @@
 """Runs of a learned metric: a trained :class:`learned.models.TrainedMetric` scores any
-dataset through the normal run machinery (frozen configuration, resumable chunks)."""
+dataset through the normal run machinery (frozen configuration, resumable chunks).
+:class:`LearnedConfig.ready() <learned.apps.LearnedConfig>` registers :data:`RUNNER`
+with the runs registry (studies never imports this app)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from learned.models import TrainedMetric
+from learned.services.data import Task
+from learned.services.scoring import load_trained
 from scoring.metrics.base import Item, ScoreResult
 from studies.models import Dataset, MetricRun, Output
-from studies.services.runs.core import ModelFactory, Plan, RunError, Scorer
-from studies.services.runs.request import RunRequest
-
-METRICS = ("learned",)
+from studies.services.runs.types import ModelFactory, Plan, RunError, Runner, RunRequest, Scorer
 
 
 def build(dataset: Dataset, request: RunRequest, user: Any = None) -> Plan:
     """Freeze the trained model (id, checkpoint and its sha256, backbone, instruction)."""
-    from learned.models import TrainedMetric
-    from learned.services.data import Task
-
     if not str(request.model).isdigit():
         raise RunError(f"A learned metric is chosen by its id (--model N), not {request.model!r}.")
     trained = (
@@ -58,8 +57,6 @@ def build(dataset: Dataset, request: RunRequest, user: Any = None) -> Plan:
 
 def load_scorer(run: MetricRun) -> Any:
     """The trained metric's backbone and head, checked against the frozen sha256."""
-    from learned.services.scoring import load_trained
-
     return load_trained(run.config["checkpoint"], run.config["checkpoint_sha256"])
 
 
@@ -72,3 +69,23 @@ def prepare(run: MetricRun, todo: list[Output], model_factory: ModelFactory | No
         return [ScoreResult(i.key, v) for i, v in zip(items, values, strict=True)]
 
     return score
+
+
+def test_docs(trained_id: int, dataset: str) -> tuple[str, ...]:
+    """The documents of ``dataset`` that trained metric ``trained_id`` held out (its
+    test split): any metric may be scored on them alone (``run_metric --test-docs-of``)."""
+    trained = TrainedMetric.objects.filter(pk=trained_id).first()
+    return tuple(trained.split.get(dataset, {}).get("test", []) if trained else [])
+
+
+RUNNER = Runner(
+    names=("learned",),
+    label="Learned metric",
+    hint="(model: its id)",
+    build=build,
+    prepare=prepare,
+    queue="gpu",
+    checks_model=False,  # ``model`` is the trained metric's id, checked by ``build``
+    fields=frozenset({"model"}),
+    test_docs=test_docs,
+)

@@ -1,0 +1,74 @@
+"""A run's model: the frozen fields that name it, loading it in the worker, and the
+record of how it scored. A leaf of the runs package (runner modules import it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from scoring.lm.encoder import HFEncoder
+from scoring.lm.hf import HFLanguageModel  # cheap: torch loads with a model
+from scoring.lm.precision import PRECISIONS
+from studies.models import AspectVersion, Dataset, MetricRun
+from studies.services.models import fingerprint, resolve_model
+from studies.services.runs.types import RunError
+
+
+def model_config(
+    metric: str,
+    model: str,
+    dataset: Dataset,
+    aspect_version: AspectVersion,
+    precision: str = "auto",
+) -> dict[str, Any]:
+    """The frozen fields every model-based run shares: the metric, the model (as asked,
+    its label, location and files' hashes), the precision policy, the aspect version and
+    the task."""
+    if precision not in PRECISIONS:
+        raise RunError(f"Unknown precision {precision!r}; use {', '.join(PRECISIONS)}.")
+    location, model_label = resolve_model(model)
+    return {
+        "metric": metric,
+        "model": model,
+        "model_label": model_label,
+        "model_location": location,
+        "model_files": fingerprint(location),
+        "precision": precision,
+        "aspect": aspect_version.aspect.code,
+        "aspect_version": aspect_version.version,
+        "aspect_definition": aspect_version.definition,
+        "task": dataset.task.code,
+    }
+
+
+def load_language_model(run: MetricRun) -> Any:
+    """The run's language model (GPTScore, G-Eval), loaded in the run's precision; how
+    the engine scores (device, dtype, attention, versions) goes into the run's
+    provenance, one entry per distinct engine (a run resumed on another worker adds one)."""
+    model = HFLanguageModel(
+        run.config["model_location"],
+        batch_size=run.config.get("batch_size", 8),
+        precision=run.config.get("precision", "auto"),
+    )
+    record_engine(run, model.provenance())
+    return model
+
+
+def load_encoder(run: MetricRun) -> Any:
+    """The run's sentence encoder (BERTScore-style similarity)."""
+    c = run.config
+    return HFEncoder(c["model_location"], layer=c.get("layer"), batch_size=c.get("batch_size", 32))
+
+
+def record_engine(run: MetricRun, engine: dict[str, Any]) -> None:
+    """Add ``engine`` to the run's provenance unless it is the latest one already there."""
+    with transaction.atomic():
+        row = MetricRun.objects.select_for_update().only("provenance").get(pk=run.pk)
+        provenance = dict(row.provenance or {})
+        engines = list(provenance.get("engines", []))
+        if not engines or engines[-1] != engine:
+            engines.append(engine)
+        provenance["engines"] = engines
+        MetricRun.objects.filter(pk=run.pk).update(provenance=provenance)
+    run.provenance = provenance
