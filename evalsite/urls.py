@@ -8,7 +8,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("api/", include("studies.api.urls")),
+    path("api/", include("evalsite.api_urls")),
     path("", include("annotation.urls")),
     path("", include("learned.urls")),
     path("", include("studies.urls")),

@@ -1,42 +1,53 @@
-"""The API's routes, mounted at ``/api/``."""
+"""The studies app's API routes: its viewsets (as :class:`Route` rows) and its plain
+paths. ``evalsite.api_urls`` mounts them at ``/api/`` with the other apps' routes, on
+one router; the other apps describe theirs with the same :class:`Route`."""
 
-from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
-from rest_framework.routers import DefaultRouter
+from __future__ import annotations
 
-from studies.api.errors import no_route
+from typing import NamedTuple
+
+from django.urls import path
+from rest_framework.viewsets import ViewSetMixin
+
 from studies.api.views import (
-    annotation,
     catalog,
     compare,
     correlations,
     datasets,
     diagnostics,
-    learned,
     planner,
     ppi,
     runs,
 )
 from studies.api.views.auth import TokenView
+from studies.api.views.studies import StudyViewSet
 
-app_name = "api"
-router = DefaultRouter()
-router.include_format_suffixes = False  # ?format= selects a renderer; no ".json" routes
-router.register("datasets", datasets.DatasetViewSet, basename="dataset")
-router.register("imports", datasets.ImportJobViewSet, basename="import")
-router.register("documents", catalog.DocumentViewSet, basename="document")
-router.register("outputs", catalog.OutputViewSet, basename="output")
-router.register("judgments", catalog.JudgmentViewSet, basename="judgment")
-router.register("aspects", catalog.AspectViewSet, basename="aspect")
-router.register("templates", catalog.TemplateViewSet, basename="template")
-router.register("runs", runs.RunViewSet, basename="run")
-router.register("learned", learned.TrainedMetricViewSet, basename="learned")
-router.register("studies", annotation.StudyViewSet, basename="study")
-router.register("campaigns", annotation.CampaignViewSet, basename="campaign")
-router.register(
-    "annotate/campaigns", annotation.AnnotateCampaignViewSet, basename="annotate-campaign"
-)
-router.register("annotate/assignments", annotation.AssignmentViewSet, basename="assignment")
+
+class Route(NamedTuple):
+    """A viewset for the project's router: its URL prefix, the viewset, and the base of
+    its URL names (``api:<basename>-list``, ``api:<basename>-detail``…)."""
+
+    prefix: str
+    viewset: type[ViewSetMixin]
+    basename: str
+
+
+# the data: datasets, their imports and contents, the prompt templates, metric runs
+data_routes = [
+    Route("datasets", datasets.DatasetViewSet, "dataset"),
+    Route("imports", datasets.ImportJobViewSet, "import"),
+    Route("documents", catalog.DocumentViewSet, "document"),
+    Route("outputs", catalog.OutputViewSet, "output"),
+    Route("judgments", catalog.JudgmentViewSet, "judgment"),
+    Route("aspects", catalog.AspectViewSet, "aspect"),
+    Route("templates", catalog.TemplateViewSet, "template"),
+    Route("runs", runs.RunViewSet, "run"),
+]
+
+# studies and their members
+study_routes = [
+    Route("studies", StudyViewSet, "study"),
+]
 
 urlpatterns = [
     path("auth/token/", TokenView.as_view(), name="token"),
@@ -57,17 +68,4 @@ urlpatterns = [
         diagnostics.diagnostics_view,
         name="dataset-diagnostics",
     ),
-    path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    # the split view serves Swagger UI's start script as a file (no inline script: CSP)
-    path(
-        "docs/",
-        SpectacularSwaggerSplitView.as_view(
-            url_name="api:schema", template_name="api/swagger_ui.html"
-        ),
-        name="docs",
-    ),
-    path("", include(router.urls)),
-    # last: any other URL ending in a slash (a path id that is not a number, an unknown
-    # action) is a JSON 404; one without the slash is still redirected to it first
-    re_path(r"^.+/$", no_route, name="no-route"),
 ]

@@ -1,72 +1,16 @@
-"""Studies, members, campaigns (researchers) and assignments (annotators)."""
+"""Campaigns (researchers) and assignments (annotators)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth import get_user_model
-from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from annotation.forms import MAX_DB_INT
 from annotation.models import Assignment, Campaign
+from annotation.services.answers import current_answers
 from studies.api.serializers.types import StrictJsonTypes
-from studies.models import Study, StudyMember
-
-
-class StudySerializer(StrictJsonTypes, serializers.ModelSerializer):  # type: ignore[type-arg]
-    """A study; created through ``studies.services.studies.create_study`` (its aspects
-    must be of the dataset's task)."""
-
-    owner = serializers.CharField(source="owner.username", read_only=True)
-    campaigns = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
-    correlations = serializers.SerializerMethodField(
-        help_text="The dataset's correlation matrix (runs against human judgments)."
-    )
-
-    class Meta:
-        model = Study
-        fields = [
-            "id",
-            "name",
-            "dataset",
-            "aspects",
-            "description",
-            "owner",
-            "created_at",
-            "campaigns",
-            "correlations",
-        ]
-        read_only_fields = ["created_at"]
-        extra_kwargs = {"aspects": {"required": False}}
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        datasets = self.context.get("datasets")
-        if datasets is not None:
-            self.fields["dataset"].queryset = datasets  # type: ignore[attr-defined]
-
-    def get_correlations(self, study: Study) -> str:
-        return reverse("api:correlations", args=[study.dataset_id])
-
-
-class AnnotatorAccountSerializer(StrictJsonTypes, serializers.Serializer):  # type: ignore[type-arg]
-    """A new annotator account for the study (needs the create_annotator_accounts
-    permission)."""
-
-    username = serializers.CharField(max_length=150)
-    password = serializers.CharField(write_only=True, max_length=128)
-
-
-class MemberSerializer(StrictJsonTypes, serializers.ModelSerializer):  # type: ignore[type-arg]
-    user = serializers.SlugRelatedField(
-        slug_field="username", queryset=get_user_model().objects.all()
-    )
-
-    class Meta:
-        model = StudyMember
-        fields = ["id", "user", "role"]
 
 
 class CampaignSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
@@ -249,8 +193,6 @@ class AssignmentSerializer(serializers.ModelSerializer):  # type: ignore[type-ar
 
     @extend_schema_field(serializers.DictField())
     def get_answers(self, a: Assignment) -> dict[str, Any]:
-        from annotation.services.answers import current_answers
-
         return {str(k): v for k, v in current_answers(a).items()}
 
 

@@ -12,12 +12,12 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from learned.api.serializers import TrainedMetricCreateSerializer, TrainedMetricSerializer
 from learned.models import TrainedMetric
 from learned.services.data import TrainingError
 from learned.services.jobs import cancel_job, create_job, resume_job, visible_jobs
 from studies.api.errors import error_response
 from studies.api.permissions import IsResearcher
-from studies.api.serializers.learned import TrainedMetricCreateSerializer, TrainedMetricSerializer
 
 
 @extend_schema_view(
