@@ -29,7 +29,7 @@ REFS = ["The council approved the budget on Tuesday.", "A budget passed after de
 
 
 def _import(write_jsonl, owner=None, name="base"):  # type: ignore[no-untyped-def]
-    from studies.services.datasets import ImportOptions, import_file
+    from studies.services.imports import ImportOptions, import_file
 
     records = [
         record(

@@ -20,7 +20,7 @@ from studies.services.dashboards import (
     compute_and_cache,
     request_matrix,
 )
-from studies.services.datasets import ImportOptions, import_file
+from studies.services.imports import ImportOptions, import_file
 from studies.services.matrix_cost import estimated_seconds, matrix_size
 from studies.tasks import compute_correlations
 from tests.factories import MetricRunFactory, dataset_pk

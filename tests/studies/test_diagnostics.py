@@ -138,7 +138,7 @@ def test_the_matrix_page_and_csv_show_the_ceiling_row(client, judged, cast):
 
 
 def test_a_dataset_judged_once_has_no_ceiling_value(client, cast, write_jsonl):
-    from studies.services.datasets import ImportOptions, import_file
+    from studies.services.imports import ImportOptions, import_file
     from tests.studies.test_dashboards import synthetic_records
 
     path = write_jsonl(synthetic_records(), name="once.jsonl")
@@ -358,7 +358,7 @@ def test_the_correlations_command_prints_the_ceiling(judged, capsys):
 
 
 def test_each_import_file_counts_as_one_annotator_of_the_ceiling(cast, write_jsonl):
-    from studies.services.datasets import ImportOptions, import_file
+    from studies.services.imports import ImportOptions, import_file
     from tests.studies.test_dashboards import synthetic_records
 
     first = synthetic_records(seed=3)

@@ -17,7 +17,7 @@ from scipy import stats
 from studies.models import Dataset, MetricRun
 from studies.services import tables
 from studies.services.dashboards import MatrixParams, matrix_for
-from studies.services.datasets import ImportOptions, import_file
+from studies.services.imports import ImportOptions, import_file
 from tests.studies.test_dashboards import synthetic_records
 
 pytestmark = pytest.mark.django_db

@@ -65,7 +65,7 @@ def length_records(n_docs: int = 12, n_systems: int = 5, seed: int = 1) -> list[
 
 @pytest.fixture
 def dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
-    from studies.services.datasets import ImportOptions, import_file
+    from studies.services.imports import ImportOptions, import_file
 
     path = write_jsonl(length_records(), name="lengthy.jsonl")
     import_file(
