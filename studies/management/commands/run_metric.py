@@ -146,7 +146,7 @@ class Command(BaseCommand):
         return tuple(docs)
 
     def sentinels(self, opts: dict[str, Any]) -> list[MetricRun]:
-        from studies.services.sentinels import add_sentinels
+        from studies.services.analysis.sentinels import add_sentinels
 
         try:
             dataset = find_dataset(opts["dataset"] or "")
