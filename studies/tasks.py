@@ -102,7 +102,7 @@ def generate_steps(
     shared: bool = False,
 ) -> int:
     """Generate G-Eval's evaluation steps for a task and aspect version (returns their id)."""
-    from studies.services.steps import generate_steps_job
+    from studies.services.catalog.steps import generate_steps_job
 
     return generate_steps_job(task_id, aspect_version_id, model, seed, force, user_id, shared)
 

@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from scoring.lm import FakeLanguageModel
 from studies.models import Aspect, EvaluationSteps, MetricRun, MetricScore, TaskKind
-from studies.services import steps as steps_service
+from studies.services.catalog import steps as steps_service
 from studies.services.runs import RunError, RunRequest, execute_run, start_run
 from tests.conftest import record
 from tests.tiny_models import tiny_gpt2

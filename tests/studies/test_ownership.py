@@ -25,7 +25,8 @@ from studies.models import (
     Study,
     TaskKind,
 )
-from studies.services import steps as steps_service
+from studies.services.catalog import steps as steps_service
+from studies.services.catalog.model_catalog import ModelNotAllowed, check_model
 from studies.services.imports import (
     ImportOptions,
     ImportValidationError,
@@ -34,7 +35,6 @@ from studies.services.imports import (
     run_import_job,
 )
 from studies.services.lookup import DatasetNotFound, find_dataset
-from studies.services.models import ModelNotAllowed, check_model
 from studies.services.runs import RunRequest, start_run
 from tests.conftest import record, row_counts
 from tests.factories import DatasetFactory, UserFactory

@@ -21,7 +21,7 @@ from scoring.metrics import sentinels
 from scoring.stats import Alternative, paired_bootstrap_p
 from studies.models import Dataset, Judgment, MetricRun
 from studies.services.analysis.frames import RunInfo
-from studies.services.models import check_model
+from studies.services.catalog.model_catalog import check_model
 from studies.services.runs.core import Plan, RunError, save_run
 from studies.services.runs.request import RunRequest
 

@@ -24,7 +24,7 @@ from scoring.lm.precision import PRECISIONS
 from scoring.metrics.base import Item, ScoreResult
 from studies.models import AspectVersion, Dataset, MetricRun, MetricScore, Output, RunShard
 from studies.services import queue
-from studies.services.models import fingerprint, resolve_model
+from studies.services.catalog.model_catalog import fingerprint, resolve_model
 from studies.services.runs import shards
 
 log = logging.getLogger(__name__)

@@ -11,8 +11,8 @@ from scoring.lm.rating import RatingModel, TextSampler
 from scoring.metrics import geval
 from scoring.metrics.base import Item, ScoreResult
 from studies.models import Dataset, MetricRun, MetricScore, Output
-from studies.services import steps as steps_service
-from studies.services.models import library_versions
+from studies.services.catalog import steps as steps_service
+from studies.services.catalog.model_catalog import library_versions
 from studies.services.runs.core import (
     ModelFactory,
     Plan,

@@ -12,7 +12,7 @@ from scoring.lm.base import LanguageModel, Reduction
 from scoring.metrics import gptscore
 from scoring.metrics.base import Item
 from studies.models import Aspect, Dataset, Judgment, MetricRun, Output, PromptTemplate
-from studies.services.models import library_versions
+from studies.services.catalog.model_catalog import library_versions
 from studies.services.runs.core import (
     ModelFactory,
     Plan,

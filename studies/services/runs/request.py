@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from studies.models import Aspect, Dataset, MetricRun
-from studies.services.models import check_model
+from studies.services.catalog.model_catalog import check_model
 from studies.services.runs.core import RunError, save_run
 
 METRICS = (
