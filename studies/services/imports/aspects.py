@@ -8,9 +8,9 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+import studies.services.imports.scales as scales
 from studies.models import Aspect, TaskKind
 from studies.permissions import owned_aspects
-from studies.services.imports import scales
 from studies.services.imports.options import ImportOptions, ImportSummary, ImportValidationError
 from studies.services.imports.records import LineError
 from studies.services.imports.validate import _new_aspect_fields, _Plan

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from studies.services.imports import scales
+import studies.services.imports.scales as scales
 from studies.services.imports.records import LineError
 
 T = TypeVar("T")

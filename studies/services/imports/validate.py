@@ -15,9 +15,9 @@ from django.conf import settings
 from django.core.validators import slug_re
 from django.db.models import F
 
+import studies.services.imports.scales as scales
 from studies.models import Aspect, Dataset, TaskKind, aspect_key
 from studies.permissions import owned_aspects
-from studies.services.imports import scales
 from studies.services.imports.options import ImportOptions, ImportValidationError
 from studies.services.imports.records import LineError, Record, RecordError, read_records
 
