@@ -232,7 +232,7 @@ def prepare(tmp: Path, n_annotators: int) -> dict[str, Any]:
 
     from studies.demo_data import write_demo_jsonl
     from studies.models import Dataset
-    from studies.services.datasets import ImportOptions, import_file
+    from studies.services.imports import ImportOptions, import_file
     from studies.services.tokens import token_for
 
     users = get_user_model().objects

@@ -39,7 +39,7 @@ def main() -> None:
         from django.urls import reverse
 
         from studies.models import Dataset, MetricRun, MetricScore, Output
-        from studies.services.datasets import ImportOptions, import_file
+        from studies.services.imports import ImportOptions, import_file
 
         owner = User.objects.create_user("bench")
         owner.groups.add(Group.objects.get_or_create(name="researcher")[0])

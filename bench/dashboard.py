@@ -259,8 +259,9 @@ def main() -> None:
         from django.test import Client
 
         from studies.models import Dataset
-        from studies.services.dashboards import MatrixParams, compute_and_cache
-        from studies.services.frames import load_frame
+        from studies.services.analysis.dashboards import compute_and_cache
+        from studies.services.analysis.frames import load_frame
+        from studies.services.analysis.params import MatrixParams
 
         started = time.perf_counter()
         dataset = Dataset.objects.get(pk=generate(args.docs, args.systems))

@@ -1,4 +1,4 @@
-"""Benchmark of the dataset import service (``studies.services.datasets.import_file``).
+"""Benchmark of the dataset import service (``studies.services.imports.import_file``).
 
 Run from the repository root::
 
@@ -141,7 +141,7 @@ def read_baseline(path: Path) -> None:
 
 
 def import_once(path: Path, dataset: str) -> Any:
-    from studies.services.datasets import ImportOptions, import_file
+    from studies.services.imports import ImportOptions, import_file
 
     options = ImportOptions(
         dataset=dataset, task="summarization", file_format="jsonl", file_name=path.name
@@ -151,7 +151,7 @@ def import_once(path: Path, dataset: str) -> Any:
 
 def export_once(dataset_name: str) -> int:
     from studies.models import Dataset
-    from studies.services.datasets import export_dataset
+    from studies.services.imports import export_dataset
 
     dataset = Dataset.objects.get(name=dataset_name)
     return sum(1 for _line in export_dataset(dataset, "jsonl"))

@@ -92,7 +92,7 @@ def measure(args: argparse.Namespace, tmp: Path) -> None:
 
     from learned.models import TrainedMetric
     from learned.services.report import compare_on_test
-    from studies.services.datasets import ImportOptions, import_file
+    from studies.services.imports import ImportOptions, import_file
 
     source = SUMMEVAL
     if args.docs:

@@ -172,7 +172,7 @@ class Stack:
 def dataset(name: str, docs: int) -> Any:
     """A dataset of ``docs`` documents × 5 systems, imported in this process."""
     from studies.models import Dataset
-    from studies.services.datasets import ImportOptions, import_file
+    from studies.services.imports import ImportOptions, import_file
 
     path = Path(os.environ["CONCORDIA_DATA_DIR"]) / f"{name}.jsonl"
     path.write_text(

@@ -41,7 +41,7 @@ from _django import setup_django  # noqa: E402
 
 def load(tmp: Path, docs: int) -> int:
     """SummEval's first ``docs`` documents as a dataset; its id."""
-    from studies.services.datasets import ImportOptions, import_file
+    from studies.services.imports import ImportOptions, import_file
 
     lines = SUMMEVAL.read_text().splitlines()
     keep, seen = [], set()

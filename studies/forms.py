@@ -10,9 +10,9 @@ from django.utils.functional import lazy
 
 from studies.models import Aspect, TaskKind
 from studies.permissions import dataset_aspects, shareable_datasets, visible_aspects
-from studies.services.records import detect_format
+from studies.services.imports.records import detect_format
+from studies.services.imports.scales import parse_ranges
 from studies.services.runs import RunRequest, labels_using, metric_choices, per_aspect
-from studies.services.scales import parse_ranges
 
 MAX_ID = 2**63 - 1  # the largest primary key any database stores
 

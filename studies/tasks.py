@@ -26,9 +26,10 @@ def heartbeat(note: str = "") -> int:
 
 @shared_task(name="studies.tasks.compute_correlations", queue="cpu")
 def compute_correlations(dataset_id: int, params: dict[str, object]) -> str:
-    """Compute and cache a correlation matrix (see :mod:`studies.services.dashboards`)."""
+    """Compute and cache a correlation matrix (see :mod:`studies.services.analysis.dashboards`)."""
     from studies.models import Dataset
-    from studies.services.dashboards import MatrixParams, compute_and_cache
+    from studies.services.analysis.dashboards import compute_and_cache
+    from studies.services.analysis.params import MatrixParams
 
     dataset = Dataset.objects.filter(pk=dataset_id).first()
     if dataset is None:
@@ -39,9 +40,9 @@ def compute_correlations(dataset_id: int, params: dict[str, object]) -> str:
 
 @shared_task(name="studies.tasks.compute_planner", queue="cpu")
 def compute_planner(dataset_id: int, params: dict[str, object]) -> str:
-    """Compute and cache a sample-size plan (see :mod:`studies.services.planner`)."""
+    """Compute and cache a sample-size plan (see :mod:`studies.services.analysis.planner`)."""
     from studies.models import Dataset
-    from studies.services.planner import PlannerParams, compute_and_cache
+    from studies.services.analysis.planner import PlannerParams, compute_and_cache
 
     dataset = Dataset.objects.filter(pk=dataset_id).first()
     if dataset is None:
@@ -55,10 +56,10 @@ def compute_diagnostics(
     dataset_id: int, params: dict[str, object], run: str = "", aspect: str = ""
 ) -> str:
     """Compute and cache a large dataset's diagnostics (see
-    :mod:`studies.services.diagnostics`)."""
+    :mod:`studies.services.analysis.diagnostics`)."""
     from studies.models import Dataset
-    from studies.services.dashboards import MatrixParams
-    from studies.services.diagnostics import compute_in_worker
+    from studies.services.analysis.diagnostics import compute_in_worker
+    from studies.services.analysis.params import MatrixParams
 
     dataset = Dataset.objects.filter(pk=dataset_id).first()
     if dataset is None:
@@ -101,7 +102,7 @@ def generate_steps(
     shared: bool = False,
 ) -> int:
     """Generate G-Eval's evaluation steps for a task and aspect version (returns their id)."""
-    from studies.services.steps import generate_steps_job
+    from studies.services.catalog.steps import generate_steps_job
 
     return generate_steps_job(task_id, aspect_version_id, model, seed, force, user_id, shared)
 

@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from studies.models import MetricRun, MetricScore
-from studies.services.datasets import ImportOptions, import_file
+from studies.services.imports import ImportOptions, import_file
 from tests.conftest import wait_until_true
 from tests.studies.test_dashboards import synthetic_records
 from tests.test_browser_csp import Watched

@@ -9,7 +9,7 @@ from playwright.sync_api import Browser, expect
 
 from learned.models import TrainedMetric
 from studies.models import Aspect, MetricRun
-from studies.services.datasets import ImportOptions, import_file
+from studies.services.imports import ImportOptions, import_file
 from tests.studies.test_dashboards import synthetic_records
 from tests.test_browser_csp import Watched
 

@@ -8,9 +8,9 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from studies.models import Aspect, MetricRun
-from studies.services import planner
-from studies.services.datasets import ImportOptions, import_file
-from studies.services.planner import PlannerParams
+from studies.services.analysis import planner
+from studies.services.analysis.planner import PlannerParams
+from studies.services.imports import ImportOptions, import_file
 from tests.annotation.conftest import make_study, new_campaign
 from tests.annotation.routing_data import informative_campaign, make_routed_study
 from tests.conftest import wait_until_true

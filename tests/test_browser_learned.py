@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from learned.models import TrainedMetric
-from studies.services.datasets import ImportOptions, import_file
+from studies.services.imports import ImportOptions, import_file
 from tests.factories import dataset_pk
 from tests.learned.conftest import records
 from tests.test_browser_csp import Watched

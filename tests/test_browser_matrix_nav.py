@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Browser, expect
 
-from studies.services.datasets import ImportOptions, import_file
+from studies.services.imports import ImportOptions, import_file
 from tests.conftest import wait_until_true
 from tests.factories import dataset_pk
 from tests.studies.test_dashboards import synthetic_records

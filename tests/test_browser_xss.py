@@ -20,7 +20,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from annotation.models import Campaign
 from studies.models import Aspect, Dataset, MetricRun, Study
-from studies.services.datasets import ImportOptions, import_file
+from studies.services.imports import ImportOptions, import_file
 from tests.annotation.conftest import new_campaign
 from tests.conftest import XSS_CHECKS
 from tests.test_browser_annotation import log_in

@@ -114,7 +114,8 @@ def load_task(task: Task, *, margin: float, exclude_flagged: bool = False) -> Ta
     them; flagged annotators left out when asked) and its pairs from both sources."""
     from annotation.services.gold import flagged_for_dataset
     from annotation.services.preferences import pairwise_answers
-    from studies.services.dashboards import MatrixParams, frame_for
+    from studies.services.analysis.dashboards import frame_for
+    from studies.services.analysis.params import MatrixParams
 
     frame = frame_for(task.dataset, MatrixParams(exclude_flagged=exclude_flagged))
     column = next((i for i, a in enumerate(frame.aspects) if a.pk == task.aspect.pk), None)

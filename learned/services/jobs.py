@@ -23,8 +23,7 @@ from scoring.lm.encoder import DEFAULT_ENCODER_LABEL
 from scoring.lm.store import ModelNotInstalled
 from studies.models import Dataset
 from studies.permissions import visible_datasets
-from studies.services.lookup import DatasetNotFound, find_dataset
-from studies.services.models import (
+from studies.services.catalog.model_catalog import (
     DEFAULT_DIR_NAME,
     DEFAULT_LABEL,
     check_model,
@@ -35,6 +34,7 @@ from studies.services.models import (
     resolve_encoder,
     resolve_model,
 )
+from studies.services.lookup import DatasetNotFound, find_dataset
 from studies.services.runs.aspects import find_aspect
 from studies.services.runs.types import RunError
 

@@ -11,8 +11,8 @@ import numpy as np
 from learned.models import TrainedMetric
 from scoring.learned.evaluate import pairwise_accuracy, sample_spearman
 from scoring.learned.pairs import likert_pairs
-from studies.services import charts
-from studies.services.frames import load_frame
+from studies.services.analysis import charts
+from studies.services.analysis.frames import load_frame
 
 
 def curve_points(curves: list[dict[str, float]]) -> dict[str, Any]:

@@ -56,7 +56,7 @@ def aspect_code(columns: list[dict[str, Any]], index: int) -> str:
 @register.filter
 def toggle_sort(sort: str | None, column: str) -> str:
     """The ``sort`` a column's header link asks for (``COH``, then ``-COH``)."""
-    from studies.services.tables import toggled
+    from studies.services.analysis.tables import toggled
 
     return toggled(sort, column)
 

@@ -9,10 +9,10 @@ from django.shortcuts import get_object_or_404, render
 
 from scoring.stats import Level, unsupported
 from studies.permissions import visible_datasets
-from studies.services import compare, dashboards, ppi, tables
+from studies.services.analysis import compare, dashboards, ppi, tables
+from studies.services.analysis.drilldown import drilldown
+from studies.services.analysis.params import COEFFICIENT_LABELS, COEFFICIENT_NAMES, MatrixParams
 from studies.services.contents import dataset_contents
-from studies.services.dashboards import COEFFICIENT_LABELS, COEFFICIENT_NAMES, MatrixParams
-from studies.services.drilldown import drilldown
 from studies.views.helpers import researcher_required, stop_polling_when, wants_partial
 
 LEVELS = (("sample", "Sample-level"), ("dataset", "Dataset-level"), ("system", "System-level"))

@@ -12,9 +12,8 @@ from django.views.decorators.http import require_GET
 from studies.forms import UploadForm
 from studies.models import ImportJob, Judgment, MetricRun
 from studies.permissions import may_change_dataset, visible_datasets
-from studies.services.datasets import export_dataset
-from studies.services.imports import create_import_job
-from studies.services.records import FORMATS
+from studies.services.imports import create_import_job, export_dataset
+from studies.services.imports.records import FORMATS
 from studies.services.studies import owned_studies
 from studies.views.helpers import researcher_required, stop_polling_when, wants_partial
 

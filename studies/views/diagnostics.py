@@ -1,5 +1,5 @@
 """A dataset's diagnostics: length bias, and the systems and documents a metric gets
-most wrong (studies.services.diagnostics builds the data; this only shows it)."""
+most wrong (studies.services.analysis.diagnostics builds the data; this only shows it)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from studies.permissions import visible_datasets
-from studies.services.dashboards import MatrixParams
-from studies.services.diagnostics import UnknownChoice, available_diagnostics
+from studies.services.analysis.diagnostics import UnknownChoice, available_diagnostics
+from studies.services.analysis.params import MatrixParams
 from studies.views.helpers import researcher_required, stop_polling_when, wants_partial
 
 LEVELS = (("sample", "Sample-level"), ("dataset", "Dataset-level"), ("system", "System-level"))

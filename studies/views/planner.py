@@ -9,9 +9,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from studies.permissions import visible_datasets
-from studies.services import planner
-from studies.services.planner import PlannerParams
-from studies.services.sentinels import add_sentinels
+from studies.services.analysis import planner
+from studies.services.analysis.planner import PlannerParams
+from studies.services.analysis.sentinels import add_sentinels
 from studies.views.dashboards import COEFFICIENTS
 from studies.views.helpers import researcher_required, stop_polling_when, wants_partial
 

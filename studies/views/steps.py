@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 
 from studies.models import Aspect, TaskKind
 from studies.permissions import owned_aspects
-from studies.services import steps as steps_service
+from studies.services.catalog import steps as steps_service
 from studies.views.helpers import researcher_required
 
 

@@ -9,7 +9,8 @@ from django.urls import reverse
 
 from annotation.services import answers, assignment
 from studies.models import Aspect, AspectVersion, ImportJob, Judgment, MetricScore
-from studies.services.dashboards import MatrixParams, frame_for, judgment_sources
+from studies.services.analysis.dashboards import frame_for, judgment_sources
+from studies.services.analysis.params import MatrixParams
 from tests.annotation.conftest import likert_answers
 from tests.factories import MetricRunFactory
 

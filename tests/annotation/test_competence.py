@@ -11,8 +11,9 @@ from django.urls import reverse
 
 from annotation.services import answers, assignment, competence, gold
 from studies.models import Aspect, Dataset, Judgment, MetricScore, Output
-from studies.services.dashboards import MatrixParams, compute_and_cache, frame_for
-from studies.services.frames import load_frame
+from studies.services.analysis.dashboards import compute_and_cache, frame_for
+from studies.services.analysis.frames import load_frame
+from studies.services.analysis.params import MatrixParams
 from tests.factories import MetricRunFactory
 
 pytestmark = pytest.mark.django_db

@@ -6,7 +6,8 @@ import pytest
 
 from annotation.services import answers, assignment, gold
 from studies.models import Aspect, Dataset, MetricScore, Output
-from studies.services.dashboards import MatrixParams, compute_and_cache
+from studies.services.analysis.dashboards import compute_and_cache
+from studies.services.analysis.params import MatrixParams
 from tests.factories import MetricRunFactory
 
 pytestmark = pytest.mark.django_db

@@ -15,7 +15,7 @@ from annotation.models import Assignment, Campaign
 from annotation.services import assignment
 from annotation.services.campaigns import CampaignSpec, create_campaign
 from studies.models import Aspect, Dataset, ImportJob, MetricRun, Study, StudyMember, TaskKind
-from studies.services.datasets import ImportOptions, import_file
+from studies.services.imports import ImportOptions, import_file
 from studies.services.tokens import token_for
 from tests.factories import UserFactory
 

@@ -13,8 +13,9 @@ from django.core.management import call_command
 
 from studies.demo_data import write_demo_jsonl
 from studies.models import Dataset
-from studies.services.dashboards import MatrixParams, cached_matrix
-from studies.services.datasets import ImportOptions, import_file
+from studies.services.analysis.dashboards import cached_matrix
+from studies.services.analysis.params import MatrixParams
+from studies.services.imports import ImportOptions, import_file
 from studies.services.runs import execute_run
 from tests.conftest import SHARED_DATA
 

@@ -8,7 +8,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from studies.models import Dataset, ImportJob, MetricRun, Output, Study
-from studies.services.datasets import export_dataset
+from studies.services.imports import export_dataset
 from tests.api.conftest import ROLES, errors_body
 from tests.conftest import record, row_counts
 

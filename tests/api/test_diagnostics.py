@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from studies.models import Aspect
-from studies.services.dashboards import MatrixParams
-from studies.services.diagnostics import diagnostics
+from studies.services.analysis.diagnostics import diagnostics
+from studies.services.analysis.params import MatrixParams
 
 pytestmark = pytest.mark.django_db
 
@@ -53,7 +53,7 @@ def test_a_large_datasets_diagnostics_answer_202_until_a_worker_has_computed_the
     world, settings, monkeypatch
 ):
     from studies import tasks
-    from studies.services import diagnostics as service
+    from studies.services.analysis import diagnostics as service
 
     settings.CONCORDIA = {**settings.CONCORDIA, "DASHBOARD_INLINE_SECONDS": 0.0}
     sent = []

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from studies.models import Aspect, MetricRun
-from studies.services import planner
-from studies.services.planner import PlannerParams
+from studies.services.analysis import planner
+from studies.services.analysis.planner import PlannerParams
 
 pytestmark = pytest.mark.django_db
 

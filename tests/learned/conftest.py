@@ -50,7 +50,7 @@ def tiny_backbone(tmp_path_factory):  # type: ignore[no-untyped-def]
 def judged(write_jsonl, cast):  # type: ignore[no-untyped-def]
     """The dataset ``judged`` (12 documents × 4 systems, coherence and fluency)."""
     from studies.models import Dataset
-    from studies.services.datasets import ImportOptions, import_file
+    from studies.services.imports import ImportOptions, import_file
 
     path = write_jsonl(records())
     import_file(

@@ -139,7 +139,7 @@ def test_the_detail_has_progress_pairs_results_split_sizes_checksum_and_test_doc
 
 
 def test_the_list_filters_by_dataset_and_status(cast, trained, judged, write_jsonl, tiny_backbone):
-    from studies.services.datasets import ImportOptions, import_file
+    from studies.services.imports import ImportOptions, import_file
     from tests.learned.conftest import records
 
     path = write_jsonl(records(), name="second.jsonl")

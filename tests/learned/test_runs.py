@@ -14,7 +14,8 @@ from learned.services.jobs import TrainingRequest, create_job
 from learned.services.scoring import load_trained
 from learned.services.training import execute_job
 from studies.models import MetricRun, MetricScore, Output
-from studies.services.dashboards import MatrixParams, frame_for
+from studies.services.analysis.dashboards import frame_for
+from studies.services.analysis.params import MatrixParams
 from studies.services.runs import RunError, RunRequest, execute_run, start_run
 from studies.services.runs.core import item_of
 

@@ -142,7 +142,7 @@ def test_the_dataset_and_aspect_are_found_among_the_owners_own(
 ):
     """Dataset names and aspect codes are unique per owner: an ambiguous name is an error
     naming both, and ``owner/name`` trains on that owner's dataset."""
-    from studies.services.datasets import ImportOptions, import_file
+    from studies.services.imports import ImportOptions, import_file
     from tests.learned.conftest import records
 
     path = write_jsonl(records(), name="theirs.jsonl")

@@ -29,7 +29,7 @@ REFS = ["The council approved the budget on Tuesday.", "A budget passed after de
 
 
 def _import(write_jsonl, owner=None, name="base"):  # type: ignore[no-untyped-def]
-    from studies.services.datasets import ImportOptions, import_file
+    from studies.services.imports import ImportOptions, import_file
 
     records = [
         record(
@@ -214,7 +214,7 @@ def test_the_default_encoder_is_found_without_importing_its_package_or_named_mis
 
     from scoring.lm import encoder
     from scoring.lm.store import ModelNotInstalled
-    from studies.services import models
+    from studies.services.catalog import model_catalog as models
 
     found = encoder.find_default_encoder()
     if found is not None:  # installed by `install_model` / the README's setup

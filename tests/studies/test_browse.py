@@ -10,9 +10,9 @@ from django.urls import reverse
 
 from studies.models import Aspect, Dataset, Judgment, MetricScore, Output
 from studies.services import browse
+from studies.services.analysis.drilldown import drilldown
+from studies.services.analysis.params import MatrixParams
 from studies.services.browse import BadQuery, BrowseQuery
-from studies.services.dashboards import MatrixParams
-from studies.services.drilldown import drilldown
 from tests.factories import DatasetFactory, DocumentFactory, MetricRunFactory, OutputFactory
 from tests.studies.test_dashboards import scored  # noqa: F401  (a fixture)
 

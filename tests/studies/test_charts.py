@@ -14,10 +14,10 @@ from scipy import stats
 
 from learned.services.report import curve_points
 from studies.models import Aspect, Dataset
-from studies.services import charts, planner
-from studies.services.compare import compare
-from studies.services.dashboards import MatrixParams
-from studies.services.drilldown import drilldown
+from studies.services.analysis import charts, planner
+from studies.services.analysis.compare import compare
+from studies.services.analysis.drilldown import drilldown
+from studies.services.analysis.params import MatrixParams
 from tests.factories import dataset_pk
 from tests.studies.test_dashboards import scored  # noqa: F401  (fixture)
 
@@ -255,7 +255,7 @@ def test_metric_vs_metric_compares_two_runs_and_agrees_with_scipy(client, scored
     # cached until a score changes
     from unittest import mock
 
-    from studies.services import compare as service
+    from studies.services.analysis import compare as service
 
     with mock.patch.object(service, "_compare", side_effect=AssertionError("recomputed")):
         assert compare(dataset, good.pk, noise.pk) == result

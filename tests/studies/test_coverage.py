@@ -24,8 +24,10 @@ from scoring.stats import (
     paired_bootstrap_p,
 )
 from studies.models import Dataset, MetricScore, Output
-from studies.services.dashboards import MatrixParams, compute_and_cache, compute_matrix, frame_for
-from studies.services.frames import restrict_to_documents
+from studies.services.analysis.dashboards import compute_and_cache, frame_for
+from studies.services.analysis.frames import restrict_to_documents
+from studies.services.analysis.matrix import compute_matrix
+from studies.services.analysis.params import MatrixParams
 from tests.factories import MetricRunFactory
 from tests.studies.test_dashboards import scored  # noqa: F401  (the fixture)
 

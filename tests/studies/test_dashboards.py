@@ -14,14 +14,10 @@ from scipy import stats
 
 from scoring.stats.cost import MatrixSize
 from studies.models import Aspect, Dataset, MetricScore, Output, TaskKind
-from studies.services.dashboards import (
-    MatrixParams,
-    cached_matrix,
-    compute_and_cache,
-    request_matrix,
-)
-from studies.services.datasets import ImportOptions, import_file
-from studies.services.matrix_cost import estimated_seconds, matrix_size
+from studies.services.analysis.dashboards import cached_matrix, compute_and_cache, request_matrix
+from studies.services.analysis.matrix_cost import estimated_seconds, matrix_size
+from studies.services.analysis.params import MatrixParams
+from studies.services.imports import ImportOptions, import_file
 from studies.tasks import compute_correlations
 from tests.factories import MetricRunFactory, dataset_pk
 

@@ -9,8 +9,9 @@ from django.urls import reverse
 from scipy import stats
 
 from studies.models import Aspect, Dataset, Judgment, MetricScore, Output, TaskKind
-from studies.services.dashboards import MatrixParams, compute_and_cache
-from studies.services.diagnostics import UnknownChoice, diagnostics
+from studies.services.analysis.dashboards import compute_and_cache
+from studies.services.analysis.diagnostics import UnknownChoice, diagnostics
+from studies.services.analysis.params import MatrixParams
 from tests.factories import MetricRunFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -138,7 +139,7 @@ def test_the_matrix_page_and_csv_show_the_ceiling_row(client, judged, cast):
 
 
 def test_a_dataset_judged_once_has_no_ceiling_value(client, cast, write_jsonl):
-    from studies.services.datasets import ImportOptions, import_file
+    from studies.services.imports import ImportOptions, import_file
     from tests.studies.test_dashboards import synthetic_records
 
     path = write_jsonl(synthetic_records(), name="once.jsonl")
@@ -301,7 +302,7 @@ def test_the_diagnostics_page_without_runs_or_judgments(client, cast):
 
 def test_the_ceiling_exists_for_every_statistic_the_matrix_offers(judged):
     from scoring.stats import Level, unsupported
-    from studies.services.dashboards import COEFFICIENT_NAMES
+    from studies.services.analysis.params import COEFFICIENT_NAMES
 
     for name, coefficient in COEFFICIENT_NAMES.items():
         for level in Level:
@@ -319,7 +320,7 @@ def test_a_large_datasets_diagnostics_are_computed_by_a_worker_while_the_page_po
     from dataclasses import asdict
 
     from studies import tasks
-    from studies.services import diagnostics as service
+    from studies.services.analysis import diagnostics as service
 
     settings.CONCORDIA = {**settings.CONCORDIA, "DASHBOARD_INLINE_SECONDS": 0.0}
     sent = []
@@ -358,7 +359,7 @@ def test_the_correlations_command_prints_the_ceiling(judged, capsys):
 
 
 def test_each_import_file_counts_as_one_annotator_of_the_ceiling(cast, write_jsonl):
-    from studies.services.datasets import ImportOptions, import_file
+    from studies.services.imports import ImportOptions, import_file
     from tests.studies.test_dashboards import synthetic_records
 
     first = synthetic_records(seed=3)

@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from studies.models import Dataset
 from studies.services.contents import DatasetContents, dataset_contents
-from studies.services.datasets import ImportOptions, import_file
+from studies.services.imports import ImportOptions, import_file
 from tests.conftest import record
 from tests.factories import MetricRunFactory
 

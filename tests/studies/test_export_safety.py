@@ -16,10 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from studies.models import Aspect, Dataset, MetricRun, MetricScore, Output
-from studies.services import tables
+from studies.services.analysis import tables
+from studies.services.analysis.tables import to_csv
 from studies.services.csvfile import neutralise_cell, restore_cell
-from studies.services.datasets import ImportOptions, export_dataset, import_file
-from studies.services.tables import to_csv
+from studies.services.imports import ImportOptions, export_dataset, import_file
 from tests.conftest import record
 from tests.studies.test_dashboards import synthetic_records
 

@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from scoring.lm import FakeLanguageModel
 from studies.models import Aspect, EvaluationSteps, MetricRun, MetricScore, TaskKind
-from studies.services import steps as steps_service
+from studies.services.catalog import steps as steps_service
 from studies.services.runs import RunError, RunRequest, execute_run, start_run
 from tests.conftest import record
 from tests.tiny_models import tiny_gpt2
@@ -27,7 +27,7 @@ def tiny_model(tmp_path_factory):  # type: ignore[no-untyped-def]
 @pytest.fixture
 def dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
     from studies.models import Dataset
-    from studies.services.datasets import ImportOptions, import_file
+    from studies.services.imports import ImportOptions, import_file
 
     records = [
         record(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from studies.services.datasets import ImportOptions, ImportValidationError, import_file
+from studies.services.imports import ImportOptions, ImportValidationError, import_file
 from tests.conftest import record, row_counts
 
 pytestmark = pytest.mark.django_db

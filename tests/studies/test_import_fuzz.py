@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from studies.models import Judgment, MetricScore, Output
-from studies.services.datasets import ImportOptions, ImportValidationError, import_file
+from studies.services.imports import ImportOptions, ImportValidationError, import_file
 from tests.conftest import FUZZ_CASES, row_counts
 
 pytestmark = pytest.mark.django_db

@@ -10,8 +10,8 @@ import pytest
 from django.core.management import call_command
 
 from studies.models import Aspect, Judgment
-from studies.services.datasets import ImportOptions, ImportValidationError, import_file
-from studies.services.scales import parse_ranges, rounded_range
+from studies.services.imports import ImportOptions, ImportValidationError, import_file
+from studies.services.imports.scales import parse_ranges, rounded_range
 from tests.conftest import SHARED_DATA, record, row_counts
 
 pytestmark = pytest.mark.django_db

@@ -8,7 +8,7 @@ import pytest
 
 from studies.demo_data import write_demo_jsonl
 from studies.models import Dataset, Document, Judgment, MetricRun, MetricScore, Output
-from studies.services.datasets import ImportOptions, export_dataset, import_file
+from studies.services.imports import ImportOptions, export_dataset, import_file
 from tests.conftest import SHARED_DATA, record, row_counts
 
 pytestmark = pytest.mark.django_db

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 
-from studies.services import models as model_service
+from studies.services.catalog import model_catalog as model_service
 
 
 def _model(folder):

@@ -25,16 +25,16 @@ from studies.models import (
     Study,
     TaskKind,
 )
-from studies.services import steps as steps_service
-from studies.services.datasets import (
+from studies.services.catalog import steps as steps_service
+from studies.services.catalog.model_catalog import ModelNotAllowed, check_model
+from studies.services.imports import (
     ImportOptions,
     ImportValidationError,
     export_dataset,
     import_file,
+    run_import_job,
 )
-from studies.services.imports import run_import_job
 from studies.services.lookup import DatasetNotFound, find_dataset
-from studies.services.models import ModelNotAllowed, check_model
 from studies.services.runs import RunRequest, start_run
 from tests.conftest import record, row_counts
 from tests.factories import DatasetFactory, UserFactory
@@ -211,7 +211,7 @@ def test_an_aspect_created_by_a_simultaneous_import_is_reused_or_a_located_error
 ):
     """Two uploads of one owner create the same new aspect: the second import's
     validation ran before the first one wrote, so its write meets the first's aspect."""
-    from studies.services import datasets
+    from studies.services.imports import write as datasets
 
     validate = datasets._validate
 

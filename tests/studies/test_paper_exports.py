@@ -15,9 +15,10 @@ from django.urls import reverse
 from scipy import stats
 
 from studies.models import Dataset, MetricRun
-from studies.services import tables
-from studies.services.dashboards import MatrixParams, matrix_for
-from studies.services.datasets import ImportOptions, import_file
+from studies.services.analysis import tables
+from studies.services.analysis.dashboards import matrix_for
+from studies.services.analysis.params import MatrixParams
+from studies.services.imports import ImportOptions, import_file
 from tests.studies.test_dashboards import synthetic_records
 
 pytestmark = pytest.mark.django_db

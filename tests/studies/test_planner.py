@@ -14,8 +14,8 @@ from scipy import stats
 
 from scoring.stats import planner as stats_planner
 from studies.models import Aspect, MetricRun
-from studies.services import planner
-from studies.services.planner import PlannerParams
+from studies.services.analysis import planner
+from studies.services.analysis.planner import PlannerParams
 from studies.tasks import compute_planner
 from tests.studies.test_dashboards import scored  # noqa: F401  (a fixture)
 

@@ -14,9 +14,10 @@ from django.urls import reverse
 
 from scoring.stats.ppi import calibrate, document_folds, system_means
 from studies.models import Aspect, Dataset, MetricRun
-from studies.services.dashboards import MatrixParams, frame_for
-from studies.services.datasets import ImportOptions, import_file
-from studies.services.ppi import PPIQuery, compute_table, parse_query, ppi_table
+from studies.services.analysis.dashboards import frame_for
+from studies.services.analysis.params import MatrixParams
+from studies.services.analysis.ppi import PPIQuery, compute_table, parse_query, ppi_table
+from studies.services.imports import ImportOptions, import_file
 from studies.services.runs import RunRequest, execute_run, start_run
 from tests.conftest import SHARED_DATA
 

@@ -31,7 +31,7 @@ from django.utils import timezone
 
 from evalsite.celery import MAINTENANCE_QUEUE, MODEL_QUEUES
 from studies.models import Dataset, MetricRun, MetricScore
-from studies.services.datasets import ImportOptions, import_file
+from studies.services.imports import ImportOptions, import_file
 from studies.services.runs import RunRequest, start_run
 from tests.conftest import ROOT, _worker_env, free_port, record
 

@@ -12,8 +12,9 @@ from django.urls import reverse
 
 from scoring.lm import FakeLanguageModel
 from studies.models import MetricRun, MetricScore
-from studies.services import tables
-from studies.services.dashboards import MatrixParams, matrix_for
+from studies.services.analysis import tables
+from studies.services.analysis.dashboards import matrix_for
+from studies.services.analysis.params import MatrixParams
 from studies.services.runs import RunRequest, cancel_run, eta, execute_run, phase, start_run
 from tests.conftest import record
 from tests.tiny_models import tiny_gpt2
@@ -30,7 +31,7 @@ def tiny_model(tmp_path_factory):  # type: ignore[no-untyped-def]
 @pytest.fixture
 def dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
     from studies.models import Dataset
-    from studies.services.datasets import ImportOptions, import_file
+    from studies.services.imports import ImportOptions, import_file
 
     records = [
         record(

@@ -79,7 +79,7 @@ def toys():  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
-    from studies.services.datasets import ImportOptions, import_file
+    from studies.services.imports import ImportOptions, import_file
 
     path = write_jsonl([record(f"d{d}", f"s{s}") for d in range(2) for s in range(2)])
     import_file(

@@ -30,7 +30,7 @@ def tiny_model(tmp_path_factory):  # type: ignore[no-untyped-def]
 @pytest.fixture
 def dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
     from studies.models import Dataset
-    from studies.services.datasets import ImportOptions, import_file
+    from studies.services.imports import ImportOptions, import_file
 
     records = [
         record(f"d{d}", f"s{s}", output=f"Output {s} about the budget {d}.")

@@ -10,10 +10,10 @@ from django.urls import reverse
 
 from scoring.lm import FakeLanguageModel
 from studies.models import Dataset, MetricRun, MetricScore
-from studies.services import dashboards
-from studies.services.dashboards import MatrixParams
+from studies.services.analysis import dashboards
+from studies.services.analysis.params import MatrixParams
+from studies.services.analysis.sentinels import add_sentinels
 from studies.services.runs import execute_run
-from studies.services.sentinels import add_sentinels
 from tests.tiny_models import tiny_gpt2
 
 pytestmark = pytest.mark.django_db
@@ -65,7 +65,7 @@ def length_records(n_docs: int = 12, n_systems: int = 5, seed: int = 1) -> list[
 
 @pytest.fixture
 def dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
-    from studies.services.datasets import ImportOptions, import_file
+    from studies.services.imports import ImportOptions, import_file
 
     path = write_jsonl(length_records(), name="lengthy.jsonl")
     import_file(
@@ -162,7 +162,7 @@ def test_the_matrix_marks_a_metric_that_does_not_beat_a_sentinel(dataset, tiny_m
     import csv
     import io
 
-    from studies.services.tables import to_csv, to_latex
+    from studies.services.analysis.tables import to_csv, to_latex
 
     rows = {r["run"]: r for r in csv.DictReader(io.StringIO(to_csv(result, raw=True)))}
     code = result["columns"][0]["aspect"]["code"]

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def run(write_jsonl, cast, settings):  # type: ignore[no-untyped-def]
-    from studies.services.datasets import ImportOptions, import_file
+    from studies.services.imports import ImportOptions, import_file
 
     settings.CONCORDIA = {**settings.CONCORDIA, "RUN_SHARD_DOCUMENTS": 2}
     path = write_jsonl(

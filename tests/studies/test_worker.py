@@ -61,7 +61,7 @@ def test_a_run_killed_mid_way_is_completed_by_a_new_worker_with_one_score_per_ou
 
     from evalsite.celery import worker_command
     from studies.models import Dataset, MetricRun, MetricScore
-    from studies.services.datasets import ImportOptions, import_file
+    from studies.services.imports import ImportOptions, import_file
     from studies.services.runs import RunRequest, resume_run, start_run
     from studies.tasks import run_metric
     from tests.conftest import _worker_env, record
@@ -215,7 +215,7 @@ def test_two_workers_share_one_run_and_each_output_is_scored_once(cast, write_js
 
     from evalsite.celery import worker_command
     from studies.models import Dataset, MetricScore
-    from studies.services.datasets import ImportOptions, import_file
+    from studies.services.imports import ImportOptions, import_file
     from studies.services.runs import RunRequest, start_run
     from studies.tasks import run_metric_cpu
     from tests.conftest import _worker_env, record

@@ -8,7 +8,7 @@ from rest_framework import serializers
 
 from scoring.stats import Average, Level, unsupported
 from studies.api.serializers.choices import JudgmentChoices
-from studies.services.dashboards import AVERAGES, COEFFICIENT_NAMES, DEFAULT_MIN_COVERAGE
+from studies.services.analysis.params import AVERAGES, COEFFICIENT_NAMES, DEFAULT_MIN_COVERAGE
 
 # Which query parameter to change when a combination names no statistic.
 _PARAMETER_OF = {"coefficient": "coef", "tie_calibration": "ties", "average": "average"}

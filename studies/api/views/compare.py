@@ -11,7 +11,7 @@ from studies.api.errors import error_response
 from studies.api.permissions import IsResearcher
 from studies.api.serializers.compare import CompareQuerySerializer, CompareSerializer
 from studies.api.views.common import dataset_or_404, query_of
-from studies.services import compare
+from studies.services.analysis import compare
 
 
 @extend_schema(

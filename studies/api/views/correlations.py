@@ -26,9 +26,9 @@ from studies.api.serializers.correlations import (
 )
 from studies.api.views.common import PassthroughRenderer, dataset_or_404, query_of
 from studies.models import Dataset
-from studies.services import dashboards, tables
-from studies.services.dashboards import MatrixParams
-from studies.services.drilldown import drilldown
+from studies.services.analysis import dashboards, tables
+from studies.services.analysis.drilldown import drilldown
+from studies.services.analysis.params import MatrixParams
 
 EXPORTS = {
     "csv": ("text/csv", tables.to_csv),

@@ -33,9 +33,8 @@ from studies.api.serializers.datasets import (
 from studies.api.views.common import PassthroughRenderer, datasets_of, query_of
 from studies.models import Dataset, ImportJob
 from studies.permissions import may_change_dataset
-from studies.services.datasets import export_dataset
 from studies.services.deletion import DeletionRefused, delete_dataset
-from studies.services.imports import create_import_job, run_import_job
+from studies.services.imports import create_import_job, export_dataset, run_import_job
 
 WAIT = OpenApiParameter(
     "wait",

@@ -10,13 +10,10 @@ from rest_framework.response import Response
 from studies.api.errors import error_response
 from studies.api.permissions import IsResearcher
 from studies.api.serializers.correlations import PendingSerializer
-from studies.api.serializers.diagnostics import (
-    DiagnosticsQuerySerializer,
-    DiagnosticsSerializer,
-)
+from studies.api.serializers.diagnostics import DiagnosticsQuerySerializer, DiagnosticsSerializer
 from studies.api.views.common import dataset_or_404, query_of
-from studies.services.dashboards import MatrixParams
-from studies.services.diagnostics import UnknownChoice, available_diagnostics
+from studies.services.analysis.diagnostics import UnknownChoice, available_diagnostics
+from studies.services.analysis.params import MatrixParams
 
 
 @extend_schema(

@@ -20,9 +20,9 @@ from studies.api.serializers.planner import (
 )
 from studies.api.serializers.runs import RunSerializer
 from studies.api.views.common import dataset_or_404, query_of
-from studies.services import planner
-from studies.services.planner import PlannerParams
-from studies.services.sentinels import add_sentinels
+from studies.services.analysis import planner
+from studies.services.analysis.planner import PlannerParams
+from studies.services.analysis.sentinels import add_sentinels
 
 
 @extend_schema(

@@ -12,13 +12,13 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from scoring.stats import average_ranks
-from studies.services import tables
-from studies.services.dashboards import (
+from studies.services.analysis import tables
+from studies.services.analysis.dashboards import matrix_for
+from studies.services.analysis.params import (
     AVERAGES,
     COEFFICIENT_NAMES,
     DEFAULT_MIN_COVERAGE,
     MatrixParams,
-    matrix_for,
     parse_min_coverage,
 )
 from studies.services.lookup import DatasetNotFound, find_dataset

@@ -25,7 +25,7 @@ from annotation.services.campaigns import CampaignSpec, create_campaign
 from evalsite.celery import local_workers
 from studies.demo_data import write_demo_jsonl
 from studies.models import Aspect, Dataset, Study, StudyMember
-from studies.services.datasets import ImportOptions, import_file
+from studies.services.imports import ImportOptions, import_file
 from studies.services.studies import CREATE_ANNOTATORS
 
 log = logging.getLogger(__name__)

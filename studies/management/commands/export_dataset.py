@@ -9,9 +9,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from studies.services.datasets import export_dataset
+from studies.services.imports import export_dataset
+from studies.services.imports.records import FORMATS
 from studies.services.lookup import DatasetNotFound, find_dataset
-from studies.services.records import FORMATS
 
 
 class Command(BaseCommand):

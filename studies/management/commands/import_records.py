@@ -12,10 +12,10 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from studies.services.datasets import ImportOptions, ImportValidationError, import_file
+from studies.services.imports import ImportOptions, ImportValidationError, import_file
+from studies.services.imports.records import FORMATS, detect_format
+from studies.services.imports.scales import parse_ranges
 from studies.services.lookup import DatasetNotFound, find_dataset
-from studies.services.records import FORMATS, detect_format
-from studies.services.scales import parse_ranges
 
 
 class Command(BaseCommand):

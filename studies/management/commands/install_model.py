@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from studies.services.models import install_default_encoder, install_default_model
+from studies.services.catalog.model_catalog import install_default_encoder, install_default_model
 
 
 class Command(BaseCommand):

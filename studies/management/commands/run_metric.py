@@ -16,6 +16,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from scoring.lm.precision import PRECISIONS
 from scoring.lm.store import ModelNotInstalled
 from studies.models import MetricRun
+from studies.services.analysis.sentinels import add_sentinels
 from studies.services.lookup import DatasetNotFound, find_dataset
 from studies.services.runs import (
     METRIC_GROUPS,
@@ -28,7 +29,6 @@ from studies.services.runs import (
     resume_run,
     start_runs,
 )
-from studies.services.sentinels import add_sentinels
 
 
 class Command(BaseCommand):

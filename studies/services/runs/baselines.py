@@ -10,7 +10,7 @@ from typing import Any
 from scoring.metrics import bertscore, rouge, sacrebleu_metrics, sentinels
 from scoring.metrics.base import Item, ScoreResult
 from studies.models import Dataset, MetricRun, Output
-from studies.services.models import fingerprint, resolve_encoder
+from studies.services.catalog.model_catalog import fingerprint, resolve_encoder
 from studies.services.runs.model import load_encoder
 from studies.services.runs.types import ModelFactory, Plan, RunError, Runner, RunRequest, Scorer
 

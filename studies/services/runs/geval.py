@@ -14,8 +14,8 @@ from scoring.lm.rating import RatingModel, TextSampler
 from scoring.metrics import geval
 from scoring.metrics.base import Item, ScoreResult
 from studies.models import Dataset, MetricRun, MetricScore, Output
-from studies.services import steps as steps_service
-from studies.services.models import library_versions
+from studies.services.catalog import steps as steps_service
+from studies.services.catalog.model_catalog import library_versions
 from studies.services.runs.aspects import find_aspect
 from studies.services.runs.model import load_language_model, model_config
 from studies.services.runs.types import ModelFactory, Plan, RunError, Runner, RunRequest, Scorer

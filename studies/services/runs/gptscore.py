@@ -12,7 +12,7 @@ from scoring.lm.base import LanguageModel, Reduction
 from scoring.metrics import gptscore
 from scoring.metrics.base import Item, ScoreResult
 from studies.models import Aspect, Dataset, Judgment, MetricRun, Output, PromptTemplate
-from studies.services.models import library_versions
+from studies.services.catalog.model_catalog import library_versions
 from studies.services.runs.aspects import find_aspect
 from studies.services.runs.model import load_language_model, model_config
 from studies.services.runs.types import ModelFactory, Plan, RunError, Runner, RunRequest, Scorer

@@ -11,7 +11,7 @@ from scoring.lm.encoder import HFEncoder
 from scoring.lm.hf import HFLanguageModel  # cheap: torch loads with a model
 from scoring.lm.precision import PRECISIONS
 from studies.models import AspectVersion, Dataset, MetricRun
-from studies.services.models import fingerprint, resolve_model
+from studies.services.catalog.model_catalog import fingerprint, resolve_model
 from studies.services.runs.types import RunError
 
 

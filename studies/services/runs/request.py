@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from studies.models import Aspect, Dataset, MetricRun
-from studies.services.models import check_model
+from studies.services.catalog.model_catalog import check_model
 from studies.services.runs.core import save_run
 from studies.services.runs.registry import METRIC_GROUPS, METRICS, per_aspect, runner
 from studies.services.runs.types import RunError, RunRequest

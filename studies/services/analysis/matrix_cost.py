@@ -17,7 +17,7 @@ from scoring.stats.cost import MatrixSize, matrix_seconds
 from studies.models import Dataset, Judgment, Output
 
 if TYPE_CHECKING:
-    from studies.services.dashboards import MatrixParams
+    from studies.services.analysis.params import MatrixParams
 
 
 def matrix_size(dataset: Dataset) -> MatrixSize:

@@ -20,8 +20,8 @@ from scoring.lm.store import ModelNotInstalled
 from scoring.metrics import sentinels
 from scoring.stats import Alternative, paired_bootstrap_p
 from studies.models import Dataset, Judgment, MetricRun
-from studies.services.frames import RunInfo
-from studies.services.models import check_model
+from studies.services.analysis.frames import RunInfo
+from studies.services.catalog.model_catalog import check_model
 from studies.services.runs.core import Plan, RunError, save_run
 from studies.services.runs.registry import runner
 from studies.services.runs.request import RunRequest

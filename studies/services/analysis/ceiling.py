@@ -16,9 +16,10 @@ from django.contrib.auth import get_user_model
 from scoring.stats import Groups
 from scoring.stats.diagnostics import leave_one_out
 from studies.models import Dataset, Judgment
+from studies.services.analysis.frames import ScoreFrame, _rows
+from studies.services.analysis.matrix import cell_statistic
+from studies.services.analysis.params import MatrixParams
 from studies.services.csvfile import number
-from studies.services.dashboards import MatrixParams, cell_statistic
-from studies.services.frames import ScoreFrame, _rows
 
 NO_OVERLAP = "fewer than 2 annotators judged the same outputs of this aspect"
 UNDEFINED = "the annotators' scores leave the statistic undefined where they overlap (constant)"

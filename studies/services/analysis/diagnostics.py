@@ -28,9 +28,10 @@ from scoring.stats.diagnostics import (
     whitespace_tokens,
 )
 from studies.models import Dataset, Output
-from studies.services.dashboards import MatrixParams, frame_for
-from studies.services.frames import ScoreFrame, _rows
-from studies.services.matrix_cost import is_cheap
+from studies.services.analysis.dashboards import frame_for
+from studies.services.analysis.frames import ScoreFrame, _rows
+from studies.services.analysis.matrix_cost import is_cheap
+from studies.services.analysis.params import MatrixParams
 from studies.services.queue import COMPUTE_DIAGNOSTICS, send
 
 TOP_DOCUMENTS = 15

@@ -8,12 +8,9 @@ from django.utils import timezone
 
 from studies.models import ImportJob
 from studies.services import queue
-from studies.services.datasets import (
-    ImportOptions,
-    ImportValidationError,
-    import_file,
-    owned_dataset,
-)
+from studies.services.imports.options import ImportOptions, ImportValidationError
+from studies.services.imports.validate import owned_dataset
+from studies.services.imports.write import import_file
 
 log = logging.getLogger(__name__)
 

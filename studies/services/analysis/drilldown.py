@@ -1,7 +1,7 @@
 """One matrix cell in detail: the scatter of metric vs human (system means at system
 level, the outputs otherwise), per-system bars, the per-document correlations at sample
 level, and the outputs the two rank most differently. Charts are Vega-Lite specs built
-by studies/services/charts.py."""
+by studies/services/analysis/charts.py."""
 
 from __future__ import annotations
 
@@ -17,8 +17,10 @@ from scipy.stats import rankdata
 from scoring.stats import Groups, Level
 from scoring.stats.correlation import system_means
 from studies.models import Dataset, Output
-from studies.services import charts
-from studies.services.dashboards import MatrixParams, cell_statistic, frame_for
+from studies.services.analysis import charts
+from studies.services.analysis.dashboards import frame_for
+from studies.services.analysis.matrix import cell_statistic
+from studies.services.analysis.params import MatrixParams
 
 MAX_POINTS = 1500  # a scatter beyond this is a blur; a seeded sample keeps it readable
 TOP_DISAGREEMENTS = 12

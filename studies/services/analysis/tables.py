@@ -11,15 +11,11 @@ import numpy as np
 
 from scoring.stats import Alternative, Coefficient, Level, Swap, permutation_test
 from studies.models import Dataset
-from studies.services.ceiling import csv_row
+from studies.services.analysis.ceiling import csv_row
+from studies.services.analysis.dashboards import frame_for, matrix_for
+from studies.services.analysis.matrix import statistic_options
+from studies.services.analysis.params import COEFFICIENT_LABELS, MatrixParams
 from studies.services.csvfile import csv_text, number
-from studies.services.dashboards import (
-    COEFFICIENT_LABELS,
-    MatrixParams,
-    frame_for,
-    matrix_for,
-    statistic_options,
-)
 
 SETTINGS = ("VAL", "IST", "IDM")
 

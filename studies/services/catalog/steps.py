@@ -192,7 +192,7 @@ def generate_steps_job(
     """What the Celery task runs: load the model and generate; returns the steps' id."""
     from django.contrib.auth import get_user_model
 
-    from studies.services.models import fingerprint, resolve_model
+    from studies.services.catalog.model_catalog import fingerprint, resolve_model
 
     user = get_user_model().objects.filter(pk=user_id).first() if user_id else None
     task = TaskKind.objects.get(pk=task_id)
@@ -224,7 +224,7 @@ def request_generation(
 ) -> None:
     """Enqueue the generation on the ``gpu`` queue once the transaction commits; the steps
     belong to ``user`` (a web request may only ask for an allowed model)."""
-    from studies.services.models import check_model
+    from studies.services.catalog.model_catalog import check_model
     from studies.tasks import generate_steps as task_fn
 
     check_model(model)

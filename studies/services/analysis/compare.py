@@ -11,9 +11,9 @@ from django.core.cache import cache
 from scipy import stats
 
 from studies.models import Dataset, MetricRun
-from studies.services import charts
-from studies.services.drilldown import MAX_POINTS, output_href
-from studies.services.frames import load_frame
+from studies.services.analysis import charts
+from studies.services.analysis.drilldown import MAX_POINTS, output_href
+from studies.services.analysis.frames import load_frame
 
 SEED = 0  # the sample of points shown when there are more than MAX_POINTS, and the jitter
 

@@ -33,7 +33,8 @@ from scoring.stats.ppi import (
     system_means,
 )
 from studies.models import Aspect, Dataset, Judgment, MetricRun
-from studies.services.dashboards import MatrixParams, frame_for
+from studies.services.analysis.dashboards import frame_for
+from studies.services.analysis.params import MatrixParams
 
 FOLDS = 5
 CONFIDENCE = 0.95

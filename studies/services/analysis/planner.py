@@ -24,9 +24,11 @@ from scoring.stats import Average, DegeneratePolicy, Groups, Level, unsupported
 from scoring.stats import planner as stats_planner
 from scoring.stats.correlation import Coefficient, sample_level
 from studies.models import Dataset, MetricRun
-from studies.services import charts, queue
-from studies.services.dashboards import COEFFICIENT_LABELS, COEFFICIENT_NAMES, statistic_options
-from studies.services.frames import load_frame
+from studies.services import queue
+from studies.services.analysis import charts
+from studies.services.analysis.frames import load_frame
+from studies.services.analysis.matrix import statistic_options
+from studies.services.analysis.params import COEFFICIENT_LABELS, COEFFICIENT_NAMES
 
 PENDING_SECONDS = 600
 SERIES_NAMES = {"half_width_a": "a", "half_width_b": "b", "half_width_diff": "a − b"}

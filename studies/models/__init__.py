@@ -1,0 +1,42 @@
+"""Concordia's domain model: datasets of system outputs, aspects, human judgments,
+prompt templates and metric runs with their scores.
+
+Aspects and prompt templates are versioned: every change to the text a metric or an
+annotator reads creates a new immutable version row, and runs point at the version
+they used, so editing a definition never rewrites history.
+
+One module per concern; every model is re-exported here, where Django and the rest of
+the project import them from (``from studies.models import Dataset``).
+"""
+
+from studies.models.aspects import Aspect, AspectVersion, TaskKind, aspect_key
+from studies.models.datasets import Dataset, Document, Judgment, Output
+from studies.models.jobs import ImportJob, WorkerHeartbeat
+from studies.models.prompts import EvaluationSteps, PromptTemplate, PromptTemplateVersion
+from studies.models.runs import AllowedModel, MetricRun, MetricScore, RunShard
+from studies.models.studies import Study, StudyMember
+from studies.models.versioning import Snapshot, VersionedModel
+
+__all__ = [
+    "AllowedModel",
+    "Aspect",
+    "AspectVersion",
+    "Dataset",
+    "Document",
+    "EvaluationSteps",
+    "ImportJob",
+    "Judgment",
+    "MetricRun",
+    "MetricScore",
+    "Output",
+    "PromptTemplate",
+    "PromptTemplateVersion",
+    "RunShard",
+    "Snapshot",
+    "Study",
+    "StudyMember",
+    "TaskKind",
+    "VersionedModel",
+    "WorkerHeartbeat",
+    "aspect_key",
+]

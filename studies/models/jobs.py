@@ -1,0 +1,73 @@
+"""Work done by workers outside metric runs: upload imports and worker heartbeats."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from studies.models.aspects import TaskKind
+from studies.models.datasets import Dataset
+
+
+class ImportJob(models.Model):
+    """An uploaded file waiting for, or done with, its import in a worker."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+
+    upload = models.FileField(upload_to="uploads/%Y/%m/")
+    original_name = models.CharField(max_length=255)
+    file_format = models.CharField(max_length=8)
+    dataset_name = models.SlugField(max_length=100)
+    task = models.ForeignKey(TaskKind, on_delete=models.PROTECT, related_name="+")
+    create_aspects = models.BooleanField(default=False)
+    scale_options = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Out-of-scale scores: {"rescale": {"name": [low, high]}, "widen_aspects": bool}.',
+    )
+    dataset = models.ForeignKey(
+        Dataset, null=True, blank=True, on_delete=models.SET_NULL, related_name="import_jobs"
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    summary = models.JSONField(default=dict, blank=True)
+    errors = models.JSONField(default=list, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="import_jobs"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="When it was last enqueued or claimed by a worker."
+    )
+    recoveries = models.PositiveIntegerField(
+        default=0, help_text="Times the sweeper enqueued it again because its task was lost."
+    )
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"import of {self.original_name} into {self.dataset_name}"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in {self.Status.SUCCEEDED, self.Status.FAILED}
+
+
+class WorkerHeartbeat(models.Model):
+    """Written by the ``heartbeat`` task: proof that a worker took a task and reached the database."""
+
+    hostname = models.CharField(max_length=255)
+    pid = models.PositiveIntegerField()
+    note = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.hostname}:{self.pid} at {self.created_at:%Y-%m-%d %H:%M:%S}"

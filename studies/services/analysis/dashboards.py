@@ -1,0 +1,199 @@
+"""Correlation matrices, drill-downs and paper tables, computed from stored scores and
+cached under a key that includes the dataset's ``data_version`` (any change to its
+outputs, judgments or scores gives a new key; nothing is kept as a running total).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection
+from dataclasses import asdict
+from typing import Any
+
+from django.core.cache import cache
+from django.db.models import Q
+
+from studies.models import Dataset, ImportJob, Judgment
+from studies.services.analysis.ceiling import ceiling_row
+from studies.services.analysis.frames import ScoreFrame, load_frame, restrict_to_documents
+from studies.services.analysis.matrix import compute_matrix
+from studies.services.analysis.matrix_cost import is_cheap
+from studies.services.analysis.params import MatrixParams
+
+log = logging.getLogger(__name__)
+NO_JUDGMENT = Q(pk__isnull=True)  # matches no row (an empty IN list cannot be raw SQL)
+
+
+def frame_for(
+    dataset: Dataset,
+    params: MatrixParams,
+    *,
+    only_runs: Collection[int] | None = None,
+    only_aspects: Collection[int] | None = None,
+) -> ScoreFrame:
+    """The dataset's scores and judgments (only these runs and aspects when given):
+    without flagged annotators when asked; with each output's judgments weighted by
+    their annotators' MACE competence when asked (annotators without an estimate weigh
+    1, see :func:`~annotation.services.competence.competence_weights`); and only
+    a trained metric's test documents when asked (so no metric is credited for the
+    documents a learned metric was trained on)."""
+    excluded: set[int] = set()
+    if params.exclude_flagged:
+        from annotation.services.gold import flagged_for_dataset
+
+        excluded = flagged_for_dataset(dataset)
+    weights = None
+    if params.weight_by_competence:
+        from annotation.services.competence import competence_weights
+
+        weights = competence_weights(dataset)
+    frame = load_frame(
+        dataset,
+        exclude_annotators=excluded,
+        judgment_weights=weights,
+        only_runs=only_runs,
+        only_aspects=only_aspects,
+        judgments=source_filter(dataset, params.source),
+    )
+    if params.test_of:
+        from learned.models import TrainedMetric
+
+        trained = TrainedMetric.objects.filter(pk=params.test_of).first()
+        frame = restrict_to_documents(
+            frame, trained.split.get(dataset.name, {}).get("test", []) if trained else []
+        )
+    return frame
+
+
+def source_filter(dataset: Dataset, source: str) -> Q | None:
+    """The judgments a ``source`` choice keeps (None: all): one imported file's (an import
+    job of this dataset, by its file name, or a file name) or one campaign's answers (a
+    campaign of a study on this dataset); an unknown one keeps none."""
+    if not source:
+        return None
+    kind, _, raw = source.partition(":")
+    if kind == "file":
+        return Q(annotator__isnull=True, import_file=raw)
+    if kind == "import":
+        name = (
+            ImportJob.objects.filter(pk=int(raw), dataset=dataset)
+            .values_list("original_name", flat=True)
+            .first()
+        )
+        return Q(annotator__isnull=True, import_file=name) if name else NO_JUDGMENT
+    from annotation.models import Campaign
+    from annotation.services.report import campaign_judgments
+
+    if not Campaign.objects.filter(pk=int(raw), study__dataset=dataset).exists():
+        return NO_JUDGMENT
+    return Q(pk__in=campaign_judgments(int(raw)).values("pk"))
+
+
+def judgment_sources(dataset: Dataset) -> list[tuple[str, str]]:
+    """What the page's source control offers: the dataset's uploaded files, the files
+    imported without an upload (the import command), then the campaigns of its studies
+    (value, label). Cached per data version (a campaign's first answer changes it) for
+    five minutes, so the cached page stays a handful of queries."""
+    key = f"judgment-sources:{dataset.pk}:{dataset.created_at.isoformat()}:{dataset.data_version}"
+    found = cache.get(key)
+    if isinstance(found, list):
+        return found
+    choices = _judgment_sources(dataset)
+    cache.set(key, choices, 300)
+    return choices
+
+
+def _judgment_sources(dataset: Dataset) -> list[tuple[str, str]]:
+    from annotation.models import Campaign
+
+    jobs = ImportJob.objects.filter(dataset=dataset, status=ImportJob.Status.SUCCEEDED)
+    uploaded = list(jobs.order_by("created_at").values_list("pk", "original_name"))
+    choices = [(f"import:{pk}", f"imported file {name}") for pk, name in uploaded]
+    files = (
+        Judgment.objects.filter(output__document__dataset=dataset, annotator__isnull=True)
+        .order_by("import_file")
+        .values_list("import_file", flat=True)
+        .distinct()
+    )
+    named = {name for _, name in uploaded}
+    choices += [(f"file:{name}", f"imported file {name}") for name in files if name not in named]
+    campaigns = Campaign.objects.filter(study__dataset=dataset).order_by("created_at")
+    choices += [
+        (f"campaign:{pk}", f"campaign {name}") for pk, name in campaigns.values_list("pk", "name")
+    ]
+    return choices
+
+
+def trained_metrics(dataset: Dataset) -> list[Any]:
+    """The dataset's finished learned metrics (for the page's test-documents filter)."""
+    from learned.models import TrainedMetric
+
+    return list(
+        TrainedMetric.objects.filter(dataset=dataset, status=TrainedMetric.Status.SUCCEEDED)
+        .select_related("aspect")
+        .only("pk", "label", "split", "aspect__code")
+    )
+
+
+def excluded_annotators(dataset: Dataset, params: MatrixParams) -> list[str]:
+    """The usernames ``params`` leaves out (annotators flagged on gold items)."""
+    if not params.exclude_flagged:
+        return []
+    from django.contrib.auth import get_user_model
+
+    from annotation.services.gold import flagged_for_dataset
+
+    users = get_user_model().objects.filter(pk__in=flagged_for_dataset(dataset))
+    return sorted(users.values_list("username", flat=True))
+
+
+def cached_matrix(dataset: Dataset, params: MatrixParams) -> dict[str, Any] | None:
+    result: dict[str, Any] | None = cache.get(params.key(dataset))
+    return result
+
+
+def progress(dataset: Dataset, params: MatrixParams) -> dict[str, int] | None:
+    value: dict[str, int] | None = cache.get(params.key(dataset) + ":progress")
+    return value
+
+
+def available_matrix(dataset: Dataset, params: MatrixParams) -> dict[str, Any] | None:
+    """What a page may show now: the cached matrix, or one computed in the request when
+    it is estimated cheap (:func:`~studies.services.analysis.matrix_cost.is_cheap`); else None
+    after asking a worker to compute it."""
+    result = cached_matrix(dataset, params)
+    if result is None and is_cheap(dataset, params):
+        result = compute_and_cache(dataset, params)
+    if result is None:
+        request_matrix(dataset, params)
+    return result
+
+
+def matrix_for(dataset: Dataset, params: MatrixParams) -> dict[str, Any]:
+    """The cached matrix, computing and caching it first if needed."""
+    return cached_matrix(dataset, params) or compute_and_cache(dataset, params)
+
+
+def compute_and_cache(dataset: Dataset, params: MatrixParams) -> dict[str, Any]:
+    key = params.key(dataset)
+
+    def report(done: int, total: int) -> None:
+        cache.set(key + ":progress", {"done": done, "total": total}, 600)
+
+    frame = frame_for(dataset, params)
+    result = compute_matrix(frame, params, report)
+    result["ceiling"] = ceiling_row(dataset, frame, params)
+    cache.set(key, result)
+    cache.delete(key + ":progress")
+    return result
+
+
+def request_matrix(dataset: Dataset, params: MatrixParams) -> bool:
+    """Enqueue the computation unless one is already under way; True if enqueued."""
+    from studies.tasks import compute_correlations
+
+    key = params.key(dataset)
+    if not cache.add(key + ":progress", {"done": 0, "total": 0}, 600):
+        return False
+    compute_correlations.delay(dataset.pk, asdict(params))
+    return True

@@ -1,0 +1,30 @@
+"""Importing and exporting datasets: the one service behind the upload page, the
+``import_records`` command, the import task and the API.
+
+An import reads the file twice, streaming: the first pass validates every line and
+collects located errors (:mod:`.validate`); only when there are none does the second pass
+write, in one transaction, in batches (:mod:`.write`, with the aspects it creates, widens
+or rescales into in :mod:`.aspects`). Re-importing a file updates changed values and
+creates no duplicates. Rows that are not in the file are left alone: an import only adds
+or updates. Files are read by :mod:`.records`, scores checked against their aspect's
+scale by :mod:`.scales`; an upload is a job a worker imports (:mod:`.jobs`); an export
+writes the same formats (:mod:`.export`).
+"""
+
+from studies.services.imports.export import export_dataset, run_columns
+from studies.services.imports.jobs import create_import_job, run_import_job
+from studies.services.imports.options import ImportOptions, ImportSummary, ImportValidationError
+from studies.services.imports.validate import owned_dataset
+from studies.services.imports.write import import_file
+
+__all__ = [
+    "ImportOptions",
+    "ImportSummary",
+    "ImportValidationError",
+    "create_import_job",
+    "export_dataset",
+    "import_file",
+    "owned_dataset",
+    "run_columns",
+    "run_import_job",
+]

@@ -1,0 +1,290 @@
+"""Importing a dataset file: validate it completely (:mod:`.validate`), then write it in one
+transaction, in batches, with a handful of queries per batch."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from studies.models import (
+    Aspect,
+    Dataset,
+    Document,
+    Judgment,
+    MetricRun,
+    MetricScore,
+    Output,
+    TaskKind,
+)
+from studies.services.imports.aspects import _aspects, _rescalers
+from studies.services.imports.options import (
+    ImportOptions,
+    ImportSummary,
+    ImportValidationError,
+    _batched,
+)
+from studies.services.imports.records import LineError, Record
+from studies.services.imports.validate import _valid_records, _validate
+
+log = logging.getLogger(__name__)
+
+
+def import_file(path: Path | str, options: ImportOptions) -> ImportSummary:
+    """Validate ``path`` completely, then write it in one transaction.
+
+    Raises :class:`ImportValidationError` (nothing written) when any line is bad.
+    """
+    started = time.perf_counter()
+    path = Path(path)
+    cfg = settings.CONCORDIA
+    if path.stat().st_size > cfg["IMPORT_MAX_FILE_BYTES"]:
+        raise ImportValidationError(
+            [LineError(0, "", f"the file is larger than {cfg['IMPORT_MAX_FILE_BYTES']} bytes")]
+        )
+    plan = _validate(path, options)
+    summary = ImportSummary(dataset=options.dataset, records=plan.records)
+    with transaction.atomic():
+        dataset = _dataset(options)
+        aspects = _aspects(plan, options, summary)
+        runs = _imported_runs(dataset, plan.metrics, options.file_name, summary)
+        writer = _ChunkWriter(dataset, aspects, runs, options.file_name, summary)
+        writer.scale = _rescalers(plan, options, summary)
+        with path.open("rb") as stream:
+            for chunk in _batched(_valid_records(stream, options), cfg["IMPORT_BATCH_SIZE"]):
+                writer.write(chunk)
+        for run in runs.values():
+            run.total = run.done = run.scores.count()
+            run.save(update_fields=["total", "done"])
+        dataset.bump_data_version()
+    summary.seconds = round(time.perf_counter() - started, 3)
+    log.info("imported %s into %s: %s", options.file_name, options.dataset, summary.as_dict())
+    return summary
+
+
+def _dataset(options: ImportOptions) -> Dataset:
+    """The owner's dataset of that name, created if new: never another owner's."""
+    dataset, _ = Dataset.objects.get_or_create(
+        name=options.dataset,
+        owner=options.owner,
+        defaults={
+            "task": TaskKind.objects.get(code=options.task),
+            "description": options.description,
+        },
+    )
+    return dataset
+
+
+def _imported_runs(
+    dataset: Dataset, names: list[str], file_name: str, summary: ImportSummary
+) -> dict[str, MetricRun]:
+    runs: dict[str, MetricRun] = {}
+    for name in names:
+        run, _ = MetricRun.objects.get_or_create(
+            dataset=dataset,
+            label=name,
+            kind=MetricRun.Kind.IMPORTED,
+            defaults={
+                "metric": name,
+                "status": MetricRun.Status.SUCCEEDED,
+                "config": {"imported_from": file_name},
+                "provenance": {"source": "import", "file": file_name},
+            },
+        )
+        runs[name] = run
+        summary.metric_runs.append(name)
+    return runs
+
+
+class _ChunkWriter:
+    """Upserts one batch of records at a time with a handful of queries per batch."""
+
+    def __init__(
+        self,
+        dataset: Dataset,
+        aspects: dict[str, Aspect],
+        runs: dict[str, MetricRun],
+        file_name: str,
+        summary: ImportSummary,
+    ) -> None:
+        self.dataset = dataset
+        self.aspects = aspects
+        self.runs = runs
+        self.file_name = file_name
+        self.summary = summary
+        self.scale: dict[str, Callable[[float], float]] = {}  # file key -> rescaling
+        self.doc_ids: dict[str, int] = {}  # documents already written by this import
+        self.new_outputs: set[int] = set()  # created in the current batch: nothing to look up
+
+    def write(self, chunk: list[Record]) -> None:
+        latest = {(r.doc_id, r.system_id): r for r in chunk}  # a repeated line: the last one wins
+        records = list(latest.values())
+        self._documents(records)
+        output_ids = self._outputs(records)
+        self._judgments(records, output_ids)
+        self._metric_scores(records, output_ids)
+
+    def _documents(self, records: list[Record]) -> None:
+        wanted = {r.doc_id: r for r in records if r.doc_id not in self.doc_ids}
+        if not wanted:
+            return
+        existing = {
+            d.doc_key: d for d in Document.objects.filter(dataset=self.dataset, doc_key__in=wanted)
+        }
+        new, changed = [], []
+        for key, r in wanted.items():
+            doc = existing.get(key)
+            fields = {"source": r.source, "references": list(r.references), "context": r.context}
+            if doc is None:
+                new.append(Document(dataset=self.dataset, doc_key=key, **fields))
+            elif any(getattr(doc, k) != v for k, v in fields.items()):
+                for k, v in fields.items():
+                    setattr(doc, k, v)
+                changed.append(doc)
+            else:
+                self.doc_ids[key] = doc.pk
+        Document.objects.bulk_create(new)
+        Document.objects.bulk_update(changed, ["source", "references", "context"])
+        self.summary.documents["created"] += len(new)
+        self.summary.documents["updated"] += len(changed)
+        for doc in [*new, *changed]:
+            self.doc_ids[doc.doc_key] = doc.pk
+        if any(doc.pk is None for doc in new):  # backends that do not return ids
+            self.doc_ids.update(
+                Document.objects.filter(dataset=self.dataset, doc_key__in=wanted).values_list(
+                    "doc_key", "pk"
+                )
+            )
+
+    def _outputs(self, records: list[Record]) -> dict[tuple[str, str], int]:
+        doc_pks = {self.doc_ids[r.doc_id] for r in records}
+        existing = {
+            (o.document_id, o.system_id): o for o in Output.objects.filter(document_id__in=doc_pks)
+        }
+        new, changed = [], []
+        for r in records:
+            pk = self.doc_ids[r.doc_id]
+            out = existing.get((pk, r.system_id))
+            if out is None:
+                new.append(Output(document_id=pk, system_id=r.system_id, text=r.output))
+            elif out.text != r.output:
+                out.text = r.output
+                changed.append(out)
+        Output.objects.bulk_create(new)
+        Output.objects.bulk_update(changed, ["text"])
+        self.summary.outputs["created"] += len(new)
+        self.summary.outputs["updated"] += len(changed)
+        if any(o.pk is None for o in new):
+            existing = {
+                (o.document_id, o.system_id): o
+                for o in Output.objects.filter(document_id__in=doc_pks)
+            }
+        else:
+            existing.update({(o.document_id, o.system_id): o for o in new})
+        self.new_outputs = {existing[(o.document_id, o.system_id)].pk for o in new}
+        return {
+            (r.doc_id, r.system_id): existing[(self.doc_ids[r.doc_id], r.system_id)].pk
+            for r in records
+        }
+
+    def _judgments(self, records: list[Record], output_ids: dict[tuple[str, str], int]) -> None:
+        wanted = {
+            (output_ids[(r.doc_id, r.system_id)], self.aspects[name].pk): (
+                self.scale[name](value) if name in self.scale else value
+            )
+            for r in records
+            for name, value in r.human.items()
+        }
+        if not wanted:
+            return
+        known = {o for o, _a in wanted} - self.new_outputs
+        existing = (
+            Judgment.objects.filter(
+                output_id__in=known, annotator__isnull=True, import_file=self.file_name
+            )
+            if known
+            else Judgment.objects.none()
+        )
+        now = timezone.now()
+        self._upsert(
+            Judgment,
+            existing,
+            wanted,
+            ("output_id", "aspect_id"),
+            ("output_id", "aspect_id", "value", "import_file", "created_at", "updated_at"),
+            lambda key, value: (key[0], key[1], value, self.file_name, now, now),
+            self.summary.judgments,
+        )
+
+    def _metric_scores(self, records: list[Record], output_ids: dict[tuple[str, str], int]) -> None:
+        wanted = {
+            (self.runs[name].pk, output_ids[(r.doc_id, r.system_id)]): value
+            for r in records
+            for name, value in r.metrics.items()
+        }
+        if not wanted:
+            return
+        known = {o for _r, o in wanted} - self.new_outputs
+        existing = (
+            MetricScore.objects.filter(output_id__in=known, run_id__in={run for run, _o in wanted})
+            if known
+            else MetricScore.objects.none()
+        )
+        self._upsert(
+            MetricScore,
+            existing,
+            wanted,
+            ("run_id", "output_id"),
+            ("run_id", "output_id", "value", "details", "error"),
+            lambda key, value: (key[0], key[1], value, "{}", ""),
+            self.summary.metric_scores,
+        )
+
+    @staticmethod
+    def _upsert(
+        model: Any,
+        existing: Any,
+        wanted: dict[tuple[int, int], float],
+        key_fields: tuple[str, str],
+        columns: tuple[str, ...],
+        build: Any,
+        counts: dict[str, int],
+    ) -> None:
+        """Create the missing rows of ``wanted`` and update those whose value changed.
+
+        New rows go in with one ``executemany``: hundreds of thousands of judgments would
+        spend most of the import building model instances and compiling their SQL.
+        """
+        changed = []
+        for row in existing.only("pk", *key_fields, "value"):
+            key = (getattr(row, key_fields[0]), getattr(row, key_fields[1]))
+            if key not in wanted:
+                continue
+            value = wanted.pop(key)
+            if row.value != value:
+                row.value = value
+                changed.append(row)
+        _insert(model, columns, [build(key, value) for key, value in wanted.items()])
+        model.objects.bulk_update(changed, ["value"], batch_size=1000)
+        counts["created"] += len(wanted)
+        counts["updated"] += len(changed)
+
+
+def _insert(model: Any, columns: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
+    """INSERT plain rows (values in ``columns`` order) with one executemany."""
+    if not rows:
+        return
+    meta = model._meta
+    quote = connection.ops.quote_name
+    names = ", ".join(quote(meta.get_field(c.removesuffix("_id")).column) for c in columns)
+    marks = ", ".join("%s" for _ in columns)
+    sql = f"INSERT INTO {quote(meta.db_table)} ({names}) VALUES ({marks})"
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), 10_000):
+            cursor.executemany(sql, rows[start : start + 10_000])
