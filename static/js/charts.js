@@ -1,6 +1,6 @@
 // Vega-Lite charts under the content security policy. A chart is a box
 // <div data-chart="ID"> plus <script type="application/json" id="ID"> holding its spec
-// (templates/partials/chart.html; the specs are built by studies/services/charts.py).
+// (templates/partials/chart.html; the specs are built by studies/services/analysis/charts.py).
 // The vendored libraries (static/vendor, scripts/vendor_charts.sh) load on first need,
 // from the URLs on this script's data-* attributes; charts are drawn on load and after
 // every htmx swap. Vega evaluates its expressions with the CSP-safe interpreter (no

@@ -1,0 +1,85 @@
+"""The architecture checks CI runs (ARCHITECTURE.md): import-linter's layer contracts and
+``scripts/check_architecture.py`` (cycles, imports inside functions, module length,
+``# fmt: skip``), each run on the project, and the checker shown to catch what it checks."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _checker() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "check_architecture", ROOT / "scripts" / "check_architecture.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_layer_contracts_hold() -> None:
+    lint = Path(sys.executable).with_name("lint-imports")
+    done = subprocess.run([str(lint)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 broken" in done.stdout
+
+
+def test_the_project_passes_its_own_checker(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _checker().main([]) == 0, capsys.readouterr().out
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+
+
+def test_the_checker_finds_a_cycle_an_inner_import_and_a_long_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    check = _checker()
+    _write(
+        tmp_path,
+        {
+            "studies/__init__.py": "",
+            "studies/a.py": "from studies import b\n",
+            "studies/b.py": "import studies.c\n",
+            "studies/c.py": "from studies.a import x\nx = 1\n",
+            # a TYPE_CHECKING import never runs: no cycle through it
+            "studies/d.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+            "    from studies import e\n",
+            "studies/e.py": "from studies import d\n",
+            "studies/f.py": "def g():\n    from studies import e\n    import torch\n",
+            "studies/long.py": "x = 1\n" * 601,
+            "studies/apps.py": "class C:\n    def ready(self):\n        from studies import e\n",
+        },
+    )
+    monkeypatch.setattr(check, "ROOT", tmp_path)
+    assert check.main([]) == 1
+    out = capsys.readouterr().out
+    assert "import cycles: 1 (largest 3 modules)" in out
+    assert "cycle: studies.a studies.b studies.c" in out
+    assert "studies/f.py:2: imports studies inside a function" in out
+    assert "torch" not in out  # a listed heavy library may load lazily
+    assert "apps.py" not in out  # AppConfig.ready() is where Django wants registrations
+    assert "studies/long.py: 601 lines" in out
+
+
+def test_the_fmt_skip_count_is_a_ratchet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    check = _checker()
+    _write(tmp_path, {"studies/__init__.py": "", "studies/t.py": "x = [1,2]  # fmt: skip\n"})
+    monkeypatch.setattr(check, "ROOT", tmp_path)
+    assert check.main([]) == 1
+    assert "'# fmt: skip' or '# fmt: off': 1 (at most 0)" in capsys.readouterr().out
