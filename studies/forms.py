@@ -13,6 +13,7 @@ from studies.permissions import dataset_aspects, shareable_datasets, visible_asp
 from studies.services.imports.records import detect_format
 from studies.services.imports.scales import parse_ranges
 from studies.services.runs import RunRequest, labels_using, metric_choices, per_aspect
+from studies.services.studies import task_aspects
 
 MAX_ID = 2**63 - 1  # the largest primary key any database stores
 
@@ -233,8 +234,6 @@ class StudyForm(forms.Form):
 
     def __init__(self, *args: Any, user: Any, dataset: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        from studies.services.studies import task_aspects
-
         datasets = shareable_datasets(user)  # only the owner (or an admin) shares a dataset
         self.fields["dataset"].queryset = datasets.select_related("task").order_by("name")  # type: ignore[attr-defined]
         if dataset is not None:  # the page was opened for one dataset: its task's aspects

@@ -10,7 +10,6 @@ small campaign is computed in the request, a large one by a worker while the pag
 
 from __future__ import annotations
 
-import hashlib
 import math
 import time
 from typing import Any
@@ -19,11 +18,13 @@ import numpy as np
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 
-from annotation.models import Campaign, PairwiseJudgment
+from annotation.models import Campaign
+from annotation.services.answer_rows import answers, campaign_cache_key, n_answers
 from annotation.services.answers import scale_points
+from annotation.services.competence import by_annotator, campaign_competence
 from annotation.services.gold import flagged_annotator_ids
+from annotation.services.position import position_report
 from scoring.stats.agreement import annotator_correlations, krippendorff_alpha, versus_others
-from studies.models import Dataset, Judgment
 from studies.services import queue
 
 RESAMPLES = 1000
@@ -31,34 +32,8 @@ RESAMPLES = 1000
 # resamples takes ~0.25 s per aspect at 300 answers and ~0.6 s at 1,500 (this 2-core CPU),
 # so a page stays near a second below it.
 INLINE_LIMIT = 1500
-CHOICE_CODES = {"a": 1.0, "tie": 0.0, "b": -1.0}  # ordered, so ρ reads "prefers A"
 VERSION = 3  # of the cached result's contents (2: competence, gold flags, position bias;
 # 3: competence by variational Bayes)
-
-
-def answers(campaign: Campaign) -> list[tuple[int, int, int, float]]:
-    """(aspect, item, annotator, value) of every answer given in the campaign."""
-    if campaign.is_pairwise:
-        rows = PairwiseJudgment.objects.filter(item__campaign=campaign).values_list(
-            "aspect_id", "item_id", "annotator_id", "choice"
-        )
-        return [(a, i, u, CHOICE_CODES[c]) for a, i, u, c in rows]
-    items = dict(campaign.items.values_list("output_a_id", "pk"))
-    rows = Judgment.objects.filter(
-        output_id__in=list(items),
-        aspect__in=campaign.aspects.all(),
-        annotator__in=campaign.annotators.all(),
-    ).values_list("aspect_id", "output_id", "annotator_id", "value")
-    return [(a, items[o], u, v) for a, o, u, v in rows]
-
-
-def n_answers(campaign: Campaign) -> int:
-    if campaign.is_pairwise:
-        return PairwiseJudgment.objects.filter(item__campaign=campaign).count()
-    return Judgment.objects.filter(
-        output_id__in=campaign.items.values("output_a_id"),
-        annotator__in=campaign.annotators.all(),
-    ).count()
 
 
 def matrix(rows: list[tuple[int, int, float]], users: list[int]) -> np.ndarray:
@@ -75,10 +50,6 @@ def matrix(rows: list[tuple[int, int, float]], users: list[int]) -> np.ndarray:
 def compute_agreement(
     campaign: Campaign, resamples: int = RESAMPLES, seed: int = 0
 ) -> dict[str, Any]:
-    # these two read answers through this module: imported here, not at its top
-    from annotation.services.competence import by_annotator, campaign_competence
-    from annotation.services.position import position_report
-
     started = time.perf_counter()
     rng = np.random.default_rng(seed)
     all_rows = answers(campaign)
@@ -126,16 +97,6 @@ def compute_agreement(
 
 def _num(value: float) -> float | None:
     return value if math.isfinite(value) else None
-
-
-def campaign_cache_key(kind: str, campaign: Campaign, *settings: object) -> str:
-    """A cache key for something computed from a campaign's answers: it changes with the
-    dataset's data version (any judgment added or changed) and with ``settings``."""
-    version = Dataset.objects.filter(pk=campaign.study.dataset_id).values_list(
-        "data_version", flat=True
-    )[0]
-    raw = ":".join(map(str, (campaign.pk, campaign.created_at.isoformat(), version, *settings)))
-    return f"{kind}:" + hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 
 def cache_key(campaign: Campaign) -> str:

@@ -20,7 +20,7 @@ from django.contrib.auth import get_user_model
 from django.core.cache import cache
 
 from annotation.models import Campaign
-from annotation.services.agreement import CHOICE_CODES, answers, campaign_cache_key
+from annotation.services.answer_rows import CHOICE_CODES, answers, campaign_cache_key
 from annotation.services.answers import scale_points
 from scoring.stats.competence import ALPHA, BETA, Method, mace
 from studies.models import Dataset

@@ -20,7 +20,7 @@ import numpy as np
 from django.contrib.auth import get_user_model
 
 from annotation.models import Campaign, PairwiseJudgment
-from annotation.services.agreement import CHOICE_CODES
+from annotation.services.answer_rows import CHOICE_CODES
 from scoring.stats.position import FlipRate, SideShare, position_bias
 
 ALPHA = 0.05  # a side share whose test gives p below this is marked

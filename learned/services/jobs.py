@@ -21,8 +21,9 @@ from scoring.learned.split import DEFAULT_RATIOS, pairs_in, split_documents
 from scoring.learned.train import TrainConfig
 from scoring.lm.encoder import DEFAULT_ENCODER_LABEL
 from scoring.lm.store import ModelNotInstalled
-from studies.models import Dataset
+from studies.models import AllowedModel, Dataset
 from studies.permissions import visible_datasets
+from studies.services import queue
 from studies.services.catalog.model_catalog import (
     DEFAULT_DIR_NAME,
     DEFAULT_LABEL,
@@ -101,8 +102,6 @@ def backbone_choices() -> list[tuple[str, str]]:
     """The backbones a web request may use (the run form's rule for models): the default
     model, the default encoder, the other installed models and the hub ids an admin
     allowed."""
-    from studies.models import AllowedModel
-
     hidden = {DEFAULT_DIR_NAME, default_encoder_path().name}  # listed as default / minilm
     return [
         ("default", f"{DEFAULT_LABEL} (the default; decoder, 30 blocks)"),
@@ -306,12 +305,8 @@ def queue_of(job: TrainedMetric) -> str:
 
 def enqueue_job(job: TrainedMetric) -> None:
     """Send the job's task by name once the transaction commits (no import of tasks)."""
-    from celery import current_app
-
-    name = (
-        "learned.tasks.train_metric" if queue_of(job) == "gpu" else "learned.tasks.train_metric_cpu"
-    )
-    transaction.on_commit(lambda: current_app.send_task(name, args=[job.pk], queue=queue_of(job)))
+    name = queue.TRAIN_METRIC if queue_of(job) == "gpu" else queue.TRAIN_METRIC_CPU
+    queue.send_on_commit(name, job.pk, queue=queue_of(job))
 
 
 def cancel_job(job: TrainedMetric) -> bool:

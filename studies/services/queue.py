@@ -8,18 +8,20 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from evalsite.celery import app
+
 RUN_METRIC = "studies.tasks.run_metric"  # language-model metrics, queue gpu
 RUN_METRIC_CPU = "studies.tasks.run_metric_cpu"  # the baselines, queue cpu
 IMPORT_UPLOAD = "studies.tasks.import_upload"
 COMPUTE_AGREEMENT = "annotation.tasks.compute_agreement"  # a large campaign's, queue cpu
 COMPUTE_PLANNER = "studies.tasks.compute_planner"  # a sample-size plan, queue cpu
 COMPUTE_DIAGNOSTICS = "studies.tasks.compute_diagnostics"  # a large dataset's, queue cpu
+TRAIN_METRIC = "learned.tasks.train_metric"  # full fine-tuning, queue gpu
+TRAIN_METRIC_CPU = "learned.tasks.train_metric_cpu"  # a head on frozen features, queue cpu
 
 
 def send(name: str, *args: object, queue: str | None = None) -> None:
     """Send the task ``name`` with ``args`` now (its queue: ``queue``, else the task routes')."""
-    from evalsite.celery import app
-
     app.send_task(name, args=list(args), **({"queue": queue} if queue else {}))
 
 

@@ -6,14 +6,15 @@ from typing import Any
 
 from django import template
 
+from studies.permissions import is_researcher
+from studies.services.analysis.tables import toggled
+
 register = template.Library()
 
 
 @register.filter
 def researcher(user: Any) -> bool:
     """Whether ``user`` sees the researcher pages (the navigation shows only those)."""
-    from studies.permissions import is_researcher
-
     return is_researcher(user)
 
 
@@ -56,8 +57,6 @@ def aspect_code(columns: list[dict[str, Any]], index: int) -> str:
 @register.filter
 def toggle_sort(sort: str | None, column: str) -> str:
     """The ``sort`` a column's header link asks for (``COH``, then ``-COH``)."""
-    from studies.services.analysis.tables import toggled
-
     return toggled(sort, column)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import QueryDict
 from rest_framework import serializers
 
 from studies.api.errors import form_errors
@@ -57,8 +58,6 @@ class RunCreateSerializer(StrictJsonTypes, serializers.Serializer):  # type: ign
 
 def form_data(data: dict[str, Any]) -> Any:
     """API data as a page form's POST data (lists become repeated keys)."""
-    from django.http import QueryDict
-
     query = QueryDict(mutable=True)
     for key, value in data.items():
         if isinstance(value, list):

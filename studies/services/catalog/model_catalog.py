@@ -26,6 +26,7 @@ from scoring.lm.encoder import (
     find_default_encoder,
 )
 from scoring.lm.store import DEFAULT_GGUF_NAME, ModelNotInstalled, convert_gguf, find_default_gguf
+from studies.models import AllowedModel
 
 DEFAULT_MODEL = "default"
 DEFAULT_DIR_NAME = "smollm2-135m-instruct"
@@ -114,8 +115,6 @@ def check_model(name: str, *, local_paths: bool = False) -> None:
     ``local_paths`` (the operator's shell only) also lets through any path or hub id.
     The error does not depend on whether a path exists, so it reveals nothing.
     """
-    from studies.models import AllowedModel
-
     if local_paths or name in ("", DEFAULT_MODEL) or name in installed_models():
         return
     if AllowedModel.objects.filter(hub_id=name).exists():
