@@ -8,4 +8,8 @@ class AnnotationConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from annotation import hooks  # noqa: F401  (registers with studies' signals)
+        # receives studies' signals and fills studies' hooks (studies never imports
+        # this app); its modules need the models, so they load once the apps are ready
+        from annotation import hooks
+
+        hooks.register()

@@ -7,9 +7,12 @@ class LearnedConfig(AppConfig):
     verbose_name = "Learned metrics"
 
     def ready(self) -> None:
-        # the learned metric's runner joins the runs registry (studies never imports
-        # this app); its modules need the models, so they load once the apps are ready
+        # the learned metric's runner joins the runs registry, and its trained metrics
+        # studies' hooks (studies never imports this app); its modules need the models,
+        # so they load once the apps are ready
+        from learned import hooks
         from learned.runners import RUNNER
         from studies.services.runs.registry import register
 
         register(RUNNER)
+        hooks.register()

@@ -9,9 +9,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from annotation.models import PairwiseJudgment
+from annotation.services.gold import flagged_for_dataset
+from annotation.services.preferences import pairwise_answers
 from scoring.learned.inputs import instruction
 from scoring.learned.pairs import Pair, PairCounts, answer_pairs, likert_pairs
 from studies.models import Aspect, Dataset, Judgment, Output
+from studies.services.analysis.dashboards import frame_for
+from studies.services.analysis.params import MatrixParams
 
 
 class TrainingError(ValueError):
@@ -76,8 +81,6 @@ def doc_name(dataset: Dataset, doc_key: str) -> str:
 
 def judged_aspects(dataset: Dataset) -> list[Aspect]:
     """Aspects with at least one Likert judgment or pairwise answer on the dataset."""
-    from annotation.models import PairwiseJudgment
-
     ids = set(
         Judgment.objects.filter(output__document__dataset=dataset)
         .values_list("aspect_id", flat=True)
@@ -112,11 +115,6 @@ def tasks_for(
 def load_task(task: Task, *, margin: float, exclude_flagged: bool = False) -> TaskData:
     """The task's outputs, their aggregated Likert scores (as the dashboards aggregate
     them; flagged annotators left out when asked) and its pairs from both sources."""
-    from annotation.services.gold import flagged_for_dataset
-    from annotation.services.preferences import pairwise_answers
-    from studies.services.analysis.dashboards import frame_for
-    from studies.services.analysis.params import MatrixParams
-
     frame = frame_for(task.dataset, MatrixParams(exclude_flagged=exclude_flagged))
     column = next((i for i, a in enumerate(frame.aspects) if a.pk == task.aspect.pk), None)
     human = frame.human[:, column] if column is not None else np.full(frame.n_outputs, np.nan)

@@ -17,8 +17,9 @@ from django.contrib.auth.models import Group
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Q, QuerySet
 
+from studies import hooks
 from studies.models import Aspect, Dataset, Judgment, MetricRun, Study, StudyMember
 from studies.permissions import (
     ANNOTATOR,
@@ -206,12 +207,8 @@ class Overview:
 
 
 def overview(study: Study) -> Overview:
-    """What the study page shows: members, campaigns with item counts, the dataset's runs."""
-    from annotation.models import Campaign  # the annotation app builds on studies
-
-    campaigns = Campaign.objects.filter(study=study).annotate(
-        n_items=Count("items", distinct=True), n_annotators=Count("invitations", distinct=True)
-    )
+    """What the study page shows: members, campaigns with item counts (of
+    :data:`studies.hooks.study_campaigns`, newest first), the dataset's runs."""
     runs = MetricRun.objects.filter(dataset_id=study.dataset_id).order_by("-created_at")
     return Overview(
         study=study,
@@ -220,7 +217,7 @@ def overview(study: Study) -> Overview:
             .select_related("user")
             .order_by("role", "user__username")
         ),
-        campaigns=list(campaigns.order_by("-created_at")),
+        campaigns=hooks.campaigns(study),
         runs=list(runs[:50]),
         aspects=list(campaign_aspects(study)),
     )

@@ -20,13 +20,13 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
-from annotation.models import Campaign
-from annotation.services.campaigns import CampaignSpec, create_campaign
 from evalsite.celery import local_workers
+from studies import hooks
 from studies.demo_data import write_demo_jsonl
 from studies.models import Aspect, Dataset, Study, StudyMember
 from studies.services.imports import ImportOptions, import_file
 from studies.services.studies import CREATE_ANNOTATORS
+from studies.tasks import heartbeat
 
 log = logging.getLogger(__name__)
 DEMO_DATASET = "demo-synthetic"
@@ -135,21 +135,12 @@ class Command(BaseCommand):
             StudyMember.objects.get_or_create(
                 study=study, user=users.get(username=username), defaults={"role": role}
             )
-        if not Campaign.objects.filter(study=study).exists():
-            spec = CampaignSpec(
-                name="Demo campaign (Likert, coherence and fluency)",
-                aspects=list(Aspect.objects.filter(owner__isnull=True, code__in=["COH", "FLU"])),
-                overlap=1,
-                selection="random",
-                sample_size=12,
-                annotators=[users.get(username="annotator")],
-            )
-            create_campaign(study, spec, researcher)
+        accounts = {user.username: user for user in users.filter(username__in=DEMO_USERS)}
+        for contribute in hooks.demo_setup:  # the apps' own parts (the demo campaign)
+            contribute(study, accounts)
         self.stdout.write(f"Demo dataset {DEMO_DATASET}: {summary.records} outputs.")
 
     def wait_for_worker(self) -> None:
-        from studies.tasks import heartbeat
-
         result = heartbeat.delay("demo start")
         started = time.monotonic()
         try:

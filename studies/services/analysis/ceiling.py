@@ -15,6 +15,7 @@ from django.contrib.auth import get_user_model
 
 from scoring.stats import Groups
 from scoring.stats.diagnostics import leave_one_out
+from studies import hooks
 from studies.models import Dataset, Judgment
 from studies.services.analysis.frames import ScoreFrame, _rows
 from studies.services.analysis.matrix import cell_statistic
@@ -69,11 +70,7 @@ def ceiling_row(dataset: Dataset, frame: ScoreFrame, params: MatrixParams) -> li
     judged too, with :func:`cell_statistic` (the matrix cells' function, level and
     options); judgments count unweighted, and flagged annotators are left out when the
     matrix leaves them out."""
-    excluded: set[int] = set()
-    if params.exclude_flagged:
-        from annotation.services.gold import flagged_for_dataset
-
-        excluded = flagged_for_dataset(dataset)
+    excluded = hooks.flagged(dataset) if params.exclude_flagged else set()
     table, names = (
         _judgments(dataset, frame, excluded)
         if frame.aspects and frame.n_outputs

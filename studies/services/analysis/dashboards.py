@@ -10,10 +10,13 @@ from collections.abc import Collection
 from dataclasses import asdict
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.db.models import Q
 
+from studies import hooks
 from studies.models import Dataset, ImportJob, Judgment
+from studies.services import queue
 from studies.services.analysis.ceiling import ceiling_row
 from studies.services.analysis.frames import ScoreFrame, load_frame, restrict_to_documents
 from studies.services.analysis.matrix import compute_matrix
@@ -21,6 +24,7 @@ from studies.services.analysis.matrix_cost import is_cheap
 from studies.services.analysis.params import MatrixParams
 
 log = logging.getLogger(__name__)
+COMPUTE_CORRELATIONS = "studies.tasks.compute_correlations"  # queue cpu
 NO_JUDGMENT = Q(pk__isnull=True)  # matches no row (an empty IN list cannot be raw SQL)
 
 
@@ -32,21 +36,14 @@ def frame_for(
     only_aspects: Collection[int] | None = None,
 ) -> ScoreFrame:
     """The dataset's scores and judgments (only these runs and aspects when given):
-    without flagged annotators when asked; with each output's judgments weighted by
-    their annotators' MACE competence when asked (annotators without an estimate weigh
-    1, see :func:`~annotation.services.competence.competence_weights`); and only
-    a trained metric's test documents when asked (so no metric is credited for the
-    documents a learned metric was trained on)."""
-    excluded: set[int] = set()
-    if params.exclude_flagged:
-        from annotation.services.gold import flagged_for_dataset
-
-        excluded = flagged_for_dataset(dataset)
-    weights = None
-    if params.weight_by_competence:
-        from annotation.services.competence import competence_weights
-
-        weights = competence_weights(dataset)
+    without flagged annotators when asked (:data:`studies.hooks.flagged_annotators`);
+    with each output's judgments weighted by their annotators' MACE competence when
+    asked (annotators without an estimate weigh 1, see
+    :data:`studies.hooks.competence_weights`); and only a trained metric's test
+    documents when asked (:data:`studies.hooks.trained_splits`: so no metric is credited
+    for the documents a learned metric was trained on)."""
+    excluded = hooks.flagged(dataset) if params.exclude_flagged else set()
+    weights = hooks.weights(dataset) if params.weight_by_competence else None
     frame = load_frame(
         dataset,
         exclude_annotators=excluded,
@@ -56,19 +53,15 @@ def frame_for(
         judgments=source_filter(dataset, params.source),
     )
     if params.test_of:
-        from learned.models import TrainedMetric
-
-        trained = TrainedMetric.objects.filter(pk=params.test_of).first()
-        frame = restrict_to_documents(
-            frame, trained.split.get(dataset.name, {}).get("test", []) if trained else []
-        )
+        frame = restrict_to_documents(frame, hooks.held_out_documents(dataset, params.test_of))
     return frame
 
 
 def source_filter(dataset: Dataset, source: str) -> Q | None:
     """The judgments a ``source`` choice keeps (None: all): one imported file's (an import
-    job of this dataset, by its file name, or a file name) or one campaign's answers (a
-    campaign of a study on this dataset); an unknown one keeps none."""
+    job of this dataset, by its file name, or a file name) or one registered source's
+    (:data:`studies.hooks.judgment_sources`: a campaign's answers, a campaign of a study
+    on this dataset); an unknown one keeps none."""
     if not source:
         return None
     kind, _, raw = source.partition(":")
@@ -81,19 +74,16 @@ def source_filter(dataset: Dataset, source: str) -> Q | None:
             .first()
         )
         return Q(annotator__isnull=True, import_file=name) if name else NO_JUDGMENT
-    from annotation.models import Campaign
-    from annotation.services.report import campaign_judgments
-
-    if not Campaign.objects.filter(pk=int(raw), study__dataset=dataset).exists():
-        return NO_JUDGMENT
-    return Q(pk__in=campaign_judgments(int(raw)).values("pk"))
+    registered = hooks.judgment_source(kind)
+    return registered.judgments(dataset, raw) if registered else NO_JUDGMENT
 
 
 def judgment_sources(dataset: Dataset) -> list[tuple[str, str]]:
     """What the page's source control offers: the dataset's uploaded files, the files
-    imported without an upload (the import command), then the campaigns of its studies
-    (value, label). Cached per data version (a campaign's first answer changes it) for
-    five minutes, so the cached page stays a handful of queries."""
+    imported without an upload (the import command), then the registered sources'
+    (:data:`studies.hooks.judgment_sources`: the campaigns of its studies) (value, label).
+    Cached per data version (a campaign's first answer changes it) for five minutes, so
+    the cached page stays a handful of queries."""
     key = f"judgment-sources:{dataset.pk}:{dataset.created_at.isoformat()}:{dataset.data_version}"
     found = cache.get(key)
     if isinstance(found, list):
@@ -104,8 +94,6 @@ def judgment_sources(dataset: Dataset) -> list[tuple[str, str]]:
 
 
 def _judgment_sources(dataset: Dataset) -> list[tuple[str, str]]:
-    from annotation.models import Campaign
-
     jobs = ImportJob.objects.filter(dataset=dataset, status=ImportJob.Status.SUCCEEDED)
     uploaded = list(jobs.order_by("created_at").values_list("pk", "original_name"))
     choices = [(f"import:{pk}", f"imported file {name}") for pk, name in uploaded]
@@ -117,33 +105,21 @@ def _judgment_sources(dataset: Dataset) -> list[tuple[str, str]]:
     )
     named = {name for _, name in uploaded}
     choices += [(f"file:{name}", f"imported file {name}") for name in files if name not in named]
-    campaigns = Campaign.objects.filter(study__dataset=dataset).order_by("created_at")
-    choices += [
-        (f"campaign:{pk}", f"campaign {name}") for pk, name in campaigns.values_list("pk", "name")
-    ]
+    for source in hooks.judgment_sources:
+        choices += source.choices(dataset)
     return choices
 
 
 def trained_metrics(dataset: Dataset) -> list[Any]:
     """The dataset's finished learned metrics (for the page's test-documents filter)."""
-    from learned.models import TrainedMetric
-
-    return list(
-        TrainedMetric.objects.filter(dataset=dataset, status=TrainedMetric.Status.SUCCEEDED)
-        .select_related("aspect")
-        .only("pk", "label", "split", "aspect__code")
-    )
+    return hooks.trained_models(dataset)
 
 
 def excluded_annotators(dataset: Dataset, params: MatrixParams) -> list[str]:
     """The usernames ``params`` leaves out (annotators flagged on gold items)."""
     if not params.exclude_flagged:
         return []
-    from django.contrib.auth import get_user_model
-
-    from annotation.services.gold import flagged_for_dataset
-
-    users = get_user_model().objects.filter(pk__in=flagged_for_dataset(dataset))
+    users = get_user_model().objects.filter(pk__in=hooks.flagged(dataset))
     return sorted(users.values_list("username", flat=True))
 
 
@@ -190,10 +166,8 @@ def compute_and_cache(dataset: Dataset, params: MatrixParams) -> dict[str, Any]:
 
 def request_matrix(dataset: Dataset, params: MatrixParams) -> bool:
     """Enqueue the computation unless one is already under way; True if enqueued."""
-    from studies.tasks import compute_correlations
-
     key = params.key(dataset)
     if not cache.add(key + ":progress", {"done": 0, "total": 0}, 600):
         return False
-    compute_correlations.delay(dataset.pk, asdict(params))
+    queue.send(COMPUTE_CORRELATIONS, dataset.pk, asdict(params), queue="cpu")
     return True

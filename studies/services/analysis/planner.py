@@ -23,7 +23,7 @@ from django.core.cache import cache
 from scoring.stats import Average, DegeneratePolicy, Groups, Level, unsupported
 from scoring.stats import planner as stats_planner
 from scoring.stats.correlation import Coefficient, sample_level
-from studies.models import Dataset, MetricRun
+from studies.models import Aspect, Dataset, MetricRun
 from studies.services import queue
 from studies.services.analysis import charts
 from studies.services.analysis.frames import load_frame
@@ -125,8 +125,6 @@ class PlannerParams:
 
 def choices(dataset: Dataset) -> tuple[list[MetricRun], list[Any]]:
     """The runs and the judged aspects a plan may use."""
-    from studies.models import Aspect
-
     runs = list(dataset.runs.order_by("label", "pk").only("pk", "label", "metric", "config"))
     aspects = list(
         Aspect.objects.filter(judgments__output__document__dataset=dataset)

@@ -12,14 +12,19 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import Max, Q
 
+from scoring.lm.hf import HFLanguageModel
 from scoring.lm.rating import TextGenerator
 from scoring.metrics import geval
 from studies.models import AspectVersion, EvaluationSteps, PromptTemplate, TaskKind
+from studies.services import queue
+from studies.services.catalog.model_catalog import check_model, fingerprint, resolve_model
 
 MAX_NEW_TOKENS = 160  # the paper's steps are about 60-100 tokens
+GENERATE_STEPS = "studies.tasks.generate_steps"  # queue gpu
 
 
 class StepsError(ValueError):
@@ -175,8 +180,6 @@ def edit_steps(
 
 
 def load_generator(location: str) -> Any:
-    from scoring.lm.hf import HFLanguageModel
-
     return HFLanguageModel(location)
 
 
@@ -190,10 +193,6 @@ def generate_steps_job(
     shared: bool = False,
 ) -> int:
     """What the Celery task runs: load the model and generate; returns the steps' id."""
-    from django.contrib.auth import get_user_model
-
-    from studies.services.catalog.model_catalog import fingerprint, resolve_model
-
     user = get_user_model().objects.filter(pk=user_id).first() if user_id else None
     task = TaskKind.objects.get(pk=task_id)
     aspect_version = AspectVersion.objects.select_related("aspect").get(pk=aspect_version_id)
@@ -224,10 +223,6 @@ def request_generation(
 ) -> None:
     """Enqueue the generation on the ``gpu`` queue once the transaction commits; the steps
     belong to ``user`` (a web request may only ask for an allowed model)."""
-    from studies.services.catalog.model_catalog import check_model
-    from studies.tasks import generate_steps as task_fn
-
     check_model(model)
-
     args = (task.pk, aspect_version.pk, model, seed, force, getattr(user, "pk", None), shared)
-    transaction.on_commit(lambda: task_fn.delay(*args))
+    queue.send_on_commit(GENERATE_STEPS, *args, queue="gpu")
