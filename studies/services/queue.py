@@ -16,6 +16,8 @@ IMPORT_UPLOAD = "studies.tasks.import_upload"
 COMPUTE_AGREEMENT = "annotation.tasks.compute_agreement"  # a large campaign's, queue cpu
 COMPUTE_PLANNER = "studies.tasks.compute_planner"  # a sample-size plan, queue cpu
 COMPUTE_DIAGNOSTICS = "studies.tasks.compute_diagnostics"  # a large dataset's, queue cpu
+COMPUTE_CORRELATIONS = "studies.tasks.compute_correlations"  # a matrix, queue cpu
+GENERATE_STEPS = "studies.tasks.generate_steps"  # G-Eval's evaluation steps, queue gpu
 TRAIN_METRIC = "learned.tasks.train_metric"  # full fine-tuning, queue gpu
 TRAIN_METRIC_CPU = "learned.tasks.train_metric_cpu"  # a head on frozen features, queue cpu
 

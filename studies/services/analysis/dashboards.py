@@ -24,7 +24,6 @@ from studies.services.analysis.matrix_cost import is_cheap
 from studies.services.analysis.params import MatrixParams
 
 log = logging.getLogger(__name__)
-COMPUTE_CORRELATIONS = "studies.tasks.compute_correlations"  # queue cpu
 NO_JUDGMENT = Q(pk__isnull=True)  # matches no row (an empty IN list cannot be raw SQL)
 
 
@@ -169,5 +168,5 @@ def request_matrix(dataset: Dataset, params: MatrixParams) -> bool:
     key = params.key(dataset)
     if not cache.add(key + ":progress", {"done": 0, "total": 0}, 600):
         return False
-    queue.send(COMPUTE_CORRELATIONS, dataset.pk, asdict(params), queue="cpu")
+    queue.send(queue.COMPUTE_CORRELATIONS, dataset.pk, asdict(params), queue="cpu")
     return True

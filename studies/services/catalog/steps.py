@@ -24,7 +24,6 @@ from studies.services import queue
 from studies.services.catalog.model_catalog import check_model, fingerprint, resolve_model
 
 MAX_NEW_TOKENS = 160  # the paper's steps are about 60-100 tokens
-GENERATE_STEPS = "studies.tasks.generate_steps"  # queue gpu
 
 
 class StepsError(ValueError):
@@ -225,4 +224,4 @@ def request_generation(
     belong to ``user`` (a web request may only ask for an allowed model)."""
     check_model(model)
     args = (task.pk, aspect_version.pk, model, seed, force, getattr(user, "pk", None), shared)
-    queue.send_on_commit(GENERATE_STEPS, *args, queue="gpu")
+    queue.send_on_commit(queue.GENERATE_STEPS, *args, queue="gpu")
