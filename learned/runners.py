@@ -9,7 +9,6 @@ from typing import Any
 
 from learned.models import TrainedMetric
 from learned.services.data import Task
-from learned.services.scoring import load_trained
 from scoring.metrics.base import Item, ScoreResult
 from studies.models import Dataset, MetricRun, Output
 from studies.services.runs.types import ModelFactory, Plan, RunError, Runner, RunRequest, Scorer
@@ -57,6 +56,10 @@ def build(dataset: Dataset, request: RunRequest, user: Any = None) -> Plan:
 
 def load_scorer(run: MetricRun) -> Any:
     """The trained metric's backbone and head, checked against the frozen sha256."""
+    # torch comes with the loader: imported when a worker prepares a learned run, not at
+    # every Django start (LearnedConfig.ready() imports this module to register it)
+    from learned.services.scoring import load_trained
+
     return load_trained(run.config["checkpoint"], run.config["checkpoint_sha256"])
 
 
