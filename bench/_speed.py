@@ -43,3 +43,32 @@ def prepare(args: argparse.Namespace) -> tuple[dict[str, Any], list[str], list[d
     records = [json.loads(line) for line in SUMMEVAL.read_text().splitlines()]
     docs = list(dict.fromkeys(r["doc_id"] for r in records))[: args.docs]
     return defaults, docs, [r for r in records if r["doc_id"] in docs]
+
+
+def coherence_config(defaults: dict[str, Any] | None = None) -> Any:
+    """GPTScore's configuration the speed benchmarks score with: the project's default
+    template for summarization, coherence, src→hypo."""
+    from scoring.metrics.gptscore import GPTScoreConfig, Template
+
+    if defaults is None:
+        defaults = json.loads((REPO / "studies" / "defaults" / "defaults.json").read_text())
+    row = next(
+        t
+        for t in defaults["templates"]
+        if t["task"] == "summarization"
+        and t["kind"] == "gptscore"
+        and t["aspect"] == "COH"
+        and t["dimension"] == "src_hypo"
+    )
+    return GPTScoreConfig(template=Template(row["text"], row["target"]))
+
+
+def coherence_requests(defaults: dict[str, Any], records: list[dict[str, Any]]) -> list[Any]:
+    """The GPTScore requests of ``records`` (SummEval lines) under :func:`coherence_config`."""
+    from scoring.metrics.gptscore import Item, build_requests
+
+    items = [
+        Item(key=i, doc_key=r["doc_id"], source=r["source"], hypothesis=r["output"])
+        for i, r in enumerate(records)
+    ]
+    return build_requests(items, coherence_config(defaults))

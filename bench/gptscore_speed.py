@@ -37,7 +37,7 @@ import statistics
 import time
 
 from _common import timed
-from _speed import MODEL, options, prepare
+from _speed import MODEL, coherence_requests, options, prepare
 
 
 def main() -> None:
@@ -60,22 +60,8 @@ def main() -> None:
     args = parser.parse_args()
     defaults, docs, records = prepare(args)
     from scoring.lm import HFLanguageModel, _causal
-    from scoring.metrics.gptscore import GPTScoreConfig, Item, Template, build_requests
 
-    row = next(
-        t
-        for t in defaults["templates"]
-        if t["task"] == "summarization"
-        and t["kind"] == "gptscore"
-        and t["aspect"] == "COH"
-        and t["dimension"] == "src_hypo"
-    )
-    config = GPTScoreConfig(template=Template(row["text"], row["target"]))
-    items = [
-        Item(key=i, doc_key=r["doc_id"], source=r["source"], hypothesis=r["output"])
-        for i, r in enumerate(records)
-    ]
-    requests = build_requests(items, config)
+    requests = coherence_requests(defaults, records)
 
     started = time.perf_counter()
     lm = HFLanguageModel(

@@ -59,7 +59,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from _common import REPO, SUMMEVAL
-from _speed import MODEL
+from _speed import MODEL, coherence_config
 
 logger = logging.getLogger("gpu_speed")
 
@@ -197,18 +197,9 @@ def _tokenizer(smoke: bool) -> Any:
 def _requests(args: argparse.Namespace) -> list[Any]:
     """GPTScore requests for the first ``args.docs`` SummEval documents (smoke: two
     built-in documents if the file is absent)."""
-    from scoring.metrics.gptscore import GPTScoreConfig, Item, Template, build_requests
+    from scoring.metrics.gptscore import Item, build_requests
 
-    defaults = json.loads((REPO / "studies" / "defaults" / "defaults.json").read_text())
-    row = next(
-        t
-        for t in defaults["templates"]
-        if t["task"] == "summarization"
-        and t["kind"] == "gptscore"
-        and t["aspect"] == "COH"
-        and t["dimension"] == "src_hypo"
-    )
-    config = GPTScoreConfig(template=Template(row["text"], row["target"]))
+    config = coherence_config()
     if SUMMEVAL.is_file():
         records = [json.loads(line) for line in SUMMEVAL.read_text().splitlines()]
         docs = list(dict.fromkeys(r["doc_id"] for r in records))[: args.docs]

@@ -1,9 +1,11 @@
 """The Celery application, its queues and the workers a single machine runs.
 
-Queues: ``gpu`` (model-based runs), ``cpu`` (model-free runs, imports, computed pages) and
-``maintenance`` (the sweeper alone). A model worker serves ``cpu,gpu``; a light worker
-serves ``maintenance`` and runs celery beat, so a sweep never waits behind the runs it
-recovers: ``celery -A evalsite worker -Q cpu,gpu`` and one
+Queues: ``gpu`` (model-based runs), ``cpu`` (model-free runs, imports, computed pages),
+``io`` (runs on served endpoints: HTTP requests, no model) and ``maintenance`` (the
+sweeper alone). A model worker serves ``cpu,gpu``; a light worker serves ``io`` (it
+loads no model, so many can run beside it); another light one serves ``maintenance``
+and runs celery beat, so a sweep never waits behind the runs it recovers:
+``celery -A evalsite worker -Q cpu,gpu``, ``celery -A evalsite worker -Q io`` and one
 ``celery -A evalsite worker -Q maintenance -B``.
 """
 
@@ -24,6 +26,7 @@ app.autodiscover_tasks()
 
 log = logging.getLogger(__name__)
 MODEL_QUEUES = "cpu,gpu"
+IO_QUEUE = "io"  # runs on served endpoints
 MAINTENANCE_QUEUE = "maintenance"  # the sweeper's (settings: CELERY_TASK_ROUTES, beat)
 
 
@@ -58,12 +61,14 @@ def worker_command(
 
 
 def local_workers(name: str, beat_schedule: Path) -> list[list[str]]:
-    """argv of the two workers one machine runs (``manage.py demo``, the tests' worker): a
-    model worker on ``cpu,gpu`` and a light one on ``maintenance`` with celery beat, which
-    loads no model and so runs each sweep on time however long the runs are."""
+    """argv of the three workers one machine runs (``manage.py demo``, the tests' worker): a
+    model worker on ``cpu,gpu``, a light one on ``maintenance`` with celery beat, which
+    loads no model and so runs each sweep on time however long the runs are, and a light
+    one on ``io`` for runs on served endpoints."""
     return [
         worker_command(f"{name}@%h"),
         worker_command(f"{name}-maintenance@%h", MAINTENANCE_QUEUE, beat_schedule),
+        worker_command(f"{name}-io@%h", IO_QUEUE),
     ]
 
 

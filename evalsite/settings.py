@@ -249,13 +249,16 @@ CELERY_TASK_ACKS_LATE = True  # a worker killed mid-task leaves the message for 
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "cpu"
 # Queues: `gpu` model-based runs; `cpu` model-free runs, imports and computed pages (the
-# model worker serves both); `maintenance` the sweeper alone, served by a light worker that
+# model worker serves both); `io` runs on served endpoints and their probes (a light
+# worker, no model); `maintenance` the sweeper alone, served by a light worker that
 # runs beat and never a long task, so that recovery never waits behind the work it
 # recovers (evalsite/celery.py: local_workers; docker/compose.yml: the beat service).
 CELERY_TASK_ROUTES = {
     "studies.tasks.run_metric": {"queue": "gpu"},
     "studies.tasks.generate_steps": {"queue": "gpu"},
     "studies.tasks.run_metric_cpu": {"queue": "cpu"},
+    "studies.tasks.run_metric_io": {"queue": "io"},
+    "studies.tasks.probe_endpoint": {"queue": "io"},
     "studies.tasks.compute_planner": {"queue": "cpu"},
     "studies.tasks.compute_diagnostics": {"queue": "cpu"},
     "annotation.tasks.compute_agreement": {"queue": "cpu"},
@@ -316,9 +319,17 @@ CONCORDIA = {
     "PENDING_GRACE_SECONDS": env_int("PENDING_GRACE_SECONDS", 600, minimum=1),
     # A RUNNING import (one transaction, so no heartbeat until it ends) older than this.
     "IMPORT_LEASE_SECONDS": env_int("IMPORT_LEASE_SECONDS", 3600, minimum=1),
+    # A served run keeps retrying an endpoint that stopped answering (a server being
+    # restarted) this long before it goes back to PENDING; below RUN_LEASE_SECONDS.
+    "SERVED_PATIENCE_SECONDS": env_float("SERVED_PATIENCE_SECONDS", 240.0, minimum=0.0),
+    # A worker probes a served endpoint again before a run when its last probe is older.
+    "SERVED_PROBE_MAX_AGE_SECONDS": env_float("SERVED_PROBE_MAX_AGE_SECONDS", 600.0, minimum=0.0),
     # Tests only: seconds a worker waits before scoring each chunk, to kill it mid-run.
     "TEST_SLOW_CHUNK_SECONDS": env_float("TEST_SLOW_CHUNK_SECONDS", 0.0, minimum=0.0),
 }
+# Served endpoints' stored API keys are encrypted with a key derived from SECRET_KEY, or
+# with the Fernet key in this file (then SECRET_KEY may change without losing them).
+ENDPOINT_KEY_FILE = env_str("ENDPOINT_KEY_FILE") or ""
 
 # --- REST API (studies/api) -----------------------------------------------------------
 REST_FRAMEWORK = {

@@ -11,6 +11,8 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from studies import models
+from studies.forms import EndpointForm
+from studies.services.catalog import endpoints
 
 
 def _runs_of(version: Any) -> str:
@@ -243,3 +245,36 @@ class AllowedModelAdmin(admin.ModelAdmin):
 
     list_display = ("hub_id", "note", "created_at")
     search_fields = ("hub_id", "note")
+
+
+class AdminEndpointForm(EndpointForm):
+    """The researcher's endpoint form with the owner (empty: shared with everyone)."""
+
+    class Meta(EndpointForm.Meta):
+        fields = ("owner", *EndpointForm.Meta.fields)
+
+
+@admin.register(models.Endpoint)
+class EndpointAdmin(admin.ModelAdmin):
+    form = AdminEndpointForm
+    list_display = ("name", "owner", "model_id", "base_url", "key", "probed_at", "probe_error")
+    list_filter = ("protocol",)
+    search_fields = ("name", "model_id", "base_url")
+    readonly_fields = ("key", "capabilities", "probed_at", "probe_error", "created_at")
+    actions = ("probe",)
+
+    @admin.display(description="API key")
+    def key(self, endpoint: models.Endpoint) -> str:
+        if endpoint.has_api_key:
+            return "stored (encrypted)"
+        return f"from ${endpoint.api_key_env}" if endpoint.api_key_env else "none"
+
+    @admin.action(description="Probe what the selected endpoints can do")
+    def probe(self, request: HttpRequest, queryset: Any) -> None:
+        for endpoint in queryset:
+            endpoints.request_probe(endpoint)
+        self.message_user(request, f"{len(queryset)} probe(s) sent to an io worker.")
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        endpoints.request_probe(obj)  # probed on save, by an io worker

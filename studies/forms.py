@@ -8,8 +8,14 @@ from django import forms
 from django.conf import settings
 from django.utils.functional import lazy
 
-from studies.models import Aspect, TaskKind
-from studies.permissions import dataset_aspects, shareable_datasets, visible_aspects
+from studies.models import Aspect, Endpoint, TaskKind
+from studies.models.endpoints import LIMIT_FIELDS
+from studies.permissions import (
+    dataset_aspects,
+    shareable_datasets,
+    visible_aspects,
+    visible_endpoints,
+)
 from studies.services.imports.records import detect_format
 from studies.services.imports.scales import parse_ranges
 from studies.services.runs import RunRequest, labels_using, metric_choices, per_aspect
@@ -148,6 +154,17 @@ class RunForm(forms.Form):
         "an installed model's folder name, or a hub id an admin allowed; for a learned "
         "metric, the trained metric's id",
     )
+    endpoint = forms.CharField(
+        required=False,
+        max_length=100,
+        help_text="GPTScore, G-Eval: the name of a served endpoint of yours (or a shared "
+        "one) to score on instead of a local model",
+    )
+    cost_cap = forms.FloatField(
+        required=False,
+        min_value=0.0,
+        help_text="with an endpoint: stop the run before it spends more than this",
+    )
     k = forms.IntegerField(
         min_value=0, max_value=8, initial=2, help_text="demonstrations (IDM only)"
     )
@@ -163,6 +180,21 @@ class RunForm(forms.Form):
         choices=[("prob", "Σ p(s)·s"), ("argmax", "most probable label")],
         help_text=used_by("weighting"),
         required=False,
+    )
+    estimation = forms.ChoiceField(
+        choices=[
+            ("probs", "probabilities: Σ p(s)·s from the rating token's log-probs"),
+            ("sampled", "sampled: n answers at temperature 1 (the paper's GPT-4 estimate)"),
+        ],
+        help_text=used_by("estimation", ": sampled where an endpoint gives no log-probs"),
+        required=False,
+    )
+    n_samples = forms.IntegerField(
+        min_value=1,
+        max_value=100,
+        initial=20,
+        required=False,
+        help_text="answers per output, sampled estimation only",
     )
     references = forms.ChoiceField(
         choices=[("", "the metric's convention"), ("mean", "mean"), ("max", "max")],
@@ -182,10 +214,14 @@ class RunForm(forms.Form):
         help_text=used_by("precision", "; recorded with the run (with the device it ran on)"),
     )
 
-    def __init__(self, *args, dataset, **kwargs):  # type: ignore[no-untyped-def]
+    def __init__(self, *args, dataset, user=None, **kwargs):  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
         # the shared aspects and the dataset owner's: another researcher's never show
         self.fields["aspects"].queryset = dataset_aspects(dataset).filter(tasks=dataset.task)
+        if user is not None:  # a page: the endpoints the user may use, to pick from
+            names = visible_endpoints(user).values_list("name", flat=True).distinct()
+            choices = [("", "none: a local model"), *((n, n) for n in names)]
+            self.fields["endpoint"].widget = forms.Select(choices=choices)
 
     def run_request(self) -> RunRequest:
         """The runs' shared configuration (one run per aspect is started from it)."""
@@ -201,6 +237,10 @@ class RunForm(forms.Form):
             weighting=data["weighting"],
             reference_aggregation=data["references"] or "",
             precision=data["precision"],
+            endpoint=data.get("endpoint") or "",
+            cost_cap=data.get("cost_cap"),
+            estimation=data["estimation"],
+            n_samples=data.get("n_samples") or RunRequest.n_samples,
         )
 
     def clean(self):  # type: ignore[no-untyped-def]
@@ -210,6 +250,7 @@ class RunForm(forms.Form):
             ("steps", "auto"),
             ("weighting", "prob"),
             ("precision", "auto"),
+            ("estimation", "probs"),
         ):
             data[name] = data.get(name) or default
         if per_aspect(data["metric"]) and not data.get("aspects"):
@@ -261,3 +302,51 @@ class AnnotatorAccountForm(forms.Form):
     password = forms.CharField(
         widget=forms.PasswordInput, help_text="Give it to the annotator; they log in with it."
     )
+
+
+class EndpointForm(forms.ModelForm):  # type: ignore[type-arg]
+    """A served endpoint (the researcher's page; the admin adds the owner). The key is
+    write-only: typed in, stored encrypted, never shown again; blank keeps the stored
+    one, "clear" removes it. Names are unique per owner."""
+
+    api_key = forms.CharField(
+        required=False,
+        strip=True,
+        max_length=1000,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+        help_text="Write-only: stored encrypted and never shown. Blank keeps the stored key.",
+    )
+    clear_api_key = forms.BooleanField(required=False, help_text="Remove the stored key.")
+
+    class Meta:
+        model = Endpoint
+        fields = (
+            "name",
+            "protocol",
+            "base_url",
+            "model_id",
+            "api_key",
+            "clear_api_key",
+            "api_key_env",
+            *LIMIT_FIELDS,
+        )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        owner = data.get("owner", self.instance.owner)
+        name = data.get("name")
+        taken = Endpoint.objects.filter(name=name, owner=owner).exclude(pk=self.instance.pk)
+        if name and taken.exists():
+            whose = "You already have an" if owner else "There is already a shared"
+            self.add_error("name", f"{whose} endpoint named {name!r}.")
+        return data
+
+    def save(self, commit: bool = True) -> Any:
+        endpoint = super().save(commit=False)
+        if self.cleaned_data.get("clear_api_key"):
+            endpoint.set_api_key(None)
+        elif self.cleaned_data.get("api_key"):
+            endpoint.set_api_key(self.cleaned_data["api_key"])
+        if commit:
+            endpoint.save()
+        return endpoint

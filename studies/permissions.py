@@ -21,6 +21,10 @@ anyone else         nothing: the dataset, its studies and runs answer 404 (never
                     name leaks)
 ==================  =====================================================================
 
+Served endpoints are scoped as datasets are, by owner alone: a researcher sees and uses
+the shared ones (an admin's, no owner) and their own; nobody else's, not even its name.
+Only its owner (or an admin; for a shared one, an admin) changes or deletes it.
+
 A study's ``owner`` is whoever created it (the dataset's owner, or an admin); what it
 grants follows the dataset's owner, so a study made on someone else's dataset before this
 rule (or by an admin) is still the dataset owner's to see and manage.
@@ -32,7 +36,7 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
-from studies.models import Aspect, Dataset, Study, StudyMember
+from studies.models import Aspect, Dataset, Endpoint, Study, StudyMember
 
 RESEARCHER = "researcher"
 ANNOTATOR = "annotator"
@@ -123,3 +127,18 @@ def visible_aspects(user: Any) -> QuerySet[Aspect]:
 def dataset_aspects(dataset: Dataset) -> QuerySet[Aspect]:
     """Aspects a run on the dataset may use: the shared ones and its owner's."""
     return owned_aspects(dataset.owner_id)
+
+
+def visible_endpoints(user: Any) -> QuerySet[Endpoint]:
+    """Endpoints the user may see and run on: the shared ones and their own; all for
+    admins; none for annotators and anonymous users."""
+    if not is_researcher(user):
+        return Endpoint.objects.none()
+    if user.is_superuser:
+        return Endpoint.objects.all()
+    return Endpoint.objects.filter(Q(owner__isnull=True) | Q(owner=user))
+
+
+def may_change_endpoint(user: Any, endpoint: Endpoint) -> bool:
+    """Its owner changes, probes and deletes it; an admin any (a shared one: admins only)."""
+    return bool(user.is_superuser or (endpoint.owner_id and endpoint.owner_id == user.pk))

@@ -11,6 +11,7 @@ from studies.models import Dataset, WorkerHeartbeat
 from studies.services import imports, recovery
 from studies.services.analysis import dashboards, diagnostics, planner
 from studies.services.analysis.params import MatrixParams
+from studies.services.catalog.endpoints import probe_job
 from studies.services.catalog.steps import generate_steps_job
 from studies.services.runs import execute_run
 
@@ -72,6 +73,18 @@ def run_metric_cpu(self: Task, run_id: int, shard: int | None = None) -> str:  #
     """Execute (or join) a run of a metric that needs no language model (ROUGE, BLEU,
     chrF, BERTScore)."""
     return execute_run(run_id, shard=shard, fan_out=True, queue=_queue_of(self))
+
+
+@shared_task(name="studies.tasks.run_metric_io", queue="io", acks_late=True, bind=True)
+def run_metric_io(self: Task, run_id: int, shard: int | None = None) -> str:  # type: ignore[type-arg]
+    """Execute (or join) a run on a served endpoint: HTTP requests, no model loaded."""
+    return execute_run(run_id, shard=shard, fan_out=True, queue=_queue_of(self))
+
+
+@shared_task(name="studies.tasks.probe_endpoint", queue="io")
+def probe_endpoint(endpoint_id: int) -> str:
+    """Probe what a served endpoint can do and store it (see :func:`probe_job`)."""
+    return probe_job(endpoint_id)
 
 
 def _queue_of(task: Task) -> str | None:  # type: ignore[type-arg]

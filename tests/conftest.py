@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["tests.served"]  # the real vLLM server and the fault proxy
+
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")

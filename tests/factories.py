@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import factory
@@ -9,6 +10,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
 from studies import models
+from studies.demo_data import write_demo_jsonl
+from studies.services.imports import ImportOptions, import_file
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -64,3 +67,14 @@ class MetricRunFactory(factory.django.DjangoModelFactory):
 def dataset_pk(name: str) -> int:
     """The id of the dataset of that name (dataset pages are addressed by id)."""
     return models.Dataset.objects.get(name=name).pk
+
+
+def import_demo(owner: Any, folder: Path, name: str = "demo") -> models.Dataset:
+    """The demo data (studies/demo_data.py) imported as ``owner``'s dataset ``name``."""
+    path = folder / f"{name}.jsonl"
+    write_demo_jsonl(path)
+    options = ImportOptions(
+        dataset=name, task="summarization", file_format="jsonl", file_name=path.name, owner=owner
+    )
+    import_file(path, options)
+    return models.Dataset.objects.get(name=name, owner=owner)

@@ -5,11 +5,13 @@ htmx swaps, the annotation page, the Django admin, and the lockout page."""
 from __future__ import annotations
 
 import pytest
+from django.utils import timezone
 from playwright.sync_api import Browser, Page, expect
 
-from studies.models import Aspect, MetricRun
+from studies.models import Aspect, Endpoint, MetricRun
 from studies.services.analysis import planner
 from studies.services.analysis.planner import PlannerParams
+from studies.services.catalog.endpoints import create_endpoint
 from studies.services.imports import ImportOptions, import_file
 from tests.annotation.conftest import make_study, new_campaign
 from tests.annotation.routing_data import informative_campaign, make_routed_study
@@ -111,11 +113,18 @@ def test_pages_work_under_the_content_security_policy_without_violations(
     study, run_a, run_b = make_routed_study(cast["owner"])
     routed = informative_campaign(study, cast["owner"], [cast["annotator"]], run_a, run_b)
 
+    endpoint = create_endpoint("judge", "http://127.0.0.1:9", "m", owner=cast["owner"])
+    Endpoint.objects.filter(pk=endpoint.pk).update(probe_requested_at=timezone.now())
     researcher = Watched(browser, live_server.url)
     researcher.log_in("owner")
     for page_path in (
         "/",
         "/datasets/",
+        "/endpoints/",
+        "/endpoints/new/",
+        f"/endpoints/{endpoint.pk}/",  # polls its probe's findings (htmx)
+        f"/endpoints/{endpoint.pk}/edit/",
+        f"/endpoints/{endpoint.pk}/delete/",
         f"{scored}/",
         "/datasets/upload/",
         f"{scored}/runs/new/",

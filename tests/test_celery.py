@@ -19,10 +19,14 @@ def test_the_sweeper_and_its_beat_messages_go_to_the_maintenance_queue(settings)
     assert app.amqp.router.route({}, "studies.tasks.run_metric")["queue"].name == "gpu"
 
 
-def test_one_machine_runs_a_model_worker_and_a_maintenance_worker_with_beat(tmp_path):
-    model, maintenance = local_workers("demo", tmp_path / "schedule")
+def test_one_machine_runs_a_model_worker_a_maintenance_worker_with_beat_and_an_io_worker(
+    tmp_path,
+):
+    model, maintenance, io = local_workers("demo", tmp_path / "schedule")
     assert _queues_and_beat(model) == ("cpu,gpu", False)
     assert _queues_and_beat(maintenance) == ("maintenance", True)
+    assert _queues_and_beat(io) == ("io", False)
+    assert app.amqp.router.route({}, "studies.tasks.run_metric_io")["queue"].name == "io"
     assert maintenance[maintenance.index("-s") + 1] == str(tmp_path / "schedule")
     assert model[model.index("-n") + 1] != maintenance[maintenance.index("-n") + 1]
 

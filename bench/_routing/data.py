@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _common import REPO, SUMMEVAL
+from _common import SUMMEVAL
 
 ASPECTS = ("coherence", "consistency", "fluency", "relevance")
 # The questions the issue allows: (run A's key, run B's key) in ``Data.scores``, and names.
@@ -119,26 +119,16 @@ def write_gptscore(path: Path, threads: int) -> None:
     (default model, coherence, IST, src→hypo, mean log-probability) and write the scores
     to ``path`` with what produced them. Minutes of CPU: done once, read by ``--gptscore``."""
     import torch
-    from _speed import MODEL
+    from _speed import MODEL, coherence_config
 
     from scoring.lm import HFLanguageModel
     from scoring.metrics import gptscore
-    from scoring.metrics.gptscore import GPTScoreConfig, Item, Template
+    from scoring.metrics.gptscore import Item
 
     if not (MODEL / "config.json").is_file():
         sys.exit(f"no model at {MODEL}: run `python3 manage.py install_model` first")
     torch.set_num_threads(threads)
-    defaults = json.loads((REPO / "studies" / "defaults" / "defaults.json").read_text())
-    row = next(
-        t
-        for t in defaults["templates"]
-        if t["task"] == "summarization"
-        and t["kind"] == "gptscore"
-        and t["aspect"] == "COH"
-        and t["dimension"] == "src_hypo"
-        and t["setting"] == "IST"
-    )
-    config = GPTScoreConfig(template=Template(row["text"], row["target"]))
+    config = coherence_config()  # the defaults' only summarization COH src→hypo: IST
     records = [json.loads(line) for line in SUMMEVAL.read_text().splitlines()]
     lm = HFLanguageModel(MODEL, device="cpu")
     items = [
@@ -166,7 +156,7 @@ def write_gptscore(path: Path, threads: int) -> None:
                 "setting": "IST",
                 "dimension": "src_hypo",
                 "reduction": str(config.reduction),
-                "template": row["text"],
+                "template": config.template.text,
                 "seconds": round(time.perf_counter() - started),
                 "scores": scores,
             }

@@ -15,6 +15,7 @@ from studies.api.views import (
     correlations,
     datasets,
     diagnostics,
+    endpoints,
     planner,
     ppi,
     runs,
@@ -42,6 +43,7 @@ data_routes = [
     Route("aspects", catalog.AspectViewSet, "aspect"),
     Route("templates", catalog.TemplateViewSet, "template"),
     Route("runs", runs.RunViewSet, "run"),
+    Route("endpoints", endpoints.EndpointViewSet, "endpoint"),
 ]
 
 # studies and their members

@@ -11,6 +11,7 @@ the project import them from (``from studies.models import Dataset``).
 
 from studies.models.aspects import Aspect, AspectVersion, TaskKind, aspect_key
 from studies.models.datasets import Dataset, Document, Judgment, Output
+from studies.models.endpoints import Endpoint, ServedResponse
 from studies.models.jobs import ImportJob, WorkerHeartbeat
 from studies.models.prompts import EvaluationSteps, PromptTemplate, PromptTemplateVersion
 from studies.models.runs import AllowedModel, MetricRun, MetricScore, RunShard
@@ -23,6 +24,7 @@ __all__ = [
     "AspectVersion",
     "Dataset",
     "Document",
+    "Endpoint",
     "EvaluationSteps",
     "ImportJob",
     "Judgment",
@@ -32,6 +34,7 @@ __all__ = [
     "PromptTemplate",
     "PromptTemplateVersion",
     "RunShard",
+    "ServedResponse",
     "Snapshot",
     "Study",
     "StudyMember",

@@ -10,6 +10,17 @@ from django.db.models import F, Q
 from studies.models.aspects import Aspect, TaskKind
 
 
+def unique_name_per_owner(per_owner: str, unowned: str) -> list[models.UniqueConstraint]:
+    """Names unique per owner, and among the rows with no owner (the constraints'
+    names): datasets and served endpoints."""
+    return [
+        models.UniqueConstraint(
+            fields=["owner", "name"], condition=Q(owner__isnull=False), name=per_owner
+        ),
+        models.UniqueConstraint(fields=["name"], condition=Q(owner__isnull=True), name=unowned),
+    ]
+
+
 class Dataset(models.Model):
     """A set of documents with the outputs of several systems for each. Names are unique
     per owner: pages address a dataset by id, commands by id, ``owner/name`` or name."""
@@ -34,16 +45,9 @@ class Dataset(models.Model):
 
     class Meta:
         ordering = ["name", "pk"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["owner", "name"],
-                condition=Q(owner__isnull=False),
-                name="dataset_unique_name_per_owner",
-            ),
-            models.UniqueConstraint(
-                fields=["name"], condition=Q(owner__isnull=True), name="dataset_unique_unowned_name"
-            ),
-        ]
+        constraints = unique_name_per_owner(
+            "dataset_unique_name_per_owner", "dataset_unique_unowned_name"
+        )
 
     def __str__(self) -> str:
         return self.name

@@ -53,6 +53,12 @@ class MetricRun(models.Model):
     error = models.TextField(blank=True)
     timings = models.JSONField(default=dict, blank=True)
     provenance = models.JSONField(default=dict, blank=True)
+    usage = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="A served run's spending: requests, tokens, cost, retries by reason, cache "
+        "hits, latency p50/p95 (empty for a run on a local model).",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -12,6 +12,8 @@ from evalsite.celery import app
 
 RUN_METRIC = "studies.tasks.run_metric"  # language-model metrics, queue gpu
 RUN_METRIC_CPU = "studies.tasks.run_metric_cpu"  # the baselines, queue cpu
+RUN_METRIC_IO = "studies.tasks.run_metric_io"  # runs on a served endpoint, queue io
+PROBE_ENDPOINT = "studies.tasks.probe_endpoint"  # what a served endpoint can do, queue io
 IMPORT_UPLOAD = "studies.tasks.import_upload"
 COMPUTE_AGREEMENT = "annotation.tasks.compute_agreement"  # a large campaign's, queue cpu
 COMPUTE_PLANNER = "studies.tasks.compute_planner"  # a sample-size plan, queue cpu

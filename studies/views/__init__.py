@@ -19,12 +19,26 @@ from studies.views.datasets import (
     upload,
 )
 from studies.views.diagnostics import dataset_diagnostics
+from studies.views.endpoints import (
+    endpoint_delete,
+    endpoint_detail,
+    endpoint_edit,
+    endpoint_list,
+    endpoint_new,
+    endpoint_probe,
+)
 from studies.views.planner import planner_page, sentinels
 from studies.views.runs import run_cancel, run_detail, run_new, run_resume, run_variant
 from studies.views.steps import steps_detail, steps_generate
 from studies.views.studies import home, study_detail, study_members, study_new
 
 __all__ = [
+    "endpoint_delete",
+    "endpoint_detail",
+    "endpoint_edit",
+    "endpoint_list",
+    "endpoint_new",
+    "endpoint_probe",
     "api_token",
     "correlation_cell",
     "correlation_export",

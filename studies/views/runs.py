@@ -10,7 +10,8 @@ from django.views.decorators.http import require_POST
 from scoring.lm.store import ModelNotInstalled
 from studies.forms import RunForm
 from studies.models import MetricRun
-from studies.permissions import visible_datasets
+from studies.permissions import visible_datasets, visible_endpoints
+from studies.services.catalog import endpoints
 from studies.services.runs import (
     RunError,
     can_resume,
@@ -37,7 +38,7 @@ def _runs(request: HttpRequest):  # type: ignore[no-untyped-def]
 @researcher_required
 def run_new(request: HttpRequest, pk: int) -> HttpResponse:
     dataset = get_object_or_404(visible_datasets(request.user).select_related("task"), pk=pk)
-    form = RunForm(request.POST or None, dataset=dataset)
+    form = RunForm(request.POST or None, dataset=dataset, user=request.user)
     if request.method == "POST" and form.is_valid():
         try:
             started = start_requested(
@@ -49,9 +50,12 @@ def run_new(request: HttpRequest, pk: int) -> HttpResponse:
             messages.success(request, f"Started {len(started)} run(s).")
             return redirect("studies:run-detail", pk=started[0].pk)
     status = 400 if request.method == "POST" else 200
-    return render(
-        request, "studies/run_new.html", {"dataset": dataset, "form": form}, status=status
-    )
+    served = [  # what each endpoint would cost for GPTScore and G-Eval on this dataset
+        (e, endpoints.estimate_cost(e, dataset), endpoints.estimate_cost(e, dataset, "geval"))
+        for e in visible_endpoints(request.user)
+    ]
+    context = {"dataset": dataset, "form": form, "endpoints": served}
+    return render(request, "studies/run_new.html", context, status=status)
 
 
 @researcher_required

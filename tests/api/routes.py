@@ -20,7 +20,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from learned.models import TrainedMetric
-from studies.models import Aspect, PromptTemplate, StudyMember
+from studies.models import Aspect, Endpoint, PromptTemplate, StudyMember
 from tests.api.conftest import World
 from tests.factories import UserFactory
 
@@ -32,6 +32,7 @@ PK_RULES: tuple[tuple[str, Callable[[World], Any]], ...] = (
     (r"^studies:run-", lambda w: w.run.pk),
     (r"^studies:study-", lambda w: w.study.pk),
     (r"^studies:import-", lambda w: w.job.pk),
+    (r"^studies:endpoint-", lambda w: owners_endpoint(w).pk),
     (r"^studies:output-", lambda w: w.dataset.documents.first().outputs.first().pk),
     (r"^studies:document-", lambda w: w.dataset.documents.first().pk),
     (r"^annotation:", lambda w: w.campaign.pk),
@@ -47,6 +48,7 @@ PK_RULES: tuple[tuple[str, Callable[[World], Any]], ...] = (
     (r"^api:(annotate-)?campaign-", lambda w: w.campaign.pk),
     (r"^api:assignment-", lambda w: w.lease.pk),
     (r"^api:learned-", lambda w: trained_metric(w).pk),
+    (r"^api:endpoint-", lambda w: owners_endpoint(w).pk),
     (r"^learned:", lambda w: trained_metric(w).pk),
 )
 
@@ -60,6 +62,16 @@ def trained_metric(world: World) -> Any:
         defaults={"created_by": world.users["owner"], "status": TrainedMetric.Status.SUCCEEDED},
     )
     return trained
+
+
+def owners_endpoint(world: World) -> Any:
+    """A served endpoint of the owner's (theirs alone: collaborators do not see it)."""
+    found, _ = Endpoint.objects.get_or_create(
+        name="owners-endpoint",
+        owner=world.users["owner"],
+        defaults={"base_url": "http://127.0.0.1:9", "model_id": "m"},
+    )
+    return found
 
 
 GLOBAL_OBJECTS = (r"^api:(aspect|template)-",)  # everyone's: not the owner's to hide

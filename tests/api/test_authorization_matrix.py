@@ -59,8 +59,9 @@ LOGGED_IN = {**PUBLIC, "anonymous": LOGIN}
 # What only a dataset's owner (or an admin) may do, so a collaborator is refused (403):
 # share it (a study's members: invite, remove, create accounts) and write into it.
 OWNER_ONLY = (r"^api:study-(member|annotators)$", r"^api:dataset-upload$")
-# The owner's upload (an import job) is theirs alone: collaborators see the dataset, not it.
-UPLOADER_ONLY = (r"^(studies|api):import-",)
+# The owner's upload (an import job) and served endpoint are theirs alone: collaborators
+# see the dataset, not them.
+UPLOADER_ONLY = (r"^(studies|api):(import|endpoint)-",)
 
 
 def expected(route: Route) -> dict[str, str]:

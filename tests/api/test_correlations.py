@@ -11,13 +11,12 @@ import pytest
 from django.core.cache import cache
 from django.core.management import call_command
 
-from studies.demo_data import write_demo_jsonl
 from studies.models import Dataset
 from studies.services.analysis.dashboards import cached_matrix
 from studies.services.analysis.params import MatrixParams
-from studies.services.imports import ImportOptions, import_file
 from studies.services.runs import execute_run
 from tests.conftest import SHARED_DATA
+from tests.factories import import_demo
 
 pytestmark = pytest.mark.django_db
 LEVELS = ("sample", "dataset", "system")
@@ -66,19 +65,7 @@ def three_ways(client: Any, api: Any, dataset: Dataset, level: str, coef: str, c
 def test_demo_data_correlations_are_the_same_from_the_api_the_page_and_the_command(
     world, client, tmp_path, capsys
 ):
-    path = tmp_path / "demo.jsonl"
-    write_demo_jsonl(path)
-    import_file(
-        path,
-        ImportOptions(
-            dataset="demo",
-            task="summarization",
-            file_format="jsonl",
-            file_name="demo.jsonl",
-            owner=world.users["owner"],
-        ),
-    )
-    dataset = Dataset.objects.get(name="demo")
+    dataset = import_demo(world.users["owner"], tmp_path)
     client.force_login(world.users["owner"])
     for level, coef in itertools.product(LEVELS, ("spearman", "kendall")):
         three_ways(client, world.client("owner"), dataset, level, coef, capsys)

@@ -43,6 +43,7 @@ def test_the_project_router_registers_every_app_in_the_api_roots_order() -> None
         "aspects",
         "templates",
         "runs",
+        "endpoints",
         "learned",
         "studies",
         "campaigns",

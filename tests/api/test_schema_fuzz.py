@@ -56,6 +56,7 @@ STATISTIC_RULES = {"coef", "average", "ties"}  # which statistic exists at which
 SEMANTIC: dict[str, set[str]] = {
     "POST /api/auth/token/": {"non_field_errors"},
     "POST /api/datasets/": {"task", "name"},
+    "POST /api/endpoints/": {"name"},  # unique among the writer's own endpoints
     "POST /api/studies/": {"dataset", "aspects"},
     "POST /api/studies/{id}/members/": {"user", "role"},
     "POST /api/studies/{id}/annotators/": {"username", "password"},
@@ -101,7 +102,7 @@ def purge_queues() -> None:
     from evalsite.celery import app
 
     with app.connection_for_write() as connection:
-        for queue in ("cpu", "gpu"):
+        for queue in ("cpu", "gpu", "io"):
             app.amqp.queues[queue](connection.default_channel).declare()
             connection.default_channel.queue_purge(queue)
 

@@ -33,11 +33,20 @@ class RunCreateSerializer(StrictJsonTypes, serializers.Serializer):  # type: ign
         choices=RunForm.base_fields["dimension"].choices, default="src_hypo"
     )  # type: ignore[attr-defined]
     model = serializers.CharField(default="default", max_length=500)
+    endpoint = serializers.CharField(
+        default="", allow_blank=True, max_length=100, help_text="A served endpoint's name."
+    )
+    cost_cap = serializers.FloatField(required=False, allow_null=True, min_value=0.0)
     k = serializers.IntegerField(default=2, min_value=0, max_value=8)
     steps = serializers.ChoiceField(choices=RunForm.base_fields["steps"].choices, default="auto")  # type: ignore[attr-defined]
     weighting = serializers.ChoiceField(
         choices=RunForm.base_fields["weighting"].choices, default="prob"
     )  # type: ignore[attr-defined]
+    estimation = serializers.ChoiceField(
+        choices=RunForm.base_fields["estimation"].choices,  # type: ignore[attr-defined]
+        default="probs",
+    )
+    n_samples = serializers.IntegerField(default=20, min_value=1, max_value=100)
     references = serializers.ChoiceField(
         choices=RunForm.base_fields["references"].choices, default=""
     )  # type: ignore[attr-defined]
@@ -82,6 +91,9 @@ class RunSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
     config = serializers.DictField(read_only=True)
     provenance = serializers.DictField(read_only=True)
     timings = serializers.DictField(read_only=True)
+    usage = serializers.DictField(
+        read_only=True, help_text="A served run's requests, tokens, cost, retries, cache hits."
+    )
 
     class Meta:
         model = MetricRun
@@ -105,6 +117,7 @@ class RunSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
             "config",
             "timings",
             "provenance",
+            "usage",
             "created_at",
             "started_at",
             "finished_at",

@@ -8,11 +8,28 @@ from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
+from rest_framework import mixins, viewsets
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 
+from studies.api.permissions import IsResearcher
 from studies.models import Dataset
 from studies.permissions import visible_datasets
+
+
+class OwnedRowsViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):  # type: ignore[type-arg]
+    """Rows a researcher owns or may see (datasets, endpoints): list, read, create,
+    delete; by name, newest or id."""
+
+    permission_classes = [IsResearcher]
+    ordering_fields = ["name", "created_at", "id"]
+    ordering = ["name"]
 
 
 class PassthroughRenderer(BaseRenderer):

@@ -30,7 +30,12 @@ from studies.api.serializers.datasets import (
     UploadSerializer,
     sync_import_limit,
 )
-from studies.api.views.common import PassthroughRenderer, datasets_of, query_of
+from studies.api.views.common import (
+    OwnedRowsViewSet,
+    PassthroughRenderer,
+    datasets_of,
+    query_of,
+)
 from studies.models import Dataset, ImportJob
 from studies.permissions import may_change_dataset
 from studies.services.deletion import DeletionRefused, delete_dataset
@@ -104,18 +109,9 @@ def _import(
     create=extend_schema(summary="Create an empty dataset (fill it with an upload)"),
     destroy=extend_schema(summary="Delete a dataset (owner only; refused while runs are active)"),
 )
-class DatasetViewSet(
-    mixins.ListModelMixin,
-    mixins.RetrieveModelMixin,
-    mixins.CreateModelMixin,
-    mixins.DestroyModelMixin,
-    viewsets.GenericViewSet,
-):  # type: ignore[type-arg]
+class DatasetViewSet(OwnedRowsViewSet):
     serializer_class = DatasetSerializer
-    permission_classes = [IsResearcher]
     filterset_fields = ["name", "task__code"]
-    ordering_fields = ["name", "created_at", "id"]
-    ordering = ["name"]
 
     def get_queryset(self) -> Any:
         if getattr(self, "swagger_fake_view", False):  # schema generation

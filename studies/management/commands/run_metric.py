@@ -53,6 +53,15 @@ class Command(BaseCommand):
             help="'default', an installed model's folder name, an allowed hub id, or (the "
             "shell only) any local path or hub id; --metric learned: the trained metric's id",
         )
+        parser.add_argument(
+            "--endpoint",
+            default="",
+            help="GPTScore, G-Eval: score on this served endpoint (manage.py endpoint list) "
+            "instead of a local model",
+        )
+        parser.add_argument(
+            "--cost-cap", type=float, help="with --endpoint: stop before spending more than this"
+        )
         parser.add_argument("--k", type=int, default=2, help="demonstrations for IDM")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--reduction", default="mean", choices=["mean", "sum"])
@@ -195,6 +204,8 @@ class Command(BaseCommand):
             n_samples=opts["samples"],
             layer=opts["layer"],
             precision=opts["precision"],
+            endpoint=opts["endpoint"],
+            cost_cap=opts["cost_cap"],
             doc_keys=self.test_docs(opts["test_docs_of"], dataset.name),
         )
         try:

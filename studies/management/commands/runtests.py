@@ -2,7 +2,10 @@
 
 Without DATABASE_URL / CELERY_BROKER_URL the suite runs on SQLite and the filesystem
 broker in ./data/test; CI sets them to PostgreSQL and Redis. Debian's Chromium is
-installed for the browser tests when it is missing and this user may run apt-get.
+installed for the browser tests when it is missing and this user may run apt-get. vLLM's
+own virtualenv (``.venv-vllm``, or ``$CONCORDIA_VLLM_VENV``) is created for the served
+tests when missing (once; about 15 minutes), unless ``$CONCORDIA_VLLM_URL`` names a
+server already running.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
+
+from scoring.lm.served import local_server
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 
@@ -35,6 +40,13 @@ class Command(BaseCommand):
         subprocess.run(
             [sys.executable, str(settings.BASE_DIR / "manage.py"), "install_model"], check=True
         )
+        if not os.environ.get("CONCORDIA_VLLM_URL") and not local_server.installed():
+            self.stdout.write(
+                f"Installing {local_server.VLLM_PACKAGE} in {local_server.venv_dir()} for the "
+                "served tests (once; about 15 minutes)..."
+            )
+            sys.stdout.flush()
+            local_server.install()
         env = dict(os.environ)
         env.setdefault("CONCORDIA_DATA_DIR", str(settings.BASE_DIR / "data" / "test"))
         env.setdefault("CONCORDIA_MODEL_DIR", str(settings.CONCORDIA["MODEL_DIR"]))

@@ -20,6 +20,7 @@ from django.db.models import Sum
 from django.utils import timezone
 
 import studies.services.runs.shards as shards
+from scoring.lm.served import CostCapReached, EndpointUnavailable, ModelChanged, RequestRefused
 from scoring.metrics.base import Item, ScoreResult
 from studies.models import Dataset, MetricRun, MetricScore, Output, RunShard
 from studies.services import queue
@@ -29,12 +30,13 @@ from studies.services.runs.types import ModelFactory, Plan, RunError, Scorer
 
 log = logging.getLogger(__name__)
 LOADING, SCORING = "loading model", "scoring"  # a RUNNING run's timings["phase"]
-TASKS = {"cpu": queue.RUN_METRIC_CPU, "gpu": queue.RUN_METRIC}  # the task of each queue
+# the task of each queue
+TASKS = {"cpu": queue.RUN_METRIC_CPU, "gpu": queue.RUN_METRIC, "io": queue.RUN_METRIC_IO}
 
 
 def enqueue_run(run: MetricRun) -> None:
     """Send the run to the task of its queue once the transaction commits."""
-    queue.send_on_commit(TASKS[queue_for(run.metric)], run.pk)
+    queue.send_on_commit(TASKS[queue_for(run.metric, run.config)], run.pk)
 
 
 def run_lease() -> timedelta:
@@ -136,6 +138,22 @@ def execute_run(
             fan_out=fan_out,
             queue=queue,
         )
+    except EndpointUnavailable as exc:  # back to PENDING: the sweeper sends it again
+        log.warning("run %s: its endpoint is unavailable; pending again: %s", run_id, exc)
+        MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.RUNNING).update(
+            status=MetricRun.Status.PENDING,
+            error=f"Waiting for the endpoint (the run is retried; scores so far are kept): {exc}",
+            heartbeat_at=timezone.now(),
+        )
+        return "pending: endpoint unavailable"
+    except CostCapReached as exc:  # stopped: every finished document's scores stay
+        MetricRun.objects.filter(pk=run_id).update(
+            status=MetricRun.Status.FAILED,
+            error=f"Stopped at the cost cap: {exc}. The finished scores are kept.",
+            finished_at=timezone.now(),
+        )
+        run.dataset.bump_data_version()
+        return "stopped: cost cap"
     except Exception as exc:  # the run ends FAILED with its error; finished scores stay
         log.exception("run %s failed", run_id)
         MetricRun.objects.filter(pk=run_id).update(
@@ -267,6 +285,12 @@ def _score_shard(
         started = time.perf_counter()
         try:
             results = scorer(items)
+        except (EndpointUnavailable, CostCapReached, ModelChanged):
+            raise  # the endpoint, not the document: the whole run stops or waits
+        except RequestRefused as exc:
+            if exc.endpoint_wide:  # its key, model or URL: no document can succeed
+                raise
+            results = [ScoreResult(i.key, None, error=f"RequestRefused: {exc}") for i in items]
         except Exception as exc:  # a failing document marks its outputs, the others go on
             log.warning("run %s: document %s failed: %s", run.pk, items[0].doc_key, exc)
             results = [
@@ -330,7 +354,7 @@ def _write(run: MetricRun, shard: RunShard, results: list[ScoreResult], seconds:
 def send_shard(run: MetricRun, index: int, on: str | None = None) -> None:
     """One more message for the run, naming a shard: whoever takes it joins the run
     (``on``: the queue, else the run's own)."""
-    queue.send_on_commit(TASKS[queue_for(run.metric)], run.pk, index, queue=on)
+    queue.send_on_commit(TASKS[queue_for(run.metric, run.config)], run.pk, index, queue=on)
 
 
 def cancel_run(run: MetricRun) -> bool:

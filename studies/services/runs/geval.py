@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from scoring.lm.rating import RatingModel, TextSampler
+from scoring.lm.served import Capabilities
 from scoring.metrics import geval
 from scoring.metrics.base import Item, ScoreResult
 from studies.models import Dataset, MetricRun, MetricScore, Output
@@ -51,7 +52,15 @@ def build(dataset: Dataset, request: RunRequest, user: Any = None) -> Plan:
         else None
     )
     config = {
-        **model_config("geval", request.model, dataset, aspect_version, request.precision),
+        **model_config(
+            "geval",
+            request.model,
+            dataset,
+            aspect_version,
+            request.precision,
+            request=request,
+            user=user,
+        ),
         "introduction": base.introduction,
         "criteria": base.criteria,
         "aspect_name": base.aspect_name,
@@ -90,6 +99,8 @@ def _ensure_steps(run: MetricRun, model: Any) -> None:
         return
     assert run.aspect_version is not None
     info = {"model": c["model"], "model_label": c["model_label"], "model_files": c["model_files"]}
+    if c.get("endpoint"):  # generated through the endpoint: which, and its model's version
+        info |= {"endpoint": c["endpoint"], "model_version": c.get("model_version", "")}
     try:
         steps = steps_service.generate_steps(
             run.dataset.task, run.aspect_version, model, model_info=info, seed=c["seed"]
@@ -144,6 +155,22 @@ def prepare(run: MetricRun, todo: list[Output], model_factory: ModelFactory | No
     return score
 
 
+def served_needs(config: dict[str, Any], capabilities: Capabilities) -> str:
+    """What an endpoint lacks for G-Eval: chat top_logprobs to read the rating's
+    probabilities, or ``n`` samples per request for the sampled estimate."""
+    if config["estimation"] == "probs" and capabilities.chat_top_logprobs < 1:
+        return (
+            "G-Eval with probabilities (Σ p·s) needs chat top_logprobs, and the endpoint's "
+            "probe found none; start the run with sampled estimation instead"
+        )
+    if config["estimation"] == "sampled" and not capabilities.sampling_n:
+        return (
+            "G-Eval's sampled estimate needs n samples per request ('n'), and the endpoint's "
+            "probe found it refused"
+        )
+    return ""
+
+
 RUNNER = Runner(
     names=("geval",),
     label="G-Eval",
@@ -151,8 +178,9 @@ RUNNER = Runner(
     prepare=prepare,
     queue="gpu",
     per_aspect=True,
-    fields=frozenset({"steps", "weighting", "model", "precision"}),
+    fields=frozenset({"steps", "weighting", "estimation", "n_samples", "model", "precision"}),
     page="studies/partials/run_about_geval.html",
+    served=served_needs,
 )
 
 

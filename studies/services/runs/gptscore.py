@@ -9,6 +9,7 @@ from typing import Any
 from django.db.models import Avg
 
 from scoring.lm.base import LanguageModel, Reduction
+from scoring.lm.served import Capabilities
 from scoring.metrics import gptscore
 from scoring.metrics.base import Item, ScoreResult
 from studies.models import Aspect, Dataset, Judgment, MetricRun, Output, PromptTemplate
@@ -83,7 +84,15 @@ def build(dataset: Dataset, request: RunRequest, user: Any = None) -> Plan:
     )
     aspect_version = aspect.current_version()
     config = {
-        **model_config("gptscore", request.model, dataset, aspect_version, request.precision),
+        **model_config(
+            "gptscore",
+            request.model,
+            dataset,
+            aspect_version,
+            request.precision,
+            request=request,
+            user=user,
+        ),
         "task_description": dataset.task.description,
         "setting": request.setting,
         "dimension": dimension,
@@ -159,6 +168,21 @@ def prepare(run: MetricRun, todo: list[Output], model_factory: ModelFactory | No
     return score
 
 
+def served_needs(config: dict[str, Any], capabilities: Capabilities) -> str:
+    """What an endpoint lacks for GPTScore: the prompt's token log-probabilities."""
+    if not capabilities.target_logprobs:
+        return (
+            "GPTScore needs the prompt's token log-probabilities (a completion with echo "
+            "and logprobs, or vLLM's prompt_logprobs), and the endpoint's probe found neither"
+        )
+    if not capabilities.tokens_spell_text:
+        return (
+            "GPTScore takes the output's tokens by character offsets, and the tokens the "
+            "endpoint returned for the probe text did not spell it (the tokenizer check)"
+        )
+    return ""
+
+
 RUNNER = Runner(
     names=("gptscore",),
     label="GPTScore",
@@ -168,4 +192,5 @@ RUNNER = Runner(
     per_aspect=True,
     fields=frozenset({"setting", "dimension", "model", "k", "references", "precision"}),
     page="studies/partials/run_about_gptscore.html",
+    served=served_needs,
 )

@@ -1,5 +1,8 @@
 """A run's model: the frozen fields that name it, loading it in the worker, and the
-record of how it scored. A leaf of the runs package (runner modules import it)."""
+record of how it scored. The one seam between metrics and model backends: a run whose
+configuration names a served endpoint gets a :class:`~scoring.lm.served.ServedModel`
+(:mod:`.served`), any other the local engine; runners never ask which. A leaf of the
+runs package (runner modules import it)."""
 
 from __future__ import annotations
 
@@ -11,8 +14,10 @@ from scoring.lm.encoder import HFEncoder
 from scoring.lm.hf import HFLanguageModel  # cheap: torch loads with a model
 from scoring.lm.precision import PRECISIONS
 from studies.models import AspectVersion, Dataset, MetricRun
+from studies.services.catalog import endpoints
 from studies.services.catalog.model_catalog import fingerprint, resolve_model
-from studies.services.runs.types import RunError
+from studies.services.runs.served import load_served_model
+from studies.services.runs.types import RunError, RunRequest
 
 
 def model_config(
@@ -21,19 +26,49 @@ def model_config(
     dataset: Dataset,
     aspect_version: AspectVersion,
     precision: str = "auto",
+    *,
+    request: RunRequest | None = None,
+    user: Any = None,
 ) -> dict[str, Any]:
     """The frozen fields every model-based run shares: the metric, the model (as asked,
-    its label, location and files' hashes), the precision policy, the aspect version and
-    the task."""
+    its label, location and files' hashes; or the served endpoint, with its host, model
+    id and the model version its probe found, never its key, and the cost cap: a run on
+    a redeployed model shows as a different run), the precision policy, the aspect
+    version and the task."""
     if precision not in PRECISIONS:
         raise RunError(f"Unknown precision {precision!r}; use {', '.join(PRECISIONS)}.")
-    location, model_label = resolve_model(model)
+    served: dict[str, Any] = {}
+    if request is not None and request.endpoint:
+        try:
+            endpoint = endpoints.find_endpoint(request.endpoint, user)
+        except endpoints.EndpointProblem as exc:
+            raise RunError(str(exc)) from exc
+        if request.cost_cap is not None and request.cost_cap < 0:
+            raise RunError("The cost cap cannot be negative.")
+        try:  # the stored probe's findings (probed now if never): the model's version
+            found = endpoints.capabilities_of(endpoint)
+        except endpoints.EndpointProblem as exc:
+            raise RunError(str(exc)) from exc
+        version = found.version_label
+        location, files = "", {}
+        model_label = f"{endpoint.name}@{version}" if version else endpoint.name
+        model = endpoint.model_id
+        served = {
+            "endpoint": endpoints.describe(endpoint),
+            "model_version": found.model_version,
+            "model_version_source": found.version_source,
+            "cost_cap": request.cost_cap,
+        }
+    else:
+        location, model_label = resolve_model(model)
+        files = fingerprint(location)
     return {
         "metric": metric,
         "model": model,
         "model_label": model_label,
         "model_location": location,
-        "model_files": fingerprint(location),
+        "model_files": files,
+        **served,
         "precision": precision,
         "aspect": aspect_version.aspect.code,
         "aspect_version": aspect_version.version,
@@ -45,7 +80,12 @@ def model_config(
 def load_language_model(run: MetricRun) -> Any:
     """The run's language model (GPTScore, G-Eval), loaded in the run's precision; how
     the engine scores (device, dtype, attention, versions) goes into the run's
-    provenance, one entry per distinct engine (a run resumed on another worker adds one)."""
+    provenance, one entry per distinct engine (a run resumed on another worker adds one).
+    A run on a served endpoint gets its :class:`~scoring.lm.served.ServedModel`."""
+    if run.config.get("endpoint"):
+        served = load_served_model(run)
+        record_engine(run, {k: v for k, v in served.provenance().items() if k != "usage"})
+        return served
     model = HFLanguageModel(
         run.config["model_location"],
         batch_size=run.config.get("batch_size", 8),

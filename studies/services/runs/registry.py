@@ -10,7 +10,7 @@ Adding a metric touches its own module and one line here."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import overload
+from typing import Any, overload
 
 from studies.services.runs.baselines import RUNNERS as BASELINES
 from studies.services.runs.geval import RUNNER as GEVAL
@@ -67,9 +67,13 @@ def metric_choices() -> list[tuple[str, str]]:
     return [choice for r in _runners for choice in r.choices()]
 
 
-def queue_for(metric: str) -> Queue:
-    """The Celery queue of a metric, as its runner declares (language models: ``gpu``)."""
+def queue_for(metric: str, config: Mapping[str, Any] | None = None) -> Queue:
+    """The Celery queue of a run of ``metric``: ``io`` when its configuration names a
+    served endpoint (a light worker that loads no model), else as its runner declares
+    (language models: ``gpu``)."""
     found = runner(metric)
+    if config and config.get("endpoint") and found is not None and found.served is not None:
+        return "io"
     return found.queue if found else "gpu"
 
 

@@ -6,11 +6,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from studies.models import Aspect, Dataset, MetricRun
+from studies.models import Aspect, Dataset, Endpoint, MetricRun
+from studies.services.catalog import endpoints
 from studies.services.catalog.model_catalog import check_model
 from studies.services.runs.core import save_run
 from studies.services.runs.registry import METRIC_GROUPS, METRICS, per_aspect, runner
-from studies.services.runs.types import RunError, RunRequest
+from studies.services.runs.types import Plan, RunError, Runner, RunRequest
 
 
 def start_run(
@@ -25,17 +26,46 @@ def start_run(
 
     The model must be allowed (:func:`check_model`) where the metric's runner names one;
     ``local_paths`` (the operator's shell, never a web request) also accepts any local
-    path or hub id.
+    path or hub id. A run on a served endpoint (``request.endpoint``: one the user may
+    use) is refused here, before it starts, when the endpoint's probe found it lacks
+    what the metric needs.
     """
     found = runner(request.metric)
     if found is None:
         raise RunError(f"Unknown metric {request.metric!r}; use one of {', '.join(METRICS)}.")
-    if found.checks_model:  # a learned metric names a trained metric's id instead
+    if request.endpoint and found.served is None:
+        raise RunError(f"{found.label} does not run on a served endpoint.")
+    if found.checks_model and not request.endpoint:  # learned: a trained metric's id instead
         check_model(request.model, local_paths=local_paths)
     plan = found.build(dataset, request, user)
+    if request.endpoint:
+        endpoint = check_served(found, plan)
+        plan.config["cost_estimate"] = endpoints.estimate_cost(
+            endpoint,
+            dataset,
+            plan.metric,
+            limit_docs=request.limit_docs,
+            n_samples=request.n_samples if request.estimation == "sampled" else 0,
+            directions=2 if plan.config.get("dimension") == "avg_f" else 1,
+        )
     if request.doc_keys:
         plan.config["doc_keys"] = sorted(request.doc_keys)
     return save_run(dataset, plan, user=user, enqueue_it=enqueue)
+
+
+def check_served(found: Runner, plan: Plan) -> Endpoint:
+    """Refuse a run the endpoint cannot serve, from its stored probe (probed now if it
+    never was), naming what it lacks."""
+    frozen = plan.config["endpoint"]
+    endpoint = Endpoint.objects.get(pk=frozen["id"])
+    try:
+        capabilities = endpoints.capabilities_of(endpoint)
+    except endpoints.EndpointProblem as exc:
+        raise RunError(str(exc)) from exc
+    missing = found.served(plan.config, capabilities) if found.served else "no runs on endpoints"
+    if missing:
+        raise RunError(f"The endpoint {endpoint.name!r} cannot run {plan.label}: {missing}.")
+    return endpoint
 
 
 def start_runs(

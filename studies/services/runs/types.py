@@ -11,12 +11,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from scoring.lm.served import Capabilities
 from scoring.metrics.base import Item, ScoreResult
 from studies.models import AspectVersion, Dataset, MetricRun, Output
 
 Scorer = Callable[[list[Item]], list[ScoreResult]]
 ModelFactory = Callable[[MetricRun], Any]  # replaces a runner's own model loader (tests)
-Queue = Literal["cpu", "gpu"]  # the Celery queue a run goes to (served endpoints: "io", later)
+Queue = Literal["cpu", "gpu", "io"]  # the Celery queue a run goes to (served endpoints: io)
+# what a served endpoint lacks for a run's frozen configuration ("" if nothing)
+ServedCheck = Callable[[dict[str, Any], Capabilities], str]
 ABOUT_PAGE = "studies/partials/run_about.html"  # the run page's part on a run's metric
 
 
@@ -64,6 +67,8 @@ class RunRequest:
     layer: int | None = None  # BERTScore: the encoder layer (default: the last)
     doc_keys: tuple[str, ...] = ()  # only these documents (say, a learned metric's test set)
     precision: str = "auto"  # GPTScore, G-Eval: "auto", "exact" (float32) or "fast" (bf16 on a GPU)
+    endpoint: str = ""  # a served endpoint's name (GPTScore, G-Eval): scored there, not here
+    cost_cap: float | None = None  # a served run stops before spending more than this
 
 
 Builder = Callable[[Dataset, RunRequest, Any], Plan]  # (dataset, request, user) → plan
@@ -96,6 +101,8 @@ class Runner:
     page: str = ABOUT_PAGE  # the run page's part on its runs (``part``: summary, details)
     # the documents one of its trained models held out on a dataset (``--test-docs-of``)
     test_docs: Callable[[int, str], tuple[str, ...]] | None = None
+    # runs on a served endpoint: what the endpoint lacks for a run (None: local models only)
+    served: ServedCheck | None = None
 
     def label_of(self, name: str) -> str:
         """What pages call the metric ``name``."""

@@ -1,0 +1,468 @@
+"""A served model behind the scoring protocols: GPTScore, G-Eval and evaluation steps
+run on it with no code of their own.
+
+:class:`ServedModel` implements
+
+* :class:`~scoring.lm.base.LanguageModel` (``score_targets``) from the prompt's token
+  log-probabilities: ``/v1/completions`` with ``echo`` (or vLLM's ``prompt_logprobs``)
+  on ``prompt + target``, the target's tokens taken by character offsets;
+* :class:`~scoring.lm.rating.RatingModel` (``rating_distributions``) from the
+  ``top_logprobs`` of the next token, label by label (:mod:`._rating_walk`);
+* :class:`~scoring.lm.rating.ChatFormatter`, :class:`~scoring.lm.rating.TextGenerator`
+  and :class:`~scoring.lm.rating.TextSampler`.
+
+A chat turn is sent as a chat completion, so the server applies the model's own chat
+template: :meth:`ServedModel.chat_prompt` marks the message (:func:`chat_prompt`)
+instead of rendering a template it does not have, and every method sends a marked
+prompt to ``/v1/chat/completions`` and a plain one to ``/v1/completions``.
+
+Endpoint-wide failures (unavailable, refused key or model, cost cap) are raised; a
+request the server refuses on its own (a prompt past the context) is that request's
+error result.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from scoring.lm.base import TargetRequest, TargetScore
+from scoring.lm.rating import RatingDistribution, RatingRequest
+from scoring.lm.served._rating_walk import Walk
+from scoring.lm.served.client import (
+    Call,
+    CostCapReached,
+    EndpointError,
+    Outcome,
+    RequestRefused,
+    ServedClient,
+)
+from scoring.lm.served.probe import probe
+from scoring.lm.served.spec import Capabilities
+
+COMPLETIONS = "/v1/completions"
+CHAT = "/v1/chat/completions"
+CHAT_OPEN = "<|served:user|>\n"
+CHAT_CLOSE = "\n<|served:assistant|>\n"
+STRADDLE = ("target", "error")
+
+
+class CapabilityMissing(EndpointError):
+    """The endpoint lacks what a metric needs (found by the probe); nothing was sent."""
+
+
+def chat_prompt(message: str) -> str:
+    """``message`` marked as a chat turn's user message, the assistant's answer to
+    follow. It ends in a newline, as a rendered chat template does, so rating labels
+    follow it without a leading space."""
+    return f"{CHAT_OPEN}{message}{CHAT_CLOSE}"
+
+
+def split_chat(prompt: str) -> tuple[str, str] | None:
+    """``(message, start of the assistant's answer)`` of a marked prompt, else ``None``."""
+    if not prompt.startswith(CHAT_OPEN):
+        return None
+    message, found, answer = prompt[len(CHAT_OPEN) :].rpartition(CHAT_CLOSE)
+    return (message, answer) if found else None
+
+
+def _raise_endpoint_wide(outcomes: Sequence[Outcome]) -> None:
+    """Raise the first failure that no request can escape (unavailable, refused key or
+    model); a request's own refusal is left to become its error result."""
+    for outcome in outcomes:
+        if (
+            isinstance(outcome, EndpointError)
+            and not isinstance(outcome, CostCapReached)
+            and (not isinstance(outcome, RequestRefused) or outcome.endpoint_wide)
+        ):
+            raise outcome
+
+
+class ServedModel:
+    """A model behind an OpenAI-compatible endpoint (:class:`ServedClient`).
+
+    ``capabilities`` are the probe's findings (probed on first use when not given).
+    ``top_logprobs`` caps the candidates read per rating step (default: the most the
+    endpoint accepts). ``straddle`` decides a token that is part prompt, part target
+    (a prompt ending in a space before ``Ġword``): ``"target"`` counts it as the
+    target's first token, the local engine's rule (every target character is scored);
+    ``"error"`` refuses the request instead.
+    """
+
+    def __init__(
+        self,
+        client: ServedClient,
+        *,
+        capabilities: Capabilities | None = None,
+        top_logprobs: int | None = None,
+        straddle: str = "target",
+    ) -> None:
+        if straddle not in STRADDLE:
+            raise ValueError(f"straddle must be one of {STRADDLE}")
+        if top_logprobs is not None and top_logprobs < 1:
+            raise ValueError("top_logprobs must be at least 1")
+        self.client = client
+        self._capabilities = capabilities
+        self.top_logprobs = top_logprobs
+        self.straddle = straddle
+
+    def __repr__(self) -> str:
+        return f"ServedModel({self.client.spec!r})"
+
+    @property
+    def capabilities(self) -> Capabilities:
+        if self._capabilities is None:
+            self._capabilities = probe(self.client)
+        return self._capabilities
+
+    @property
+    def model_id(self) -> str:
+        return self.client.spec.model_id
+
+    def provenance(self) -> dict[str, Any]:
+        """Where and how it scored: the endpoint's host, the model id and the versions
+        the server reported, the capabilities used, and the usage so far."""
+        spec = self.client.spec
+        return {
+            "backend": "served",
+            "protocol": spec.protocol,
+            "host": spec.host,
+            "model_id": spec.model_id,
+            "models_reported": sorted(self.client.models_seen),
+            "system_fingerprints": sorted(self.client.fingerprints),
+            "capabilities": self.capabilities.as_dict(),
+            "straddle": self.straddle,
+            "top_logprobs": self.top_logprobs,
+            "usage": self.client.usage.as_dict(),
+        }
+
+    # -- GPTScore: target log-probabilities ---------------------------------------------
+
+    def score_targets(self, requests: Sequence[TargetRequest]) -> list[TargetScore]:
+        """One result per request, in order, from the prompt log-probabilities of
+        ``prompt + target``; failures carry ``error``."""
+        if not requests:
+            return []
+        caps = self.capabilities
+        if not caps.target_logprobs:
+            raise CapabilityMissing(
+                f"{self.model_id} at {self.client.spec.host} gives no prompt log-probabilities "
+                "(neither echo nor prompt_logprobs): GPTScore cannot run on it"
+            )
+        results: list[TargetScore | None] = [None] * len(requests)
+        calls: list[Call] = []
+        where: list[int] = []
+        for i, request in enumerate(requests):
+            if not isinstance(request.prompt, str) or not isinstance(request.target, str):
+                results[i] = TargetScore.failed(request.key, "prompt and target must be strings")
+            elif request.target == "":
+                results[i] = TargetScore.failed(
+                    request.key, "the target is empty: there is nothing to score"
+                )
+            else:
+                calls.append(Call(COMPLETIONS, self._echo_body(request.prompt + request.target)))
+                where.append(i)
+        outcomes = self.client.run(calls)
+        _raise_endpoint_wide(outcomes)
+        capped: CostCapReached | None = None
+        for i, outcome in zip(where, outcomes, strict=True):
+            request = requests[i]
+            if isinstance(outcome, CostCapReached):
+                capped = capped or outcome
+            elif isinstance(outcome, EndpointError):
+                results[i] = TargetScore.failed(request.key, str(outcome))
+            else:
+                results[i] = self._target_score(request, outcome)
+        if capped is not None:
+            capped.partial = results
+            raise capped
+        return [r for r in results if r is not None]
+
+    def _echo_body(self, text: str) -> dict[str, Any]:
+        if self.capabilities.echo_logprobs:
+            return {"prompt": text, "echo": True, "logprobs": 0, "max_tokens": 0}
+        return {"prompt": text, "prompt_logprobs": 0, "max_tokens": 1, "temperature": 0}
+
+    def _target_score(self, request: TargetRequest, answer: dict[str, Any]) -> TargetScore:
+        text = request.prompt + request.target
+        try:
+            tokens, logprobs, offsets = _prompt_tokens(answer, text)
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            return TargetScore.failed(
+                request.key, f"the endpoint's answer has no usable prompt log-probabilities ({exc})"
+            )
+        boundary = len(request.prompt)
+        ends = [*offsets[1:], len(text)]
+        start = next(
+            (k for k in range(len(tokens)) if ends[k] > boundary or offsets[k] >= boundary),
+            len(tokens),
+        )
+        if start == len(tokens):
+            return TargetScore.failed(request.key, "the target has no tokens to score")
+        if offsets[start] < boundary and self.straddle == "error":
+            return TargetScore.failed(
+                request.key,
+                f"the token {tokens[start]!r} spans the end of the prompt and the start of the "
+                "target; end the prompt with the separator or start the target with it",
+            )
+        if start == 0 or logprobs[start] is None:
+            return TargetScore.failed(
+                request.key,
+                "nothing precedes the target, so the endpoint gives its first token no probability",
+            )
+        values = logprobs[start:]
+        if any(v is None for v in values):
+            return TargetScore.failed(request.key, "the endpoint left a target token unscored")
+        return TargetScore.from_logprobs(request.key, [float(v) for v in values if v is not None])
+
+    # -- G-Eval: rating distributions ---------------------------------------------------
+
+    def rating_distributions(self, requests: Sequence[RatingRequest]) -> list[RatingDistribution]:
+        """Label distributions from the next-token ``top_logprobs`` (a chat completion
+        for a marked prompt, a plain completion otherwise), walking multi-token labels
+        one token at a time. A label outside the top-k gets probability 0: the mass
+        outside the labels (``1 - label_mass``) is what the model put elsewhere."""
+        if not requests:
+            return []
+        walks = [Walk(r.prompt, r.labels) for r in requests]
+        while True:
+            wanted: dict[str, Call] = {}
+            for walk in walks:
+                for prefix in walk.missing():
+                    call = self._next_token_call(walk.prompt, prefix)
+                    wanted[walk.node_id(prefix)] = call
+            if not wanted:
+                break
+            ids = list(wanted)
+            outcomes = self.client.run([wanted[i] for i in ids])
+            _raise_endpoint_wide(outcomes)
+            found = dict(zip(ids, outcomes, strict=True))
+            for walk in walks:
+                for prefix in walk.missing():
+                    outcome = found[walk.node_id(prefix)]
+                    if isinstance(outcome, CostCapReached):
+                        outcome.partial = [None] * len(requests)
+                        raise outcome
+                    if isinstance(outcome, EndpointError):
+                        walk.fail(str(outcome))
+                    else:
+                        walk.add(prefix, _next_token_candidates(outcome))
+        return [walk.result(r.key) for walk, r in zip(walks, requests, strict=True)]
+
+    def _k(self, chat: bool) -> int:
+        caps = self.capabilities
+        most = caps.chat_top_logprobs if chat else caps.completion_top_logprobs
+        if most < 1:
+            kind = "chat" if chat else "completion"
+            raise CapabilityMissing(
+                f"{self.model_id} at {self.client.spec.host} gives no {kind} top_logprobs: "
+                "rate with estimation='sampled' instead"
+            )
+        return min(most, self.top_logprobs or most)
+
+    def _next_token_call(self, prompt: str, prefix: str) -> Call:
+        chat = split_chat(prompt)
+        if chat is not None:
+            message, answer = chat
+            body: dict[str, Any] = {
+                "messages": _messages(message, answer + prefix),
+                "logprobs": True,
+                "top_logprobs": self._k(True),
+                "max_tokens": 1,
+                "temperature": 0,
+            }
+            if answer + prefix:
+                body.update(continue_final_message=True, add_generation_prompt=False)
+            return Call(CHAT, body)
+        return Call(
+            COMPLETIONS,
+            {
+                "prompt": prompt + prefix,
+                "logprobs": self._k(False),
+                "max_tokens": 1,
+                "temperature": 0,
+            },
+        )
+
+    # -- text: chat template, greedy generation, sampling --------------------------------
+
+    def chat_prompt(self, message: str) -> str:
+        """The message as a chat turn (the server applies the model's own template)."""
+        return chat_prompt(message)
+
+    def generate(self, prompt: str, *, max_new_tokens: int = 256) -> str:
+        """Greedy continuation (temperature 0)."""
+        answer = self.client.post(*self._text_call(prompt, max_new_tokens, temperature=0))
+        return _texts(answer)[0]
+
+    def sample(
+        self,
+        prompt: str,
+        *,
+        n: int = 20,
+        temperature: float = 1.0,
+        max_new_tokens: int = 8,
+        seed: int = 0,
+    ) -> list[str]:
+        """``n`` answers at ``temperature`` (top-p 1): one request with ``n`` where the
+        endpoint takes it, else ``n`` requests with seeds ``seed``, ``seed + 1``, …"""
+        if n < 1 or temperature <= 0:
+            raise ValueError("sampling needs n ≥ 1 and a temperature above 0")
+        caps = self.capabilities
+        extra: dict[str, Any] = {"top_p": 1.0}
+        if caps.sampling_n:
+            route, body = self._text_call(prompt, max_new_tokens, temperature, n=n)
+            if caps.seed:
+                body["seed"] = seed
+            return _texts(self.client.post(route, {**body, **extra}))
+        calls = []
+        for i in range(n):
+            route, body = self._text_call(prompt, max_new_tokens, temperature)
+            # Distinct seeds keep the requests distinct (identical ones are sent once).
+            calls.append(Call(route, {**body, **extra, "seed": seed + i}))
+        out: list[str] = []
+        for outcome in self.client.run(calls):
+            if isinstance(outcome, EndpointError):
+                raise outcome
+            out.extend(_texts(outcome))
+        return out
+
+    def _text_call(
+        self, prompt: str, max_new_tokens: int, temperature: float, n: int = 1
+    ) -> tuple[str, dict[str, Any]]:
+        body: dict[str, Any] = {"max_tokens": max_new_tokens, "temperature": temperature}
+        if n > 1:
+            body["n"] = n
+        chat = split_chat(prompt)
+        if chat is None:
+            return COMPLETIONS, {"prompt": prompt, **body}
+        message, answer = chat
+        body["messages"] = _messages(message, answer)
+        if answer:
+            body.update(continue_final_message=True, add_generation_prompt=False)
+        return CHAT, body
+
+
+def _messages(message: str, answer: str) -> list[dict[str, str]]:
+    messages = [{"role": "user", "content": message}]
+    if answer:
+        messages.append({"role": "assistant", "content": answer})
+    return messages
+
+
+def _texts(answer: dict[str, Any]) -> list[str]:
+    """The answers' texts, in choice order (chat or completion)."""
+    choices = sorted(answer.get("choices") or [], key=lambda c: int(c.get("index", 0)))
+    if not choices:
+        raise EndpointError("the endpoint answered with no choices")
+    out = []
+    for choice in choices:
+        if "message" in choice:
+            out.append(str((choice.get("message") or {}).get("content") or ""))
+        else:
+            out.append(str(choice.get("text") or ""))
+    return out
+
+
+def _prompt_tokens(
+    answer: dict[str, Any], text: str
+) -> tuple[list[str], list[float | None], list[int]]:
+    """(tokens, log-probabilities, character offsets) of the prompt, from an ``echo``
+    answer (``logprobs``: tokens, token_logprobs, text_offset) or a ``prompt_logprobs``
+    one (per position, ``{token id: {logprob, decoded_token}}``, the first ``None``).
+    Offsets are checked against the text (:func:`_align`)."""
+    choice = answer["choices"][0]
+    if choice.get("prompt_logprobs") is not None:
+        tokens: list[str] = []
+        logprobs: list[float | None] = []
+        for position in choice["prompt_logprobs"]:
+            if position is None:
+                tokens.append("")
+                logprobs.append(None)
+                continue
+            # The prompt's own token comes first (prompt_logprobs=0 asks for it alone).
+            entry = next(iter(position.values()))
+            tokens.append(str(entry.get("decoded_token") or ""))
+            logprobs.append(float(entry["logprob"]))
+        return tokens, logprobs, _align(tokens, text, None)
+    lp = choice["logprobs"]
+    tokens = [str(t) for t in lp["tokens"]]
+    values = [None if v is None else float(v) for v in lp["token_logprobs"]]
+    # An echo answer with max_tokens > 0 goes on past the prompt: keep the prompt's part.
+    offsets = [int(o) for o in lp.get("text_offset") or []]
+    n = len(tokens)
+    if offsets:
+        n = next((k for k, o in enumerate(offsets) if o >= len(text)), len(tokens))
+    tokens, values = tokens[:n], values[:n]
+    return tokens, values, _align(tokens, text, offsets[:n] if offsets else None)
+
+
+def _align(tokens: list[str], text: str, offsets: list[int] | None) -> list[int]:
+    """Character offsets of ``tokens`` in ``text``.
+
+    When the tokens spell the text, their cumulative lengths are the offsets (and must
+    equal the server's). A byte-level tokenizer can split a character over tokens,
+    which then read as ``"\\ufffd"`` or as nothing: such a run of tokens is placed where
+    the next readable token is found, and a boundary inside it is resolved by the
+    caller as a straddle.
+    """
+    if "".join(tokens) == text:
+        out, pos = [], 0
+        for token in tokens:
+            out.append(pos)
+            pos += len(token)
+        if offsets is not None and offsets != out:
+            raise ValueError("the token offsets do not match the tokens")
+        return out
+    out = []
+    pos = 0
+    pending: list[int] = []  # tokens waiting for the next readable one
+    for k, token in enumerate(tokens):
+        if not token or "\ufffd" in token or token.startswith("bytes:"):
+            pending.append(k)
+            out.append(pos)
+            continue
+        found = text.find(token, pos)
+        if found < 0 or (found > pos and not pending):
+            raise ValueError(f"token {k} ({token!r}) is not where the text says")
+        if pending and found > pos:
+            # the unreadable run covers text[pos:found]: spread it so every token of the
+            # run starts inside it (the first at pos).
+            for j, index in enumerate(pending):
+                out[index] = min(found - 1, pos + j)
+        pending = []
+        out.append(found)
+        pos = found + len(token)
+    if pending and pos < len(text):
+        for j, index in enumerate(pending):
+            out[index] = min(len(text) - 1, pos + j)
+    return out
+
+
+def _next_token_candidates(answer: dict[str, Any]) -> dict[str, float]:
+    """The next token's candidates and their log-probabilities (the most probable entry
+    when a text appears twice), from a chat or a completion answer."""
+    choice = answer["choices"][0]
+    found: dict[str, float] = {}
+    logprobs = choice.get("logprobs") or {}
+    if "content" in logprobs:
+        entries = (logprobs.get("content") or [{}])[0].get("top_logprobs") or []
+        pairs = [(str(e["token"]), float(e["logprob"])) for e in entries]
+    else:
+        tops = logprobs.get("top_logprobs") or [{}]
+        pairs = [(str(t), float(v)) for t, v in (tops[0] or {}).items()]
+    for token, value in pairs:
+        if math.isfinite(value) and value > found.get(token, -math.inf):
+            found[token] = value
+    return found
+
+
+__all__ = [
+    "CHAT",
+    "COMPLETIONS",
+    "CapabilityMissing",
+    "ServedModel",
+    "chat_prompt",
+    "split_chat",
+]

@@ -1,0 +1,188 @@
+"""What Concordia knows about a served model: where it is and its limits
+(:class:`EndpointSpec`), what it can do (:class:`Capabilities`, found by
+:mod:`scoring.lm.served.probe`), and what using it cost (:class:`Usage`)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+from typing import Any
+from urllib.parse import urlsplit
+
+PROTOCOLS = ("openai",)
+RETRY_REASONS = ("429", "5xx", "timeout", "connect")
+
+
+@dataclass(frozen=True)
+class EndpointSpec:
+    """An OpenAI-compatible endpoint serving one model.
+
+    ``base_url`` is the server's root (``http://host:8000``; a trailing ``/v1`` is
+    accepted and dropped). ``max_concurrency`` bounds the requests in flight from one
+    client; ``rpm`` and ``tpm`` (requests and tokens per minute, ``None``: no limit) are
+    enforced across processes by a shared limiter. ``timeout`` is per request, in
+    seconds. Prices are per million tokens. The API key never appears in ``repr``.
+    """
+
+    base_url: str
+    model_id: str
+    api_key: str | None = field(default=None, repr=False)
+    max_concurrency: int = 8
+    rpm: int | None = None
+    tpm: int | None = None
+    timeout: float = 60.0
+    price_in: float = 0.0
+    price_out: float = 0.0
+    protocol: str = "openai"
+    model_version: str = ""  # what the probe found the server reports (cache keys hold it)
+
+    def __post_init__(self) -> None:
+        parts = urlsplit(self.base_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"base_url must be an http(s) URL, not {self.base_url!r}")
+        if not self.model_id:
+            raise ValueError("model_id is required")
+        if self.max_concurrency < 1:
+            raise ValueError("max_concurrency must be at least 1")
+        for name in ("rpm", "tpm"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be at least 1 (or None for no limit)")
+        if not (self.timeout > 0):
+            raise ValueError("timeout must be above 0 seconds")
+        if self.price_in < 0 or self.price_out < 0:
+            raise ValueError("prices cannot be negative")
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"protocol must be one of {PROTOCOLS}")
+
+    @property
+    def root(self) -> str:
+        """``base_url`` without a trailing slash or ``/v1``."""
+        url = self.base_url.rstrip("/")
+        return url[: -len("/v1")] if url.endswith("/v1") else url
+
+    @property
+    def host(self) -> str:
+        """The host (and port) alone: what provenance records of the URL."""
+        return urlsplit(self.base_url).netloc.rsplit("@", 1)[-1]
+
+    @property
+    def limiter_key(self) -> str:
+        """What rate limits are shared by: the host and the model."""
+        return f"{self.host}/{self.model_id}"
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        """The price of so many tokens, in the prices' currency."""
+        return (prompt_tokens * self.price_in + completion_tokens * self.price_out) / 1e6
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What an endpoint was found to give (:func:`scoring.lm.served.probe.probe`).
+
+    ``chat_top_logprobs``: the largest ``top_logprobs`` a chat completion accepted (0:
+    none); ``echo_logprobs``: a completion with ``echo`` returns the prompt's token
+    log-probabilities; ``prompt_logprobs``: vLLM's ``prompt_logprobs`` does;
+    ``completion_top_logprobs``: the largest ``logprobs`` a plain completion accepted;
+    ``sampling_n``: ``n`` > 1 samples in one request; ``seed``: a seed is accepted and
+    gives the same samples twice. ``model_version``: the version the server reports of
+    its model (a hosted API's ``system_fingerprint``, else the weights a vLLM or SGLang
+    server names as the model's ``root``; "" when it reports neither). ``tokens_spell_text``:
+    the tokens the server returned for the probe text spell it exactly (the tokenizer
+    check: a target's tokens can be taken by character offsets).
+    """
+
+    chat_top_logprobs: int = 0
+    echo_logprobs: bool = False
+    prompt_logprobs: bool = False
+    sampling_n: bool = False
+    seed: bool = False
+    completion_top_logprobs: int = 0
+    model_version: str = ""
+    version_source: str = ""  # "system_fingerprint", "root" or "" (none reported)
+    tokens_spell_text: bool = False
+    notes: tuple[str, ...] = ()
+
+    @property
+    def target_logprobs(self) -> bool:
+        """Can GPTScore run here (prompt log-probabilities by either route)?"""
+        return self.echo_logprobs or self.prompt_logprobs
+
+    @property
+    def version_label(self) -> str:
+        """A short form of ``model_version`` for labels: a path's last part, at most 40
+        characters ("" when unknown)."""
+        return self.model_version.rstrip("/").rsplit("/", 1)[-1][:40]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)} | {"notes": list(self.notes)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Capabilities:
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["notes"] = tuple(values.get("notes", ()))
+        return cls(**values)
+
+
+def _quantile(sorted_values: list[float], q: float) -> float | None:
+    """Linear-interpolation quantile (numpy's default) of already sorted values."""
+    if not sorted_values:
+        return None
+    pos = (len(sorted_values) - 1) * q
+    low, high = math.floor(pos), math.ceil(pos)
+    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (pos - low)
+
+
+@dataclass
+class Usage:
+    """What a client spent: HTTP requests answered, tokens, retries by reason (``429``,
+    ``5xx``, ``timeout``, ``connect``), answers taken from the cache, latencies of the
+    answered requests (seconds) and their cost."""
+
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    retries: dict[str, int] = field(default_factory=lambda: dict.fromkeys(RETRY_REASONS, 0))
+    cache_hits: int = 0
+    failures: int = 0
+    cost: float = 0.0
+    latencies: list[float] = field(default_factory=list)
+
+    def add_response(
+        self, seconds: float, prompt_tokens: int, completion_tokens: int, cost: float
+    ) -> None:
+        self.requests += 1
+        self.latencies.append(seconds)
+        self.prompt_tokens += prompt_tokens
+        self.completion_tokens += completion_tokens
+        self.cost += cost
+
+    def add_retry(self, reason: str) -> None:
+        self.retries[reason] = self.retries.get(reason, 0) + 1
+
+    @property
+    def total_retries(self) -> int:
+        return sum(self.retries.values())
+
+    @property
+    def p50(self) -> float | None:
+        return _quantile(sorted(self.latencies), 0.5)
+
+    @property
+    def p95(self) -> float | None:
+        return _quantile(sorted(self.latencies), 0.95)
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready summary (latencies as p50/p95, not the list)."""
+        return {
+            "requests": self.requests,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "retries": dict(self.retries),
+            "cache_hits": self.cache_hits,
+            "failures": self.failures,
+            "cost": self.cost,
+            "latency_p50": self.p50,
+            "latency_p95": self.p95,
+        }

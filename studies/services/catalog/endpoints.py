@@ -1,0 +1,301 @@
+"""Served endpoints: create one, probe what it can do, find one by name for a user, and
+turn one into the scoring engine's :class:`~scoring.lm.served.EndpointSpec` (with its
+key: the one place a stored key is decrypted), with the deployment's shared rate
+limiter and the database's response cache.
+
+The key never leaves this module but in the spec's request header: messages name the
+endpoint, its host and model, never the key (:func:`scrub` takes it out of any text
+that passed a server).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Sum
+from django.db.models.functions import Length
+from django.utils import timezone
+
+from scoring.lm.served import (
+    Capabilities,
+    EndpointError,
+    EndpointSpec,
+    EndpointUnavailable,
+    FileLimiter,
+    Limiter,
+    RedisLimiter,
+    ServedClient,
+    probe,
+)
+from studies.models import Dataset, Endpoint, Output, ServedResponse
+from studies.models.endpoints import LIMIT_FIELDS, KeyUnavailable
+from studies.permissions import visible_endpoints
+from studies.services import queue
+
+log = logging.getLogger(__name__)
+
+
+class EndpointProblem(Exception):
+    """An endpoint cannot be created, found or reached as asked; the message says why
+    (and never contains a key). ``unavailable``: it did not answer (down, overloaded),
+    so trying again later may work."""
+
+    def __init__(self, message: str, *, unavailable: bool = False) -> None:
+        super().__init__(message)
+        self.unavailable = unavailable
+
+
+def create_endpoint(
+    name: str,
+    base_url: str,
+    model_id: str,
+    *,
+    owner: Any = None,
+    api_key: str | None = None,
+    api_key_env: str = "",
+    protocol: str = Endpoint.Protocol.OPENAI,
+    **limits: Any,
+) -> Endpoint:
+    """Save a new endpoint (validated; its key encrypted). ``owner`` None: shared."""
+    unknown = set(limits) - set(LIMIT_FIELDS)
+    if unknown:
+        raise TypeError(f"unknown endpoint settings: {', '.join(sorted(unknown))}")
+    endpoint = Endpoint(
+        name=name,
+        base_url=base_url,
+        model_id=model_id,
+        owner=owner,
+        api_key_env=api_key_env,
+        protocol=protocol,
+        **{k: v for k, v in limits.items() if v is not None},
+    )
+    endpoint.set_api_key(api_key)
+    whose = f"{owner}'s" if owner else "shared"
+    if Endpoint.objects.filter(name=name, owner=owner).exists():
+        raise EndpointProblem(f"There is already a {whose} endpoint named {name!r}.")
+    try:
+        endpoint.full_clean()
+    except ValidationError as exc:
+        raise EndpointProblem(_messages(exc)) from exc
+    try:
+        with transaction.atomic():
+            endpoint.save()
+    except IntegrityError as exc:  # created meanwhile
+        raise EndpointProblem(f"There is already a {whose} endpoint named {name!r}.") from exc
+    return endpoint
+
+
+def _messages(exc: ValidationError) -> str:
+    if hasattr(exc, "message_dict"):
+        return "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())
+    return " ".join(exc.messages)
+
+
+def find_endpoint(name: str, user: Any = None) -> Endpoint:
+    """The endpoint ``name`` that ``user`` may use (theirs before a shared one of the
+    same name); ``user`` None (the operator's shell): any, shared first. Another
+    researcher's endpoint is "not found", as one that does not exist."""
+    query = Endpoint.objects.all() if user is None else visible_endpoints(user)
+    mine = getattr(user, "pk", None)
+    candidates = sorted(
+        query.filter(name=name),
+        key=lambda e: (0 if mine and e.owner_id == mine else 1 if e.owner_id is None else 2, e.pk),
+    )
+    found = candidates[0] if candidates else None
+    if found is None:
+        raise EndpointProblem(f"No endpoint named {name!r} that you may use.")
+    return found
+
+
+def api_key_of(endpoint: Endpoint, environ: Mapping[str, str] | None = None) -> str | None:
+    """The key requests send: the stored one, else the environment variable's."""
+    try:
+        stored = endpoint.api_key()
+    except KeyUnavailable as exc:
+        raise EndpointProblem(str(exc)) from exc
+    if stored:
+        return stored
+    if endpoint.api_key_env:
+        value = (os.environ if environ is None else environ).get(endpoint.api_key_env)
+        if not value:
+            raise EndpointProblem(
+                f"Endpoint {endpoint.name!r} reads its key from ${endpoint.api_key_env}, "
+                "which is not set in this worker's environment."
+            )
+        return value
+    return None
+
+
+def spec_of(endpoint: Endpoint, *, model_version: str | None = None) -> EndpointSpec:
+    """The scoring engine's spec of ``endpoint``, with its key (never logged or shown);
+    ``model_version`` (default: what its last probe found) keys its cached responses."""
+    if model_version is None:
+        model_version = str((endpoint.capabilities or {}).get("model_version") or "")
+    try:
+        return EndpointSpec(
+            base_url=endpoint.base_url,
+            model_id=endpoint.model_id,
+            api_key=api_key_of(endpoint),
+            max_concurrency=endpoint.max_concurrency,
+            rpm=endpoint.rpm,
+            tpm=endpoint.tpm,
+            timeout=endpoint.timeout,
+            price_in=endpoint.price_in,
+            price_out=endpoint.price_out,
+            protocol=endpoint.protocol,
+            model_version=model_version,
+        )
+    except ValueError as exc:
+        raise EndpointProblem(f"Endpoint {endpoint.name!r}: {exc}") from exc
+
+
+def scrub(text: str, endpoint: Endpoint) -> str:
+    """``text`` without the endpoint's key (a belt to the client's braces)."""
+    try:
+        key = api_key_of(endpoint)
+    except EndpointProblem:
+        return text
+    return text.replace(key, "[api key]") if key else text
+
+
+def shared_limiter() -> Limiter:
+    """Rate limits shared by every worker: on Redis when the broker is Redis, else in a
+    file under the data directory (every process of this machine)."""
+    broker = str(settings.CELERY_BROKER_URL)
+    if broker.startswith(("redis://", "rediss://")):
+        return RedisLimiter.from_url(broker)
+    return FileLimiter(Path(settings.DATA_DIR) / "served-limits.json")
+
+
+class DatabaseCache:
+    """The response cache in the database (:class:`~studies.models.ServedResponse`),
+    shared by every worker and kept across runs."""
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        return ServedResponse.lookup(key)
+
+    def set(self, key: str, value: dict[str, Any]) -> None:
+        ServedResponse.objects.update_or_create(
+            key=key, defaults={"response": value, "model_id": str(value.get("model") or "")[:200]}
+        )
+
+
+def client_of(endpoint: Endpoint, *, cost_cap: float | None = None) -> ServedClient:
+    """A client of ``endpoint`` with the shared limiter and the database cache."""
+    return ServedClient(
+        spec_of(endpoint), limiter=shared_limiter(), cache=DatabaseCache(), cost_cap=cost_cap
+    )
+
+
+def request_probe(endpoint: Endpoint) -> None:
+    """Probe the endpoint in an ``io`` worker once the transaction commits (a page's
+    save or Probe button; the page shows the probe waiting until it is done)."""
+    endpoint.probe_requested_at = timezone.now()
+    Endpoint.objects.filter(pk=endpoint.pk).update(probe_requested_at=endpoint.probe_requested_at)
+    queue.send_on_commit(queue.PROBE_ENDPOINT, endpoint.pk, queue="io")
+
+
+def probe_job(endpoint_id: int) -> str:
+    """What the Celery task runs: probe, store the findings or the error."""
+    endpoint = Endpoint.objects.filter(pk=endpoint_id).first()
+    if endpoint is None:
+        return "endpoint gone"
+    try:
+        probe_endpoint(endpoint)
+    except EndpointProblem as exc:
+        return str(exc)
+    return f"probed {endpoint.name}"
+
+
+def probe_endpoint(endpoint: Endpoint, client: ServedClient | None = None) -> Capabilities:
+    """Ask the endpoint what it can do (a dozen tiny requests) and store the findings;
+    a failure is stored as the probe's error and raised. ``client``: the one to ask
+    with (a run's, which counts the requests as the run's own)."""
+    try:
+        if client is None:
+            client = ServedClient(spec_of(endpoint), limiter=shared_limiter(), max_retries=2)
+        found = probe(client)
+    except (EndpointError, EndpointProblem) as exc:
+        message = scrub(str(exc), endpoint)
+        Endpoint.objects.filter(pk=endpoint.pk).update(probe_error=message, probe_requested_at=None)
+        endpoint.probe_error, endpoint.probe_requested_at = message, None
+        raise EndpointProblem(
+            f"The probe of {endpoint.name!r} failed: {message}",
+            unavailable=isinstance(exc, EndpointUnavailable),
+        ) from exc
+    endpoint.capabilities = found.as_dict()
+    endpoint.probed_at = timezone.now()
+    endpoint.probe_error = ""
+    endpoint.probe_requested_at = None
+    Endpoint.objects.filter(pk=endpoint.pk).update(
+        capabilities=endpoint.capabilities,
+        probed_at=endpoint.probed_at,
+        probe_error="",
+        probe_requested_at=None,
+    )
+    log.info("probed endpoint %s (%s)", endpoint.name, endpoint.host)
+    return found
+
+
+def capabilities_of(endpoint: Endpoint) -> Capabilities:
+    """The stored findings; probed now when the endpoint was never probed."""
+    if endpoint.probed_at is None or not endpoint.capabilities:
+        return probe_endpoint(endpoint)
+    return Capabilities.from_dict(endpoint.capabilities)
+
+
+def describe(endpoint: Endpoint) -> dict[str, Any]:
+    """What provenance and pages record of an endpoint: never its key."""
+    return {
+        "id": endpoint.pk,
+        "name": endpoint.name,
+        "protocol": endpoint.protocol,
+        "host": endpoint.host,
+        "model_id": endpoint.model_id,
+    }
+
+
+CHARS_PER_TOKEN = 4  # English text with a modern tokenizer: about 4 characters a token
+PROMPT_CHARS = {"gptscore": 200, "geval": 1500}  # a template's or a rating form's own text
+REQUESTS = {"gptscore": 1, "geval": 2}  # per output: GPTScore's one, G-Eval's label walk
+
+
+def estimate_cost(
+    endpoint: Endpoint,
+    dataset: Dataset,
+    metric: str = "gptscore",
+    *,
+    limit_docs: int | None = None,
+    n_samples: int = 0,
+    directions: int = 1,
+) -> dict[str, Any]:
+    """What a run would spend on ``endpoint``, before it starts: the dataset's sources
+    and outputs in tokens (characters / 4, plus the prompt's own text) times the
+    endpoint's prices. ``n_samples``: G-Eval's sampled estimate (8 tokens a sample);
+    ``directions``: GPTScore's avg-f scores each output twice."""
+    outputs = Output.objects.filter(document__dataset=dataset)
+    if limit_docs:
+        keys = dataset.documents.order_by("doc_key").values_list("doc_key", flat=True)
+        outputs = outputs.filter(document__doc_key__in=list(keys[:limit_docs]))
+    found = outputs.aggregate(
+        n=Count("pk"), text=Sum(Length("text")), source=Sum(Length("document__source"))
+    )
+    n = int(found["n"] or 0)
+    chars = int(found["text"] or 0) + int(found["source"] or 0) + n * PROMPT_CHARS.get(metric, 500)
+    requests = n * REQUESTS.get(metric, 1) * max(1, directions)
+    prompt = chars * REQUESTS.get(metric, 1) * max(1, directions) // CHARS_PER_TOKEN
+    completion = n * (8 * n_samples if n_samples else REQUESTS.get(metric, 1) - 1)
+    return {
+        "outputs": n,
+        "requests": requests,
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "cost": round((prompt * endpoint.price_in + completion * endpoint.price_out) / 1e6, 6),
+    }
