@@ -79,8 +79,9 @@ def test_stopping_the_demo_with_sigterm_stops_its_workers(tmp_path, stop):
             pytest.fail("the demo did not serve within 120 s")
         workers = _children(demo.pid)
         queues = sorted(_queues_of(w) for w in workers)
-        # the sweeper's queue has a worker of its own (with beat), never the model worker
-        assert queues == [("cpu,gpu", False), ("maintenance", True)], queues
+        # the sweeper's queue has a worker of its own (with beat), never the model worker;
+        # runs on served endpoints have a light one (io) of their own too
+        assert queues == [("cpu,gpu", False), ("io", False), ("maintenance", True)], queues
         demo.send_signal(stop)
         demo.wait(timeout=60)
         deadline = time.monotonic() + 30
