@@ -100,12 +100,16 @@ class CampaignForm(forms.Form):
         aspects = aspects.filter(pk__in=visible_aspects(user).values("pk"))
         self.fields["aspects"].queryset = aspects  # type: ignore[attr-defined]
         self.fields["question_aspect"].queryset = aspects  # type: ignore[attr-defined]
-        if study is not None:
-            self.fields["study"].initial = study.pk
-            self.fields["annotators"].initial = [u.pk for u in study_annotators(study)]
         runs = MetricRun.objects.filter(
             dataset__in=visible_datasets(user), status=MetricRun.Status.SUCCEEDED
         ).select_related("dataset")
+        if study is not None:
+            self.fields["study"].initial = study.pk
+            invited = [u.pk for u in study_annotators(study)]
+            self.fields["annotators"].initial = invited
+            # no more annotators per item than are invited (agreement needs 2: at most 3)
+            self.fields["overlap"].initial = max(1, min(3, len(invited)))
+            runs = runs.filter(dataset=study.dataset)  # the question is on its data
         for name in ("question_run_a", "question_run_b"):
             self.fields[name].queryset = runs.order_by("dataset__name", "label")  # type: ignore[attr-defined]
 
@@ -119,6 +123,10 @@ class CampaignForm(forms.Form):
                 self.add_error(
                     "aspects", f"Not aspects of the study {study.name}: {', '.join(wrong)}."
                 )
+        for name in ("question_run_a", "question_run_b"):
+            run = data.get(name)
+            if study is not None and run is not None and run.dataset_id != study.dataset_id:
+                self.add_error(name, f"Not a run on the study's dataset {study.dataset.name}.")
         overlap, annotators = data.get("overlap"), data.get("annotators")
         if overlap is not None and annotators is not None and overlap > len(annotators):
             self.add_error(

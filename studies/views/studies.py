@@ -117,8 +117,10 @@ def study_members(request: HttpRequest, pk: int) -> HttpResponse:
             field = field if action == "create" else exc.field
             form.add_error(field if field in form.fields else None, str(exc))
         else:
+            role = member.get_role_display().lower()
+            article = "an" if role[:1] in "aeiou" else "a"
             messages.success(
-                request, f"{member.user.get_username()} is now a {member.role} of {study.name}."
+                request, f"{member.user.get_username()} is now {article} {role} of {study.name}."
             )
             return redirect("studies:study-members", pk=study.pk)
     context = {

@@ -71,7 +71,7 @@ def expected(route: Route) -> dict[str, str]:
     )
     if name == "logout":
         return dict.fromkeys(ROLES, LOGIN)  # logs out, then shows the login page
-    if name == "login" or name in ("api:schema", "api:docs", "api:token"):
+    if name in ("login", "favicon") or name in ("api:schema", "api:docs", "api:token"):
         return PUBLIC
     if name in ("studies:home", "studies:api-token", "annotation:home"):
         return LOGGED_IN
@@ -141,3 +141,11 @@ def test_a_route_with_an_unknown_kwarg_fails_with_a_message(world):
     )
     with pytest.raises(pytest.fail.Exception, match="add it to kwarg_value"):
         kwarg_value(world, route, "widget")
+
+
+def test_favicon_ico_is_the_pages_icon(client):
+    response = client.get("/favicon.ico")
+    assert response.status_code == 301 and response["Location"].endswith("img/favicon.svg")
+    from django.contrib.staticfiles import finders
+
+    assert finders.find("img/favicon.svg")  # the file it points at

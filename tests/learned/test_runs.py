@@ -34,6 +34,17 @@ def trained(judged, tiny_backbone):  # type: ignore[no-untyped-def]
     return job
 
 
+def test_a_learned_runs_page_says_what_it_read(trained, judged, client, cast):
+    run = start_run(judged, RunRequest(metric="learned", model=str(trained.pk)), enqueue=False)
+    client.force_login(cast["owner"])
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    about = page[page.index('id="learned-about"') :].split("</p>")[0]
+    assert f"Learned metric #{trained.pk}" in about and "reading the aspect" in about
+    decoder = trained.config["backbone"]["decoder"]
+    assert ("decoder" if decoder else "encoder") in about
+    assert "against the document's references" not in page
+
+
 def test_a_trained_metric_scores_a_dataset_through_the_normal_run_path(trained, judged):
     run = start_run(judged, RunRequest(metric="learned", model=str(trained.pk)), enqueue=False)
     assert run.config["checkpoint_sha256"] == trained.checkpoint_sha256

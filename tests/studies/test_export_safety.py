@@ -391,3 +391,14 @@ def test_the_run_scores_csv_neutralises_ids_and_errors_but_keeps_numbers(
     assert {r["system_id"] for r in rows} >= {"'" + s for s in HOSTILE_SYSTEMS.values()}
     assert "'=ERR()" in [r["error"] for r in rows]
     assert "-0.5" in [r["value"] for r in rows]
+
+
+def test_the_latex_legend_states_the_rule_the_matrix_marks_by():
+    """† marks p ≤ ALPHA against the best (analysis/matrix.py); the LaTeX legend and the
+    page say the same, not "p < 0.05"."""
+    from studies.services.analysis import matrix
+
+    dagger = next(line for line in tables.LATEX_LEGEND if "dagger" in line)
+    assert matrix.ALPHA == 0.05 and r"$p \le 0.05$" in dagger and "p < 0.05" not in dagger
+    page = (Path(__file__).parents[2] / "templates/studies/correlations.html").read_text()
+    assert "paired bootstrap, p ≤ 0.05" in page

@@ -69,7 +69,18 @@ def test_a_geval_run_generates_steps_once_then_scores_every_output_with_its_dist
     assert config["introduction"].startswith("You will be given one summary written for a news")
     assert run.label == f"geval:{tiny_model.rsplit('/', 1)[-1]}:COH:cot:prob"
 
-    assert execute_run(run.pk, chunk_outputs=3) == "succeeded"
+    from scoring.lm.hf import HFLanguageModel
+
+    seen = []
+
+    class Watched(HFLanguageModel):  # what the run's page said while the steps were written
+        def generate(self, prompt, **kw):  # type: ignore[no-untyped-def]
+            seen.append(MetricRun.objects.get(pk=run.pk).timings.get("phase"))
+            return super().generate(prompt, **kw)
+
+    factory = lambda r: Watched(tiny_model)  # noqa: E731
+    assert execute_run(run.pk, chunk_outputs=3, model_factory=factory) == "succeeded"
+    assert seen == ["writing evaluation steps"]
     run.refresh_from_db()
     steps = EvaluationSteps.objects.get()
     assert steps.version == 1 and steps.origin == "generated" and steps.text

@@ -15,7 +15,13 @@ from annotation.models import Campaign
 from studies.models import Aspect, MetricRun, Study, StudyMember, TaskKind
 from studies.services import studies as service
 from tests.annotation.conftest import make_study
-from tests.factories import DatasetFactory, DocumentFactory, OutputFactory, UserFactory
+from tests.factories import (
+    DatasetFactory,
+    DocumentFactory,
+    MetricRunFactory,
+    OutputFactory,
+    UserFactory,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -208,9 +214,13 @@ def test_the_members_page_invites_and_creates_accounts(client, cast):
     assert forged.status_code == 400 and "new_username" in forged.context["create"].errors
     assert not StudyMember.objects.exists()
     assert not get_user_model().objects.filter(username="x1").exists()
-    ok = client.post(url, {"action": "invite", "username": "annotator", "role": "annotator"})
-    assert ok.status_code == 302
+    ok = client.post(
+        url, {"action": "invite", "username": "annotator", "role": "annotator"}, follow=True
+    )
+    assert ok.redirect_chain[-1][1] == 302
     assert StudyMember.objects.get().user == cast["annotator"]
+    said = [str(m) for m in ok.context["messages"]]
+    assert said == [f"annotator is now an annotator of {study.name}."], said
 
     client.force_login(grant_create(cast["owner"]))
     page = client.get(url)
@@ -312,6 +322,7 @@ def test_the_campaign_form_offers_the_studys_aspects_and_members(client, cast):
     assert [a.code for a in form.fields["aspects"].queryset] == ["COH", "FLU"]
     assert form.fields["annotators"].initial == [cast["annotator"].pk]
     assert form.fields["study"].initial == study.pk
+    assert form.fields["overlap"].initial == 1  # no more than the one invited annotator
     html = page.content.decode()
     for words in ("different annotators judge each item", "stays reserved", "gold items"):
         assert words in html
@@ -455,3 +466,23 @@ def test_the_api_creates_studies_members_and_accounts_with_the_same_rules(cast):
         .status_code
         == 404
     )
+
+
+def test_the_question_runs_are_the_studys_datasets_own(client, cast):
+    study = make_study(cast["owner"])
+    study.aspects.set(aspects("COH"))
+    elsewhere = DatasetFactory(name="elsewhere", owner=cast["owner"])
+    ours = MetricRunFactory(dataset=study.dataset, status="succeeded", label="ours")
+    theirs = MetricRunFactory(dataset=elsewhere, status="succeeded", label="theirs")
+    client.force_login(cast["owner"])
+    form = client.get(reverse("annotation:campaign-new") + f"?study={study.pk}").context["form"]
+    assert list(form.fields["question_run_a"].queryset) == [ours]
+    data = campaign_data(
+        study,
+        question_run_a=theirs.pk,
+        question_run_b=ours.pk,
+        question_aspect=aspects("COH")[0].pk,
+    )
+    response = client.post(reverse("annotation:campaign-new"), data)
+    assert response.status_code == 400 and not Campaign.objects.exists()
+    assert "question_run_a" in response.context["form"].errors

@@ -193,7 +193,7 @@ def _tex(text: str) -> str:
 
 LATEX_LEGEND = (
     r"\textbf{bold}: the best value of its column",
-    r"$^\dagger$: significantly below the best (paired bootstrap, p < 0.05)",
+    r"$^\dagger$: significantly below the best (paired bootstrap, $p \le 0.05$)",
     r"(k): significance cluster k (1 = tied with the best)",
     r"$^{\approx S}$: not significantly above a sentinel baseline (length, random or "
     r"source-free GPTScore; one-sided paired test, p > 0.05)",

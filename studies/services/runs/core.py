@@ -26,10 +26,10 @@ from studies.models import Dataset, MetricRun, MetricScore, Output, RunShard
 from studies.services import queue
 from studies.services.runs.model import record_engine as record_engine  # where tests find it
 from studies.services.runs.registry import queue_for, runner
+from studies.services.runs.shards import LOADING, SCORING, set_phase
 from studies.services.runs.types import ModelFactory, Plan, RunError, Scorer
 
 log = logging.getLogger(__name__)
-LOADING, SCORING = "loading model", "scoring"  # a RUNNING run's timings["phase"]
 # the task of each queue
 TASKS = {"cpu": queue.RUN_METRIC_CPU, "gpu": queue.RUN_METRIC, "io": queue.RUN_METRIC_IO}
 
@@ -236,17 +236,6 @@ def _next_shard(run: MetricRun, worker: str, prefer: int | None) -> RunShard | N
             prefer = lost.index
             break
     return shards.claim(run, worker, prefer)
-
-
-def set_phase(run: MetricRun, phase: str) -> None:
-    """Record what a RUNNING run is doing (``timings["phase"]``): loading its model
-    before the first document, then scoring."""
-    with transaction.atomic():
-        row = MetricRun.objects.select_for_update().only("timings").get(pk=run.pk)
-        timings = dict(row.timings or {})
-        timings["phase"] = phase
-        MetricRun.objects.filter(pk=run.pk).update(timings=timings, heartbeat_at=timezone.now())
-    run.timings = timings
 
 
 def _start_timings(run: MetricRun, done: int, prepare_s: float) -> None:

@@ -19,6 +19,7 @@ from studies.services.catalog import steps as steps_service
 from studies.services.catalog.model_catalog import library_versions
 from studies.services.runs.aspects import find_aspect
 from studies.services.runs.model import load_language_model, model_config
+from studies.services.runs.shards import WRITING_STEPS, set_phase
 from studies.services.runs.types import ModelFactory, Plan, RunError, Runner, RunRequest, Scorer
 
 STEPS_MODES = ("auto", "none")
@@ -98,6 +99,7 @@ def _ensure_steps(run: MetricRun, model: Any) -> None:
     if c["steps_mode"] != "auto" or c.get("steps"):
         return
     assert run.aspect_version is not None
+    set_phase(run, WRITING_STEPS)  # a minute or more before the first score: say so
     info = {"model": c["model"], "model_label": c["model_label"], "model_files": c["model_files"]}
     if c.get("endpoint"):  # generated through the endpoint: which, and its model's version
         info |= {"endpoint": c["endpoint"], "model_version": c.get("model_version", "")}

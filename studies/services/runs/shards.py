@@ -159,3 +159,18 @@ def summary(run: MetricRun) -> dict[str, int]:
     counts = {state: sum(1 for s, _ in rows if s == state) for state in RunShard.Status.values}
     counts["workers"] = len({w for _, w in rows if w})
     return counts
+
+
+# what a RUNNING run is doing (its timings["phase"], on its page): loading its model,
+# writing G-Eval's evaluation steps, then scoring
+LOADING, WRITING_STEPS, SCORING = "loading model", "writing evaluation steps", "scoring"
+
+
+def set_phase(run: MetricRun, phase: str) -> None:
+    """Record what a RUNNING run is doing (``timings["phase"]``)."""
+    with transaction.atomic():
+        row = MetricRun.objects.select_for_update().only("timings").get(pk=run.pk)
+        timings = dict(row.timings or {})
+        timings["phase"] = phase
+        MetricRun.objects.filter(pk=run.pk).update(timings=timings, heartbeat_at=timezone.now())
+    run.timings = timings
