@@ -50,8 +50,13 @@ def run_new(request: HttpRequest, pk: int) -> HttpResponse:
             messages.success(request, f"Started {len(started)} run(s).")
             return redirect("studies:run-detail", pk=started[0].pk)
     status = 400 if request.method == "POST" else 200
+    text = endpoints.dataset_text(dataset)  # once: priced for each endpoint and metric
     served = [  # what each endpoint would cost for GPTScore and G-Eval on this dataset
-        (e, endpoints.estimate_cost(e, dataset), endpoints.estimate_cost(e, dataset, "geval"))
+        (
+            e,
+            endpoints.estimate_cost(e, dataset, text=text),
+            endpoints.estimate_cost(e, dataset, "geval", text=text),
+        )
         for e in visible_endpoints(request.user)
     ]
     context = {"dataset": dataset, "form": form, "endpoints": served}

@@ -267,6 +267,19 @@ PROMPT_CHARS = {"gptscore": 200, "geval": 1500}  # a template's or a rating form
 REQUESTS = {"gptscore": 1, "geval": 2}  # per output: GPTScore's one, G-Eval's label walk
 
 
+def dataset_text(dataset: Dataset, limit_docs: int | None = None) -> dict[str, int]:
+    """What a run's requests carry of ``dataset`` (its first ``limit_docs`` documents):
+    the outputs, and the characters of their texts and of their documents' sources."""
+    outputs = Output.objects.filter(document__dataset=dataset)
+    if limit_docs:
+        keys = dataset.documents.order_by("doc_key").values_list("doc_key", flat=True)
+        outputs = outputs.filter(document__doc_key__in=list(keys[:limit_docs]))
+    found = outputs.aggregate(
+        n=Count("pk"), text=Sum(Length("text")), source=Sum(Length("document__source"))
+    )
+    return {key: int(value or 0) for key, value in found.items()}
+
+
 def estimate_cost(
     endpoint: Endpoint,
     dataset: Dataset,
@@ -275,18 +288,14 @@ def estimate_cost(
     limit_docs: int | None = None,
     n_samples: int = 0,
     directions: int = 1,
+    text: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """What a run would spend on ``endpoint``, before it starts: the dataset's sources
     and outputs in tokens (characters / 4, plus the prompt's own text) times the
     endpoint's prices. ``n_samples``: G-Eval's sampled estimate (8 tokens a sample);
-    ``directions``: GPTScore's avg-f scores each output twice."""
-    outputs = Output.objects.filter(document__dataset=dataset)
-    if limit_docs:
-        keys = dataset.documents.order_by("doc_key").values_list("doc_key", flat=True)
-        outputs = outputs.filter(document__doc_key__in=list(keys[:limit_docs]))
-    found = outputs.aggregate(
-        n=Count("pk"), text=Sum(Length("text")), source=Sum(Length("document__source"))
-    )
+    ``directions``: GPTScore's avg-f scores each output twice; ``text``: the dataset's
+    :func:`dataset_text`, when the caller prices several runs of it."""
+    found = text if text is not None else dataset_text(dataset, limit_docs)
     n = int(found["n"] or 0)
     chars = int(found["text"] or 0) + int(found["source"] or 0) + n * PROMPT_CHARS.get(metric, 500)
     requests = n * REQUESTS.get(metric, 1) * max(1, directions)

@@ -53,15 +53,7 @@ def build(dataset: Dataset, request: RunRequest, user: Any = None) -> Plan:
         else None
     )
     config = {
-        **model_config(
-            "geval",
-            request.model,
-            dataset,
-            aspect_version,
-            request.precision,
-            request=request,
-            user=user,
-        ),
+        **model_config("geval", dataset, aspect_version, request, user),
         "introduction": base.introduction,
         "criteria": base.criteria,
         "aspect_name": base.aspect_name,

@@ -84,15 +84,7 @@ def build(dataset: Dataset, request: RunRequest, user: Any = None) -> Plan:
     )
     aspect_version = aspect.current_version()
     config = {
-        **model_config(
-            "gptscore",
-            request.model,
-            dataset,
-            aspect_version,
-            request.precision,
-            request=request,
-            user=user,
-        ),
+        **model_config("gptscore", dataset, aspect_version, request, user),
         "task_description": dataset.task.description,
         "setting": request.setting,
         "dimension": dimension,

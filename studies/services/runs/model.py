@@ -21,31 +21,22 @@ from studies.services.runs.types import RunError, RunRequest
 
 
 def model_config(
-    metric: str,
-    model: str,
-    dataset: Dataset,
-    aspect_version: AspectVersion,
-    precision: str = "auto",
-    *,
-    request: RunRequest | None = None,
-    user: Any = None,
+    metric: str, dataset: Dataset, aspect_version: AspectVersion, request: RunRequest, user: Any
 ) -> dict[str, Any]:
     """The frozen fields every model-based run shares: the metric, the model (as asked,
     its label, location and files' hashes; or the served endpoint, with its host, model
     id and the model version its probe found, never its key, and the cost cap: a run on
     a redeployed model shows as a different run), the precision policy, the aspect
     version and the task."""
+    precision, model = request.precision, request.model
     if precision not in PRECISIONS:
         raise RunError(f"Unknown precision {precision!r}; use {', '.join(PRECISIONS)}.")
     served: dict[str, Any] = {}
-    if request is not None and request.endpoint:
-        try:
-            endpoint = endpoints.find_endpoint(request.endpoint, user)
-        except endpoints.EndpointProblem as exc:
-            raise RunError(str(exc)) from exc
+    if request.endpoint:
         if request.cost_cap is not None and request.cost_cap < 0:
             raise RunError("The cost cap cannot be negative.")
         try:  # the stored probe's findings (probed now if never): the model's version
+            endpoint = endpoints.find_endpoint(request.endpoint, user)
             found = endpoints.capabilities_of(endpoint)
         except endpoints.EndpointProblem as exc:
             raise RunError(str(exc)) from exc
