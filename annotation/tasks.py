@@ -8,7 +8,7 @@ from annotation.models import Campaign
 from annotation.services.agreement import compute_and_cache
 
 
-@shared_task(name="annotation.tasks.compute_agreement", queue="cpu")
+@shared_task(name="annotation.tasks.compute_agreement", queue="light")
 def compute_agreement_task(campaign_id: int) -> str:
     """Compute and cache a campaign's agreement (see :mod:`.services.agreement`)."""
     campaign = Campaign.objects.select_related("study").filter(pk=campaign_id).first()

@@ -1,12 +1,13 @@
 """The Celery application, its queues and the workers a single machine runs.
 
-Queues: ``gpu`` (model-based runs), ``cpu`` (model-free runs, imports, computed pages),
-``io`` (runs on served endpoints: HTTP requests, no model) and ``maintenance`` (the
-sweeper alone). A model worker serves ``cpu,gpu``; a light worker serves ``io`` (it
-loads no model, so many can run beside it); another light one serves ``maintenance``
-and runs celery beat, so a sweep never waits behind the runs it recovers:
-``celery -A evalsite worker -Q cpu,gpu``, ``celery -A evalsite worker -Q io`` and one
-``celery -A evalsite worker -Q maintenance -B``.
+Queues: ``gpu`` (model-based runs), ``cpu`` (model-free runs, training on the CPU),
+``light`` (imports and computed pages: matrices, diagnostics, plans, agreement), ``io``
+(runs on served endpoints: HTTP requests, no model) and ``maintenance`` (the sweeper
+alone). A model worker serves ``cpu,gpu``; light workers, which load no model, serve
+``light`` (so an upload or a matrix never waits behind a model job), ``io`` and
+``maintenance`` (with celery beat, so a sweep never waits behind the runs it recovers):
+``celery -A evalsite worker -Q cpu,gpu``, ``celery -A evalsite worker -Q light``,
+``celery -A evalsite worker -Q io`` and one ``celery -A evalsite worker -Q maintenance -B``.
 """
 
 import logging
@@ -26,6 +27,7 @@ app.autodiscover_tasks()
 
 log = logging.getLogger(__name__)
 MODEL_QUEUES = "cpu,gpu"
+LIGHT_QUEUE = "light"  # imports and computed pages
 IO_QUEUE = "io"  # runs on served endpoints
 MAINTENANCE_QUEUE = "maintenance"  # the sweeper's (settings: CELERY_TASK_ROUTES, beat)
 
@@ -61,14 +63,25 @@ def worker_command(
 
 
 def local_workers(name: str, beat_schedule: Path) -> list[list[str]]:
-    """argv of the three workers one machine runs (``manage.py demo``, the tests' worker): a
+    """argv of the four workers one machine runs (``manage.py demo``, the tests' worker): a
     model worker on ``cpu,gpu``, a light one on ``maintenance`` with celery beat, which
-    loads no model and so runs each sweep on time however long the runs are, and a light
-    one on ``io`` for runs on served endpoints."""
+    loads no model and so runs each sweep on time however long the runs are, a light one
+    on ``io`` for runs on served endpoints and a light one on ``light`` for imports and
+    computed pages, which so never wait behind a model job."""
     return [
         worker_command(f"{name}@%h"),
         worker_command(f"{name}-maintenance@%h", MAINTENANCE_QUEUE, beat_schedule),
         worker_command(f"{name}-io@%h", IO_QUEUE),
+        worker_command(f"{name}-light@%h", LIGHT_QUEUE),
+    ]
+
+
+def workers_ready_signals(note: str) -> list[Any]:
+    """One heartbeat sent to the model worker's queue and one to the light worker's: both
+    answer once the two workers that the pages wait on are up."""
+    return [
+        app.send_task("studies.tasks.heartbeat", args=[note], queue=queue)
+        for queue in ("cpu", LIGHT_QUEUE)
     ]
 
 

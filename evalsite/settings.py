@@ -247,21 +247,26 @@ CELERY_RESULT_SERIALIZER = "json"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ACKS_LATE = True  # a worker killed mid-task leaves the message for another
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_TASK_DEFAULT_QUEUE = "cpu"
-# Queues: `gpu` model-based runs; `cpu` model-free runs, imports and computed pages (the
-# model worker serves both); `io` runs on served endpoints and their probes (a light
-# worker, no model); `maintenance` the sweeper alone, served by a light worker that
-# runs beat and never a long task, so that recovery never waits behind the work it
-# recovers (evalsite/celery.py: local_workers; docker/compose.yml: the beat service).
+CELERY_TASK_DEFAULT_QUEUE = "light"
+# Queues: `gpu` model-based runs; `cpu` model-free runs and CPU training (the model
+# worker serves both); `light` imports and computed pages (matrices, diagnostics, plans,
+# agreement), served by a worker of its own so that they never wait behind model work;
+# `io` runs on served endpoints and their probes (a light worker, no model);
+# `maintenance` the sweeper alone, served by a light worker that runs beat and never a
+# long task, so that recovery never waits behind the work it recovers
+# (evalsite/celery.py: local_workers; docker/compose.yml).
 CELERY_TASK_ROUTES = {
     "studies.tasks.run_metric": {"queue": "gpu"},
     "studies.tasks.generate_steps": {"queue": "gpu"},
     "studies.tasks.run_metric_cpu": {"queue": "cpu"},
     "studies.tasks.run_metric_io": {"queue": "io"},
     "studies.tasks.probe_endpoint": {"queue": "io"},
-    "studies.tasks.compute_planner": {"queue": "cpu"},
-    "studies.tasks.compute_diagnostics": {"queue": "cpu"},
-    "annotation.tasks.compute_agreement": {"queue": "cpu"},
+    "studies.tasks.import_upload": {"queue": "light"},
+    "studies.tasks.heartbeat": {"queue": "light"},
+    "studies.tasks.compute_correlations": {"queue": "light"},
+    "studies.tasks.compute_planner": {"queue": "light"},
+    "studies.tasks.compute_diagnostics": {"queue": "light"},
+    "annotation.tasks.compute_agreement": {"queue": "light"},
     "studies.tasks.sweep_stale_work": {"queue": "maintenance"},
 }
 CELERY_TASK_ALWAYS_EAGER = False

@@ -14,7 +14,9 @@ is filled once Django's apps are ready:
 - :data:`trained_splits`: models trained on some of a dataset's documents (learned metrics),
   whose test documents the dashboards may be restricted to;
 - :data:`study_campaigns`: what the study page lists as the study's campaigns;
-- :data:`demo_setup`: what an app adds to the demo study (the demo campaign).
+- :data:`demo_setup`: what an app adds to the demo study (the demo campaign);
+- :data:`job_sources`: an app's queued and running work for the jobs page (learned
+  metrics in training).
 
 With a hook empty (a deployment without the app), the services go on without it: no such
 source, nobody flagged, every judgment weighing 1, no test split, no campaign.
@@ -23,7 +25,8 @@ source, nobody flagged, every judgment weighing 1, no test split, no campaign.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from django.db.models import Q
@@ -86,6 +89,34 @@ class TrainedSplit:
     documents: Callable[[Dataset, int], list[str] | None]
 
 
+@dataclass(frozen=True)
+class Job:
+    """Work queued or running in a worker, as the jobs page lists it."""
+
+    kind: str  # run, import, training, matrix, diagnostics, plan, agreement
+    title: str
+    url: str
+    queue: str  # the Celery queue it was sent to
+    running: bool
+    user: str  # who started it ("" unknown)
+    dataset_id: int | None
+    queued_at: datetime
+    started_at: datetime | None = None
+    done: int | None = None
+    total: int | None = None
+    eta_seconds: float | None = None
+    owner_id: int | None = None  # whose it is where there is no dataset yet (an import)
+    position: int = 0  # among the queued jobs of its lane, from 1; 0 while running
+    ahead: int = 0  # jobs before it in its lane, running ones included
+    starts_in: float | None = None  # seconds, when everything ahead has an ETA
+
+    def hidden(self) -> Job:
+        """The job as someone who may not see its dataset sees it: its place only."""
+        return replace(
+            self, title=f"another researcher's {self.kind}", url="", user="", dataset_id=None
+        )
+
+
 FlaggedAnnotators = Callable[[Dataset], set[int]]
 CompetenceWeights = Callable[[Dataset], dict[tuple[int, int], float]]
 StudyCampaigns = Callable[[Study], list[Any]]
@@ -98,6 +129,7 @@ competence_weights: Hook[CompetenceWeights] = Hook("competence_weights")
 trained_splits: Hook[TrainedSplit] = Hook("trained_splits")
 study_campaigns: Hook[StudyCampaigns] = Hook("study_campaigns")
 demo_setup: Hook[DemoSetup] = Hook("demo_setup")
+job_sources: Hook[Callable[[], list[Job]]] = Hook("job_sources")
 
 HOOKS = (
     judgment_sources,
@@ -106,6 +138,7 @@ HOOKS = (
     trained_splits,
     study_campaigns,
     demo_setup,
+    job_sources,
 )
 
 

@@ -16,20 +16,20 @@ from studies.services.catalog.steps import generate_steps_job
 from studies.services.runs import execute_run
 
 
-@shared_task(name="studies.tasks.import_upload", queue="cpu")
+@shared_task(name="studies.tasks.import_upload", queue="light")
 def import_upload(job_id: int) -> str:
     """Run the import of an uploaded file (see :func:`imports.run_import_job`)."""
     return imports.run_import_job(job_id)
 
 
-@shared_task(name="studies.tasks.heartbeat", queue="cpu")
+@shared_task(name="studies.tasks.heartbeat", queue="light")
 def heartbeat(note: str = "") -> int:
     """Write a row from the worker: used by health checks and the end-to-end test."""
     row = WorkerHeartbeat.objects.create(hostname=socket.gethostname(), pid=os.getpid(), note=note)
     return row.pk
 
 
-@shared_task(name="studies.tasks.compute_correlations", queue="cpu")
+@shared_task(name="studies.tasks.compute_correlations", queue="light")
 def compute_correlations(dataset_id: int, params: dict[str, object]) -> str:
     """Compute and cache a correlation matrix (see :mod:`studies.services.analysis.dashboards`)."""
     dataset = Dataset.objects.filter(pk=dataset_id).first()
@@ -39,7 +39,7 @@ def compute_correlations(dataset_id: int, params: dict[str, object]) -> str:
     return f"{len(result['runs'])} runs × {len(result['columns'])} aspects in {result['seconds']} s"
 
 
-@shared_task(name="studies.tasks.compute_planner", queue="cpu")
+@shared_task(name="studies.tasks.compute_planner", queue="light")
 def compute_planner(dataset_id: int, params: dict[str, object]) -> str:
     """Compute and cache a sample-size plan (see :mod:`studies.services.analysis.planner`)."""
     dataset = Dataset.objects.filter(pk=dataset_id).first()
@@ -49,7 +49,7 @@ def compute_planner(dataset_id: int, params: dict[str, object]) -> str:
     return f"{len(result['sizes'])} sizes in {result['seconds']} s"
 
 
-@shared_task(name="studies.tasks.compute_diagnostics", queue="cpu")
+@shared_task(name="studies.tasks.compute_diagnostics", queue="light")
 def compute_diagnostics(
     dataset_id: int, params: dict[str, object], run: str = "", aspect: str = ""
 ) -> str:

@@ -27,6 +27,7 @@ urlpatterns = [
     path("studies/<int:pk>/", views.study_detail, name="study-detail"),
     path("studies/<int:pk>/members/", views.study_members, name="study-members"),
     path("imports/<int:pk>/", views.import_detail, name="import-detail"),
+    path("jobs/", views.jobs, name="jobs"),
     path("datasets/<int:pk>/runs/new/", views.run_new, name="run-new"),
     path("runs/<int:pk>/", views.run_detail, name="run-detail"),
     path("runs/<int:pk>/cancel/", views.run_cancel, name="run-cancel"),

@@ -121,12 +121,11 @@ def _worker_env() -> dict[str, str]:
 @pytest.fixture(scope="session")
 def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[subprocess.Popen[bytes]]:  # type: ignore[no-untyped-def]
     """Real ``celery worker`` processes on the test database and the configured broker, as
-    the demo runs them (evalsite.celery.local_workers): the model worker, yielded, and the
-    maintenance worker with beat."""
+    the demo runs them (evalsite.celery.local_workers): the model worker, yielded, the
+    maintenance worker with beat, the io worker and the light worker."""
     from django.conf import settings
 
-    from evalsite.celery import local_workers
-    from studies.tasks import heartbeat
+    from evalsite.celery import local_workers, workers_ready_signals
 
     procs, logs = [], []
     for k, cmd in enumerate(
@@ -143,8 +142,8 @@ def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[subpro
     try:
         with django_db_blocker.unblock():
             started = time.monotonic()
-            result = heartbeat.delay("worker fixture start")
-            while not result.ready():
+            results = workers_ready_signals("worker fixture start")
+            while not all(result.ready() for result in results):
                 assert proc.poll() is None, logs[0].read_text()[-3000:]
                 assert time.monotonic() - started < 60, (
                     "worker did not start: " + logs[0].read_text()[-3000:]

@@ -19,13 +19,25 @@ def test_the_sweeper_and_its_beat_messages_go_to_the_maintenance_queue(settings)
     assert app.amqp.router.route({}, "studies.tasks.run_metric")["queue"].name == "gpu"
 
 
-def test_one_machine_runs_a_model_worker_a_maintenance_worker_with_beat_and_an_io_worker(
+def test_one_machine_runs_a_model_worker_and_light_ones_for_maintenance_io_and_pages(
     tmp_path,
 ):
-    model, maintenance, io = local_workers("demo", tmp_path / "schedule")
+    model, maintenance, io, light = local_workers("demo", tmp_path / "schedule")
     assert _queues_and_beat(model) == ("cpu,gpu", False)
     assert _queues_and_beat(maintenance) == ("maintenance", True)
     assert _queues_and_beat(io) == ("io", False)
+    assert _queues_and_beat(light) == ("light", False)
+    # imports and computed pages go to the light worker, never behind a model job
+    for task in (
+        "studies.tasks.import_upload",
+        "studies.tasks.compute_correlations",
+        "studies.tasks.compute_diagnostics",
+        "studies.tasks.compute_planner",
+        "annotation.tasks.compute_agreement",
+    ):
+        assert app.amqp.router.route({}, task)["queue"].name == "light", task
+    for task in ("studies.tasks.run_metric", "studies.tasks.run_metric_cpu"):
+        assert app.amqp.router.route({}, task)["queue"].name in {"cpu", "gpu"}, task
     assert app.amqp.router.route({}, "studies.tasks.run_metric_io")["queue"].name == "io"
     assert maintenance[maintenance.index("-s") + 1] == str(tmp_path / "schedule")
     assert model[model.index("-n") + 1] != maintenance[maintenance.index("-n") + 1]

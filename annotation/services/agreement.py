@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
+from django.urls import reverse
 
 from annotation.models import Campaign
 from annotation.services.answer_rows import answers, campaign_cache_key, n_answers
@@ -26,6 +27,7 @@ from annotation.services.gold import flagged_annotator_ids
 from annotation.services.position import position_report
 from scoring.stats.agreement import annotator_correlations, krippendorff_alpha, versus_others
 from studies.services import queue
+from studies.services.jobs import track
 
 RESAMPLES = 1000
 # answers; above this a worker computes the agreement. Krippendorff's α with 1,000
@@ -111,7 +113,7 @@ def compute_and_cache(campaign: Campaign) -> dict[str, Any]:
     return result
 
 
-def available_agreement(campaign: Campaign) -> dict[str, Any] | None:
+def available_agreement(campaign: Campaign, user: Any = None) -> dict[str, Any] | None:
     """The cached agreement, or one computed now for a small campaign; for a large one,
     None after asking a worker (once) to compute it."""
     key = cache_key(campaign)
@@ -121,5 +123,8 @@ def available_agreement(campaign: Campaign) -> dict[str, Any] | None:
     if n_answers(campaign) <= INLINE_LIMIT:
         return compute_and_cache(campaign)
     if cache.add(key + ":pending", True, 600):
+        url = reverse("annotation:campaign-detail", args=[campaign.pk])
+        title = f"agreement of campaign {campaign.name}"
+        track(key + ":pending", "agreement", campaign.study.dataset, title, url, user)
         queue.send(queue.COMPUTE_AGREEMENT, campaign.pk)  # by name: services never import tasks
     return None

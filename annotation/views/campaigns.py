@@ -66,7 +66,7 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
 @researcher_required
 def campaign_detail(request: HttpRequest, pk: int) -> HttpResponse:
     campaign = _campaign(request, pk)
-    result = agreement.available_agreement(campaign)
+    result = agreement.available_agreement(campaign, request.user)
     if wants_partial(request, "agreement"):
         response = render(
             request,

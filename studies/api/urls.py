@@ -16,6 +16,7 @@ from studies.api.views import (
     datasets,
     diagnostics,
     endpoints,
+    jobs,
     planner,
     ppi,
     runs,
@@ -53,6 +54,7 @@ study_routes = [
 
 urlpatterns = [
     path("auth/token/", TokenView.as_view(), name="token"),
+    path("jobs/", jobs.job_list, name="jobs"),
     path("datasets/<int:pk>/correlations/", correlations.matrix, name="correlations"),
     path("datasets/<int:pk>/correlations/paper/", correlations.paper, name="correlations-paper"),
     path("datasets/<int:pk>/correlations/export/", correlations.export, name="correlations-export"),

@@ -65,3 +65,16 @@ def sort_arrow(sort: str | None, column: str) -> str:
     """▾ when the table is sorted by ``column`` best first, ▴ when flipped, else ""."""
     raw = sort or ""
     return " ▾" if raw == column else " ▴" if raw == f"-{column}" else ""
+
+
+@register.filter
+def duration(seconds: float | None) -> str:
+    """Seconds as a person says them: "under a minute", "about 7 min", "about 2 h 05 min"."""
+    if seconds is None:
+        return ""
+    if seconds < 60:
+        return "under a minute"
+    minutes = round(seconds / 60)
+    if minutes < 60:
+        return f"about {minutes} min"
+    return f"about {minutes // 60} h {minutes % 60:02d} min"

@@ -46,7 +46,7 @@ def correlations(request: HttpRequest, pk: int) -> HttpResponse:
     dataset = _dataset(request, pk)
     params = MatrixParams.from_query(request.GET)
     problem = params.problem
-    result = None if problem else dashboards.available_matrix(dataset, params)
+    result = None if problem else dashboards.available_matrix(dataset, params, request.user)
     context = {
         "dataset": dataset,
         "params": params,

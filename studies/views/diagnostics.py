@@ -23,7 +23,7 @@ def dataset_diagnostics(request: HttpRequest, pk: int) -> HttpResponse:
     params = MatrixParams.from_query(request.GET)
     try:
         data = available_diagnostics(
-            dataset, params, request.GET.get("run"), request.GET.get("aspect")
+            dataset, params, request.GET.get("run"), request.GET.get("aspect"), request.user
         )
     except UnknownChoice as exc:
         raise Http404(str(exc)) from exc

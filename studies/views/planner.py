@@ -48,7 +48,7 @@ def planner_page(request: HttpRequest, pk: int) -> HttpResponse:
     except planner.UnknownChoice as exc:
         raise Http404(str(exc)) from exc
     runs, aspects = planner.choices(dataset)
-    plan = planner.available_plan(dataset, params) if params.ready else None
+    plan = planner.available_plan(dataset, params, request.user) if params.ready else None
     context = {
         "dataset": dataset,
         "params": params,

@@ -1,5 +1,5 @@
-"""``manage.py demo`` runs a model worker and a maintenance worker (beat and the sweeper)
-and stops both however it is stopped: Ctrl+C, SIGTERM or SIGHUP (a real demo process with
+"""``manage.py demo`` runs a model worker and light ones (the sweeper with beat, io, light)
+and stops them however it is stopped: Ctrl+C, SIGTERM or SIGHUP (a real demo process with
 its real workers, on the embedded defaults)."""
 
 from __future__ import annotations
@@ -80,8 +80,14 @@ def test_stopping_the_demo_with_sigterm_stops_its_workers(tmp_path, stop):
         workers = _children(demo.pid)
         queues = sorted(_queues_of(w) for w in workers)
         # the sweeper's queue has a worker of its own (with beat), never the model worker;
-        # runs on served endpoints have a light one (io) of their own too
-        assert queues == [("cpu,gpu", False), ("io", False), ("maintenance", True)], queues
+        # runs on served endpoints (io), imports and computed pages (light) have light
+        # ones of their own too
+        assert queues == [
+            ("cpu,gpu", False),
+            ("io", False),
+            ("light", False),
+            ("maintenance", True),
+        ], queues
         demo.send_signal(stop)
         demo.wait(timeout=60)
         deadline = time.monotonic() + 30

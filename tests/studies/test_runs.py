@@ -166,6 +166,42 @@ def test_cancel_stops_a_run_between_chunks(dataset, tiny_model):
     assert run.status == "cancelled" and MetricScore.objects.filter(run=run).count() == 3
 
 
+def test_a_run_cancelled_and_resumed_while_its_worker_scores_never_scores_as_pending(
+    dataset, tiny_model
+):
+    """Cancel then Resume before the worker reached the end of its document: the run is
+    PENDING again; the worker must stop there (its resume message starts the run afresh,
+    RUNNING), not score on while every page says "Pending"."""
+    run = start_run(
+        dataset, RunRequest(aspect="COH", model=tiny_model), enqueue=False, local_paths=True
+    )
+    statuses_while_scoring: list[str] = []
+
+    def cancel_and_resume(r):  # type: ignore[no-untyped-def]
+        model = FakeLanguageModel()
+        original = model.score_targets
+
+        def score(requests):  # type: ignore[no-untyped-def]
+            statuses_while_scoring.append(MetricRun.objects.get(pk=r.pk).status)
+            if len(statuses_while_scoring) == 1:
+                cancel_run(MetricRun.objects.get(pk=r.pk))
+                assert resume_run(MetricRun.objects.get(pk=r.pk), enqueue=False)
+            return original(requests)
+
+        model.score_targets = score  # type: ignore[method-assign]
+        return model
+
+    assert execute_run(run.pk, model_factory=cancel_and_resume, chunk_outputs=3) == "cancelled"
+    run.refresh_from_db()
+    assert run.status == "pending" and MetricScore.objects.filter(run=run).count() == 3
+    assert statuses_while_scoring == ["running"]  # nothing scored under "pending"
+    # the resume message: the run is RUNNING while it scores the rest, and ends complete
+    assert execute_run(run.pk, model_factory=cancel_and_resume, chunk_outputs=3) == "succeeded"
+    run.refresh_from_db()
+    assert run.status == "succeeded" and run.done == run.total == 12
+    assert set(statuses_while_scoring) == {"running"}
+
+
 def test_a_setting_without_a_template_is_refused_clearly(dataset, tiny_model):
     with pytest.raises(RunError, match="No GPTScore IST template for summarization × INT"):
         start_run(dataset, RunRequest(aspect="INT", model=tiny_model), local_paths=True)

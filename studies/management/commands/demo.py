@@ -20,13 +20,12 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
-from evalsite.celery import local_workers
+from evalsite.celery import local_workers, workers_ready_signals
 from studies import hooks
 from studies.demo_data import write_demo_jsonl
 from studies.models import Aspect, Dataset, Study, StudyMember
 from studies.services.imports import ImportOptions, import_file
 from studies.services.studies import CREATE_ANNOTATORS
-from studies.tasks import heartbeat
 
 log = logging.getLogger(__name__)
 DEMO_DATASET = "demo-synthetic"
@@ -44,8 +43,9 @@ def _exit_on_signal(signum: int, frame: Any) -> None:
 
 class Command(BaseCommand):
     help = (
-        "Load the synthetic demo study, then run the web server and two Celery workers (the "
-        "model worker, and a light one running beat and the sweeper)."
+        "Load the synthetic demo study, then run the web server and four Celery workers (the "
+        "model worker; light ones for imports and computed pages, for served endpoints, and "
+        "for beat and the sweeper)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -141,10 +141,11 @@ class Command(BaseCommand):
         self.stdout.write(f"Demo dataset {DEMO_DATASET}: {summary.records} outputs.")
 
     def wait_for_worker(self) -> None:
-        result = heartbeat.delay("demo start")
+        results = workers_ready_signals("demo start")
         started = time.monotonic()
         try:
-            result.get(timeout=60)
-            self.stdout.write(f"Worker ready in {time.monotonic() - started:.1f} s.")
+            for result in results:
+                result.get(timeout=60)
+            self.stdout.write(f"Workers ready in {time.monotonic() - started:.1f} s.")
         except Exception as exc:  # the server still starts; the pages say when imports wait
             log.warning("the worker did not answer yet: %s", exc)

@@ -13,6 +13,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.db.models import Q
+from django.urls import reverse
 
 from studies import hooks
 from studies.models import Dataset, ImportJob, Judgment
@@ -22,6 +23,7 @@ from studies.services.analysis.frames import ScoreFrame, load_frame, restrict_to
 from studies.services.analysis.matrix import compute_matrix
 from studies.services.analysis.matrix_cost import is_cheap
 from studies.services.analysis.params import MatrixParams
+from studies.services.jobs import track
 
 log = logging.getLogger(__name__)
 NO_JUDGMENT = Q(pk__isnull=True)  # matches no row (an empty IN list cannot be raw SQL)
@@ -132,15 +134,17 @@ def progress(dataset: Dataset, params: MatrixParams) -> dict[str, int] | None:
     return value
 
 
-def available_matrix(dataset: Dataset, params: MatrixParams) -> dict[str, Any] | None:
+def available_matrix(
+    dataset: Dataset, params: MatrixParams, user: Any = None
+) -> dict[str, Any] | None:
     """What a page may show now: the cached matrix, or one computed in the request when
     it is estimated cheap (:func:`~studies.services.analysis.matrix_cost.is_cheap`); else None
-    after asking a worker to compute it."""
+    after asking a worker to compute it (for ``user``, as the jobs page says)."""
     result = cached_matrix(dataset, params)
     if result is None and is_cheap(dataset, params):
         result = compute_and_cache(dataset, params)
     if result is None:
-        request_matrix(dataset, params)
+        request_matrix(dataset, params, user)
     return result
 
 
@@ -163,10 +167,13 @@ def compute_and_cache(dataset: Dataset, params: MatrixParams) -> dict[str, Any]:
     return result
 
 
-def request_matrix(dataset: Dataset, params: MatrixParams) -> bool:
+def request_matrix(dataset: Dataset, params: MatrixParams, user: Any = None) -> bool:
     """Enqueue the computation unless one is already under way; True if enqueued."""
     key = params.key(dataset)
     if not cache.add(key + ":progress", {"done": 0, "total": 0}, 600):
         return False
-    queue.send(queue.COMPUTE_CORRELATIONS, dataset.pk, asdict(params), queue="cpu")
+    title = f"{params.level}-level {params.coefficient} matrix of {dataset.name}"
+    url = reverse("studies:correlations", args=[dataset.pk])
+    track(key + ":progress", "matrix", dataset, title, url, user)
+    queue.send(queue.COMPUTE_CORRELATIONS, dataset.pk, asdict(params))
     return True

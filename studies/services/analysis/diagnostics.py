@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 from django.core.cache import cache
+from django.urls import reverse
 from scipy.stats import rankdata
 
 from scoring.stats import Coefficient, Groups, correlate
@@ -32,6 +33,7 @@ from studies.services.analysis.dashboards import frame_for
 from studies.services.analysis.frames import ScoreFrame, _rows
 from studies.services.analysis.matrix_cost import is_cheap
 from studies.services.analysis.params import MatrixParams
+from studies.services.jobs import track
 from studies.services.queue import COMPUTE_DIAGNOSTICS, send
 
 TOP_DOCUMENTS = 15
@@ -128,7 +130,11 @@ def cached_diagnostics(
 
 
 def available_diagnostics(
-    dataset: Dataset, params: MatrixParams, run: Any = None, aspect: Any = None
+    dataset: Dataset,
+    params: MatrixParams,
+    run: Any = None,
+    aspect: Any = None,
+    user: Any = None,
 ) -> dict[str, Any] | None:
     """What a request may show now: the diagnostics, computed in the request for a small
     dataset (as the matrix is); for a large one, from the cache, or None after asking a
@@ -139,6 +145,8 @@ def available_diagnostics(
     if found is None:
         key = _progress_key(dataset, params, run, aspect)
         if cache.add(key, True, 600):  # not asked already
+            url = reverse("studies:dataset-diagnostics", args=[dataset.pk])
+            track(key, "diagnostics", dataset, f"diagnostics of {dataset.name}", url, user)
             send(COMPUTE_DIAGNOSTICS, dataset.pk, asdict(params), str(run or ""), str(aspect or ""))
     return found
 

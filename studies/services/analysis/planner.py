@@ -19,6 +19,7 @@ from urllib.parse import urlencode
 
 import numpy as np
 from django.core.cache import cache
+from django.urls import reverse
 
 from scoring.stats import Average, DegeneratePolicy, Groups, Level, unsupported
 from scoring.stats import planner as stats_planner
@@ -29,6 +30,7 @@ from studies.services.analysis import charts
 from studies.services.analysis.frames import load_frame
 from studies.services.analysis.matrix import statistic_options
 from studies.services.analysis.params import COEFFICIENT_LABELS, COEFFICIENT_NAMES
+from studies.services.jobs import track
 
 PENDING_SECONDS = 600
 SERIES_NAMES = {"half_width_a": "a", "half_width_b": "b", "half_width_diff": "a − b"}
@@ -150,10 +152,15 @@ def cached_plan(dataset: Dataset, params: PlannerParams) -> dict[str, Any] | Non
     return found
 
 
-def available_plan(dataset: Dataset, params: PlannerParams) -> dict[str, Any] | None:
+def available_plan(
+    dataset: Dataset, params: PlannerParams, user: Any = None
+) -> dict[str, Any] | None:
     """The cached plan, or None after asking a worker to compute it (once)."""
     found = cached_plan(dataset, params)
-    if found is None and cache.add(params.key(dataset) + ":pending", True, PENDING_SECONDS):
+    pending = params.key(dataset) + ":pending"
+    if found is None and cache.add(pending, True, PENDING_SECONDS):
+        url = reverse("studies:planner", args=[dataset.pk])
+        track(pending, "plan", dataset, f"sample-size plan of {dataset.name}", url, user)
         queue.send_on_commit(queue.COMPUTE_PLANNER, dataset.pk, asdict(params))
     return found
 

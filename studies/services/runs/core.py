@@ -262,11 +262,13 @@ def _score_shard(
     run: MetricRun, shard: RunShard, todo: list[Output], scorer: Scorer, chunk_outputs: int
 ) -> bool:
     """Score a shard's outputs chunk by chunk (by default one document each, so progress
-    moves per document and a cancel stops after the current one); False when the run
-    was cancelled."""
+    moves per document and a cancel stops after the current one); False when the run is
+    no longer RUNNING: cancelled, or cancelled and resumed before this worker noticed (it
+    is PENDING again, and its new message starts it afresh, RUNNING, instead of this
+    worker scoring on under a "Pending" badge)."""
     slow = settings.CONCORDIA["TEST_SLOW_CHUNK_SECONDS"]  # tests only: time to kill a worker
     for chunk in chunks_by_document(todo, chunk_outputs):
-        if MetricRun.objects.filter(pk=run.pk, status=MetricRun.Status.CANCELLED).exists():
+        if not MetricRun.objects.filter(pk=run.pk, status=MetricRun.Status.RUNNING).exists():
             return False
         items = [item_of(o) for o in chunk]
         if slow:

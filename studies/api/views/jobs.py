@@ -1,0 +1,22 @@
+"""Queued and running work, as the jobs page shows it."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.decorators import api_view, permission_classes
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from studies.api.permissions import IsResearcher
+from studies.api.serializers.jobs import JobSerializer
+from studies.services.jobs import as_rows, lanes_for
+
+
+@extend_schema(
+    summary="The work queued and running in the workers, lane by lane, in order",
+    responses={200: JobSerializer(many=True)},
+)
+@api_view(["GET"])
+@permission_classes([IsResearcher])
+def job_list(request: Request) -> Response:
+    return Response(JobSerializer(as_rows(lanes_for(request.user)), many=True).data)
