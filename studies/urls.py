@@ -32,6 +32,7 @@ urlpatterns = [
     path("runs/<int:pk>/", views.run_detail, name="run-detail"),
     path("runs/<int:pk>/cancel/", views.run_cancel, name="run-cancel"),
     path("runs/<int:pk>/resume/", views.run_resume, name="run-resume"),
+    path("runs/<int:pk>/rename/", views.run_rename, name="run-rename"),
     path("runs/<int:pk>/variant/", views.run_variant, name="run-variant"),
     path("steps/<slug:task>/<str:aspect>/", views.steps_detail, name="steps-detail"),
     path("steps/<slug:task>/<str:aspect>/generate/", views.steps_generate, name="steps-generate"),

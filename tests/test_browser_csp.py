@@ -195,6 +195,7 @@ def test_pages_work_under_the_content_security_policy_without_violations(
         page.select_option("#planner-aspect", str(plan.aspect))  # app.js submits the form
     researcher.open(f"{scored}/correlations/")
     with page.expect_navigation():
+        page.once("dialog", lambda dialog: dialog.accept())  # it asks first, with an estimate
         page.click("#add-sentinels")  # a POST, then back to the matrix
     expect(page.locator(".messages")).to_contain_text("Started 3 sentinel run(s)")
     researcher.collect()

@@ -33,6 +33,14 @@
   document.addEventListener("concordia:choices", function () {
     document.querySelectorAll("form").forEach(syncChoices);
   });
+  // <form data-confirm="question">: ask before a costly or stopping action is sent.
+  document.addEventListener("submit", function (event) {
+    const form = event.target;
+    if (form instanceof HTMLFormElement && form.hasAttribute("data-confirm") &&
+        !window.confirm(form.getAttribute("data-confirm"))) {
+      event.preventDefault();
+    }
+  });
   // <select data-autosubmit>: submit its form when the choice changes.
   document.addEventListener("change", function (event) {
     const field = event.target;

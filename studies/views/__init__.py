@@ -29,12 +29,20 @@ from studies.views.endpoints import (
 )
 from studies.views.jobs import jobs
 from studies.views.planner import planner_page, sentinels
-from studies.views.runs import run_cancel, run_detail, run_new, run_resume, run_variant
+from studies.views.runs import (
+    run_cancel,
+    run_detail,
+    run_new,
+    run_rename,
+    run_resume,
+    run_variant,
+)
 from studies.views.steps import steps_detail, steps_generate
 from studies.views.studies import home, study_detail, study_members, study_new
 
 __all__ = [
     "jobs",
+    "run_rename",
     "endpoint_delete",
     "endpoint_detail",
     "endpoint_edit",

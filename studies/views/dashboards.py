@@ -9,7 +9,7 @@ from django.shortcuts import get_object_or_404, render
 
 from scoring.stats import Level, unsupported
 from studies.permissions import visible_datasets
-from studies.services.analysis import compare, dashboards, ppi, tables
+from studies.services.analysis import compare, dashboards, ppi, sentinels, tables
 from studies.services.analysis.drilldown import drilldown
 from studies.services.analysis.params import COEFFICIENT_LABELS, COEFFICIENT_NAMES, MatrixParams
 from studies.services.contents import dataset_contents
@@ -47,6 +47,7 @@ def correlations(request: HttpRequest, pk: int) -> HttpResponse:
     params = MatrixParams.from_query(request.GET)
     problem = params.problem
     result = None if problem else dashboards.available_matrix(dataset, params, request.user)
+    partial = wants_partial(request, "matrix")
     context = {
         "dataset": dataset,
         "params": params,
@@ -59,10 +60,10 @@ def correlations(request: HttpRequest, pk: int) -> HttpResponse:
         "progress": None if result or problem else dashboards.progress(dataset, params),
         "trained": dashboards.trained_metrics(dataset),
         "sources": dashboards.judgment_sources(dataset),
+        "sentinel_estimate": "" if partial else sentinels.estimate(dataset),
     }
     if result and not (context["rows"] and result["columns"]):  # say what is there instead
         context["contents"] = dataset_contents(dataset)
-    partial = wants_partial(request, "matrix")
     response = render(
         request, "studies/partials/matrix.html" if partial else "studies/correlations.html", context
     )

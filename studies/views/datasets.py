@@ -10,10 +10,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET
 
 from studies.forms import UploadForm
-from studies.models import ImportJob, Judgment, MetricRun
+from studies.models import ImportJob, Judgment
 from studies.permissions import may_change_dataset, visible_datasets
 from studies.services.imports import create_import_job, export_dataset
 from studies.services.imports.records import FORMATS
+from studies.services.runs.labels import distinct_labels, with_traits
 from studies.services.studies import owned_studies
 from studies.views.helpers import researcher_required, stop_polling_when, wants_partial
 
@@ -37,12 +38,16 @@ def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
         .annotate(n=Count("id"), n_outputs=Count("output", distinct=True))
         .order_by("aspect__code")
     )
+    runs = list(with_traits(dataset.runs.annotate(n_scores=Count("scores"))))
+    names = distinct_labels(runs)  # runs sharing a label say what differs
+    for run in runs:
+        run.shown_label = names[run.pk]
     context = {
         "dataset": dataset,
         "n_documents": dataset.documents.count(),
         "n_outputs": dataset.documents.aggregate(n=Count("outputs"))["n"],
         "judgments": judgments,
-        "runs": MetricRun.objects.filter(dataset=dataset).annotate(n_scores=Count("scores")),
+        "runs": runs,
         "jobs": dataset.import_jobs.all()[:10],
         "formats": FORMATS,
         "studies": owned_studies(request.user).filter(dataset=dataset),

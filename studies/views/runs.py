@@ -26,6 +26,7 @@ from studies.services.runs import (
     start_requested,
 )
 from studies.services.runs.geval_check import form_check
+from studies.services.runs.labels import RenameError, rename_run
 from studies.views.helpers import researcher_required, stop_polling_when, wants_partial
 
 
@@ -92,6 +93,18 @@ def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(_runs(request), pk=pk)
     if cancel_run(run):
         messages.info(request, "The run stops after its current document.")
+    return redirect("studies:run-detail", pk=pk)
+
+
+@require_POST
+@researcher_required
+def run_rename(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_object_or_404(_runs(request), pk=pk)
+    try:
+        rename_run(run, request.POST.get("label", ""))
+        messages.success(request, f"Renamed to {run.label}.")
+    except RenameError as exc:
+        messages.error(request, f"Not renamed: {exc}")
     return redirect("studies:run-detail", pk=pk)
 
 

@@ -91,9 +91,7 @@ def test_each_lane_lists_running_work_first_then_the_queue_in_sending_order(worl
     ]
 
 
-def test_another_researcher_sees_only_the_place_of_mine_and_an_admin_sees_everything(
-    world, cast
-):
+def test_another_researcher_sees_only_the_place_of_mine_and_an_admin_sees_everything(world, cast):
     outsider = _lane(jobs.lanes_for(cast["outsider"]), "model")
     assert [j.title for j in outsider][1] == "gptscore:secret on theirs"
     assert {j.title for j in outsider} - {"gptscore:secret on theirs"} == {
@@ -129,7 +127,7 @@ def test_the_page_polls_and_the_api_gives_the_same_rows(world, cast, client):
     assert 'hx-get="/jobs/"' in page and "gptscore:b on mine" in page and "queued #2" in page
     assert "gptscore:secret" not in page and "about 2 min left" in page
     partial = client.get("/jobs/", headers={"HX-Request": "true", "HX-Target": "jobs"})
-    assert partial.content.decode().lstrip().startswith("<div id=\"jobs\"")
+    assert partial.content.decode().lstrip().startswith('<div id="jobs"')
     rows = client.get("/api/jobs/").json()
     assert [(r["lane"], r["title"], r["position"]) for r in rows][:3] == [
         ("model", "gptscore:a on mine", 0),
@@ -145,5 +143,6 @@ def test_a_pending_run_and_a_pending_import_link_to_their_place_in_the_queue(wor
     client.force_login(cast["owner"])
     run_page = client.get(f"/runs/{world['queued_mine'].pk}/").content.decode()
     assert 'id="run-waiting"' in run_page and 'href="/jobs/"' in run_page
+    assert 'data-confirm="Cancel this run? It stops after the current document' in run_page
     import_page = client.get(f"/imports/{world['upload'].pk}/").content.decode()
     assert "Waiting for the light worker" in import_page and 'href="/jobs/"' in import_page

@@ -13,7 +13,7 @@ import pytest
 from django.urls import reverse
 
 from scoring.stats.ppi import calibrate, document_folds, system_means
-from studies.models import Aspect, Dataset, MetricRun
+from studies.models import Aspect, Dataset, MetricRun, MetricScore, Output
 from studies.services.analysis.dashboards import frame_for
 from studies.services.analysis.params import MatrixParams
 from studies.services.analysis.ppi import PPIQuery, compute_table, parse_query, ppi_table
@@ -109,6 +109,47 @@ def test_the_query_defaults_to_the_first_run_and_aspect_and_refuses_others(score
         parse_query(dataset, {"aspect": str(flu.pk)})
     with pytest.raises(LookupError, match="No run with id x1"):
         parse_query(dataset, {"run": "x1"})
+
+
+def test_too_few_judged_outputs_give_no_interval_and_the_default_run_is_the_most_complete(
+    write_jsonl, cast, client
+):
+    """Issue: the page opened on a 3-document run and showed 4.333 [4.333, 4.333] from 3
+    judged outputs per system."""
+    rows = records(judged_docs=3)
+    path = write_jsonl([{k: v for k, v in r.items() if k != "human_all"} for r in rows])
+    options = ImportOptions(
+        dataset="few",
+        task="summarization",
+        file_format="jsonl",
+        file_name=path.name,
+        owner=cast["owner"],
+    )
+    import_file(path, options)
+    dataset = Dataset.objects.get(name="few")
+    full = MetricRun.objects.get(dataset=dataset)
+    partial = MetricRun.objects.create(
+        dataset=dataset, metric="gptscore", label="aaa first by label", status="succeeded"
+    )
+    for output in Output.objects.filter(document__dataset=dataset)[:9]:
+        MetricScore.objects.create(run=partial, output=output, value=1.0)
+    query, runs, _ = parse_query(dataset, {})
+    assert query.run == full.pk and runs == [full, partial]  # by outputs scored
+    table = compute_table(dataset, query)
+    for s in table["systems"]:
+        assert s["n_judged"] == 3 and s["no_interval"] == "3 judged outputs: no interval below 8"
+        assert s["human"]["value"] is not None and s["ppi"]["value"] is not None
+        assert all(s[e][k] is None for e in ("human", "metric", "ppi") for k in ("low", "high"))
+        assert s["variance_ratio"] is None and s["saved"] is None
+    assert all(d["no_interval"] and not d["significant"] for d in table["differences"])
+    client.force_login(cast["owner"])
+    page = client.get(f"/datasets/{dataset.pk}/ppi/").content.decode()
+    assert (
+        "no interval below 8" in page
+        and "[" not in page.split('id="ppi-table"')[1].split("</table>")[0]
+    )
+    api = client.get(f"/api/datasets/{dataset.pk}/ppi/").json()
+    assert api["systems"][0]["no_interval"].startswith("3 judged outputs")
 
 
 def test_the_page_shows_the_table_and_is_cached(

@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 
 from scoring.lm import FakeLanguageModel
-from studies.models import Dataset, MetricRun, MetricScore
+from studies.models import Dataset, MetricRun, MetricScore, Output
 from studies.services.analysis import dashboards
 from studies.services.analysis.params import MatrixParams
 from studies.services.analysis.sentinels import add_sentinels
@@ -177,6 +177,33 @@ def test_the_matrix_marks_a_metric_that_does_not_beat_a_sentinel(dataset, tiny_m
     assert r"$^{\approx S}$" in just and r"% $^{\approx S}$: not significantly above" in latex
 
 
+def test_a_sentinel_still_scoring_marks_nothing_and_a_mark_says_what_it_compared(
+    dataset, tiny_model
+):
+    """Issue: with the source-free GPTScore sentinel at 400/1600 outputs, fully scored
+    runs were marked ≈S from those 400. A sentinel that has not scored every output marks
+    nothing (the page says so), as a partial run is never best."""
+    runs = _run_sentinels(dataset, tiny_model)
+    _, cells = _matrix(dataset)
+    fails = cells["just_length"]["fails_sentinel"]
+    n_judged = cells["just_length"]["judged_outputs"]
+    assert fails is not None and fails["n"] == n_judged  # both scored every judged output
+    assert cells["just_length"]["sentinels_pending"] == []
+    # the length sentinel loses most of its scores and runs again: it is partial
+    length = runs["length"]
+    kept = MetricScore.objects.filter(run=length).order_by("pk")[:10].values_list("pk", flat=True)
+    MetricScore.objects.filter(run=length).exclude(pk__in=list(kept)).delete()
+    MetricRun.objects.filter(pk=length.pk).update(status="running", done=10)
+    dataset.bump_data_version()
+    result, cells = _matrix(dataset)
+    assert all(
+        c["fails_sentinel"] is None or c["fails_sentinel"]["run"] != length.pk
+        for c in cells.values()
+    )
+    assert cells["just_length"]["sentinels_pending"] == [length.label]
+    assert result["sentinels_pending"] == [length.label]
+
+
 def test_without_intervals_nothing_is_marked(dataset, tiny_model):
     _run_sentinels(dataset, tiny_model)
     params = MatrixParams(ci=False)
@@ -207,6 +234,9 @@ def test_the_correlations_page_shows_the_badge_the_mark_and_the_button(
     client.force_login(cast["owner"])
     page = client.get(reverse("studies:correlations", args=[dataset.pk])).content.decode()
     assert 'id="add-sentinels"' in page and 'id="planner-link"' in page
+    # it asks first, saying how long the model worker is held (the GPTScore sentinel's rate)
+    n = Output.objects.filter(document__dataset=dataset).count()
+    assert f'data-confirm="This starts up to three sentinel runs over the {n} outputs' in page
     assert page.count("sentinel-badge") == 3
     assert "does not significantly beat the sentinel " in page and "≈S</span>" in page
 

@@ -78,6 +78,7 @@ class SentinelFailSerializer(serializers.Serializer):  # type: ignore[type-arg]
     run = serializers.IntegerField(help_text="the sentinel run")
     label = serializers.CharField()
     p = serializers.FloatField(help_text="one-sided paired bootstrap p that the metric beats it")
+    n = serializers.IntegerField(help_text="the judged outputs both scored, which p compares")
 
 
 class CellSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -116,6 +117,11 @@ class CellSerializer(serializers.Serializer):  # type: ignore[type-arg]
         allow_null=True,
         help_text="the sentinel this metric does not beat significantly "
         "(the one with the largest one-sided paired bootstrap p > 0.05); null if it beats them all",
+    )
+    sentinels_pending = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="sentinels that mark nothing yet: not finished or below the coverage threshold",
     )
     n_shared_with_best = serializers.IntegerField(
         allow_null=True,

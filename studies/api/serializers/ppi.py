@@ -29,6 +29,10 @@ class SystemMeanSerializer(serializers.Serializer):  # type: ignore[type-arg]
     system = serializers.CharField()
     n_total = serializers.IntegerField(help_text="outputs the metric scored")
     n_judged = serializers.IntegerField(help_text="of them judged")
+    no_interval = serializers.CharField(
+        allow_blank=True,
+        help_text="why the row shows no interval (too few judged outputs); '' when it does",
+    )
     human = EstimateSerializer(help_text="the mean of the judged outputs")
     metric = EstimateSerializer(help_text="the calibrated metric's mean over all outputs")
     ppi = EstimateSerializer(help_text="PPI++")
@@ -42,6 +46,10 @@ class DifferenceSerializer(serializers.Serializer):  # type: ignore[type-arg]
     system = serializers.CharField()
     n_documents = serializers.IntegerField()
     n_judged = serializers.IntegerField()
+    no_interval = serializers.CharField(
+        allow_blank=True,
+        help_text="why the row shows no interval (too few judged outputs); '' when it does",
+    )
     human = EstimateSerializer()
     ppi = EstimateSerializer()
     variance_ratio = serializers.FloatField(allow_null=True)

@@ -152,3 +152,9 @@ class RunScoreSerializer(serializers.Serializer):  # type: ignore[type-arg]
     value = serializers.FloatField(allow_null=True)
     error = serializers.CharField(allow_blank=True)
     details = serializers.DictField()
+
+
+class RunRenameSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    label = serializers.CharField(
+        max_length=200, help_text="the new name; no other run of the dataset may have it"
+    )

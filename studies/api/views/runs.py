@@ -18,7 +18,12 @@ from rest_framework.response import Response
 from scoring.lm.store import ModelNotInstalled
 from studies.api.errors import error_response
 from studies.api.permissions import IsResearcher
-from studies.api.serializers.runs import RunCreateSerializer, RunScoreSerializer, RunSerializer
+from studies.api.serializers.runs import (
+    RunCreateSerializer,
+    RunRenameSerializer,
+    RunScoreSerializer,
+    RunSerializer,
+)
 from studies.api.views.common import (
     PassthroughRenderer,
     dataset_or_404,
@@ -28,6 +33,7 @@ from studies.api.views.common import (
 from studies.models import MetricRun, MetricScore
 from studies.services.csvfile import CsvWriter
 from studies.services.runs import RunError, cancel_run, resume_run, start_requested
+from studies.services.runs.labels import RenameError, rename_run
 
 
 class ScoresExportQuery(serializers.Serializer):  # type: ignore[type-arg]
@@ -78,6 +84,23 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
             return error_response(
                 409, f"The run is {run.status}; only a pending or running run can be cancelled."
             )
+        run.refresh_from_db()
+        return Response(RunSerializer(run).data)
+
+    @extend_schema(
+        summary="Rename the run: tables, exports and the API name it so from now on",
+        request=RunRenameSerializer,
+        responses={200: RunSerializer},
+    )
+    @action(detail=True, methods=["post"])
+    def rename(self, request: Request, pk: Any = None) -> Response:
+        run = self.get_object()
+        body = RunRenameSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            rename_run(run, body.validated_data["label"])
+        except RenameError as exc:
+            return error_response(400, str(exc))
         run.refresh_from_db()
         return Response(RunSerializer(run).data)
 

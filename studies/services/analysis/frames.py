@@ -19,6 +19,7 @@ from django.db.models import Q
 from scoring.metrics.sentinels import is_sentinel
 from scoring.stats import Aggregate, aggregate_judgments
 from studies.models import Aspect, Dataset, Judgment, MetricRun, MetricScore, Output
+from studies.services.runs.labels import distinct_labels, with_traits
 
 
 @dataclass(frozen=True)
@@ -187,7 +188,9 @@ def load_frame(
     if only_runs is not None:
         run_rows = run_rows.filter(pk__in=list(only_runs))
         stored = stored.filter(run_id__in=list(only_runs))
-    runs = [RunInfo.of(r) for r in run_rows.order_by("label", "pk")]
+    rows = list(with_traits(run_rows).order_by("label", "pk"))
+    names = distinct_labels(rows)  # runs sharing a label show what differs
+    runs = [replace(RunInfo.of(r), label=names[r.pk]) for r in rows]
     metrics = np.full((output_ids.size, len(runs)), np.nan)
     scores = _rows(stored.values_list("run_id", "output_id", "value"))
     if scores:

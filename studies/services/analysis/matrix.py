@@ -186,6 +186,10 @@ def compute_matrix(
         "runs": [asdict(r) for r in frame.runs],
         "average_rank": [ranked.get(str(r.pk)) if columns else None for r in frame.runs],
         "columns": columns,
+        # sentinels that mark nothing yet (not finished, or below the coverage threshold)
+        "sentinels_pending": sorted(
+            {label for col in columns for c in col["cells"] for label in c["sentinels_pending"]}
+        ),
         "n_outputs": frame.n_outputs,
         "n_documents": len(frame.doc_keys),
         "n_systems": len(frame.system_names),

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 from django.core.cache import cache
+from django.db.models import Count, Q
 
 from scoring.stats.ppi import (
     Estimate,
@@ -39,7 +40,7 @@ from studies.services.analysis.params import MatrixParams
 FOLDS = 5
 CONFIDENCE = 0.95
 METHOD = "PPI++ (power-tuned prediction-powered inference)"
-VERSION = 1
+VERSION = 2  # 2: no interval below MIN_JUDGED judged outputs
 
 
 @dataclass(frozen=True)
@@ -61,8 +62,42 @@ class PPIQuery:
         return "ppi:" + hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 
+# Below this many judged outputs (per system, or per pair of systems) no interval is shown,
+# nor the numbers derived from the variances: a normal approximation on three outputs
+# gives "4.333 [4.333, 4.333]", which claims far more than it knows.
+MIN_JUDGED = 8
+
+
 def run_choices(dataset: Dataset) -> list[MetricRun]:
-    return list(MetricRun.objects.filter(dataset=dataset).order_by("label", "pk"))
+    """The dataset's runs, the most complete first (the page's default): by the outputs
+    each scored, then by label."""
+    runs = MetricRun.objects.filter(dataset=dataset).annotate(
+        n_scored=Count("scores", filter=Q(scores__value__isnull=False))
+    )
+    return sorted(runs, key=lambda run: (-run.n_scored, run.label, run.pk))
+
+
+def _too_few(n_judged: int) -> str:
+    """Why a row shows no interval ("" when it may)."""
+    if n_judged >= MIN_JUDGED:
+        return ""
+    return f"{n_judged} judged output{'s' if n_judged != 1 else ''}: no interval below {MIN_JUDGED}"
+
+
+def _guarded(
+    row: dict[str, Any], estimates: tuple[str, ...], derived: tuple[str, ...]
+) -> dict[str, Any]:
+    """The row without intervals, standard errors and variance-derived numbers when it
+    has too few judged outputs (``no_interval`` says why)."""
+    row["no_interval"] = _too_few(row["n_judged"])
+    if row["no_interval"]:
+        for name in estimates:
+            row[name] = {**row[name], "se": None, "low": None, "high": None}
+        for name in derived:
+            row[name] = None
+        if "significant" in row:
+            row["significant"] = False
+    return row
 
 
 def aspect_choices(dataset: Dataset) -> list[Aspect]:
@@ -98,18 +133,22 @@ def compute_table(dataset: Dataset, query: PPIQuery) -> dict[str, Any]:
     names = frame.system_names
     reference = _reference(query.reference, names, means.ppi.value)
     systems = [
-        {
-            "system": name,
-            "n_total": int(means.n_total[s]),
-            "n_judged": int(means.n_labelled[s]),
-            "human": _estimate(means.human, s),
-            "metric": _estimate(means.metric, s),
-            "ppi": _estimate(means.ppi, s),
-            "lam": _num(means.lam[s]),
-            "variance_ratio": _num(means.variance_ratio[s]),
-            "saved": _num(means.saved[s]),
-            "effective_judged": _num(means.effective_labelled[s]),
-        }
+        _guarded(
+            {
+                "system": name,
+                "n_total": int(means.n_total[s]),
+                "n_judged": int(means.n_labelled[s]),
+                "human": _estimate(means.human, s),
+                "metric": _estimate(means.metric, s),
+                "ppi": _estimate(means.ppi, s),
+                "lam": _num(means.lam[s]),
+                "variance_ratio": _num(means.variance_ratio[s]),
+                "saved": _num(means.saved[s]),
+                "effective_judged": _num(means.effective_labelled[s]),
+            },
+            ("human", "metric", "ppi"),
+            ("lam", "variance_ratio", "saved", "effective_judged"),
+        )
         for s, name in enumerate(names)
     ]
     differences = []
@@ -123,15 +162,19 @@ def compute_table(dataset: Dataset, query: PPIQuery) -> dict[str, Any]:
             confidence=CONFIDENCE,
         )
         differences = [
-            {
-                "system": name,
-                "n_documents": int(diffs.n_total[s]),
-                "n_judged": int(diffs.n_labelled[s]),
-                "human": _estimate(diffs.human, s),
-                "ppi": _estimate(diffs.ppi, s),
-                "variance_ratio": _num(diffs.variance_ratio[s]),
-                "significant": bool(_excludes_zero(diffs.ppi, s)),
-            }
+            _guarded(
+                {
+                    "system": name,
+                    "n_documents": int(diffs.n_total[s]),
+                    "n_judged": int(diffs.n_labelled[s]),
+                    "human": _estimate(diffs.human, s),
+                    "ppi": _estimate(diffs.ppi, s),
+                    "variance_ratio": _num(diffs.variance_ratio[s]),
+                    "significant": bool(_excludes_zero(diffs.ppi, s)),
+                },
+                ("human", "ppi"),
+                ("variance_ratio",),
+            )
             for s, name in enumerate(names)
             if name != reference
         ]

@@ -19,7 +19,7 @@ from django.db.models import Count
 from scoring.lm.store import ModelNotInstalled
 from scoring.metrics import sentinels
 from scoring.stats import Alternative, paired_bootstrap_p
-from studies.models import Dataset, Judgment, MetricRun
+from studies.models import Dataset, Judgment, MetricRun, Output
 from studies.services.analysis.frames import RunInfo
 from studies.services.catalog.model_catalog import check_model
 from studies.services.runs.core import Plan, RunError, save_run
@@ -141,6 +141,31 @@ def add_sentinels(
     return added
 
 
+def estimate(dataset: Dataset) -> str:
+    """What "Add sentinel baselines" will start, in a sentence the button asks to confirm:
+    the source-free GPTScore holds the model worker for the whole dataset, at the rate
+    of the last local GPTScore run (this dataset's first), when there is one."""
+    n = Output.objects.filter(document__dataset=dataset).count()
+    timed = [
+        run
+        for run in MetricRun.objects.filter(
+            metric="gptscore", status=MetricRun.Status.SUCCEEDED, kind=MetricRun.Kind.COMPUTED
+        ).order_by("-finished_at")[:20]
+        if (run.timings or {}).get("scoring_outputs_per_s") and not run.config.get("endpoint")
+    ]
+    timed.sort(key=lambda run: run.dataset_id != dataset.pk)  # this dataset's first
+    if timed:
+        rate = float(timed[0].timings["scoring_outputs_per_s"])
+        minutes = max(1, round(n / rate / 60))
+        how_long = f"about {minutes} min at the last GPTScore run's rate ({rate:.1f} outputs/s)"
+    else:
+        how_long = "as long as a GPTScore run (its page shows the ETA once it scores)"
+    return (
+        f"This starts up to three sentinel runs over the {n} outputs: length and random take "
+        f"seconds; the source-free GPTScore holds the model worker for {how_long}. Start them?"
+    )
+
+
 # --- the matrix -----------------------------------------------------------------------
 
 
@@ -153,12 +178,16 @@ def mark_sentinels(
 ) -> None:
     """Mark, in one aspect's cells, each metric that does not beat every sentinel
     significantly: ``fails_sentinel`` names the sentinel with the largest one-sided
-    paired bootstrap p (metric > sentinel) above ALPHA, with that p; None otherwise.
-    Pairs are compared as the best is (on their draws when both scored the same
-    outputs, else recomputed on the outputs both scored). Without draws, nothing is
-    marked."""
+    paired bootstrap p (metric > sentinel) above ALPHA, with that p and ``n``, the
+    outputs both scored; None otherwise. Pairs are compared as the best is (on their
+    draws when both scored the same outputs, else recomputed on the outputs both
+    scored). Without draws, nothing is marked. A sentinel that has not scored every
+    output (still running, cancelled, failed) or is below the coverage threshold marks
+    nothing, as such a run is never best: its cells list it in ``sentinels_pending``."""
     values = [np.nan if c["value"] is None else float(c["value"]) for c in cells]
-    guards = [k for k, run in enumerate(runs) if run.sentinel and np.isfinite(values[k])]
+    sentinels = [k for k, run in enumerate(runs) if run.sentinel and np.isfinite(values[k])]
+    guards = [k for k in sentinels if not (runs[k].partial_run or cells[k]["partial"])]
+    pending = [runs[k].label for k in sentinels if k not in guards]
 
     def p_beats(a: int, b: int) -> float:
         assert draws is not None
@@ -172,6 +201,7 @@ def mark_sentinels(
     for k, cell in enumerate(cells):
         cell["sentinel"] = runs[k].sentinel
         cell["fails_sentinel"] = None
+        cell["sentinels_pending"] = [] if runs[k].sentinel else pending
         if draws is None or runs[k].sentinel or not np.isfinite(values[k]):
             continue
         for s in guards:
@@ -181,4 +211,10 @@ def mark_sentinels(
                 and p > ALPHA
                 and (cell["fails_sentinel"] is None or p > cell["fails_sentinel"]["p"])
             ):
-                cell["fails_sentinel"] = {"run": runs[s].pk, "label": runs[s].label, "p": float(p)}
+                n = int(np.count_nonzero(used[k] & used[s]))
+                cell["fails_sentinel"] = {
+                    "run": runs[s].pk,
+                    "label": runs[s].label,
+                    "p": float(p),
+                    "n": n,
+                }
