@@ -4,6 +4,7 @@ receiver of ``member_removed``, and the providers of :mod:`studies.hooks`, added
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,9 +34,19 @@ def _drop_invitations(sender: Any, study: Any, user: Any, **kwargs: Any) -> None
 
 def campaign_choices(dataset: Dataset) -> list[tuple[str, str]]:
     """The campaigns of the dataset's studies as dashboard sources, oldest first."""
-    campaigns = Campaign.objects.filter(study__dataset=dataset).order_by("created_at")
-    return [
-        (f"campaign:{pk}", f"campaign {name}") for pk, name in campaigns.values_list("pk", "name")
+    campaigns = list(
+        Campaign.objects.filter(study__dataset=dataset)
+        .order_by("created_at")
+        .values_list("pk", "name", "study__name", "created_at")
+    )
+    names = Counter(name for _, name, _, _ in campaigns)
+    return [  # two campaigns of one name are told apart by study, date and id
+        (
+            f"campaign:{pk}",
+            f"campaign {name}"
+            + (f" ({study}, {created:%Y-%m-%d %H:%M}, #{pk})" if names[name] > 1 else ""),
+        )
+        for pk, name, study, created in campaigns
     ]
 
 

@@ -39,7 +39,9 @@ def _runs(request: HttpRequest):  # type: ignore[no-untyped-def]
 @researcher_required
 def run_new(request: HttpRequest, pk: int) -> HttpResponse:
     dataset = get_object_or_404(visible_datasets(request.user).select_related("task"), pk=pk)
-    form = RunForm(request.POST or None, dataset=dataset, user=request.user)
+    # ?metric=…&model=… (a learned metric's "Score with this metric") fills the form in
+    initial = {k: request.GET[k] for k in ("metric", "model") if request.GET.get(k)}
+    form = RunForm(request.POST or None, dataset=dataset, user=request.user, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
             started = start_requested(

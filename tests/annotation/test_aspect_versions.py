@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
+from annotation.models import Campaign
 from annotation.services import answers, assignment
 from studies.models import Aspect, AspectVersion, ImportJob, Judgment, MetricScore
 from studies.services.analysis.dashboards import frame_for, judgment_sources
@@ -169,6 +170,17 @@ def test_the_correlations_page_lists_the_files_and_campaigns_and_keeps_the_choic
         (f"import:{job.pk}", "imported file human.jsonl"),
         (f"campaign:{campaign.pk}", f"campaign {campaign.name}"),
     ]
+    # a second campaign of the same name: both are told apart (study, date, id)
+    twin = Campaign.objects.get(pk=campaign.pk)
+    twin.pk = None
+    twin.save()
+    dataset.bump_data_version()
+    dataset.refresh_from_db()
+    labels = dict(judgment_sources(dataset))
+    first, second = labels[f"campaign:{campaign.pk}"], labels[f"campaign:{twin.pk}"]
+    assert first != second and first.endswith(f"#{campaign.pk})") and f"#{twin.pk})" in second
+    assert first.startswith(f"campaign {campaign.name} ({campaign.study.name}, ")
+    twin.delete()
     Judgment.objects.filter(import_file="human.jsonl").update(import_file="=cli file.jsonl")
     dataset.bump_data_version()  # as every import does: the cached choices are stale
     dataset.refresh_from_db()

@@ -14,7 +14,7 @@ from learned.services.jobs import TrainingRequest, create_job
 from learned.services.scoring import load_trained
 from learned.services.training import execute_job
 from studies.models import MetricRun, MetricScore, Output
-from studies.services.analysis.dashboards import frame_for
+from studies.services.analysis.dashboards import compute_matrix, frame_for
 from studies.services.analysis.params import MatrixParams
 from studies.services.runs import RunError, RunRequest, execute_run, start_run
 from studies.services.runs.core import item_of
@@ -102,6 +102,39 @@ def test_the_correlations_page_flags_what_a_learned_metric_was_trained_on(
     assert "trained on 11 documents" in page and f'value="{trained.pk}"' in page
     only_test = client.get(url, {"testof": trained.pk}).content.decode()
     assert "1 documents (the test documents of learned metric" in only_test
+
+
+def test_a_learned_metric_is_in_sample_on_its_training_documents_never_best(
+    client, cast, trained, judged
+):
+    """Issue: the learned metric ranked first in every column although it was trained
+    on 90 of the 100 documents."""
+    run = start_run(judged, RunRequest(metric="learned", model=str(trained.pk)), enqueue=False)
+    execute_run(run.pk)
+    call_command("run_metric", "--dataset", "judged", "--metric", "rouge2")
+    params = MatrixParams(resamples=200)
+    result = compute_matrix(frame_for(judged, params), params)
+    at = [r["pk"] for r in result["runs"]].index(run.pk)
+    for column in result["columns"]:
+        cell = column["cells"][at]
+        assert cell["in_sample"] and not cell["best"] and cell["rank"] is None
+        assert not any(c["in_sample"] for k, c in enumerate(column["cells"]) if k != at)
+    only_test = MatrixParams(resamples=200, test_of=trained.pk)
+    result = compute_matrix(frame_for(judged, only_test), only_test)
+    assert not any(column["cells"][at]["in_sample"] for column in result["columns"])
+    client.force_login(cast["owner"])
+    page = client.get(reverse("studies:correlations", args=[judged.pk])).content.decode()
+    assert 'class="in-sample"' in page
+
+
+def test_score_with_this_metric_opens_the_run_form_filled_in(client, cast, trained, judged):
+    client.force_login(cast["owner"])
+    page = client.get(reverse("learned:detail", args=[trained.pk])).content.decode()
+    link = f"/datasets/{judged.pk}/runs/new/?metric=learned&amp;model={trained.pk}"
+    assert f'id="score-with" href="{link}"' in page
+    form = client.get(link.replace("&amp;", "&")).content.decode()
+    assert '<option value="learned" selected>' in form
+    assert f'name="model" value="{trained.pk}"' in form
 
 
 def test_the_report_compares_base_trained_and_every_run_on_the_test_documents(

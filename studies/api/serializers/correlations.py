@@ -118,6 +118,10 @@ class CellSerializer(serializers.Serializer):  # type: ignore[type-arg]
         help_text="the sentinel this metric does not beat significantly "
         "(the one with the largest one-sided paired bootstrap p > 0.05); null if it beats them all",
     )
+    in_sample = serializers.BooleanField(
+        required=False,
+        help_text="a learned metric read on documents it was trained on: not ranked, never best",
+    )
     sentinels_pending = serializers.ListField(
         child=serializers.CharField(),
         required=False,

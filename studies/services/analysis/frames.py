@@ -36,6 +36,7 @@ class RunInfo:
     dimension: str
     aspect: str  # the aspect a GPTScore run was prompted for ("" for imported metrics)
     trained_on: int = 0  # a learned metric: documents of its training and validation splits
+    trained_metric: int = 0  # a learned metric: the trained metric's id
     sentinel: bool = False  # length, random or source-free GPTScore: never ranked or best
     done: int = 0
     total: int = 0
@@ -57,6 +58,7 @@ class RunInfo:
             dimension=str(config.get("dimension") or ""),
             aspect=str(config.get("aspect") or ""),
             trained_on=sum(len(v) for v in (config.get("trained_on") or {}).values()),
+            trained_metric=int(config.get("trained_metric") or 0),
             sentinel=run.kind == MetricRun.Kind.COMPUTED and is_sentinel(run.metric, config),
             done=run.done,
             total=run.total,

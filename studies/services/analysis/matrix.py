@@ -159,6 +159,9 @@ def compute_matrix(
         compare = comparer(plan, frame.metrics, human, options, params)
         for cell, run in zip(cells, frame.runs, strict=True):
             cell["sentinel"] = run.sentinel  # never ranked or best
+            # a learned metric on documents it was trained on (unless the matrix keeps to
+            # its test documents): shown, marked, never ranked or best
+            cell["in_sample"] = bool(run.trained_on) and params.test_of != run.trained_metric
         rank_column(cells, draws if plan is not None else None, used, compare)
         mark_sentinels(cells, frame.runs, draws if plan is not None else None, used, compare)
         columns.append({"aspect": asdict(aspect), "cells": cells})
@@ -238,8 +241,9 @@ def rank_column(
     cell and those significantly below it (p ≤ ALPHA against the best). Without
     ``draws`` (no intervals asked) there is no test: no ranks, no marks but the best.
 
-    Only runs that are not ``partial`` (below the coverage threshold) nor ``sentinel``
-    are ranked and may be best; a partial run is only tested against the best. Two runs are compared
+    Only runs that are not ``partial`` (below the coverage threshold), ``sentinel`` nor
+    ``in_sample`` (a learned metric read on its own training documents) are ranked and
+    may be best; a partial run is only tested against the best. Two runs are compared
     on the outputs both scored (``used``): with the same outputs, on their draws; else
     ``p_on_shared`` recomputes both on the shared outputs. Each cell records how many
     outputs it shares with the best (``n_shared_with_best``)."""
@@ -255,7 +259,7 @@ def rank_column(
         return paired_bootstrap_p(draw_a, draw_b, values[a], values[b], Alternative.GREATER)
 
     ranked = [
-        np.nan if c["partial"] or c.get("sentinel") else v
+        np.nan if c["partial"] or c.get("sentinel") or c.get("in_sample") else v
         for c, v in zip(cells, values, strict=True)
     ]
     clusters = cluster(ranked, p_better if draws is not None else None, ALPHA)

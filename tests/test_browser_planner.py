@@ -1,0 +1,69 @@
+"""The planner keeps every choice (issue: it dropped a choice made while the previous one
+was loading, as each choice reloaded the whole page, form included): a choice asks for
+the plan alone, the form stays, the latest request wins and the URL follows."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from playwright.sync_api import Browser, Route, expect
+
+from studies.models import Aspect, Dataset, MetricRun
+from studies.services.imports import ImportOptions, import_file
+from tests.conftest import record
+from tests.test_browser_csp import Watched
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
+
+
+def test_a_choice_made_while_the_plan_loads_is_kept(live_server, browser: Browser, cast, tmp_path):
+    lines = []
+    for d in range(6):
+        for s in range(3):
+            fields = record(f"d{d}", f"s{s}", output=f"Output {d} {s}.")
+            fields["human"] = {"coherence": 1 + s + d % 2}
+            fields["metrics"] = {"m1": float(s + d), "m2": float(d - s)}
+            lines.append(json.dumps(fields))
+    path = tmp_path / "plan.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    options = ImportOptions(
+        dataset="plan",
+        task="summarization",
+        file_format="jsonl",
+        file_name=path.name,
+        owner=cast["owner"],
+    )
+    import_file(path, options)
+    dataset = Dataset.objects.get(name="plan")
+    m1, m2 = MetricRun.objects.filter(dataset=dataset).order_by("label")
+    coh = Aspect.objects.get(code="COH")
+
+    researcher = Watched(browser, live_server.url)
+    researcher.log_in("owner")
+    page = researcher.page
+    researcher.open(f"/datasets/{dataset.pk}/planner/")
+    page.evaluate("document.getElementById('planner-form').dataset.mark = 'same form'")
+
+    def slow(route: Route) -> None:  # each plan answers after a while, as a busy server
+        time.sleep(0.8)
+        route.continue_()
+
+    page.route("**/planner/?*", slow)
+    page.select_option("#planner-aspect", str(coh.pk))
+    page.select_option("#planner-a", str(m1.pk))  # while the first is loading
+    page.select_option("#planner-b", str(m2.pk))
+    page.wait_for_url(f"**b={m2.pk}**")
+    expect(page.locator("#planner")).not_to_contain_text("Choose an aspect", timeout=15_000)
+    assert page.evaluate("document.getElementById('planner-form').dataset.mark") == "same form"
+    assert page.input_value("#planner-aspect") == str(coh.pk)
+    assert page.input_value("#planner-a") == str(m1.pk)
+    assert page.input_value("#planner-b") == str(m2.pk)
+    assert f"aspect={coh.pk}" in page.url and f"a={m1.pk}" in page.url
+    researcher.collect()
+    # a plan's poll still in flight when a new choice replaces it is aborted, and htmx says
+    # so on the console: expected here, where every answer is slowed down
+    aborted = ("console: htmx:sendAbort", "console: htmx:afterRequest")
+    problems = [p for p in researcher.problems if not p.startswith(aborted)]
+    assert problems == [], problems
