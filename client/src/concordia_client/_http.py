@@ -21,7 +21,8 @@ RETRIED = frozenset({429, 503})  # the server did nothing; Retry-After says when
 
 
 def retry_after(response: httpx.Response) -> float | None:
-    """The Retry-After header in seconds (a number or an HTTP date), None if absent."""
+    """The Retry-After header in seconds (a number or an HTTP date), None if absent.
+    (scoring/lm/served/client.py has its twin: this package imports nothing of the project.)"""
     value = response.headers.get("Retry-After", "").strip()
     if not value:
         return None
