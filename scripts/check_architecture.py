@@ -32,7 +32,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("evalsite", "studies", "annotation", "learned", "scoring")
-CHECKED_DIRS = (*PACKAGES, "tests", "bench", "scripts")
+CHECKED_DIRS = (*PACKAGES, "client", "tests", "bench", "scripts")
 MAX_LINES = 600
 MAX_FMT_SKIP = 0  # a ratchet: it may only go down
 FMT_SKIP = re.compile(r"#\s*fmt:\s*(skip|off)\s*$", re.MULTILINE)

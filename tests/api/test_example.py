@@ -1,8 +1,11 @@
-"""The README's API example, run as a script against a live server and a real worker:
-upload, ROUGE and GPTScore (the default model, two documents), progress, correlations."""
+"""The API examples against a live server and a real worker: ``examples/api_example.py``
+(plain ``requests``) and the README's snippet (the Python client, ``client/``), each
+uploading, starting ROUGE and GPTScore (the default model, two documents), showing
+progress and printing the correlations."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -72,10 +75,14 @@ def test_the_readme_snippet_runs_as_written(live_server, celery_worker_process, 
         .replace("http://127.0.0.1:8000", live_server.url)
         .replace('"outputs.jsonl"', repr(str(path)))
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "client" / "src"))  # as `pip install ./client`
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     printed = done.stdout.splitlines()
     assert any(line.startswith("rouge1") for line in printed)
+    assert any(line.startswith("gptscore") and line.endswith(" 6 / 6") for line in printed)
     assert any(line.startswith("gptscore") and "None" not in line for line in printed), done.stdout
     assert set(
         MetricRun.objects.filter(dataset__name="my-outputs", kind="computed").values_list(

@@ -58,6 +58,8 @@ class LineError:
     message: str
 
     def __str__(self) -> str:
+        # the job's errors keep this text; the Python client reads line and field back
+        # from it (client/src/concordia_client/models.py, ImportProblem.parse)
         where = f"line {self.line}" if self.line else "file"
         text = (
             f"{where}, field '{self.field}': {self.message}"

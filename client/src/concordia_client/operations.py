@@ -1,0 +1,112 @@
+"""Every API operation the client calls, with the query parameters and body fields it
+may send. The client sends nothing that is not listed here (it checks each request), and
+the repository's tests check this table against the server's OpenAPI schema: a route, a
+parameter or a field the server no longer has fails CI there."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+JSON = "application/json"
+MULTIPART = "multipart/form-data"
+PAGES = frozenset({"page", "page_size"})
+MATRIX = frozenset(
+    {"level", "coef", "average", "ties", "ci", "flagged", "weights", "mincov", "source"}
+)
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One method on one path of the schema (``/api/runs/{id}/``)."""
+
+    method: str
+    path: str
+    query: frozenset[str] = frozenset()
+    body: frozenset[str] = frozenset()
+    content_type: str | None = None
+    response: str | None = None  # the schema component the client reads (pages: the items')
+
+    def url(self, **path_args: int) -> str:
+        return self.path.format(**path_args)
+
+
+TOKEN = Operation(
+    "POST", "/api/auth/token/", body=frozenset({"username", "password"}), content_type=JSON
+)
+DATASETS = Operation("GET", "/api/datasets/", PAGES | {"name", "task__code"}, response="Dataset")
+DATASET = Operation("GET", "/api/datasets/{id}/", response="Dataset")
+DATASET_EXPORT = Operation("GET", "/api/datasets/{id}/export/", frozenset({"file_format"}))
+UPLOAD = Operation(
+    "POST",
+    "/api/imports/",
+    frozenset({"wait"}),
+    frozenset({"file", "dataset", "task", "create_aspects"}),
+    MULTIPART,
+    "ImportJob",
+)
+IMPORT = Operation("GET", "/api/imports/{id}/", response="ImportJob")
+ASPECTS = Operation("GET", "/api/aspects/", PAGES | {"code", "tasks__code"}, response="Aspect")
+JUDGMENTS = Operation(
+    "GET",
+    "/api/judgments/",
+    PAGES | {"dataset", "aspect_code", "source", "doc_key", "system_id"},
+    response="Judgment",
+)
+RUNS = Operation(
+    "GET", "/api/runs/", PAGES | {"dataset", "metric", "status", "kind"}, response="Run"
+)
+START_RUNS = Operation(
+    "POST",
+    "/api/runs/",
+    body=frozenset(
+        {
+            "dataset",
+            "metric",
+            "aspects",
+            "setting",
+            "dimension",
+            "model",
+            "endpoint",
+            "cost_cap",
+            "k",
+            "steps",
+            "weighting",
+            "estimation",
+            "n_samples",
+            "references",
+            "limit_docs",
+            "precision",
+        }
+    ),
+    content_type=JSON,
+    response="Run",
+)
+RUN = Operation("GET", "/api/runs/{id}/", response="Run")
+CANCEL_RUN = Operation("POST", "/api/runs/{id}/cancel/", response="Run")
+RESUME_RUN = Operation("POST", "/api/runs/{id}/resume/", response="Run")
+RUN_SCORES = Operation("GET", "/api/runs/{id}/scores/", PAGES, response="RunScore")
+RUN_SCORES_EXPORT = Operation("GET", "/api/runs/{id}/scores/export/", frozenset({"file_format"}))
+CORRELATIONS = Operation("GET", "/api/datasets/{id}/correlations/", MATRIX, response="Matrix")
+CORRELATIONS_EXPORT = Operation(
+    "GET", "/api/datasets/{id}/correlations/export/", MATRIX | {"file_format"}
+)
+
+OPERATIONS: tuple[Operation, ...] = (
+    TOKEN,
+    DATASETS,
+    DATASET,
+    DATASET_EXPORT,
+    UPLOAD,
+    IMPORT,
+    ASPECTS,
+    JUDGMENTS,
+    RUNS,
+    START_RUNS,
+    RUN,
+    CANCEL_RUN,
+    RESUME_RUN,
+    RUN_SCORES,
+    RUN_SCORES_EXPORT,
+    CORRELATIONS,
+    CORRELATIONS_EXPORT,
+)
