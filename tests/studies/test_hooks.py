@@ -130,7 +130,8 @@ def test_the_matrix_and_the_steps_are_enqueued_by_name(
 
     monkeypatch.setattr(queue, "send", send)
     assert dashboards.request_matrix(dataset, MatrixParams())
-    assert sent == [(tasks.compute_correlations.name, (dataset.pk, asdict(MatrixParams())), "cpu")]
+    # routed by CELERY_TASK_ROUTES to the light queue (tests/test_celery.py)
+    assert sent == [(tasks.compute_correlations.name, (dataset.pk, asdict(MatrixParams())), None)]
     version = Aspect.objects.get(owner__isnull=True, code="COH").current_version()
     task = TaskKind.objects.get(code="summarization")
     with django_capture_on_commit_callbacks(execute=True):

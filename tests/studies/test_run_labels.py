@@ -71,7 +71,11 @@ def test_a_rename_on_the_page_and_through_the_api(alike, client, cast):
     answer = client.post(
         f"/api/runs/{runs[0].pk}/rename/", {"label": "rougeL"}, content_type="application/json"
     )
-    assert answer.status_code == 400 and "Another run of this dataset" in answer.json()["detail"]
+    assert answer.status_code == 409 and "Another run of this dataset" in answer.json()["detail"]
+    answer = client.post(
+        f"/api/runs/{runs[0].pk}/rename/", {"label": 0}, content_type="application/json"
+    )
+    assert answer.status_code == 400 and "label" in answer.json()["errors"]
     answer = client.post(
         f"/api/runs/{runs[0].pk}/rename/", {"label": "v1"}, content_type="application/json"
     )

@@ -154,7 +154,7 @@ class RunScoreSerializer(serializers.Serializer):  # type: ignore[type-arg]
     details = serializers.DictField()
 
 
-class RunRenameSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class RunRenameSerializer(StrictJsonTypes, serializers.Serializer):  # type: ignore[type-arg]
     label = serializers.CharField(
         max_length=200, help_text="the new name; no other run of the dataset may have it"
     )

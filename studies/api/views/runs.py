@@ -16,7 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from scoring.lm.store import ModelNotInstalled
-from studies.api.errors import error_response
+from studies.api.errors import ErrorSerializer, error_response
 from studies.api.permissions import IsResearcher
 from studies.api.serializers.runs import (
     RunCreateSerializer,
@@ -90,7 +90,7 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     @extend_schema(
         summary="Rename the run: tables, exports and the API name it so from now on",
         request=RunRenameSerializer,
-        responses={200: RunSerializer},
+        responses={200: RunSerializer, 400: ErrorSerializer, 409: ErrorSerializer},
     )
     @action(detail=True, methods=["post"])
     def rename(self, request: Request, pk: Any = None) -> Response:
@@ -99,8 +99,8 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         body.is_valid(raise_exception=True)
         try:
             rename_run(run, body.validated_data["label"])
-        except RenameError as exc:
-            return error_response(400, str(exc))
+        except RenameError as exc:  # another run's name: a conflict with the dataset's state
+            return error_response(409 if exc.taken else 400, str(exc))
         run.refresh_from_db()
         return Response(RunSerializer(run).data)
 

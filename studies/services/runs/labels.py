@@ -16,7 +16,11 @@ MAX_LABEL = 200
 
 
 class RenameError(ValueError):
-    """A new label that cannot be taken (empty, too long, another run's)."""
+    """A new label that cannot be taken (empty, too long, another run's: ``taken``)."""
+
+    def __init__(self, message: str, *, taken: bool = False) -> None:
+        super().__init__(message)
+        self.taken = taken
 
 
 def _coverage(run: MetricRun) -> str:
@@ -77,12 +81,12 @@ def rename_run(run: MetricRun, label: str) -> MetricRun:
         raise RenameError(f"The new name is {len(label)} characters long; at most {MAX_LABEL}.")
     taken = MetricRun.objects.filter(dataset_id=run.dataset_id, label=label).exclude(pk=run.pk)
     if taken.exists():
-        raise RenameError(f"Another run of this dataset is named {label!r}.")
+        raise RenameError(f"Another run of this dataset is named {label!r}.", taken=True)
     try:
         with transaction.atomic():
             MetricRun.objects.filter(pk=run.pk).update(label=label)
     except IntegrityError as exc:  # an imported run with that label, added meanwhile
-        raise RenameError(f"Another run of this dataset is named {label!r}.") from exc
+        raise RenameError(f"Another run of this dataset is named {label!r}.", taken=True) from exc
     run.label = label
     run.dataset.bump_data_version()
     return run
