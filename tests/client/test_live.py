@@ -11,7 +11,7 @@ from collections import defaultdict
 from statistics import mean
 
 import pytest
-from concordia_client import ImportFailed, Run
+from concordia_client import Conflict, ImportFailed, Run
 from scipy import stats
 
 from studies.models import Dataset, Judgment, MetricScore
@@ -119,6 +119,11 @@ def test_upload_score_wait_correlate_and_export_through_the_client(
     judgments = api.judgments(dataset=dataset, aspect_code="FLU")
     assert len(judgments) == 12 and {j.source for j in judgments} == {"import"}
     assert sorted(j.value for j in judgments) == sorted(r["human"]["fluency"] for r in records)
+    assert [j for j in api.jobs() if j.title.endswith("on council")] == []  # all done
+    renamed = api.rename_run(runs[0], "ROUGE-1, council")
+    assert renamed.label == "ROUGE-1, council" and api.run(runs[0]).label == renamed.label
+    with pytest.raises(Conflict):
+        api.rename_run(runs[1], "ROUGE-1, council")
 
 
 def test_a_file_the_worker_refuses_raises_import_failed_naming_each_line(

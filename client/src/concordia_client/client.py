@@ -30,6 +30,7 @@ from concordia_client.models import (
     Dataset,
     Flagged,
     ImportJob,
+    Job,
     Judgment,
     Level,
     Run,
@@ -304,6 +305,16 @@ class Client:
     def resume_run(self, run: int | Run) -> Run:
         """Resume a failed, cancelled or stalled run; its finished scores are kept."""
         return build(Run, self._http.send(ops.RESUME_RUN, {"id": _id(run)}).json())
+
+    def rename_run(self, run: int | Run, label: str) -> Run:
+        """Give the run a new name (Conflict if another run of the dataset has it)."""
+        answer = self._http.send(ops.RENAME_RUN, {"id": _id(run)}, json={"label": label})
+        return build(Run, answer.json())
+
+    def jobs(self) -> list[Job]:
+        """The work queued and running in the workers, lane by lane, in the order each
+        worker takes it: what a pending run or import waits for."""
+        return [build(Job, row) for row in self._http.send(ops.JOBS).json()]
 
     def wait_for_runs(
         self,

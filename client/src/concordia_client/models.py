@@ -214,6 +214,31 @@ class Run:
 
 
 @dataclass(frozen=True)
+class Job:
+    """Work queued or running in a worker (the jobs page's row): another researcher's
+    shows only its kind and place."""
+
+    SCHEMA: ClassVar[str] = "Job"
+    lane: str  # the worker that takes it: model, light or io
+    kind: str
+    title: str
+    url: str
+    queue: str
+    running: bool
+    user: str
+    dataset_id: int | None
+    queued_at: datetime
+    started_at: datetime | None
+    done: int | None
+    total: int | None
+    eta_seconds: float | None
+    position: int  # among its lane's queued jobs, from 1; 0 while running
+    ahead: int
+    starts_in: float | None
+    raw: Mapping[str, Any] = _raw()
+
+
+@dataclass(frozen=True)
 class Score:
     """One output's metric score in a run."""
 

@@ -84,6 +84,10 @@ START_RUNS = Operation(
 RUN = Operation("GET", "/api/runs/{id}/", response="Run")
 CANCEL_RUN = Operation("POST", "/api/runs/{id}/cancel/", response="Run")
 RESUME_RUN = Operation("POST", "/api/runs/{id}/resume/", response="Run")
+RENAME_RUN = Operation(
+    "POST", "/api/runs/{id}/rename/", body=frozenset({"label"}), content_type=JSON, response="Run"
+)
+JOBS = Operation("GET", "/api/jobs/", response="Job")
 RUN_SCORES = Operation("GET", "/api/runs/{id}/scores/", PAGES, response="RunScore")
 RUN_SCORES_EXPORT = Operation("GET", "/api/runs/{id}/scores/export/", frozenset({"file_format"}))
 CORRELATIONS = Operation("GET", "/api/datasets/{id}/correlations/", MATRIX, response="Matrix")
@@ -105,6 +109,8 @@ OPERATIONS: tuple[Operation, ...] = (
     RUN,
     CANCEL_RUN,
     RESUME_RUN,
+    RENAME_RUN,
+    JOBS,
     RUN_SCORES,
     RUN_SCORES_EXPORT,
     CORRELATIONS,
