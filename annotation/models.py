@@ -199,6 +199,9 @@ class Assignment(models.Model):
     submitted_at = models.DateTimeField(null=True, blank=True)
     seconds = models.FloatField(null=True, blank=True, help_text="Lease to first answer.")
     skip_reason = models.CharField(max_length=500, blank=True)
+    comment = models.CharField(
+        max_length=1000, blank=True, default="", help_text="The annotator's optional note."
+    )
     routing_score = models.FloatField(
         null=True, blank=True, help_text="Informative routing: the item's score when handed out."
     )

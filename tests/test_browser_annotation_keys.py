@@ -1,6 +1,6 @@
 """The annotation page in a real Chromium: digits fill the aspects in order and every new
 item starts on its first aspect; the rating buttons stay on one row at common widths; on
-a phone the answers stay in reach over a long source."""
+a phone the answers stay in reach over a long source, which scrolls in its own region."""
 
 from __future__ import annotations
 
@@ -156,8 +156,9 @@ def test_on_a_phone_the_answers_stay_in_reach_over_a_long_source(
     page.goto(f"{live_server.url}/annotate/")
     page.click(f"#start-{campaign.pk}")
     ready(page)
-    source_box = page.locator(".source").bounding_box()
-    assert source_box is not None and source_box["height"] > 3 * 844  # far longer than the screen
+    # far longer than the screen, the source scrolls in its own region above the output
+    assert page.evaluate("document.querySelector('#context').scrollHeight") > 3 * 844
+    assert page.evaluate(ON_SCREEN, ".output h2")
     assert page.evaluate("window.scrollY") == 0
     for selector in (
         "#aspect-COH .point:first-child",
@@ -183,10 +184,55 @@ def test_on_a_phone_the_answers_stay_in_reach_over_a_long_source(
         ("FLU", 2.0),
         ("REL", 5.0),
     ]
-    # Halfway down the next source the answers are still on screen.
-    page.mouse.move(195, 300)  # over the source, not the bar
+    # Halfway down the next source the output and the answers are still on screen.
+    box = page.locator("#context").bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)  # over the source
     page.mouse.wheel(0, 1500)
-    wait_until_true(page, "window.scrollY > 1000")
-    for selector in ("#aspect-COH .point:nth-child(3)", "#submit-answer"):
+    wait_until_true(page, "document.querySelector('#context').scrollTop > 1000")
+    assert page.evaluate("window.scrollY") == 0  # the source scrolled, not the page
+    for selector in (".output h2", "#aspect-COH .point:nth-child(3)", "#submit-answer"):
         assert page.evaluate(ON_SCREEN, selector), selector
     context.close()
+
+
+def test_p_goes_back_to_the_answered_item_where_a_change_is_saved_in_place(
+    live_server, page: Page, cast
+):
+    campaign = new_campaign(
+        make_study(cast["owner"]), cast["owner"], [cast["annotator"]], aspect_codes=("COH",)
+    )
+    log_in(page, live_server.url, "annotator")
+    page.goto(f"{live_server.url}/annotate/")
+    page.click(f"#start-{campaign.pk}")
+    ready(page)
+    expect(page.locator("#previous-item")).to_have_count(0)  # nothing answered yet
+    first = _item_id(page)
+    page.keyboard.press("2")
+    page.click(".comment summary")
+    page.locator("#comment").press_sequentially("1 2 s p: typed keys stay in the comment")
+    page.keyboard.press("Enter")  # a new line in the comment, not a submit
+    expect(page.locator("#skip-dialog")).to_be_hidden()
+    expect(page.locator("#progress-text")).to_have_text("0 / 12")
+    page.click("#submit-answer")
+    expect(page.locator("#progress-text")).to_have_text("1 / 12")
+    second = _item_id(page)
+    wait_until_true(page, f"{FOCUSED} === 'aspect-COH'")
+
+    page.keyboard.press("p")  # back to the first item, its answer and comment shown
+    expect(page.locator("#revisit-note")).to_be_visible()
+    assert _item_id(page) == first
+    expect(page.locator("#aspect-COH input:checked")).to_have_attribute("data-key", "2")
+    expect(page.locator("#comment")).to_have_value("1 2 s p: typed keys stay in the comment")
+    expect(page.locator("[data-skip]")).to_have_count(0)  # an answer is changed, not skipped
+    wait_until_true(page, f"{FOCUSED} === 'aspect-COH'")
+    page.keyboard.press("5")
+    page.keyboard.press("Enter")  # saved; the queue goes on where it was
+    expect(page.locator("#revisit-note")).to_have_count(0)
+    assert _item_id(page) == second
+    expect(page.locator("#progress-text")).to_have_text("1 / 12")
+
+    judged = Judgment.objects.filter(annotator=cast["annotator"])
+    assert list(judged.values_list("value", flat=True)) == [5.0]  # changed, not added
+    done = Assignment.objects.get(annotator=cast["annotator"], item_id=first)
+    assert done.comment == "1 2 s p: typed keys stay in the comment"

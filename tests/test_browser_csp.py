@@ -1,6 +1,8 @@
 """Every kind of page works in a real Chromium under the strict content security policy
 (no inline script, style or eval), with no violation reported: researcher pages and their
-htmx swaps, the annotation page, the Django admin, and the lockout page."""
+htmx swaps, the output browser's search typed fast, the annotation pages (Likert and
+pairwise) through Submit, Skip, the previous item and a comment in a resized box, the
+Django admin, and the lockout page."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import Browser, Page, expect
 
+from annotation.models import Campaign
 from studies.models import Aspect, Endpoint, MetricRun
 from studies.services.analysis import planner
 from studies.services.analysis.planner import PlannerParams
@@ -92,6 +95,53 @@ class Watched:
         return self.problems
 
 
+def annotate(annotator: Watched, campaign: Campaign, keys: str) -> None:
+    """Start the campaign, answer an item with a comment typed in a box the annotator made
+    taller (the browser writes its height in a style attribute), submit, go Back and
+    Forward (htmx restores its copies of the pages), skip the next item, go back to the
+    answered one (its link, then the key) and change the answer: every step an htmx swap."""
+    page = annotator.page
+    annotator.open("/annotate/")
+    page.click(f"#start-{campaign.pk}")
+    expect(page.locator("#answer-form")).to_be_visible()
+    for key in keys:
+        page.keyboard.press(key)  # annotate.js, a static script, handles the keys
+    page.click(".comment summary")
+    page.fill("#comment", "The output repeats itself.")
+    box = page.locator("#comment").bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + box["width"] - 3, box["y"] + box["height"] - 3)  # resize grip
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] - 3, box["y"] + box["height"] + 40, steps=4)
+    page.mouse.up()
+    assert page.evaluate("document.querySelector('#comment').hasAttribute('style')")
+    page.click("#submit-answer")
+    expect(page.locator("#progress-text")).to_contain_text("1 /")
+    annotator.settled()
+    page.go_back()  # htmx puts back its copy of the answered item (the box resized)
+    expect(page.locator("#progress-text")).to_contain_text("0 /")
+    page.go_forward()
+    expect(page.locator("#progress-text")).to_contain_text("1 /")
+    annotator.settled()
+    page.click("[data-skip]")
+    page.fill("#skip-reason", "cannot tell")
+    page.click("#confirm-skip")
+    expect(page.locator("#progress-text")).to_contain_text("2 /")
+    annotator.settled()
+    page.click("#previous-item")
+    expect(page.locator("#revisit-note")).to_be_visible()
+    expect(page.locator("#comment")).to_have_value("The output repeats itself.")
+    annotator.settled()
+    page.keyboard.press(keys[-1] if keys[-1] != "1" else "2")
+    page.click("#submit-answer")  # the change saved, back to the current item
+    expect(page.locator("#revisit-note")).to_have_count(0)
+    annotator.settled()
+    page.keyboard.press("p")
+    expect(page.locator("#revisit-note")).to_be_visible()
+    annotator.settled()
+    annotator.collect()
+
+
 def test_pages_work_under_the_content_security_policy_without_violations(
     live_server, browser: Browser, cast, write_jsonl
 ):
@@ -110,6 +160,9 @@ def test_pages_work_under_the_content_security_policy_without_violations(
     assert run is not None
     scored = f"/datasets/{run.dataset_id}"
     campaign = new_campaign(make_study(cast["owner"]), cast["owner"], [cast["annotator"]])
+    pairs = new_campaign(
+        campaign.study, cast["owner"], [cast["annotator"]], name="Pairs", mode="pairwise"
+    )
     study, run_a, run_b = make_routed_study(cast["owner"])
     routed = informative_campaign(study, cast["owner"], [cast["annotator"]], run_a, run_b)
 
@@ -199,17 +252,27 @@ def test_pages_work_under_the_content_security_policy_without_violations(
         page.click("#add-sentinels")  # a POST, then back to the matrix
     expect(page.locator(".messages")).to_contain_text("Started 3 sentinel run(s)")
     researcher.collect()
+    researcher.open(f"{scored}/outputs/")
+    search = page.locator("#out-q")
+    search.press_sequentially("doc01", delay=20)  # faster than the search waits for
+    expect(page.locator("#outputs-count")).to_contain_text("5 outputs")
+    search.press_sequentially("x", delay=5)
+    search.press("Backspace")  # two more searches, the first still on its way
+    researcher.settled()
+    wait_until_true(page, "new URLSearchParams(location.search).get('q') === 'doc01'")
+    expect(page.locator("#outputs-count")).to_contain_text("5 outputs")
+    researcher.collect()
     researcher.open("/api/docs/")  # Swagger UI: its start script is a file, not inline
     expect(page.locator(".swagger-ui .info .title")).to_contain_text("Concordia")
     researcher.collect()
 
     annotator = Watched(browser, live_server.url)
     annotator.log_in("annotator")
-    annotator.open("/annotate/")
-    annotator.page.click(f"#start-{campaign.pk}")
-    expect(annotator.page.locator("#answer-form")).to_be_visible()
-    annotator.page.keyboard.press("3")  # annotate.js, a static script, handles the keys
-    annotator.collect()
+    annotate(annotator, campaign, "34")
+    annotate(annotator, pairs, "13")
+    researcher.open(f"/campaigns/{campaign.pk}/")  # the comment, on the campaign's page
+    expect(page.locator("#comments-table")).to_contain_text("The output repeats itself.")
+    researcher.collect()
 
     admin = Watched(browser, live_server.url)
     admin.log_in("boss", "/admin/login/")

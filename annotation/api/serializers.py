@@ -9,7 +9,7 @@ from rest_framework import serializers
 
 from annotation.forms import MAX_DB_INT
 from annotation.models import Assignment, Campaign
-from annotation.services.answers import current_answers
+from annotation.services.answers import COMMENT_LENGTH, current_answers
 from studies.api.serializers.types import StrictJsonTypes
 
 
@@ -136,6 +136,9 @@ class ProgressSerializer(serializers.Serializer):  # type: ignore[type-arg]
     items = serializers.DictField(child=serializers.IntegerField())
     aspects = serializers.ListField(child=serializers.DictField())
     skipped = serializers.ListField(child=serializers.DictField())
+    comments = serializers.ListField(
+        child=serializers.DictField(), help_text="The annotators' comments on items, newest first."
+    )
 
 
 class AgreementSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -159,6 +162,7 @@ class AssignmentSerializer(serializers.ModelSerializer):  # type: ignore[type-ar
             "expires_at",
             "submitted_at",
             "skip_reason",
+            "comment",
             "content",
             "answers",
         ]
@@ -199,6 +203,12 @@ class AssignmentSerializer(serializers.ModelSerializer):  # type: ignore[type-ar
 class SubmitSerializer(StrictJsonTypes, serializers.Serializer):  # type: ignore[type-arg]
     answers = serializers.DictField(
         help_text="Aspect id → a scale point (Likert) or left / right / tie (pairwise)."
+    )
+    comment = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=COMMENT_LENGTH,
+        help_text="An optional comment on the item (left as it is when omitted; empty clears it).",
     )
 
 

@@ -98,7 +98,7 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         return Response(CampaignSerializer(campaign).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(
-        summary="Progress per annotator and per aspect, skipped items",
+        summary="Progress per annotator and per aspect, skipped items, comments",
         responses={200: ProgressSerializer},
     )
     @action(
@@ -127,12 +127,17 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
             {"item": a.item_id, "annotator": a.annotator.get_username(), "reason": a.skip_reason}
             for a in report.skipped_items(campaign)
         ]
+        comments = [
+            {"item": a.item_id, "annotator": a.annotator.get_username(), "comment": a.comment}
+            for a in report.commented_items(campaign)
+        ]
         return Response(
             {
                 "annotators": annotators,
                 "items": report.item_summary(campaign),
                 "aspects": aspects,
                 "skipped": skipped,
+                "comments": comments,
             }
         )
 
@@ -207,7 +212,8 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg
         ).select_related(*assignment.ITEM_RELATED, "item__campaign")
 
     @extend_schema(
-        summary="Submit your answers (submitting twice stores one judgment)",
+        summary="Submit your answers and an optional comment (submitting twice stores one "
+        "judgment; submitting again while the campaign is open changes the answers)",
         request=SubmitSerializer,
         responses={200: AssignmentSerializer},
     )
@@ -220,7 +226,8 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg
         fields = {f"aspect-{k}": v for k, v in body.validated_data["answers"].items()}
         try:
             given = answers.parse_answers(campaign, fields)
-            answers.submit(current.pk, request.user, given)
+            comment = answers.parse_comment(body.validated_data.get("comment"))
+            answers.submit(current.pk, request.user, given, comment)
         except answers.InvalidAnswer as exc:
             return error_response(400, str(exc), {"answers": [str(exc)]})
         except assignment.AnnotationError as exc:

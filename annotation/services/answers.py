@@ -3,7 +3,9 @@
 Likert answers are ``studies.Judgment`` rows (unique per output, aspect and annotator,
 so the dashboards read them like imported ones); pairwise answers are
 :class:`PairwiseJudgment` rows. Submitting the same answers again writes nothing;
-a changed answer updates the row and adds an :class:`AnswerRevision`.
+a changed answer (an annotator back on an item they answered, while the campaign is
+open) updates the row and adds an :class:`AnswerRevision`. The optional comment on the
+item is the assignment's.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from annotation.services.assignment import check_capacity, claim_next, lock_assi
 from studies.models import Aspect, AspectVersion, Dataset, Judgment
 
 SIDES = {"left": "left", "right": "right", "tie": "tie"}
+COMMENT_LENGTH = Assignment._meta.get_field("comment").max_length or 1000
 
 
 class InvalidAnswer(ValueError):
@@ -57,32 +60,54 @@ def parse_answers(campaign: Campaign, data: Mapping[str, Any]) -> dict[int, Any]
     return answers
 
 
-def submit(assignment_id: int, user: Any, answers: dict[int, Any]) -> bool:
-    """Store the answers (see :func:`parse_answers`); True if anything changed."""
+def parse_comment(raw: Any) -> str | None:
+    """The item's comment as sent (trimmed), None when none was sent (left as it is)."""
+    if raw is None:
+        return None
+    comment = str(raw).strip()
+    if len(comment) > COMMENT_LENGTH:
+        raise InvalidAnswer(f"Comment: at most {COMMENT_LENGTH} characters, got {len(comment)}")
+    return comment
+
+
+def submit(
+    assignment_id: int, user: Any, answers: dict[int, Any], comment: str | None = None
+) -> bool:
+    """Store the answers (see :func:`parse_answers`) and the comment (None: unchanged);
+    True if any answer changed."""
     with transaction.atomic():
-        changed, dataset_id = _store(assignment_id, user, answers)
+        changed, dataset_id = _store(assignment_id, user, answers, comment)
         if changed:
             Dataset(pk=dataset_id).bump_data_version()
     return changed
 
 
 def submit_and_claim(
-    assignment_id: int, user: Any, answers: dict[int, Any], campaign: Campaign
+    assignment_id: int,
+    user: Any,
+    answers: dict[int, Any],
+    campaign: Campaign,
+    comment: str | None = None,
 ) -> tuple[bool, Assignment | None]:
     """Store the answers and lease the next item in one transaction (one commit).
 
     Locks come in the order every flow takes them: the assignment, the campaign (a first
     answer checks its lease under it), the dataset row last."""
     with transaction.atomic():
-        changed, dataset_id = _store(assignment_id, user, answers)
+        changed, dataset_id = _store(assignment_id, user, answers, comment)
         following = claim_next(campaign, user)
         if changed:
             Dataset(pk=dataset_id).bump_data_version()
     return changed, following
 
 
-def _store(assignment_id: int, user: Any, answers: dict[int, Any]) -> tuple[bool, int]:
-    """Write the answers in the caller's transaction: (changed, the dataset to bump)."""
+def _store(
+    assignment_id: int, user: Any, answers: dict[int, Any], comment: str | None
+) -> tuple[bool, int]:
+    """Write the answers in the caller's transaction: (changed, the dataset to bump).
+
+    A first answer sets the assignment's ``submitted_at`` and ``seconds`` (lease to first
+    answer); a changed one leaves them and is dated by its revisions and judgments."""
     assignment = lock_assignment(assignment_id, user)
     now = timezone.now()
     if assignment.item.campaign.is_pairwise:
@@ -95,12 +120,18 @@ def _store(assignment_id: int, user: Any, answers: dict[int, Any]) -> tuple[bool
     )
     # last, so the campaign lock is held briefly; a refusal rolls the writes back
     check_capacity(assignment)
+    fields = []
     if assignment.status != Assignment.Status.DONE:
         assignment.status = Assignment.Status.DONE
         assignment.skip_reason = ""
         assignment.submitted_at = now
         assignment.seconds = (now - assignment.leased_at).total_seconds()
-        assignment.save(update_fields=["status", "skip_reason", "submitted_at", "seconds"])
+        fields = ["status", "skip_reason", "submitted_at", "seconds"]
+    if comment is not None and comment != assignment.comment:
+        assignment.comment = comment
+        fields.append("comment")
+    if fields:
+        assignment.save(update_fields=fields)
     return bool(changes), assignment.item.campaign.study.dataset_id
 
 

@@ -281,3 +281,21 @@ def recent(campaign: Campaign, user: Any, limit: int = 10) -> list[Assignment]:
         item__campaign=campaign, annotator=user, status=Assignment.Status.DONE
     )
     return list(done.select_related("item__document").order_by("-submitted_at")[:limit])
+
+
+def previous_answered(current: Assignment) -> Assignment | None:
+    """The item the annotator answered before ``current`` (before any, when ``current``
+    is not answered yet), to go back and change the answer; None once the campaign is
+    closed, as answers can no longer change."""
+    campaign = current.item.campaign
+    if not campaign.is_open:
+        return None
+    done = Assignment.objects.filter(
+        item__campaign=campaign, annotator_id=current.annotator_id, status=Assignment.Status.DONE
+    ).exclude(pk=current.pk)
+    if current.status == Assignment.Status.DONE and current.submitted_at is not None:
+        done = done.filter(
+            Q(submitted_at__lt=current.submitted_at)
+            | Q(submitted_at=current.submitted_at, pk__lt=current.pk)
+        )
+    return done.order_by("-submitted_at", "-pk").only("pk", "item_id").first()

@@ -1,6 +1,7 @@
 """What an annotator's item page shows: the source (or the dialogue as turns), the
-references when the campaign shows them, the output(s), one control per aspect. Never
-metric scores, nor other annotators' answers."""
+references when the campaign shows them, the output(s), one control per aspect, the
+comment, and the way back to the item answered before. Never metric scores, nor other
+annotators' answers."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 from annotation.models import Assignment, Campaign
 from annotation.services.answers import current_answers, scale_points
+from annotation.services.assignment import previous_answered
 from studies.models import Aspect
 
 PAIRWISE_POINTS = (
@@ -31,6 +33,11 @@ class AspectControl:
     aspect: Aspect
     points: list[Point]
     current: str
+
+    @property
+    def anchored(self) -> list[Point]:
+        """The points with an anchor label, for the scale's legend."""
+        return [p for p in self.points if p.anchor]
 
 
 def turns(context: Any) -> list[dict[str, str]] | None:
@@ -88,9 +95,11 @@ def controls(campaign: Campaign, answers: dict[int, Any]) -> list[AspectControl]
     return result
 
 
-def item_context(assignment: Assignment, draft: dict[int, Any] | None = None) -> dict[str, Any]:
-    """The template context of an item; ``draft`` replaces the stored answers (a
-    rejected submission is shown back as the annotator left it)."""
+def item_context(
+    assignment: Assignment, draft: dict[int, Any] | None = None, comment: str | None = None
+) -> dict[str, Any]:
+    """The template context of an item; ``draft`` and ``comment`` replace the stored
+    answers and comment (a rejected submission is shown back as the annotator left it)."""
     item = assignment.item
     campaign = item.campaign
     document = item.document
@@ -111,4 +120,7 @@ def item_context(assignment: Assignment, draft: dict[int, Any] | None = None) ->
         "references": document.references if campaign.show_references else [],
         "outputs": [{"label": label, "text": output.text} for label, output in outputs],
         "controls": controls(campaign, answers),
+        "comment": assignment.comment if comment is None else comment,
+        "revisiting": assignment.status == Assignment.Status.DONE,
+        "previous": previous_answered(assignment),
     }

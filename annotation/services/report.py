@@ -1,5 +1,5 @@
 """What the researcher sees of a campaign: progress per annotator and per aspect, time
-per item, skipped items with their reasons, gold agreement."""
+per item, skipped items with their reasons, the annotators' comments, gold agreement."""
 
 from __future__ import annotations
 
@@ -153,4 +153,14 @@ def skipped_items(campaign: Campaign, limit: int = 100) -> list[Assignment]:
         Assignment.objects.filter(item__campaign=campaign, status=Assignment.Status.SKIPPED)
         .select_related("annotator", "item__document")
         .order_by("-submitted_at")[:limit]
+    )
+
+
+def commented_items(campaign: Campaign, limit: int = 200) -> list[Assignment]:
+    """The items annotators left a comment on, newest answer first."""
+    return list(
+        Assignment.objects.filter(item__campaign=campaign)
+        .exclude(comment="")
+        .select_related("annotator", "item__document")
+        .order_by("-submitted_at", "-pk")[:limit]
     )

@@ -47,9 +47,10 @@ def _render_item(
     status: int = 200,
     error: str = "",
     draft: dict[int, Any] | None = None,
+    comment: str | None = None,
 ) -> HttpResponse:
     """The item (or the "nothing left" note when ``a`` is None), as a page or its partial."""
-    context = item_context(a, draft) if a else {"campaign": campaign}
+    context = item_context(a, draft, comment) if a else {"campaign": campaign}
     context.update(progress=assignment.progress(campaign, request.user), error=error)
     partial = wants_partial(request)
     template = "annotation/partials/annotate.html" if partial else "annotation/item.html"
@@ -107,7 +108,8 @@ def submit(request: HttpRequest, pk: int, item: int) -> HttpResponse:
     current = _assignment(request, campaign, item)
     try:
         given = answers.parse_answers(campaign, request.POST)
-        _, following = answers.submit_and_claim(current.pk, request.user, given, campaign)
+        comment = answers.parse_comment(request.POST.get("comment"))
+        _, following = answers.submit_and_claim(current.pk, request.user, given, campaign, comment)
     except answers.InvalidAnswer as exc:
         draft = {k: v for k, v in request.POST.items() if k.startswith("aspect-")}
         return _render_item(
@@ -117,6 +119,7 @@ def submit(request: HttpRequest, pk: int, item: int) -> HttpResponse:
             422,
             error=str(exc),
             draft={int(k[7:]): v for k, v in draft.items()},
+            comment=request.POST.get("comment"),
         )
     except assignment.LeaseLost as exc:
         return _after(request, campaign, error=str(exc))  # go on with another item

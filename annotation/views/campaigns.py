@@ -85,6 +85,7 @@ def _detail(campaign: Campaign, result: object, form: GoldForm | None = None) ->
         "items": report.item_summary(campaign),
         "aspects": report.aspect_rows(campaign),
         "skipped": report.skipped_items(campaign),
+        "comments": report.commented_items(campaign),
         "gold_form": form or GoldForm(campaign=campaign),
         "gold_items": campaign.items.filter(gold_answer__isnull=False).select_related("document"),
         "item_list": campaign.items.select_related("document")[:200],
@@ -131,9 +132,8 @@ def campaign_preferences(request: HttpRequest, pk: int) -> StreamingHttpResponse
     flagged = (
         gold.flagged_annotator_ids(campaign) if request.GET.get("flagged") == "exclude" else ()
     )
-    lines = (
-        json.dumps(asdict(p)) + "\n" for p in preference_pairs(campaign, exclude_annotators=flagged)
-    )
+    pairs = preference_pairs(campaign, exclude_annotators=flagged, comments=True)
+    lines = (json.dumps(asdict(p)) + "\n" for p in pairs)
     response = StreamingHttpResponse(lines, content_type="application/x-ndjson; charset=utf-8")
     response["Content-Disposition"] = (
         f'attachment; filename="campaign-{campaign.pk}-preferences.jsonl"'

@@ -1,8 +1,9 @@
 // Keyboard control of the annotation page. A digit sets the focused aspect and moves
 // on to the next one (with no aspect focused, it sets the first unanswered one), Tab or
 // the up/down arrows move between aspects, left/right step the score, Enter submits,
-// "s" opens the skip dialog, "?" the shortcuts. Every new item starts on its first
-// aspect. The server does every check.
+// "s" opens the skip dialog, "p" goes back to the item answered before, "?" the
+// shortcuts. Keys typed in the comment are the comment's. Every new item starts on its
+// first aspect. The server does every check.
 (function () {
   "use strict";
   const $ = (sel, root) => (root || document).querySelector(sel);
@@ -41,9 +42,17 @@
 
   function openSkip() {
     const dialog = $("#skip-dialog");
+    if (!$("[data-skip]") || !dialog) return; // an answered item is changed, not skipped
     if (window.htmx) window.htmx.process(dialog);
     dialog.showModal();
     $("#skip-reason", dialog).focus();
+  }
+
+  function previous() {
+    const link = $("#previous-item");
+    if (!link) return;
+    if (window.htmx) window.htmx.process(link);
+    link.click();
   }
 
   function toggle(dialog) {
@@ -55,6 +64,7 @@
     const form = $("#answer-form");
     if (!form || event.ctrlKey || event.metaKey || event.altKey) return;
     if (event.target.closest("dialog")) return; // the skip reason is typed there
+    if (event.target.matches("textarea, input[type=text]")) return; // the comment
     const group = focused();
     const index = groups().indexOf(group);
     const key = event.key;
@@ -69,10 +79,12 @@
     } else if ((key === "ArrowLeft" || key === "ArrowRight") && group) {
       step(group, key === "ArrowRight" ? 1 : -1);
     } else if (key === "Enter") {
-      if (event.target.matches("button, a")) return; // let them do their own thing
+      if (event.target.matches("button, a, summary")) return; // let them do their own thing
       submit(form);
     } else if (key === "s" || key === "S") {
       openSkip();
+    } else if (key === "p" || key === "P") {
+      previous();
     } else if (key === "?") {
       toggle($("#shortcuts"));
     } else {

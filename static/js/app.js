@@ -100,3 +100,20 @@
     }
   });
 })();
+// htmx keeps a copy of the page for Back and Forward and puts it back as HTML: a style
+// attribute in that copy (a box the reader resized, an element a browser extension
+// styled) would then be inline style, which the content security policy refuses. Leave
+// such attributes out of the copy, and give the elements their looks back through the
+// style object, which the policy allows, once the copy is taken.
+(function () {
+  "use strict";
+  document.addEventListener("htmx:beforeHistorySave", function (event) {
+    const root = (event.detail && event.detail.historyElt) || document.body;
+    const styled = Array.from(root.querySelectorAll("[style]"));
+    const looks = styled.map(function (element) { return element.style.cssText; });
+    styled.forEach(function (element) { element.removeAttribute("style"); });
+    queueMicrotask(function () {
+      styled.forEach(function (element, k) { element.style.cssText = looks[k]; });
+    });
+  });
+})();

@@ -212,6 +212,7 @@ def test_preference_pairs_export_as_jsonl(client, make_campaign, cast, annotator
             "bad_output_id": left,
             "annotator_id": annotators[0].pk,
             "left_output_id": left,
+            "comment": "",
         }
     ]
 
