@@ -126,6 +126,7 @@ def _researcher_pages(world: dict[str, Any]) -> list[str]:
         "/endpoints/new/",
         f"/endpoints/{endpoint}/",
         f"/endpoints/{endpoint}/edit/",
+        "/jobs/",
         "/studies/new/",
         f"/studies/{world['study'].pk}/",
         f"/studies/{world['study'].pk}/members/",
