@@ -48,7 +48,14 @@ def _wait(condition, timeout: float) -> float:  # type: ignore[no-untyped-def]
 
 
 def test_an_upload_and_a_matrix_finish_in_seconds_while_a_long_model_run_holds_the_worker(
-    live_server, browser: Browser, cast, celery_worker_process, tmp_path, write_jsonl, settings
+    live_server,
+    browser: Browser,
+    cast,
+    celery_worker_process,
+    tmp_path,
+    write_jsonl,
+    settings,
+    capsys,
 ):
     settings.CONCORDIA = {**settings.CONCORDIA, "DASHBOARD_INLINE_SECONDS": 0.0}  # to a worker
     long_file = write_jsonl(
@@ -114,10 +121,11 @@ def test_an_upload_and_a_matrix_finish_in_seconds_while_a_long_model_run_holds_t
         expect(run_row).to_contain_text("left")  # its ETA at its own rate
         researcher.collect()
         assert researcher.problems == [], researcher.problems
-        print(
-            f"\nlight work beside a model run: import {import_seconds:.1f} s, matrix "
-            f"{matrix_seconds:.1f} s; the run at {long_run.done}/{long_run.total}"
-        )
+        with capsys.disabled():
+            print(
+                f"\nlight work beside a model run: import {import_seconds:.1f} s, matrix "
+                f"{matrix_seconds:.1f} s; the run at {long_run.done}/{long_run.total}"
+            )
         assert ImportJob.objects.get(dataset=quick).status == "succeeded"
         page.close()  # no poll reaches the server once the test's database is gone
     finally:
