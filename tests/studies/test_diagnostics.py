@@ -335,7 +335,7 @@ def test_a_large_datasets_diagnostics_are_computed_by_a_worker_while_the_page_po
     assert len(sent) == 1 and sent[0][0] == "studies.tasks.compute_diagnostics"
     params = MatrixParams.from_query({"level": "dataset"})
     assert sent[0][1] == (judged.pk, asdict(params), str(good.pk), "")
-    assert settings.CELERY_TASK_ROUTES[sent[0][0]]["queue"] == "cpu"
+    assert settings.CELERY_TASK_ROUTES[sent[0][0]]["queue"] == "light"
     tasks.compute_diagnostics(*sent[0][1])
     done = client.get(
         url,

@@ -120,7 +120,7 @@ def test_sorting_by_a_column_toggles_its_direction_and_is_kept_in_the_url(scored
     assert "COH ▴" in worst_first and re.search(r"sort=COH\"", worst_first)
 
     def order(body: str) -> list[str]:
-        return re.findall(r'<th class="runlabel[^"]*">([^<]+)<', body)
+        return re.findall(r'<th class="runlabel[^"]*" title="run \d+">([^<]+)<', body)
 
     ranked = sorted(["good", "=noise"], key=lambda m: _rho(scored, m.lstrip("=")), reverse=True)
     assert order(best_first) == ranked and order(worst_first) == ranked[::-1]
