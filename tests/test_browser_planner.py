@@ -15,7 +15,11 @@ from studies.services.imports import ImportOptions, import_file
 from tests.conftest import record
 from tests.test_browser_csp import Watched
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("defaults_restored"),  # tasks and aspects, after a flush
+    pytest.mark.browser,
+]
 
 
 def test_a_choice_made_while_the_plan_loads_is_kept(live_server, browser: Browser, cast, tmp_path):

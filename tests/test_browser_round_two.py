@@ -16,7 +16,11 @@ from tests.conftest import record
 from tests.studies.test_ppi import records as ppi_records
 from tests.test_browser_csp import Watched
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("defaults_restored"),  # tasks and aspects, after a flush
+    pytest.mark.browser,
+]
 LABEL = "gptscore:SmolLM2-135M-Instruct:IST:src_hypo:COH"
 
 

@@ -19,7 +19,8 @@ pytestmark = [
 
 
 def test_a_task_round_trips_through_the_worker_and_writes_a_row(celery_worker_process):
-    pk = heartbeat.delay("round trip").get(timeout=30)
+    # to the model worker's queue (heartbeats go to the light worker by default)
+    pk = heartbeat.apply_async(("round trip",), queue="cpu").get(timeout=30)
     row = WorkerHeartbeat.objects.get(pk=pk)
     assert row.note == "round trip"
     assert row.pid == celery_worker_process.pid  # written by the worker, not by this process
