@@ -266,6 +266,7 @@ CELERY_TASK_ROUTES = {
     "studies.tasks.compute_correlations": {"queue": "light"},
     "studies.tasks.compute_planner": {"queue": "light"},
     "studies.tasks.compute_diagnostics": {"queue": "light"},
+    "studies.tasks.compute_report_card": {"queue": "light"},
     "annotation.tasks.compute_agreement": {"queue": "light"},
     "studies.tasks.sweep_stale_work": {"queue": "maintenance"},
 }

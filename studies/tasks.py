@@ -9,7 +9,7 @@ from celery import Task, shared_task
 
 from studies.models import Dataset, WorkerHeartbeat
 from studies.services import imports, recovery
-from studies.services.analysis import dashboards, diagnostics, planner
+from studies.services.analysis import dashboards, diagnostics, planner, report_card
 from studies.services.analysis.params import MatrixParams
 from studies.services.catalog.endpoints import probe_job
 from studies.services.catalog.steps import generate_steps_job
@@ -59,6 +59,16 @@ def compute_diagnostics(
     if dataset is None:
         return "dataset gone"
     return diagnostics.compute_in_worker(dataset, MatrixParams(**params), run, aspect)  # type: ignore[arg-type]
+
+
+@shared_task(name="studies.tasks.compute_report_card", queue="light")
+def compute_report_card(dataset_id: int, params: dict[str, object]) -> str:
+    """Compute and cache a judge report card (see
+    :mod:`studies.services.analysis.report_card`)."""
+    dataset = Dataset.objects.filter(pk=dataset_id).first()
+    if dataset is None:
+        return "dataset gone"
+    return report_card.compute_in_worker(dataset, report_card.CardParams.from_dict(params))
 
 
 @shared_task(name="studies.tasks.run_metric", queue="gpu", acks_late=True, bind=True)

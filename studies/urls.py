@@ -42,6 +42,13 @@ urlpatterns = [
     path("datasets/<int:pk>/sentinels/", views.sentinels, name="sentinels"),
     path("datasets/<int:pk>/planner/", views.planner_page, name="planner"),
     path("datasets/<int:pk>/diagnostics/", views.dataset_diagnostics, name="dataset-diagnostics"),
+    path("datasets/<int:pk>/report-card/", views.dataset_report_card, name="dataset-report-card"),
+    re_path(
+        r"^datasets/(?P<pk>[0-9]+)/report-card/export\.(?P<file_format>csv|json|tex)$",
+        views.report_card_export,
+        name="dataset-report-card-export",
+    ),
+    path("studies/<int:pk>/report-card/", views.study_report_card, name="study-report-card"),
     path(
         "datasets/<int:pk>/correlations/paper/",
         views.correlation_paper,

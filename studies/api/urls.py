@@ -19,6 +19,7 @@ from studies.api.views import (
     jobs,
     planner,
     ppi,
+    report_card,
     runs,
 )
 from studies.api.views.auth import TokenView
@@ -71,5 +72,10 @@ urlpatterns = [
         "datasets/<int:pk>/diagnostics/",
         diagnostics.diagnostics_view,
         name="dataset-diagnostics",
+    ),
+    path(
+        "datasets/<int:pk>/report-card/",
+        report_card.report_card_view,
+        name="dataset-report-card",
     ),
 ]

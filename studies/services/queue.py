@@ -19,6 +19,7 @@ COMPUTE_AGREEMENT = "annotation.tasks.compute_agreement"  # a large campaign's, 
 COMPUTE_PLANNER = "studies.tasks.compute_planner"  # a sample-size plan, queue light
 COMPUTE_DIAGNOSTICS = "studies.tasks.compute_diagnostics"  # a large dataset's, queue light
 COMPUTE_CORRELATIONS = "studies.tasks.compute_correlations"  # a matrix, queue light
+COMPUTE_REPORT_CARD = "studies.tasks.compute_report_card"  # a judge report card, queue light
 GENERATE_STEPS = "studies.tasks.generate_steps"  # G-Eval's evaluation steps, queue gpu
 TRAIN_METRIC = "learned.tasks.train_metric"  # full fine-tuning, queue gpu
 TRAIN_METRIC_CPU = "learned.tasks.train_metric_cpu"  # a head on frozen features, queue cpu

@@ -29,6 +29,11 @@ from studies.views.endpoints import (
 )
 from studies.views.jobs import jobs
 from studies.views.planner import planner_page, sentinels
+from studies.views.report_card import (
+    dataset_report_card,
+    report_card_export,
+    study_report_card,
+)
 from studies.views.runs import (
     run_cancel,
     run_detail,
@@ -63,6 +68,9 @@ __all__ = [
     "dataset_outputs",
     "document_detail",
     "dataset_ppi",
+    "dataset_report_card",
+    "report_card_export",
+    "study_report_card",
     "home",
     "import_detail",
     "output_detail",

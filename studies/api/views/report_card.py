@@ -1,0 +1,45 @@
+"""A dataset's judge report card: the page's data (same service), read-only."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.decorators import api_view, permission_classes
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from studies.api.permissions import IsResearcher
+from studies.api.serializers.correlations import PendingSerializer
+from studies.api.serializers.report_card import ReportCardQuerySerializer, ReportCardSerializer
+from studies.api.views.common import dataset_or_404, query_of
+from studies.services.analysis import report_card
+from studies.services.analysis.report_card import CardParams
+
+
+@extend_schema(
+    summary="Can each judge replace the annotators? One row per judge run × aspect",
+    parameters=[ReportCardQuerySerializer],
+    responses={200: ReportCardSerializer, 202: PendingSerializer},
+)
+@api_view(["GET"])
+@permission_classes([IsResearcher])
+def report_card_view(request: Request, pk: int) -> Response:
+    dataset = dataset_or_404(request.user, pk)
+    query = ReportCardQuerySerializer(data=query_of(request))
+    query.is_valid(raise_exception=True)
+    data = query.validated_data
+    params = CardParams(
+        level=data["level"],
+        coefficient=data["coef"],
+        epsilon=data["eps"],
+        confidence=float(data["ci"]),
+        aspects=tuple(sorted({c for c in data["aspects"].split(",") if c})),
+        all_runs=data["runs"] == "all",
+    )
+    card = report_card.available_card(dataset, params, request.user)
+    if card is None:
+        body = {
+            "detail": "A worker is computing the report card; ask again in a few seconds.",
+            "progress": report_card.progress(dataset, params),
+        }
+        return Response(body, status=202, headers={"Retry-After": "5"})
+    return Response({**card, "rows": report_card.sorted_rows(card, data.get("sort"))})

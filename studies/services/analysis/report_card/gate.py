@@ -1,0 +1,175 @@
+"""The judge gate (``manage.py judge_gate``): for teams that re-validate a judge whenever
+its prompt or model changes. It fails when the judge's lower confidence bound of its
+correlation with the humans (the matrix's statistic, percentile bootstrap on the matrix's
+resamples) falls below a threshold, or when it is significantly below an accepted run
+(one-sided paired bootstrap by document, both runs on the outputs both scored)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from scoring.stats import Groups, Level, Unit, bootstrap_ci, draw_resamples
+from scoring.stats.consistency import correlation_change
+from studies.models import Judgment, MetricRun
+from studies.services.analysis.dashboards import frame_for
+from studies.services.analysis.matrix import cell_statistic
+from studies.services.analysis.params import MatrixParams
+
+ALPHA = 0.05
+
+
+class GateError(ValueError):
+    """A bad argument: ``argument`` names it (``--run``, ``--aspect``…)."""
+
+    def __init__(self, argument: str, message: str) -> None:
+        super().__init__(message)
+        self.argument = argument
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """``passed``, the one-line ``summary``, and the ``reasons`` it failed (if it did)."""
+
+    passed: bool
+    summary: str
+    reasons: tuple[str, ...] = ()
+
+
+def _run(pk: int | None, argument: str) -> MetricRun:
+    run = MetricRun.objects.filter(pk=pk).select_related("dataset").first()
+    if run is None:
+        raise GateError(argument, f"no metric run has the id {pk}")
+    return run
+
+
+def _f(value: float) -> str:
+    return f"{value:+.3f}" if value < 0 else f"{value:.3f}"
+
+
+def judge_gate(
+    run_id: int,
+    aspect: str,
+    *,
+    against: int | None = None,
+    min_lower_bound: float | None = None,
+    level: str = "sample",
+    coefficient: str = "spearman",
+    confidence: float = 0.95,
+    alpha: float = ALPHA,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> GateResult:
+    """Check run ``run_id`` on ``aspect`` (a code the run's dataset has judgments of);
+    :class:`GateError` for a bad argument. See the module's docstring."""
+    if min_lower_bound is None and against is None:
+        raise GateError(
+            "--min-lower-bound",
+            "give a threshold (--min-lower-bound), a run to compare with (--against), or both",
+        )
+    if min_lower_bound is not None and not -1.0 <= min_lower_bound <= 1.0:
+        raise GateError("--min-lower-bound", f"{min_lower_bound:g} is not a correlation (−1 to 1)")
+    if not 0.0 < confidence < 1.0:
+        raise GateError("--confidence", f"{confidence:g} is not a level between 0 and 1")
+    if not 0.0 < alpha < 1.0:
+        raise GateError("--alpha", f"{alpha:g} is not a level between 0 and 1")
+    if resamples < 1:
+        raise GateError("--resamples", "at least one resample is needed")
+    run = _run(run_id, "--run")
+    accepted = _run(against, "--against") if against is not None else None
+    if accepted is not None and accepted.dataset_id != run.dataset_id:
+        raise GateError("--against", f"run {accepted.pk} is of another dataset than run {run.pk}")
+    if accepted is not None and accepted.pk == run.pk:
+        raise GateError("--against", "the run cannot be compared with itself")
+    params = MatrixParams(level=level, coefficient=coefficient, resamples=resamples, seed=seed)
+    if params.problem is not None:
+        raise GateError("--coef", params.problem.message)
+    judged = Judgment.objects.filter(output__document__dataset=run.dataset)
+    found = judged.filter(aspect__code=aspect).values_list("aspect_id", flat=True).first()
+    if found is None:
+        codes = sorted(set(judged.values_list("aspect__code", flat=True)))
+        raise GateError(
+            "--aspect",
+            f"the dataset {run.dataset.name} has no judgments of the aspect {aspect!r} "
+            f"(judged: {', '.join(codes) or 'none'})",
+        )
+    pks = [run.pk] + ([accepted.pk] if accepted else [])
+    frame = frame_for(run.dataset, params, only_runs=pks, only_aspects=[found])
+    return _check(frame, params, run, accepted, min_lower_bound, confidence, alpha)
+
+
+def _check(
+    frame: Any,
+    params: MatrixParams,
+    run: MetricRun,
+    accepted: MetricRun | None,
+    min_lower_bound: float | None,
+    confidence: float,
+    alpha: float,
+) -> GateResult:
+    docs, systems = Groups.from_keys(frame.doc_codes), Groups.from_keys(frame.system_codes)
+    aspect = frame.aspects[0]
+    metric, human = frame.metrics[:, frame.run_index(run.pk)], frame.human[:, 0]
+    name = f"run {run.pk} ({run.label}) on {aspect.name.lower()}"
+    statistic = f"{params.label}, {params.level}-level"
+    result = cell_statistic(metric, human, aspect, params, docs, systems)
+    if not np.isfinite(result.value):
+        reason = f"its {statistic} is undefined: no outputs both scored and judged enough"
+        return GateResult(False, f"FAIL: {name}: {reason}", (reason,))
+    unit = Unit.SYSTEMS if params.level_enum is Level.SYSTEM else Unit.DOCUMENTS
+    plan = draw_resamples(
+        np.random.default_rng(params.seed), docs, systems, unit=unit, resamples=params.resamples
+    )
+    ci = bootstrap_ci(
+        plan,
+        metric,
+        human,
+        level=params.level_enum,
+        coefficient=params.coefficient_enum,
+        options=result.options,
+        alpha=1.0 - confidence,
+        estimate=result,
+    )
+    shown = (
+        f"{statistic} {_f(result.value)} [{_f(ci.low)}, {_f(ci.high)}] "
+        f"({confidence * 100:g}% bootstrap over {unit.value}, {result.n_outputs} outputs)"
+    )
+    reasons, passed = [], [shown]
+    if min_lower_bound is not None:
+        if not ci.low >= min_lower_bound:
+            reasons.append(
+                f"the lower bound {_f(ci.low)} of its {shown} is below the threshold "
+                f"{min_lower_bound:g}"
+            )
+        else:
+            passed[0] += f", lower bound ≥ {min_lower_bound:g}"
+    if accepted is not None:
+        change = correlation_change(
+            plan,
+            metric,
+            frame.metrics[:, frame.run_index(accepted.pk)],
+            human,
+            level=params.level_enum,
+            coefficient=params.coefficient_enum,
+            options=result.options,
+            confidence=confidence,
+        )
+        compared = (
+            f"Δ = {_f(change.delta)} [{_f(change.low)}, {_f(change.high)}] against the "
+            f"accepted run {accepted.pk} ({accepted.label}), one-sided paired bootstrap "
+            f"p = {change.p_lower:.3f} on the {change.n_outputs} outputs both scored"
+        )
+        if not np.isfinite(change.p_lower):
+            reasons.append(
+                f"it cannot be compared with the accepted run {accepted.pk}: their "
+                f"{statistic} is undefined on the {change.n_outputs} outputs both scored"
+            )
+        elif change.p_lower <= alpha:
+            reasons.append(f"it is significantly below the accepted run: {compared}")
+        else:
+            passed.append(f"not significantly below the accepted run ({compared})")
+    if reasons:
+        return GateResult(False, f"FAIL: {name}: " + "; ".join(reasons), tuple(reasons))
+    return GateResult(True, f"PASS: {name}: " + "; ".join(passed))

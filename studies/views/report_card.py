@@ -1,0 +1,102 @@
+"""The judge report card of a dataset or a study (its dataset, on the study's aspects),
+and its exports. The card comes from the cache, the request (a small dataset) or the
+light worker, while the page polls (studies.services.analysis.report_card)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import get_object_or_404, render
+
+from studies.models import Dataset, Study
+from studies.permissions import visible_datasets
+from studies.services import studies as study_service
+from studies.services.analysis import report_card
+from studies.services.analysis.report_card import CardParams
+from studies.views.dashboards import COEFFICIENTS, LEVELS
+from studies.views.helpers import researcher_required, stop_polling_when, wants_partial
+
+CONFIDENCES = (("0.9", "90%"), ("0.95", "95%"), ("0.99", "99%"))
+EXPORTS = {
+    "csv": "text/csv",
+    "json": "application/json",
+    "tex": "application/x-tex",
+}
+
+
+def _page(
+    request: HttpRequest, dataset: Dataset, params: CardParams, study: Study | None
+) -> HttpResponse:
+    problem = params.problem
+    card = None if problem else report_card.available_card(dataset, params, request.user)
+    sort = request.GET.get("sort", "")
+    poll = request.GET.copy()
+    poll["poll"] = "1"
+    context: dict[str, Any] = {
+        "dataset": dataset,
+        "study": study,
+        "params": params,
+        "card": card,
+        "rows": report_card.sorted_rows(card, sort) if card else [],
+        "columns": report_card.COLUMNS,
+        "sort": sort,
+        "problem": problem.message if problem else "",
+        "progress": None if card or problem else report_card.progress(dataset, params),
+        "levels": LEVELS,
+        "coefficients": COEFFICIENTS,
+        "confidences": CONFIDENCES,
+        "poll_query": poll.urlencode(),
+    }
+    partial = wants_partial(request, "report-card")
+    template = "studies/partials/report_card.html" if partial else "studies/report_card.html"
+    response = render(request, template, context)
+    finished = partial and (card is not None or bool(problem)) and "poll" in request.GET
+    return stop_polling_when(response, finished)
+
+
+@researcher_required
+def dataset_report_card(request: HttpRequest, pk: int) -> HttpResponse:
+    """``?level=…&coef=…&eps=0.2&ci=0.95&aspects=COH,FLU&runs=all&sort=…``."""
+    dataset = get_object_or_404(visible_datasets(request.user).select_related("task"), pk=pk)
+    return _page(request, dataset, CardParams.from_query(request.GET), None)
+
+
+@researcher_required
+def study_report_card(request: HttpRequest, pk: int) -> HttpResponse:
+    """The study's dataset's card on the study's aspects (all judged ones if it has none)."""
+    study = get_object_or_404(study_service.owned_studies(request.user), pk=pk)
+    params = CardParams.from_query(request.GET)
+    codes = tuple(study.aspects.values_list("code", flat=True))
+    return _page(request, study.dataset, params.only(codes) if codes else params, study)
+
+
+@researcher_required
+def report_card_export(request: HttpRequest, pk: int, file_format: str) -> HttpResponse:
+    """The card as CSV (``?raw=1``: text cells as stored), JSON or LaTeX, sorted as on
+    the page; 503 while a worker computes it."""
+    dataset = get_object_or_404(visible_datasets(request.user), pk=pk)
+    params = CardParams.from_query(request.GET)
+    if params.problem:
+        return HttpResponseBadRequest(params.problem.message)
+    card = report_card.available_card(dataset, params, request.user)
+    if card is None:
+        return HttpResponse(
+            "The report card is being computed; try again in a moment.",
+            status=503,
+            headers={"Retry-After": "5"},
+        )
+    sort = request.GET.get("sort")
+    if file_format == "csv":
+        body = report_card.to_csv(card, sort, raw=request.GET.get("raw") == "1")
+    elif file_format == "tex":
+        body = report_card.to_latex(card, sort)
+    else:
+        body = report_card.to_json(card, sort)
+    response = HttpResponse(body, content_type=f"{EXPORTS[file_format]}; charset=utf-8")
+    filename = f"{dataset.name}-report-card-{params.level}-{params.coefficient}.{file_format}"
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+__all__ = ["dataset_report_card", "report_card_export", "study_report_card"]
