@@ -50,21 +50,33 @@ class OnScale:
 def scale_points(
     answers: npt.ArrayLike, scale_min: float, scale_max: float, max_points: int = MAX_POINTS
 ) -> FloatArray | None:
-    """The points of an ordinal scale: every integer from the lower to the upper end
-    (of the declared range and of the ``answers``) when the answers are integers, else
-    the distinct answers; None when that is fewer than 2 or more than ``max_points``
+    """The points of an ordinal scale: the answers lie on a grid (integers: a step of 1;
+    else the smallest gap between two distinct answers, which every gap must be a
+    multiple of: a half-point scale), and the points are the grid's from the lowest to
+    the highest answer, extended to the declared ends where they lie on it. None when
+    the answers lie on no such grid, or it has fewer than 2 or more than ``max_points``
     points (a continuous scale: no ordinal agreement)."""
-    given = np.asarray(answers, dtype=np.float64).reshape(-1)
+    given = np.unique(np.asarray(answers, dtype=np.float64).reshape(-1))
     given = given[np.isfinite(given)]
-    if given.size and np.all(given == np.round(given)):
-        low = float(min(np.floor(scale_min), given.min()))
-        high = float(max(np.ceil(scale_max), given.max()))
-        points = np.arange(low, high + 1.0)
-    else:
-        points = np.unique(given)
-    if points.size < 2 or points.size > max_points:
+    if given.size == 0:
         return None
-    return np.asarray(points, dtype=np.float64)
+    integers = bool(np.all(given == np.round(given)))
+    step = 1.0 if integers or given.size < 2 else float(np.min(np.diff(given)))
+    low, high = float(given[0]), float(given[-1])
+    for end in (scale_min, scale_max):
+        if _on_grid(end, low, step):
+            low, high = min(low, end), max(high, end)
+    if not np.all([_on_grid(v, low, step) for v in given]):
+        return None
+    count = int(round((high - low) / step)) + 1
+    if count < 2 or count > max_points:
+        return None
+    return np.asarray(low + step * np.arange(count), dtype=np.float64)
+
+
+def _on_grid(value: float, origin: float, step: float) -> bool:
+    position = (value - origin) / step
+    return bool(np.isfinite(position) and abs(position - round(position)) < 1e-9)
 
 
 def to_scale(scores: npt.ArrayLike, points: npt.ArrayLike, answers: npt.ArrayLike) -> OnScale:

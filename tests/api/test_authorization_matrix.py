@@ -149,3 +149,14 @@ def test_favicon_ico_is_the_pages_icon(client):
     from django.contrib.staticfiles import finders
 
     assert finders.find("img/favicon.svg")  # the file it points at
+
+
+def test_the_judge_report_card_routes_are_walked_as_research_pages(world):
+    names = {r.route.full_name: r for r in requests(world)}
+    for name in (
+        "studies:dataset-report-card",
+        "studies:dataset-report-card-export",
+        "studies:study-report-card",
+    ):
+        assert name in names and expected(names[name].route) == RESEARCH_PAGE, name
+    assert expected(names["api:dataset-report-card"].route) == RESEARCH_API

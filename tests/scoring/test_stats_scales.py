@@ -8,12 +8,17 @@ import pytest
 from scoring.stats.scales import scale_points, to_scale
 
 
-def test_integer_answers_span_the_declared_range_and_other_answers_their_own_points():
+def test_scale_points_are_the_answers_grid_to_the_declared_ends():
     assert scale_points([2, 3, 3, 4], 1, 5).tolist() == [1, 2, 3, 4, 5]
     assert scale_points([0, 3, np.nan], 1, 5).tolist() == [0, 1, 2, 3, 4, 5]
-    assert scale_points([0.5, 0.25, 0.5, 1.0], 0, 1).tolist() == [0.25, 0.5, 1.0]
+    # a quarter-point scale: its grid, to the declared ends
+    assert scale_points([0.5, 0.25, 0.5, 1.0], 0, 1).tolist() == [0, 0.25, 0.5, 0.75, 1.0]
+    assert scale_points([1.5, 2.0, 4.0], 1, 5).tolist() == [1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5, 5]
+    assert scale_points([1.0, 1.3, 2.0], 1, 5) is None  # on no grid: continuous
+    assert scale_points([1.23, 3.47, 2.05], 1, 5) is None  # 0.18 apart: no common step
     assert scale_points([1, 2], 1, 100) is None  # 100 points: continuous
     assert scale_points([3.0, 3.0], 3, 3) is None  # one point: nothing to agree on
+    assert scale_points([np.nan], 1, 5) is None
 
 
 def test_scores_on_the_scale_stay_as_they_are():

@@ -61,5 +61,9 @@ class Command(BaseCommand):
         except GateError as exc:
             raise CommandError(f"{exc.argument}: {exc}", returncode=2) from exc
         self.stdout.write(result.summary)
+        for reason in result.reasons:
+            self.stdout.write(f"  - {reason}")
         if not result.passed:
-            raise CommandError("the judge gate failed: " + "; ".join(result.reasons), returncode=1)
+            raise CommandError(
+                f"the judge gate failed for run {opts['run']} on {opts['aspect']}", returncode=1
+            )

@@ -31,7 +31,8 @@ class GateError(ValueError):
 
 @dataclass(frozen=True)
 class GateResult:
-    """``passed``, the one-line ``summary``, and the ``reasons`` it failed (if it did)."""
+    """``passed``; ``summary``, one line (a pass says why it passed; a failure names the
+    run and aspect); and the ``reasons`` it failed, if it did."""
 
     passed: bool
     summary: str
@@ -45,8 +46,8 @@ def _run(pk: int | None, argument: str) -> MetricRun:
     return run
 
 
-def _f(value: float) -> str:
-    return f"{value:+.3f}" if value < 0 else f"{value:.3f}"
+def _f(value: float, signed: bool = False) -> str:
+    return f"{value:+.3f}" if signed else f"{value:.3f}"
 
 
 def judge_gate(
@@ -117,7 +118,7 @@ def _check(
     result = cell_statistic(metric, human, aspect, params, docs, systems)
     if not np.isfinite(result.value):
         reason = f"its {statistic} is undefined: no outputs both scored and judged enough"
-        return GateResult(False, f"FAIL: {name}: {reason}", (reason,))
+        return GateResult(False, f"FAIL: {name}", (reason,))
     unit = Unit.SYSTEMS if params.level_enum is Level.SYSTEM else Unit.DOCUMENTS
     plan = draw_resamples(
         np.random.default_rng(params.seed), docs, systems, unit=unit, resamples=params.resamples
@@ -157,7 +158,7 @@ def _check(
             confidence=confidence,
         )
         compared = (
-            f"Δ = {_f(change.delta)} [{_f(change.low)}, {_f(change.high)}] against the "
+            f"Δ = {_f(change.delta, signed=True)} [{_f(change.low)}, {_f(change.high)}] against the "
             f"accepted run {accepted.pk} ({accepted.label}), one-sided paired bootstrap "
             f"p = {change.p_lower:.3f} on the {change.n_outputs} outputs both scored"
         )
@@ -171,5 +172,5 @@ def _check(
         else:
             passed.append(f"not significantly below the accepted run ({compared})")
     if reasons:
-        return GateResult(False, f"FAIL: {name}: " + "; ".join(reasons), tuple(reasons))
+        return GateResult(False, f"FAIL: {name}", tuple(reasons))
     return GateResult(True, f"PASS: {name}: " + "; ".join(passed))

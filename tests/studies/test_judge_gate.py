@@ -1,0 +1,109 @@
+"""``manage.py judge_gate``: passes with a one-line reason, fails printing why (a lower
+bound below the threshold, a run significantly below the accepted one), and names the
+bad argument."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from django.core.management import CommandError, call_command
+
+from scoring.stats import Coefficient, Groups, Level, bootstrap_ci, correlate, draw_resamples
+from tests.studies.report_card_data import build_panel
+from tests.studies.test_report_card import raw_answers
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def panel(cast):  # type: ignore[no-untyped-def]
+    return build_panel(cast["owner"])
+
+
+def gate(*args: str) -> tuple[int, str]:
+    from io import StringIO
+
+    out = StringIO()
+    try:
+        call_command("judge_gate", *args, "--resamples", "200", stdout=out)
+    except CommandError as exc:
+        return exc.returncode, out.getvalue() + str(exc)
+    return 0, out.getvalue()
+
+
+def lower_bound(panel, run) -> float:  # type: ignore[no-untyped-def]
+    """The run's 95 % lower bound, sample-level Spearman, from the raw rows."""
+    answers, _, docs, ids = raw_answers(panel.dataset, "COH")
+    scores = dict(run.scores.values_list("output_id", "value"))
+    metric = np.array([scores[pk] for pk in ids])
+    human = np.nanmean(answers, axis=0)
+    groups = Groups.from_keys(docs)
+    plan = draw_resamples(np.random.default_rng(0), groups, resamples=200)
+    kind = {"level": Level.SAMPLE, "coefficient": Coefficient.SPEARMAN}
+    estimate = correlate(metric, human, docs=groups, **kind)
+    return bootstrap_ci(plan, metric, human, estimate=estimate, **kind).low
+
+
+def test_a_judge_above_the_threshold_passes_with_one_line(panel):
+    low = lower_bound(panel, panel.mean)
+    code, out = gate("--run", str(panel.mean.pk), "--aspect", "COH", "--min-lower-bound", "0.3")
+    assert low >= 0.3 and code == 0
+    assert out.count("\n") == 1 and out.startswith(f"PASS: run {panel.mean.pk} (mean judge)")
+    assert f"[{low:.3f}, " in out and "lower bound ≥ 0.3" in out
+
+
+def test_a_lower_bound_below_the_threshold_fails_saying_why(panel):
+    low = lower_bound(panel, panel.noisy)
+    code, out = gate("--run", str(panel.noisy.pk), "--aspect", "COH", "--min-lower-bound", "0.4")
+    assert low < 0.4 and code == 1
+    assert out.startswith(f"FAIL: run {panel.noisy.pk} (noisy judge)")
+    assert f"the lower bound {low:.3f} of its Spearman ρ, sample-level" in out
+    assert "below the threshold 0.4" in out
+
+
+def test_a_run_significantly_below_the_accepted_one_fails(panel):
+    code, out = gate(
+        "--run", str(panel.noisy.pk), "--aspect", "COH", "--against", str(panel.mean.pk)
+    )
+    assert code == 1 and "significantly below the accepted run" in out
+    assert f"accepted run {panel.mean.pk} (mean judge)" in out and "p = " in out
+    code, out = gate(
+        "--run", str(panel.mean.pk), "--aspect", "COH", "--against", str(panel.noisy.pk)
+    )
+    assert code == 0 and "not significantly below the accepted run" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (
+            ["--run", "999999", "--aspect", "COH", "--min-lower-bound", "0.4"],
+            "--run: no metric run",
+        ),
+        (["--aspect", "XYZ", "--min-lower-bound", "0.4"], "--aspect: the dataset panel has no"),
+        (["--aspect", "COH", "--against", "999999"], "--against: no metric run"),
+        (["--aspect", "COH", "--min-lower-bound", "1.5"], "--min-lower-bound: 1.5 is not"),
+        (["--aspect", "COH"], "--min-lower-bound: give a threshold"),
+        (["--aspect", "COH", "--min-lower-bound", "0.4", "--confidence", "95"], "--confidence"),
+        (["--aspect", "COH", "--min-lower-bound", "0.4", "--coef", "spa"], "--coef: "),
+    ],
+)
+def test_a_bad_argument_is_named(panel, args, named):
+    if "--run" not in args:
+        args = ["--run", str(panel.mean.pk), *args]
+    code, out = gate(*args)
+    assert code == 2 and named in out
+    if "XYZ" in args:
+        assert "(judged: COH, FLU)" in out
+
+
+def test_the_accepted_run_must_be_another_run_of_the_same_dataset(panel, cast):
+    from tests.factories import MetricRunFactory
+
+    elsewhere = MetricRunFactory()
+    code, out = gate("--run", str(panel.mean.pk), "--aspect", "COH", "--against", str(elsewhere.pk))
+    assert code == 2 and "--against: run" in out and "another dataset" in out
+    code, out = gate(
+        "--run", str(panel.mean.pk), "--aspect", "COH", "--against", str(panel.mean.pk)
+    )
+    assert code == 2 and "compared with itself" in out
