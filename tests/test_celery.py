@@ -32,6 +32,7 @@ def test_one_machine_runs_a_model_worker_and_light_ones_for_maintenance_io_and_p
         "studies.tasks.import_upload",
         "studies.tasks.compute_correlations",
         "studies.tasks.compute_diagnostics",
+        "studies.tasks.compute_report_card",
         "studies.tasks.compute_planner",
         "annotation.tasks.compute_agreement",
     ):

@@ -310,12 +310,15 @@ def pointwise_agreement(
     confidence: float = 0.95,
     method: Interval = "studentized",
     alpha_level: AlphaLevel = "ordinal",
+    annotator_intervals: bool = True,
 ) -> PointwiseAgreement:
     """Quadratic-weighted κ, Gwet's AC1 and Krippendorff's α (at ``alpha_level``) of the
     judge against the annotators and among the annotators, on the ordinal ``scale``
     (its points, ascending: 1..5 for a Likert scale; every answer must be one of them).
     Intervals over documents come from ``plan`` or, when ``rng`` is given, from
-    ``resamples`` fresh draws. See the module's docstring."""
+    ``resamples`` fresh draws; ``annotator_intervals=False`` leaves the annotators' own
+    statistics without them (half the work, for a caller that compares several judges
+    with the same annotators and has them already). See the module's docstring."""
     t = judge_tables(judge, humans, docs, scale)
     drawn = _plan(t, rng, resamples, plan)
 
@@ -325,17 +328,20 @@ def pointwise_agreement(
     def alpha(table: FloatArray) -> FloatArray:
         return krippendorff_alpha_from_coincidences(table, t.values, alpha_level)
 
-    def run(tables: FloatArray, statistic: Statistic, n: float | None = None) -> Estimate:
-        return interval(tables, statistic, drawn, confidence=confidence, method=method, n=n)
+    def run(
+        tables: FloatArray, statistic: Statistic, n: float | None = None, among: bool = False
+    ) -> Estimate:
+        plan = drawn if annotator_intervals or not among else None
+        return interval(tables, statistic, plan, confidence=confidence, method=method, n=n)
 
     n_hh = float(t.human_human.sum()) / 2.0
     return PointwiseAgreement(
         quadratic_kappa=run(t.judge_human, kappa),
         gwet_ac1=run(t.judge_human, gwet_ac1),
         krippendorff_alpha=run(t.with_judge, alpha),
-        human_quadratic_kappa=run(t.human_human, kappa, n_hh),
-        human_gwet_ac1=run(t.human_human, gwet_ac1, n_hh),
-        human_krippendorff_alpha=run(t.humans_only, alpha),
+        human_quadratic_kappa=run(t.human_human, kappa, n_hh, among=True),
+        human_gwet_ac1=run(t.human_human, gwet_ac1, n_hh, among=True),
+        human_krippendorff_alpha=run(t.humans_only, alpha, among=True),
         n_items=t.n_items,
         n_documents=t.docs.n_groups,
         resamples=0 if drawn is None else drawn.size,

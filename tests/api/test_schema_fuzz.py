@@ -82,6 +82,7 @@ SEMANTIC: dict[str, set[str]] = {
     "GET /api/datasets/{id}/correlations/cell/{run}/{aspect}/": STATISTIC_RULES,
     "GET /api/datasets/{id}/correlations/paper/": STATISTIC_RULES,
     "GET /api/datasets/{id}/correlations/export/": STATISTIC_RULES,
+    "GET /api/datasets/{id}/report-card/": STATISTIC_RULES,
 }
 
 

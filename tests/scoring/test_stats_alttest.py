@@ -20,6 +20,7 @@ from scoring.stats.alttest import (
     alt_test,
     benjamini_yekutieli,
     neg_rmse,
+    neg_rmse_plain,
     one_sided_p_value,
 )
 
@@ -203,3 +204,17 @@ def test_a_judge_better_than_one_annotator_passes_and_a_noisy_one_fails():
     assert not any(r.passed for r in noisy)
     assert min(r.advantage_probability for r in good) > max(r.advantage_probability for r in noisy)
     assert all(r.n_items_with_three == 100 and r.problem is None for r in good + noisy)
+
+
+def test_the_plain_python_rmse_gives_the_same_verdicts_as_numpys():
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        answer, others = rng.integers(1, 6), rng.integers(1, 6, size=int(rng.integers(1, 5)))
+        assert neg_rmse_plain(answer, list(others)) == pytest.approx(neg_rmse(answer, others))
+    for seed in range(5):
+        for noise in (None, 2.0):
+            judge, annotations = _likert_study(seed, noise)
+            fast = alt_test(judge, annotations, epsilon=0.15, metric=neg_rmse_plain)
+            slow = alt_test(judge, annotations, epsilon=0.15, metric="neg_rmse")
+            assert fast.winning_rate == slow.winning_rate
+            assert fast.per_annotator == slow.per_annotator

@@ -234,6 +234,24 @@ def test_bootstrap_is_reproducible_and_resamples_whole_documents():
         pointwise_agreement(study.judge, study.humans, study.docs, SCALE, plan=plan)
 
 
+def test_the_annotators_statistics_may_come_without_intervals():
+    study = pointwise_study(np.random.default_rng(2), n_docs=20)
+    plan = draw_resamples(np.random.default_rng(1), study.docs, resamples=100)
+    full = pointwise_agreement(study.judge, study.humans, study.docs, SCALE, plan=plan)
+    half = pointwise_agreement(
+        study.judge, study.humans, study.docs, SCALE, plan=plan, annotator_intervals=False
+    )
+    assert half.quadratic_kappa == full.quadratic_kappa and half.gwet_ac1 == full.gwet_ac1
+    assert half.krippendorff_alpha == full.krippendorff_alpha
+    for mine, theirs in (
+        (half.human_quadratic_kappa, full.human_quadratic_kappa),
+        (half.human_gwet_ac1, full.human_gwet_ac1),
+        (half.human_krippendorff_alpha, full.human_krippendorff_alpha),
+    ):
+        assert mine.value == theirs.value and mine.n == theirs.n
+        assert math.isnan(mine.low) and math.isnan(mine.high) and theirs.low <= theirs.high
+
+
 @pytest.mark.parametrize("method", ["studentized", "percentile", "bca"])
 def test_every_interval_method_brackets_the_estimate(method):
     study = pairwise_study(np.random.default_rng(4), n_docs=25)

@@ -83,6 +83,13 @@ def test_agreement_puts_the_judge_on_the_annotators_scale_and_says_how(panel):
     assert mean["ac1"]["value"] == pytest.approx(expected.gwet_ac1.value)
     assert mean["alpha"]["value"] == pytest.approx(expected.krippendorff_alpha.value)
     assert mean["human_kappa"]["value"] == pytest.approx(expected.human_quadratic_kappa.value)
+    # the annotators' own intervals are computed once per aspect, and every row shows them
+    humans = {
+        tuple(r["agreement"]["human_kappa"].values())
+        for r in card["rows"]
+        if r["aspect"]["code"] == "COH"
+    }
+    assert len(humans) == 1 and None not in next(iter(humans))
     assert mean["kappa"]["low"] <= mean["kappa"]["value"] <= mean["kappa"]["high"]
     noisy = rows[("noisy judge", "COH")]["agreement"]
     assert noisy["binning"] == "as_is" and noisy["kappa"]["value"] < mean["kappa"]["value"]

@@ -125,8 +125,11 @@ def compute_card(
     for j, aspect in chosen:
         humans, names = annotator_matrix(c.table, c.names, frame, aspect)
         mine = [t for t in todo if t[0] == j]
+        among = None  # the annotators' own agreement: computed with the aspect's first row
         for _, _, i, run in mine:
-            rows.append(_row(c, j, aspect, i, run, humans, names))
+            rows.append(_row(c, j, aspect, i, run, humans, names, among))
+            if not rows[-1]["agreement"]["problem"]:
+                among = rows[-1]["agreement"]
             if report:
                 report(len(rows), len(todo))
         aspects.append(_aspect_summary(c, aspect, humans, rows[-1] if mine else None))
@@ -178,6 +181,7 @@ def _row(
     info: RunInfo,
     humans: np.ndarray,
     names: list[str],
+    among: dict[str, Any] | None,
 ) -> dict[str, Any]:
     frame, params, mp = c.frame, c.params, c.mp
     metric, human = frame.metrics[:, i], frame.human[:, j]
@@ -197,7 +201,9 @@ def _row(
         )
         low, high = num(ci.low), num(ci.high)
     ceiling = c.ceiling.get(aspect.code) or {}
-    agreed, compared = agreement(metric, humans, c.docs, aspect, c.doc_plan, params.confidence)
+    agreed, compared = agreement(
+        metric, humans, c.docs, aspect, c.doc_plan, params.confidence, among
+    )
     cell = c.cells.get((aspect.code, info.pk)) or {}
     run = c.rows[info.pk]
     length = next(r for r in c.length["runs"] if r["run"]["pk"] == info.pk)

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from scoring.stats import Groups, Resamples
-from scoring.stats.alttest import alt_test
+from scoring.stats.alttest import alt_test, neg_rmse_plain
 from scoring.stats.consistency import self_consistency
 from scoring.stats.judge_agreement import Estimate, pointwise_agreement
 from scoring.stats.scales import scale_points, to_scale
@@ -63,17 +63,25 @@ def agreement(
     aspect: AspectInfo,
     plan: Resamples | None,
     confidence: float,
+    among: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], np.ndarray]:
     """Quadratic-weighted κ, Gwet's AC1 and Krippendorff's α of the judge's ``scores`` put
-    on the annotators' scale (how: ``binning``), beside the same among the annotators;
-    and the scores the alternative-annotator test compares (the judge's own where they
-    lie within the scale's range, else the binned ones)."""
+    on the annotators' scale (how: ``binning``), beside the same among the annotators
+    (``among``: another row's of the same annotators, so their intervals are computed
+    once per aspect); and the scores the alternative-annotator test compares (the
+    judge's own where they lie within the scale's range, else the binned ones)."""
     points = scale_points(humans, aspect.scale_min, aspect.scale_max)
     if points is None or not np.isfinite(humans).any():
         return {"problem": CONTINUOUS, "scale": None}, scores
     on_scale = to_scale(scores, points, humans)
     found = pointwise_agreement(
-        on_scale.values, humans, docs, points, plan=plan, confidence=confidence
+        on_scale.values,
+        humans,
+        docs,
+        points,
+        plan=plan,
+        confidence=confidence,
+        annotator_intervals=among is None,
     )
     result = {
         "problem": None,
@@ -88,6 +96,8 @@ def agreement(
         "human_ac1": _estimate(found.human_gwet_ac1),
         "human_alpha": _estimate(found.human_krippendorff_alpha),
     }
+    if among is not None:
+        result |= {k: among[k] for k in ("human_kappa", "human_ac1", "human_alpha")}
     compared = on_scale.values if on_scale.method == "quantiles" else scores
     return result, compared
 
@@ -111,7 +121,7 @@ def alternative_annotator(
         judge,
         answers,
         epsilon=epsilon,
-        metric="neg_rmse",
+        metric=neg_rmse_plain,
         min_annotators_per_item=MIN_ANNOTATORS,
         min_items=MIN_ITEMS,
     )
