@@ -33,6 +33,7 @@ class Column:
 COLUMNS = (
     Column("judge", "Judge", lambda r: r["run"]["label"].lower(), best_high=False),
     Column("aspect", "Aspect", lambda r: r["aspect"]["code"], best_high=False),
+    Column("verdict", "Verdict", lambda r: VERDICT_ORDER[r["verdict"]["code"]], best_high=False),
     Column("corr", "Correlation", lambda r: r["correlation"]["value"]),
     Column("low", "Lower bound", lambda r: r["correlation"]["low"], title="of the interval"),
     Column("kappa", "κ_w", lambda r: (r["agreement"].get("kappa") or {}).get("value")),
@@ -57,7 +58,6 @@ COLUMNS = (
     ),
     Column("cost", "Cost / 1k", lambda r: r["cost"].get("cost"), best_high=False),
     Column("seconds", "Time / 1k", lambda r: r["cost"].get("seconds"), best_high=False),
-    Column("verdict", "Verdict", lambda r: VERDICT_ORDER[r["verdict"]["code"]], best_high=False),
 )
 BY_KEY = {c.key: c for c in COLUMNS}
 
