@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from django.urls import reverse
 
-from scoring.stats import Groups, Level, Unit, bootstrap_ci, draw_resamples
+from scoring.stats import Groups, Level, Options, Unit, bootstrap_ci, draw_resamples
 from scoring.stats.consistency import correlation_change, rank_changes
 from studies.models import Dataset, MetricRun
 from studies.services.analysis.ceiling import _judgments
@@ -240,7 +240,7 @@ def _row(
             "coefficient": c.length["coefficient_label"],
         },
         "self_consistency": consistency_of(run),
-        "prompt": _prompt_change(c, run, i, j, aspect),
+        "prompt": _prompt_change(c, run, i, j, result.options),
         "cost": cost_per_thousand(run),
         "links": _links(c, info, aspect),
     }
@@ -249,7 +249,7 @@ def _row(
 
 
 def _prompt_change(
-    c: _Context, run: MetricRun, i: int, j: int, aspect: AspectInfo
+    c: _Context, run: MetricRun, i: int, j: int, options: Options
 ) -> dict[str, Any] | None:
     """The change from the run's prompt variant, when it has one in the frame."""
     found = prompt_variant(run, list(c.rows.values()))
@@ -266,9 +266,7 @@ def _prompt_change(
         level=mp.level_enum,
         coefficient=mp.coefficient_enum,
         average=mp.average_enum,
-        options=cell_statistic(
-            frame.metrics[:, i], frame.human[:, j], aspect, mp, c.docs, c.systems
-        ).options,
+        options=options,
         confidence=c.params.confidence,
     )
     flips = rank_changes(frame.metrics[:, i], frame.metrics[:, k], c.systems)

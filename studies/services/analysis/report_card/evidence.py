@@ -264,12 +264,12 @@ def prompt_variant(
     run: MetricRun, others: list[MetricRun]
 ) -> tuple[MetricRun, dict[str, Any]] | None:
     """The run ``run`` is best compared with as a prompt variant: among the other runs of
-    its metric and aspect whose prompt differs, those that differ in nothing else first,
-    then the latest before it, then the latest."""
+    its metric and aspect whose prompt differs (and that scored something), those that
+    differ in nothing else first, then the latest before it, then the latest."""
     found = []
     for other in others:
-        if other.pk == run.pk:
-            continue
+        if other.pk == run.pk or (other.kind == MetricRun.Kind.COMPUTED and not other.done):
+            continue  # itself, or a run with no score yet
         difference = prompt_difference(run, other)
         if difference is not None:
             found.append((other, difference))
