@@ -136,7 +136,9 @@ def test_the_per_aspect_rule_follows_the_runner(toys, dataset):
     assert sorted(r.label for r in runs) == sorted(f"toyjudge:{a.code}" for a in aspects)
     (single,) = start_requested(dataset, RunRequest(metric="toycount"), aspects)
     assert single.label == "toycount:all"
-    with pytest.raises(CommandError, match="--aspect for gptscore and geval and pairwise and toyjudge"):
+    with pytest.raises(
+        CommandError, match="--aspect for gptscore and geval and pairwise and toyjudge"
+    ):
         call_command("run_metric", "--dataset", dataset.name, "--metric", "toyjudge")
 
 
