@@ -15,6 +15,7 @@ from annotation.models import Assignment, Campaign, CampaignAnnotator
 from annotation.services.campaigns import CampaignSpec, create_campaign
 from annotation.services.competence import competence_weights
 from annotation.services.gold import flagged_for_dataset
+from annotation.services.preferences import PAIRWISE_CAMPAIGNS
 from annotation.services.report import campaign_judgments
 from studies import hooks
 from studies.models import Aspect, Dataset, Study
@@ -94,3 +95,4 @@ def register() -> None:
     hooks.competence_weights.register(competence_weights)
     hooks.study_campaigns.register(study_campaigns)
     hooks.demo_setup.register(demo_campaign)
+    hooks.pairwise_campaigns.register(PAIRWISE_CAMPAIGNS)

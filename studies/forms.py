@@ -8,6 +8,7 @@ from django import forms
 from django.conf import settings
 from django.utils.functional import lazy
 
+from studies.hooks import pairwise_campaign_choices
 from studies.models import Aspect, Endpoint, TaskKind
 from studies.models.endpoints import LIMIT_FIELDS
 from studies.permissions import (
@@ -157,8 +158,8 @@ class RunForm(forms.Form):
     endpoint = forms.CharField(
         required=False,
         max_length=100,
-        help_text="GPTScore, G-Eval: the name of a served endpoint of yours (or a shared "
-        "one) to score on instead of a local model",
+        help_text="GPTScore, G-Eval, the pairwise judge: the name of a served endpoint of "
+        "yours (or a shared one) to score on instead of a local model",
     )
     cost_cap = forms.FloatField(
         required=False,
@@ -196,6 +197,34 @@ class RunForm(forms.Form):
         required=False,
         help_text="answers per output, sampled estimation only",
     )
+    pairs = forms.ChoiceField(
+        choices=[
+            ("all", "all pairs within each document"),
+            ("k", "k sampled pairs per document (seeded)"),
+            ("campaign", "the pairs of a pairwise annotation campaign"),
+        ],
+        required=False,
+        help_text=used_by("pairs", ": which pairs to judge, each in both orders"),
+    )
+    pairs_per_doc = forms.IntegerField(
+        min_value=1,
+        max_value=10_000,
+        initial=10,
+        required=False,
+        label="k pairs per document",
+        help_text="k sampled pairs only",
+    )
+    campaign = forms.IntegerField(
+        min_value=1,
+        max_value=MAX_ID,
+        required=False,
+        help_text="the pairwise campaign whose pairs are judged (campaign pairs only)",
+    )
+    ties = forms.BooleanField(
+        required=False,
+        label="Allow ties",
+        help_text=used_by("ties", ": the judge may answer C for a tie"),
+    )
     references = forms.ChoiceField(
         choices=[("", "the metric's convention"), ("mean", "mean"), ("max", "max")],
         required=False,
@@ -222,6 +251,10 @@ class RunForm(forms.Form):
             names = visible_endpoints(user).values_list("name", flat=True).distinct()
             choices = [("", "none: a local model"), *((n, n) for n in names)]
             self.fields["endpoint"].widget = forms.Select(choices=choices)
+            campaigns = pairwise_campaign_choices(dataset)  # a page: pick one of the dataset's
+            self.fields["campaign"].widget = forms.Select(
+                choices=[("", "none"), *((str(pk), label) for pk, label in campaigns)]
+            )
 
     def run_request(self) -> RunRequest:
         """The runs' shared configuration (one run per aspect is started from it)."""
@@ -241,6 +274,10 @@ class RunForm(forms.Form):
             cost_cap=data.get("cost_cap"),
             estimation=data["estimation"],
             n_samples=data.get("n_samples") or RunRequest.n_samples,
+            pairs=data["pairs"],
+            pairs_per_doc=data.get("pairs_per_doc") or RunRequest.pairs_per_doc,
+            campaign=data.get("campaign"),
+            ties=bool(data.get("ties")),
         )
 
     def clean(self):  # type: ignore[no-untyped-def]
@@ -251,12 +288,50 @@ class RunForm(forms.Form):
             ("weighting", "prob"),
             ("precision", "auto"),
             ("estimation", "probs"),
+            ("pairs", RunRequest.pairs),
         ):
             data[name] = data.get(name) or default
         if per_aspect(data["metric"]) and not data.get("aspects"):
             labels = " or ".join(labels_using("aspects"))
             self.add_error("aspects", f"Choose at least one aspect for {labels}.")
         return data
+
+
+class PairwiseReportForm(forms.Form):
+    """What a pairwise judge run's report compares it with (its page; the API takes the
+    same query): human preferences from a source, the Likert margin, the vote rule."""
+
+    against = forms.ChoiceField(
+        required=False,
+        label="Human preferences",
+        help_text="Likert scores turned into preferences (a difference within the margin "
+        "is a tie), or a pairwise campaign's answers",
+    )
+    margin = forms.FloatField(
+        min_value=0.0, required=False, initial=0.0, help_text="Likert only: |Δ| ≤ margin is a tie"
+    )
+    rule = forms.ChoiceField(
+        choices=[
+            ("average", "the most probable answer, averaged over both orders"),
+            ("consistent", "MT-Bench's swap rule: a win only when both orders agree"),
+        ],
+        required=False,
+        label="The judge's vote",
+    )
+
+    def __init__(self, *args: Any, sources: list[tuple[str, str]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["against"].choices = [("", "none"), *sources]
+
+    def options(self) -> dict[str, Any]:
+        """The report's options: the defaults (every Likert judgment, margin 0, votes by
+        the averaged preference) unless the query chose others."""
+        data = self.cleaned_data if self.is_bound and self.is_valid() else {}
+        return {
+            "source": data.get("against", "likert") if self.is_bound else "likert",
+            "margin": data.get("margin") or 0.0,
+            "rule": data.get("rule") or "average",
+        }
 
 
 class StudyForm(forms.Form):

@@ -16,7 +16,10 @@ is filled once Django's apps are ready:
 - :data:`study_campaigns`: what the study page lists as the study's campaigns;
 - :data:`demo_setup`: what an app adds to the demo study (the demo campaign);
 - :data:`job_sources`: an app's queued and running work for the jobs page (learned
-  metrics in training).
+  metrics in training);
+- :data:`pairwise_campaigns`: the dataset's pairwise campaigns, their pairs of outputs
+  (what a pairwise judge run may judge) and their answers as preferences (what the
+  judge is compared with).
 
 With a hook empty (a deployment without the app), the services go on without it: no such
 source, nobody flagged, every judgment weighing 1, no test split, no campaign.
@@ -117,6 +120,31 @@ class Job:
         )
 
 
+@dataclass(frozen=True)
+class HumanPreference:
+    """One annotator's answer on a pair of outputs of a document, in the pair's frame:
+    ``vote`` 1 when ``output_a`` is better, 0 for a tie, -1 when ``output_b`` is."""
+
+    doc_key: str
+    output_a: int
+    output_b: int
+    annotator: str  # who answered (a key: accounts and files never share one)
+    vote: int
+
+
+@dataclass(frozen=True)
+class PairwiseCampaigns:
+    """The pairwise campaigns an app holds for a dataset."""
+
+    # the dataset's pairwise campaigns: (id, label), oldest first
+    choices: Callable[[Dataset], list[tuple[int, str]]]
+    # a campaign's pairs of outputs, (doc_key, output a, output b) in item order; None
+    # when the id is no pairwise campaign on this dataset
+    pairs: Callable[[Dataset, int], list[tuple[str, int, int]] | None]
+    # a campaign's answers on one aspect (its code); None as for ``pairs``
+    preferences: Callable[[Dataset, int, str], list[HumanPreference] | None]
+
+
 FlaggedAnnotators = Callable[[Dataset], set[int]]
 CompetenceWeights = Callable[[Dataset], dict[tuple[int, int], float]]
 StudyCampaigns = Callable[[Study], list[Any]]
@@ -130,6 +158,7 @@ trained_splits: Hook[TrainedSplit] = Hook("trained_splits")
 study_campaigns: Hook[StudyCampaigns] = Hook("study_campaigns")
 demo_setup: Hook[DemoSetup] = Hook("demo_setup")
 job_sources: Hook[Callable[[], list[Job]]] = Hook("job_sources")
+pairwise_campaigns: Hook[PairwiseCampaigns] = Hook("pairwise_campaigns")
 
 HOOKS = (
     judgment_sources,
@@ -139,6 +168,7 @@ HOOKS = (
     study_campaigns,
     demo_setup,
     job_sources,
+    pairwise_campaigns,
 )
 
 
@@ -181,3 +211,30 @@ def held_out_documents(dataset: Dataset, model_id: int) -> list[str]:
 def campaigns(study: Study) -> list[Any]:
     """The study's campaigns, of every provider."""
     return [campaign for provider in study_campaigns for campaign in provider(study)]
+
+
+def pairwise_campaign_choices(dataset: Dataset) -> list[tuple[int, str]]:
+    """The dataset's pairwise campaigns, of every provider: (id, label)."""
+    return [choice for provider in pairwise_campaigns for choice in provider.choices(dataset)]
+
+
+def campaign_pairs(dataset: Dataset, campaign: int) -> list[tuple[str, int, int]] | None:
+    """The pairs of outputs of pairwise campaign ``campaign`` on ``dataset``, (doc_key,
+    output a, output b); None when no provider has such a campaign."""
+    for provider in pairwise_campaigns:
+        found = provider.pairs(dataset, campaign)
+        if found is not None:
+            return found
+    return None
+
+
+def campaign_preferences(
+    dataset: Dataset, campaign: int, aspect: str
+) -> list[HumanPreference] | None:
+    """The answers of pairwise campaign ``campaign`` on aspect ``aspect`` (its code);
+    None when no provider has such a campaign."""
+    for provider in pairwise_campaigns:
+        found = provider.preferences(dataset, campaign, aspect)
+        if found is not None:
+            return found
+    return None

@@ -34,6 +34,7 @@ urlpatterns = [
     path("runs/<int:pk>/resume/", views.run_resume, name="run-resume"),
     path("runs/<int:pk>/rename/", views.run_rename, name="run-rename"),
     path("runs/<int:pk>/variant/", views.run_variant, name="run-variant"),
+    path("runs/<int:pk>/pairwise/", views.run_pairwise, name="run-pairwise"),
     path("steps/<slug:task>/<str:aspect>/", views.steps_detail, name="steps-detail"),
     path("steps/<slug:task>/<str:aspect>/generate/", views.steps_generate, name="steps-generate"),
     path("datasets/<int:pk>/correlations/", views.correlations, name="correlations"),

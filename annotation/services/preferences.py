@@ -12,6 +12,7 @@ from django.db.models import OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from annotation.models import Assignment, Campaign, PairwiseJudgment
+from studies import hooks
 from studies.models import Aspect, Dataset
 
 
@@ -115,3 +116,65 @@ def preference_pairs(
     for answer in answers:
         if not answer.is_tie:
             yield PreferencePair.of(answer)
+
+
+def _pairwise_campaign(dataset: Dataset, campaign: int) -> Campaign | None:
+    return Campaign.objects.filter(
+        pk=campaign, study__dataset=dataset, mode=Campaign.Mode.PAIRWISE
+    ).first()
+
+
+def pairwise_campaign_choices(dataset: Dataset) -> list[tuple[int, str]]:
+    """The pairwise campaigns of the dataset's studies, oldest first: (id, label)."""
+    rows = (
+        Campaign.objects.filter(study__dataset=dataset, mode=Campaign.Mode.PAIRWISE)
+        .order_by("created_at", "pk")
+        .values_list("pk", "name", "study__name")
+    )
+    return [(pk, f"{name} ({study}, #{pk})") for pk, name, study in rows]
+
+
+def campaign_pairs(dataset: Dataset, campaign: int) -> list[tuple[str, int, int]] | None:
+    """The campaign's pairs of outputs in item order, (doc_key, output a, output b); None
+    when it is no pairwise campaign on ``dataset``."""
+    found = _pairwise_campaign(dataset, campaign)
+    if found is None:
+        return None
+    rows = (
+        found.items.exclude(output_b__isnull=True)
+        .order_by("position")
+        .values_list("document__doc_key", "output_a_id", "output_b_id")
+    )
+    return [(doc, a, b) for doc, a, b in rows]
+
+
+VOTES = {
+    PairwiseJudgment.Choice.A: 1,
+    PairwiseJudgment.Choice.TIE: 0,
+    PairwiseJudgment.Choice.B: -1,
+}
+
+
+def campaign_preferences(
+    dataset: Dataset, campaign: int, aspect: str
+) -> list[hooks.HumanPreference] | None:
+    """The campaign's answers on the aspect of code ``aspect`` as preferences in each
+    item's (output a, output b) frame; None when it is no pairwise campaign on
+    ``dataset``."""
+    found = _pairwise_campaign(dataset, campaign)
+    if found is None:
+        return None
+    chosen = found.aspects.filter(code=aspect).first()
+    if chosen is None:
+        return []
+    return [
+        hooks.HumanPreference(
+            a.doc_key, a.output_a_id, a.output_b_id, f"user:{a.annotator_id}", VOTES[a.choice]
+        )
+        for a in pairwise_answers(campaign=found, aspect=chosen)
+    ]
+
+
+PAIRWISE_CAMPAIGNS = hooks.PairwiseCampaigns(
+    choices=pairwise_campaign_choices, pairs=campaign_pairs, preferences=campaign_preferences
+)

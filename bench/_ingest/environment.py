@@ -15,7 +15,8 @@ from urllib.parse import urlsplit
 
 from _django import production_settings
 
-BENCH_DB = "concordia_bench"
+# one per bench process: two benches on one server never drop each other's database
+BENCH_DB = f"concordia_bench_ingest_{os.getpid()}"
 
 
 @dataclass

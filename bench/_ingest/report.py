@@ -21,6 +21,8 @@ class Row:
     baseline: float | None = None
     rss_mb: float | None = None
     target: float | None = None
+    cold: float | None = None  # the cold import's median, for a re-import's ratio
+    load: tuple[float, float] | None = None  # 1-minute load average before, after
 
     @property
     def median(self) -> float:
@@ -46,7 +48,7 @@ class MemoryRow:
 @dataclass
 class CaseResult:
     rows: list[Row]
-    memory: MemoryRow
+    memory: MemoryRow | None  # None: --skip-memory
     notes: list[str]
 
 
@@ -74,7 +76,9 @@ def report(database: str, repeat: int, results: list[CaseResult], cpu: CpuShare)
                     f"{min(row.seconds):.3f}-{max(row.seconds):.3f}",
                     f"{row.rows / row.median:,.0f}",
                     "1.0" if row.baseline is None else f"{row.median / row.baseline:.1f}",
+                    "-" if row.cold is None else f"{row.median / row.cold:.2f}",
                     "-" if row.rss_mb is None else f"{row.rss_mb:.1f}",
+                    "-" if row.load is None else f"{row.load[0]:.2f}-{row.load[1]:.2f}",
                     target,
                     verdict,
                 ]
@@ -88,26 +92,44 @@ def report(database: str, repeat: int, results: list[CaseResult], cpu: CpuShare)
             "min-max s",
             "outputs/s",
             "x baseline",
+            "x cold",
             "peak RSS +MB",
+            "load 1m",
             "target",
             "result",
         ],
         body,
     )
 
+    print(
+        "\nx cold: the median over the cold import's. peak RSS +MB: the growth of a fresh "
+        "process over one import (cold: into a new dataset; warm: into the timed one). "
+        "load 1m: the 1-minute load average before and after the step."
+    )
+    memory = [result.memory for result in results if result.memory is not None]
+    if memory:  # none: --skip-memory
+        print_memory(memory)
+    for result in results:
+        for note in result.notes:
+            print(f"- {result.rows[0].case}: {note}")
+
+
+def print_memory(memory: list[MemoryRow]) -> None:
+    """Each file's peak memory over a cold import, of the full file and of its first half."""
+    from django.conf import settings
+
     batch = settings.CONCORDIA["IMPORT_BATCH_SIZE"]
     print("\nPeak memory of one cold import in a fresh process (RSS growth over the import):\n")
     memory_body = []
-    for result in results:
-        m = result.memory
+    for m in memory:
         memory_body.append(
             [
                 m.case,
                 f"{m.rss_before_mb:.0f}",
                 f"{m.rows:,}",
                 f"{m.rss_mb:.1f}",
-                f"{m.half_rows:,}",
-                f"{m.half_rss_mb:.1f}",
+                f"{m.half_rows:,}" if m.half_rows else "-",  # 0: --skip-half
+                f"{m.half_rss_mb:.1f}" if m.half_rows else "-",
                 f"{m.mb_per_10k:.2f}" if m.half_rows >= 2 * batch else "n/a",
                 "-" if m.tracemalloc_mb is None else f"{m.tracemalloc_mb:.1f}",
             ]
@@ -132,6 +154,3 @@ def report(database: str, repeat: int, results: list[CaseResult], cpu: CpuShare)
         "(full - half) / (outputs - half outputs), shown when the half file holds at least "
         "two batches (below that, one batch's working set dominates)."
     )
-    for result in results:
-        for note in result.notes:
-            print(f"- {result.rows[0].case}: {note}")

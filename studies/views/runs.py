@@ -8,9 +8,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from scoring.lm.store import ModelNotInstalled
-from studies.forms import RunForm
+from studies.forms import PairwiseReportForm, RunForm
 from studies.models import MetricRun
 from studies.permissions import visible_datasets, visible_endpoints
+from studies.services.analysis import pairwise_judge
 from studies.services.catalog import endpoints
 from studies.services.runs import (
     RunError,
@@ -27,6 +28,7 @@ from studies.services.runs import (
 )
 from studies.services.runs.geval_check import form_check
 from studies.services.runs.labels import RenameError, rename_run
+from studies.services.runs.pairwise import pair_counts
 from studies.views.helpers import researcher_required, stop_polling_when, wants_partial
 
 
@@ -54,15 +56,17 @@ def run_new(request: HttpRequest, pk: int) -> HttpResponse:
             return redirect("studies:run-detail", pk=started[0].pk)
     status = 400 if request.method == "POST" else 200
     text = endpoints.dataset_text(dataset)  # once: priced for each endpoint and metric
-    served = [  # what each endpoint would cost for GPTScore and G-Eval on this dataset
+    pairs = pair_counts(dataset)  # the pairwise judge's pairs and requests, before it starts
+    served = [  # what each endpoint would cost for GPTScore, G-Eval and all pairs
         (
             e,
             endpoints.estimate_cost(e, dataset, text=text),
             endpoints.estimate_cost(e, dataset, "geval", text=text),
+            endpoints.estimate_cost(e, dataset, "pairwise", text=text, pairs=pairs["pairs"]),
         )
         for e in visible_endpoints(request.user)
     ]
-    context = {"dataset": dataset, "form": form, "endpoints": served}
+    context = {"dataset": dataset, "form": form, "endpoints": served, "pairs": pairs}
     return render(request, "studies/run_new.html", context, status=status)
 
 
@@ -87,6 +91,19 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     partial = wants_partial(request)
     template = "studies/partials/run_progress.html" if partial else "studies/run_detail.html"
     return stop_polling_when(render(request, template, context), partial and run.is_finished)
+
+
+@researcher_required
+def run_pairwise(request: HttpRequest, pk: int) -> HttpResponse:
+    """A pairwise judge run's systems, position bias and agreement with the humans: the
+    page, or its report alone for htmx (the run page loads it)."""
+    run = get_object_or_404(_runs(request).select_related("aspect_version"), pk=pk)
+    form = PairwiseReportForm(request.GET or None, sources=pairwise_judge.agreement_sources(run))
+    report = pairwise_judge.report(run, **form.options())
+    context = {"run": run, "form": form, "report": report, "metric_label": label_of(run.metric)}
+    if wants_partial(request, "pairwise-report"):
+        return render(request, "studies/partials/pairwise_report.html", context)
+    return render(request, "studies/run_pairwise.html", context)
 
 
 @require_POST

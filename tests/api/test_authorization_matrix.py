@@ -29,6 +29,7 @@ from tests.api.routes import (
     client_for,
     kwarg_value,
     requests,
+    routes,
 )
 
 pytestmark = pytest.mark.django_db
@@ -133,6 +134,14 @@ def test_every_route_answers_each_role_as_the_rules_say(world, capsys):
             f"× {len(ROLES)} roles = {checks} checks"
         )
     assert not problems, "\n".join(problems)
+
+
+def test_the_pairwise_judge_routes_are_walked():
+    # a run's pairs page and its API (issue 25): research routes of the run's dataset
+    found = {route.full_name: route for route in routes()}
+    assert {"studies:run-pairwise", "api:run-pairwise"} <= set(found)
+    assert expected(found["api:run-pairwise"]) == RESEARCH_API
+    assert expected(found["studies:run-pairwise"]) == RESEARCH_PAGE
 
 
 def test_a_route_with_an_unknown_kwarg_fails_with_a_message(world):

@@ -220,6 +220,21 @@ def test_a_geval_run_on_the_endpoint_equals_the_local_run_and_writes_its_steps_t
     print(f"\nG-Eval run on the endpoint: max |Δ| {worst:.2e} over {len(here)} outputs")
 
 
+def test_a_pairwise_judge_on_the_endpoint_equals_the_local_judge(
+    demo, vllm_server: Served, fault_proxy: FaultProxy
+):
+    add_endpoint(fault_proxy.url)
+    local = run_metric("--metric", "pairwise", "--limit-docs", "1")
+    served = run_metric("--metric", "pairwise", "--limit-docs", "1", "--endpoint", "vllm")
+    assert local.status == served.status == "succeeded", (local.error, served.error)
+    assert served.config["n_requests"] == 30 and served.usage["requests"] >= 30
+    here, there = scores(local), scores(served)
+    assert len(here) == len(there) == 6
+    worst = max(abs(here[k] - there[k]) for k in here)
+    assert worst <= 1e-3, worst
+    print(f"\npairwise judge on the endpoint: max |Δ| {worst:.2e} over {len(here)} outputs")
+
+
 def test_a_redeployed_model_is_a_different_run_and_never_mixes_with_the_old_one(
     demo, cast, vllm_server: Served, fault_proxy: FaultProxy
 ):

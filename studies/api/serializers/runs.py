@@ -47,6 +47,19 @@ class RunCreateSerializer(StrictJsonTypes, serializers.Serializer):  # type: ign
         default="probs",
     )
     n_samples = serializers.IntegerField(default=20, min_value=1, max_value=100)
+    pairs = serializers.ChoiceField(
+        choices=RunForm.base_fields["pairs"].choices,  # type: ignore[attr-defined]
+        default=RunRequest.pairs,
+        help_text="Pairwise judge: all pairs within each document, k sampled pairs per "
+        "document, or a pairwise campaign's pairs; each judged in both orders.",
+    )
+    pairs_per_doc = serializers.IntegerField(
+        default=RunRequest.pairs_per_doc, min_value=1, max_value=10_000, help_text="k (pairs: k)."
+    )
+    campaign = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, help_text="A pairwise campaign's id."
+    )
+    ties = serializers.BooleanField(default=False, help_text="Pairwise judge: allow a tie (C).")
     references = serializers.ChoiceField(
         choices=RunForm.base_fields["references"].choices, default=""
     )  # type: ignore[attr-defined]

@@ -31,6 +31,7 @@ from studies.api.views.common import (
     query_of,
 )
 from studies.models import MetricRun, MetricScore
+from studies.services.analysis.pairwise_judge import RESAMPLES, VOTE_RULES, as_dict, report
 from studies.services.csvfile import CsvWriter
 from studies.services.runs import RunError, cancel_run, resume_run, start_requested
 from studies.services.runs.labels import RenameError, rename_run
@@ -38,6 +39,23 @@ from studies.services.runs.labels import RenameError, rename_run
 
 class ScoresExportQuery(serializers.Serializer):  # type: ignore[type-arg]
     file_format = serializers.ChoiceField(choices=["jsonl", "csv"], default="jsonl")
+
+
+class PairwiseQuery(serializers.Serializer):  # type: ignore[type-arg]
+    against = serializers.CharField(
+        default="likert",
+        allow_blank=True,
+        max_length=300,
+        help_text="Human preferences: 'likert' (every Likert judgment), 'likert:<source>' "
+        "(a dashboards source: file:…, import:…, campaign:…), 'pairwise:<campaign id>', "
+        "or empty for none.",
+    )
+    margin = serializers.FloatField(
+        default=0.0, min_value=0.0, help_text="Likert: a difference of at most this is a tie."
+    )
+    rule = serializers.ChoiceField(choices=list(VOTE_RULES), default="average")
+    seed = serializers.IntegerField(default=0)
+    resamples = serializers.IntegerField(default=RESAMPLES, min_value=1, max_value=10_000)
 
 
 @extend_schema_view(
@@ -126,6 +144,43 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         run = self.get_object()
         page = self.paginate_queryset(_scores(run))
         return self.get_paginated_response(RunScoreSerializer(page, many=True).data)
+
+    @extend_schema(
+        summary="A pairwise judge run: systems' win rates and Bradley–Terry strengths with "
+        "bootstrap intervals, position consistency, first-position preference, and agreement "
+        "with human preferences beside human–human agreement",
+        parameters=[PairwiseQuery],
+        responses={200: OpenApiTypes.OBJECT, 409: ErrorSerializer},
+    )
+    @action(detail=True, methods=["get"], filterset_fields=[], ordering_fields=[])
+    def pairwise(self, request: Request, pk: Any = None) -> Response:
+        run = self.get_object()
+        if run.metric != "pairwise":
+            return error_response(409, f"Run {run.pk} is no pairwise judge run ({run.metric}).")
+        query = PairwiseQuery(data=query_of(request))
+        query.is_valid(raise_exception=True)
+        q = query.validated_data
+        found = report(
+            run,
+            q["against"],
+            margin=q["margin"],
+            rule=q["rule"],
+            seed=q["seed"],
+            n_resamples=q["resamples"],
+        )
+        if found.summary is None:
+            return error_response(409, found.problem)
+        return Response(
+            {
+                "run": run.pk,
+                "summary": as_dict(found.summary),
+                "against": found.source,
+                "margin": found.margin,
+                "rule": found.rule,
+                "agreement": as_dict(found.agreement) if found.agreement else None,
+                "agreement_problem": found.agreement_problem,
+            }
+        )
 
     @extend_schema(
         summary="The run's scores as one streamed file (JSONL or CSV)",

@@ -1,6 +1,7 @@
 """``python manage.py run_metric --dataset summeval --metric gptscore --aspect coherence
 --setting IST --dimension src-hypo --model default [--limit-docs N]``; also
-``--metric geval`` (with ``--steps``, ``--weighting``, ``--estimation``) and the baselines
+``--metric geval`` (with ``--steps``, ``--weighting``, ``--estimation``), ``--metric
+pairwise`` (with ``--pairs``, ``--pairs-per-doc``, ``--campaign``, ``--ties``) and the baselines
 ``rouge`` (three runs: ROUGE-1, -2, -L), ``rouge1``, ``rouge2``, ``rougeL``, ``bleu``,
 ``chrf``, ``bertscore``, the sentinels ``length`` and ``random``; ``--metric learned
 --model ID`` scores with a trained metric. ``--sentinels`` adds the three sentinel
@@ -90,7 +91,19 @@ class Command(BaseCommand):
             choices=["probs", "sampled"],
             help="G-Eval: read probabilities, or sample n answers",
         )
-        parser.add_argument("--samples", type=int, default=20, help="G-Eval sampled: n")
+        parser.add_argument(
+            "--samples", type=int, default=20, help="G-Eval, pairwise judge sampled: n"
+        )
+        parser.add_argument(
+            "--pairs",
+            default=RunRequest.pairs,
+            choices=["all", "k", "campaign"],
+            help="pairwise judge: all pairs within each document, --pairs-per-doc seeded "
+            "pairs per document (--seed), or the pairs of pairwise --campaign",
+        )
+        parser.add_argument("--pairs-per-doc", type=int, default=RunRequest.pairs_per_doc)
+        parser.add_argument("--campaign", type=int, help="pairwise judge: a pairwise campaign")
+        parser.add_argument("--ties", action="store_true", help="pairwise judge: allow a tie")
         parser.add_argument("--layer", type=int, help="BERTScore: encoder layer (default last)")
         parser.add_argument("--batch-size", type=int, default=8)
         parser.add_argument(
@@ -207,6 +220,10 @@ class Command(BaseCommand):
             endpoint=opts["endpoint"],
             cost_cap=opts["cost_cap"],
             doc_keys=self.test_docs(opts["test_docs_of"], dataset.name),
+            pairs=opts["pairs"],
+            pairs_per_doc=opts["pairs_per_doc"],
+            campaign=opts["campaign"],
+            ties=opts["ties"],
         )
         try:
             # the operator's shell may name any local path; web requests may not

@@ -263,7 +263,8 @@ def describe(endpoint: Endpoint) -> dict[str, Any]:
 
 
 CHARS_PER_TOKEN = 4  # English text with a modern tokenizer: about 4 characters a token
-PROMPT_CHARS = {"gptscore": 200, "geval": 1500}  # a template's or a rating form's own text
+# a template's, a rating form's or a pairwise question's own text
+PROMPT_CHARS = {"gptscore": 200, "geval": 1500, "pairwise": 700}
 REQUESTS = {"gptscore": 1, "geval": 2}  # per output: GPTScore's one, G-Eval's label walk
 
 
@@ -289,20 +290,33 @@ def estimate_cost(
     n_samples: int = 0,
     directions: int = 1,
     text: dict[str, int] | None = None,
+    pairs: int | None = None,
 ) -> dict[str, Any]:
     """What a run would spend on ``endpoint``, before it starts: the dataset's sources
     and outputs in tokens (characters / 4, plus the prompt's own text) times the
     endpoint's prices. ``n_samples``: G-Eval's sampled estimate (8 tokens a sample);
     ``directions``: GPTScore's avg-f scores each output twice; ``text``: the dataset's
-    :func:`dataset_text`, when the caller prices several runs of it."""
+    :func:`dataset_text`, when the caller prices several runs of it; ``pairs``: a
+    pairwise judge's pairs, each asked in two orders (a source and two outputs of the
+    average length, one answer token; or 8 a sample)."""
     found = text if text is not None else dataset_text(dataset, limit_docs)
     n = int(found["n"] or 0)
-    chars = int(found["text"] or 0) + int(found["source"] or 0) + n * PROMPT_CHARS.get(metric, 500)
-    requests = n * REQUESTS.get(metric, 1) * max(1, directions)
-    prompt = chars * REQUESTS.get(metric, 1) * max(1, directions) // CHARS_PER_TOKEN
-    completion = n * (8 * n_samples if n_samples else REQUESTS.get(metric, 1) - 1)
+    extra: dict[str, Any] = {}
+    if pairs is not None:  # each prompt: the source, two outputs and the question
+        per_request = (int(found["source"] or 0) + 2 * int(found["text"] or 0)) / max(n, 1)
+        requests = 2 * pairs
+        prompt = int(requests * (per_request + PROMPT_CHARS.get(metric, 500))) // CHARS_PER_TOKEN
+        completion = requests * (8 * n_samples if n_samples else 1)
+        extra = {"pairs": pairs}
+    else:
+        chars = int(found["text"] or 0) + int(found["source"] or 0)
+        chars += n * PROMPT_CHARS.get(metric, 500)
+        requests = n * REQUESTS.get(metric, 1) * max(1, directions)
+        prompt = chars * REQUESTS.get(metric, 1) * max(1, directions) // CHARS_PER_TOKEN
+        completion = n * (8 * n_samples if n_samples else REQUESTS.get(metric, 1) - 1)
     return {
         "outputs": n,
+        **extra,
         "requests": requests,
         "prompt_tokens": prompt,
         "completion_tokens": completion,

@@ -62,10 +62,38 @@ def import_file(path: Path | str, options: ImportOptions) -> ImportSummary:
         for run in runs.values():
             run.total = run.done = run.scores.count()
             run.save(update_fields=["total", "done"])
+        # always: an unchanged file uploaded again is a new import job, a new judgment
+        # source for the pages' source control (cached per data version)
         dataset.bump_data_version()
+        transaction.on_commit(lambda: _refresh_statistics(summary), robust=True)
     summary.seconds = round(time.perf_counter() - started, 3)
     log.info("imported %s into %s: %s", options.file_name, options.dataset, summary.as_dict())
     return summary
+
+
+def _refresh_statistics(summary: ImportSummary) -> None:
+    """On PostgreSQL, analyse the tables this import grew as autovacuum would a minute or
+    so later (its default threshold: 50 rows plus a tenth of the table), now.
+
+    Without statistics PostgreSQL takes an ``IN`` list of a batch's ids to match the whole
+    table and walks the dataset's or the run's index instead, once per batch: a re-import
+    right after a large import would read every score of the run for every batch.
+    """
+    if connection.vendor != "postgresql":
+        return
+    created = {
+        Document: summary.documents["created"],
+        Output: summary.outputs["created"],
+        Judgment: summary.judgments["created"],
+        MetricScore: summary.metric_scores["created"],
+    }
+    with connection.cursor() as cursor:
+        for model, rows in created.items():
+            table = connection.ops.quote_name(model._meta.db_table)
+            cursor.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [table])
+            (known,) = cursor.fetchone()  # -1: never analysed
+            if rows >= 50 + 0.1 * max(known, 0):
+                cursor.execute(f"ANALYZE {table}")
 
 
 def _dataset(options: ImportOptions) -> Dataset:
@@ -103,7 +131,13 @@ def _imported_runs(
 
 
 class _ChunkWriter:
-    """Upserts one batch of records at a time with a handful of queries per batch."""
+    """Upserts one batch of records at a time with a handful of queries per batch.
+
+    Each batch looks up only its own rows, through an index keyed by the batch (document
+    keys, document ids, output ids), so a batch costs the same whatever the table holds;
+    existing rows come back as plain tuples, compared in Python, and only the rows whose
+    value differs are written: a re-import of an unchanged file writes no row.
+    """
 
     def __init__(
         self,
@@ -125,72 +159,80 @@ class _ChunkWriter:
     def write(self, chunk: list[Record]) -> None:
         latest = {(r.doc_id, r.system_id): r for r in chunk}  # a repeated line: the last one wins
         records = list(latest.values())
-        self._documents(records)
-        output_ids = self._outputs(records)
+        new_docs = self._documents(records)
+        output_ids = self._outputs(records, new_docs)
         self._judgments(records, output_ids)
         self._metric_scores(records, output_ids)
 
-    def _documents(self, records: list[Record]) -> None:
+    def _documents(self, records: list[Record]) -> set[int]:
+        """Create or update the batch's documents not seen yet; the ids of those created."""
         wanted = {r.doc_id: r for r in records if r.doc_id not in self.doc_ids}
         if not wanted:
-            return
+            return set()
+        found = Document.objects.filter(dataset=self.dataset, doc_key__in=wanted).order_by()
         existing = {
-            d.doc_key: d for d in Document.objects.filter(dataset=self.dataset, doc_key__in=wanted)
+            key: (pk, (source, references, context))
+            for pk, key, source, references, context in found.values_list(
+                "pk", "doc_key", "source", "references", "context"
+            )
         }
         new, changed = [], []
         for key, r in wanted.items():
-            doc = existing.get(key)
             fields = {"source": r.source, "references": list(r.references), "context": r.context}
-            if doc is None:
+            if key not in existing:
                 new.append(Document(dataset=self.dataset, doc_key=key, **fields))
-            elif any(getattr(doc, k) != v for k, v in fields.items()):
-                for k, v in fields.items():
-                    setattr(doc, k, v)
-                changed.append(doc)
-            else:
-                self.doc_ids[key] = doc.pk
+                continue
+            pk, stored = existing[key]
+            self.doc_ids[key] = pk
+            if stored != tuple(fields.values()):
+                changed.append(Document(pk=pk, doc_key=key, **fields))
         Document.objects.bulk_create(new)
         Document.objects.bulk_update(changed, ["source", "references", "context"])
         self.summary.documents["created"] += len(new)
         self.summary.documents["updated"] += len(changed)
-        for doc in [*new, *changed]:
-            self.doc_ids[doc.doc_key] = doc.pk
         if any(doc.pk is None for doc in new):  # backends that do not return ids
-            self.doc_ids.update(
-                Document.objects.filter(dataset=self.dataset, doc_key__in=wanted).values_list(
-                    "doc_key", "pk"
-                )
-            )
+            created = Document.objects.filter(dataset=self.dataset, doc_key__in=wanted)
+            self.doc_ids.update(created.order_by().values_list("doc_key", "pk"))
+        else:
+            self.doc_ids.update((doc.doc_key, doc.pk) for doc in new)
+        return {self.doc_ids[doc.doc_key] for doc in new}
 
-    def _outputs(self, records: list[Record]) -> dict[tuple[str, str], int]:
-        doc_pks = {self.doc_ids[r.doc_id] for r in records}
-        existing = {
-            (o.document_id, o.system_id): o for o in Output.objects.filter(document_id__in=doc_pks)
-        }
+    def _outputs(self, records: list[Record], new_docs: set[int]) -> dict[tuple[str, str], int]:
+        # a document created in this batch has no outputs yet: nothing to look up
+        doc_pks = {self.doc_ids[r.doc_id] for r in records} - new_docs
+        existing = self._existing_outputs(doc_pks)
         new, changed = [], []
         for r in records:
-            pk = self.doc_ids[r.doc_id]
-            out = existing.get((pk, r.system_id))
-            if out is None:
-                new.append(Output(document_id=pk, system_id=r.system_id, text=r.output))
-            elif out.text != r.output:
-                out.text = r.output
-                changed.append(out)
+            key = (self.doc_ids[r.doc_id], r.system_id)
+            if key not in existing:
+                new.append(Output(document_id=key[0], system_id=r.system_id, text=r.output))
+                continue
+            pk, text = existing[key]
+            if text != r.output:
+                changed.append(Output(pk=pk, text=r.output))
         Output.objects.bulk_create(new)
         Output.objects.bulk_update(changed, ["text"])
         self.summary.outputs["created"] += len(new)
         self.summary.outputs["updated"] += len(changed)
         if any(o.pk is None for o in new):
-            existing = {
-                (o.document_id, o.system_id): o
-                for o in Output.objects.filter(document_id__in=doc_pks)
-            }
+            existing = self._existing_outputs({o.document_id for o in new} | doc_pks)
         else:
-            existing.update({(o.document_id, o.system_id): o for o in new})
-        self.new_outputs = {existing[(o.document_id, o.system_id)].pk for o in new}
+            existing.update({(o.document_id, o.system_id): (o.pk, o.text) for o in new})
+        self.new_outputs = {existing[(o.document_id, o.system_id)][0] for o in new}
         return {
-            (r.doc_id, r.system_id): existing[(self.doc_ids[r.doc_id], r.system_id)].pk
+            (r.doc_id, r.system_id): existing[(self.doc_ids[r.doc_id], r.system_id)][0]
             for r in records
+        }
+
+    @staticmethod
+    def _existing_outputs(doc_pks: set[int]) -> dict[tuple[int, str], tuple[int, str]]:
+        """(document id, system id) -> (output id, text) of those documents' outputs."""
+        if not doc_pks:
+            return {}
+        rows = Output.objects.filter(document_id__in=doc_pks).order_by()
+        return {
+            (doc, system): (pk, text)
+            for pk, doc, system, text in rows.values_list("pk", "document_id", "system_id", "text")
         }
 
     def _judgments(self, records: list[Record], output_ids: dict[tuple[str, str], int]) -> None:
@@ -204,19 +246,24 @@ class _ChunkWriter:
         if not wanted:
             return
         known = {o for o, _a in wanted} - self.new_outputs
-        existing = (
-            Judgment.objects.filter(
-                output_id__in=known, annotator__isnull=True, import_file=self.file_name
-            )
-            if known
-            else Judgment.objects.none()
-        )
+        existing: list[tuple[int, int, int, float]] = []
+        if known:
+            # By output ids alone, and the annotator checked here: with "annotator IS NULL"
+            # in the query, SQLite (without statistics) walks the annotator index, that is
+            # every imported judgment of every dataset, once per batch.
+            rows = Judgment.objects.filter(output_id__in=known, import_file=self.file_name)
+            existing = [
+                (pk, output, aspect, value)
+                for pk, output, aspect, value, annotator in rows.order_by().values_list(
+                    "pk", "output_id", "aspect_id", "value", "annotator_id"
+                )
+                if annotator is None
+            ]
         now = timezone.now()
         self._upsert(
             Judgment,
             existing,
             wanted,
-            ("output_id", "aspect_id"),
             ("output_id", "aspect_id", "value", "import_file", "created_at", "updated_at"),
             lambda key, value: (key[0], key[1], value, self.file_name, now, now),
             self.summary.judgments,
@@ -231,16 +278,16 @@ class _ChunkWriter:
         if not wanted:
             return
         known = {o for _r, o in wanted} - self.new_outputs
-        existing = (
-            MetricScore.objects.filter(output_id__in=known, run_id__in={run for run, _o in wanted})
-            if known
-            else MetricScore.objects.none()
-        )
+        existing: list[tuple[int, int, int, float]] = []
+        if known:
+            rows = MetricScore.objects.filter(
+                output_id__in=known, run_id__in={run for run, _o in wanted}
+            )
+            existing = list(rows.order_by().values_list("pk", "run_id", "output_id", "value"))
         self._upsert(
             MetricScore,
             existing,
             wanted,
-            ("run_id", "output_id"),
             ("run_id", "output_id", "value", "details", "error"),
             lambda key, value: (key[0], key[1], value, "{}", ""),
             self.summary.metric_scores,
@@ -249,27 +296,27 @@ class _ChunkWriter:
     @staticmethod
     def _upsert(
         model: Any,
-        existing: Any,
+        existing: list[tuple[int, int, int, float]],
         wanted: dict[tuple[int, int], float],
-        key_fields: tuple[str, str],
         columns: tuple[str, ...],
         build: Any,
         counts: dict[str, int],
     ) -> None:
-        """Create the missing rows of ``wanted`` and update those whose value changed.
+        """Create the missing rows of ``wanted`` and update those whose value changed;
+        ``existing`` holds (pk, key, key, value) of the rows already there.
 
         New rows go in with one ``executemany``: hundreds of thousands of judgments would
-        spend most of the import building model instances and compiling their SQL.
+        spend most of the import building model instances and compiling their SQL. Rows
+        already there stay tuples for the same reason; only a changed one becomes an
+        instance, for ``bulk_update``.
         """
         changed = []
-        for row in existing.only("pk", *key_fields, "value"):
-            key = (getattr(row, key_fields[0]), getattr(row, key_fields[1]))
-            if key not in wanted:
+        for pk, first, second, value in existing:
+            if (first, second) not in wanted:
                 continue
-            value = wanted.pop(key)
-            if row.value != value:
-                row.value = value
-                changed.append(row)
+            new_value = wanted.pop((first, second))
+            if value != new_value:
+                changed.append(model(pk=pk, value=new_value))
         _insert(model, columns, [build(key, value) for key, value in wanted.items()])
         model.objects.bulk_update(changed, ["value"], batch_size=1000)
         counts["created"] += len(wanted)

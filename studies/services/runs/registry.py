@@ -15,6 +15,7 @@ from typing import Any, overload
 from studies.services.runs.baselines import RUNNERS as BASELINES
 from studies.services.runs.geval import RUNNER as GEVAL
 from studies.services.runs.gptscore import RUNNER as GPTSCORE
+from studies.services.runs.pairwise import RUNNER as PAIRWISE
 from studies.services.runs.types import ABOUT_PAGE, Queue, Runner
 
 _runners: list[Runner] = []  # in registration order: the order of every list of metrics
@@ -154,5 +155,6 @@ METRIC_GROUPS: Mapping[str, tuple[str, ...]] = _Groups()
 
 register(GPTSCORE)
 register(GEVAL)
+register(PAIRWISE)
 for _baseline in BASELINES:  # ROUGE, BLEU/chrF, BERTScore, length, random
     register(_baseline)

@@ -47,6 +47,7 @@ def start_run(
             limit_docs=request.limit_docs,
             n_samples=request.n_samples if request.estimation == "sampled" else 0,
             directions=2 if plan.config.get("dimension") == "avg_f" else 1,
+            pairs=plan.config.get("n_pairs"),
         )
     if request.doc_keys:
         plan.config["doc_keys"] = sorted(request.doc_keys)

@@ -69,6 +69,12 @@ class RunRequest:
     precision: str = "auto"  # GPTScore, G-Eval: "auto", "exact" (float32) or "fast" (bf16 on a GPU)
     endpoint: str = ""  # a served endpoint's name (GPTScore, G-Eval): scored there, not here
     cost_cap: float | None = None  # a served run stops before spending more than this
+    # pairwise judge: which pairs ("all" within each document, "k" seeded pairs per
+    # document, "campaign": a pairwise campaign's), k, the campaign's id, a tie answer
+    pairs: str = "all"
+    pairs_per_doc: int = 10
+    campaign: int | None = None
+    ties: bool = False
 
 
 Builder = Callable[[Dataset, RunRequest, Any], Plan]  # (dataset, request, user) → plan
