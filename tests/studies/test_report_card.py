@@ -13,7 +13,7 @@ from scoring.stats.judge_agreement import pointwise_agreement
 from studies.models import Judgment, Output
 from studies.services.analysis.dashboards import compute_and_cache
 from studies.services.analysis.report_card import CardParams, compute_card
-from tests.studies.report_card_data import SCALE, build_panel
+from tests.studies.report_card_data import SCALE, add_pairwise_run, build_panel
 
 pytestmark = pytest.mark.django_db
 
@@ -200,3 +200,25 @@ def test_a_judge_no_better_than_a_sentinel_cannot_replace_annotators(panel):
     row = rows_by_label(card)[("mean judge", "COH")]
     assert row["sentinel"]["fails"]["label"] == "length"
     assert row["verdict"]["code"] == "cannot" and "sentinel length" in row["verdict"]["text"]
+
+
+def test_a_pairwise_judges_row_shows_its_position_consistency_and_first_position_bias(panel):
+    from studies.services.analysis.pairwise_judge import summary
+
+    run = add_pairwise_run(panel)
+    card = compute_card(panel.dataset, CardParams(aspects=("COH",), resamples=20))
+    row = next(r for r in card["rows"] if r["run"]["pk"] == run.pk)
+    position = row["position"]
+    assert position["n_pairs"] == 80 and position["n_consistent"] == 40
+    assert position["position_consistency"] == pytest.approx(0.5)
+    assert (position["n_first"], position["n_second"]) == (120, 40)
+    assert position["first_position_share"] == pytest.approx(0.75)
+    expected = summary(run, n_resamples=1)
+    assert position["first_position_p"] == pytest.approx(expected.first_position_p)
+    assert position["first_position_p"] < 1e-6
+    assert (
+        "mind its position bias: 0.75 of its verdicts go to the output shown first"
+        in (row["verdict"]["text"])
+    )
+    others = [r for r in card["rows"] if r["run"]["pk"] != run.pk]
+    assert all(r["position"] is None for r in others)

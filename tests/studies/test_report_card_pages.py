@@ -15,7 +15,7 @@ from studies.models import Aspect, Study
 from studies.services.analysis.report_card import CardParams, sorted_rows
 from studies.services.analysis.report_card.store import cached_card
 from studies.services.jobs import all_jobs
-from tests.studies.report_card_data import build_panel
+from tests.studies.report_card_data import add_pairwise_run, build_panel
 
 pytestmark = pytest.mark.django_db
 
@@ -161,3 +161,16 @@ def test_a_large_datasets_card_is_computed_by_the_light_worker(
     panel.dataset.bump_data_version()  # new data: a new card
     panel.dataset.refresh_from_db()
     assert cached_card(panel.dataset, params) is None
+
+
+def test_a_pairwise_judges_position_columns_show_on_the_page_and_in_the_csv(client, panel, cast):
+    run = add_pairwise_run(panel)
+    client.force_login(cast["owner"])
+    body = page(client, panel, sort="first").content.decode()
+    assert 'class="num card-position"' in body and "40 of 80 pairs keep their verdict" in body
+    assert 'id="sort-position"' in body and body.count("not pairwise") == 4
+    lines = list(csv.DictReader(io.StringIO(export(client, panel, "csv").content.decode())))
+    mine = next(line for line in lines if int(line["run_id"]) == run.pk)
+    assert float(mine["position_consistency"]) == 0.5 and mine["pairs"] == "80"
+    assert float(mine["first_position_share"]) == 0.75
+    assert all(line["pairs"] == "" for line in lines if line is not mine)

@@ -7,7 +7,8 @@ the matrix cell's) beside the human ceiling; agreement on the annotators' ordina
 (quadratic-weighted κ, Gwet's AC1, Krippendorff's α, with intervals by document, the
 judge's scores put on that scale as ``binning`` says); the alternative-annotator test;
 the matrix's sentinel check; length bias (the diagnostics'); self-consistency (sampled
-runs); the change from its prompt variant (a run of the same judge with another
+runs); a pairwise judge's position consistency and first-position preference
+(:func:`studies.services.analysis.pairwise_judge.summary`); the change from its prompt variant (a run of the same judge with another
 template or aspect definition version); requests, tokens, cost and wall time per 1,000
 outputs; a verdict (:mod:`.verdict`).
 
@@ -42,6 +43,7 @@ from studies.services.analysis.report_card.evidence import (
     consistency_of,
     cost_per_thousand,
     num,
+    position_of,
     prompt_variant,
 )
 from studies.services.analysis.report_card.params import CardParams
@@ -240,6 +242,7 @@ def _row(
             "coefficient": c.length["coefficient_label"],
         },
         "self_consistency": consistency_of(run),
+        "position": position_of(run, mp.seed, params.confidence),
         "prompt": _prompt_change(c, run, i, j, result.options),
         "cost": cost_per_thousand(run),
         "links": _links(c, info, aspect),

@@ -17,6 +17,7 @@ from scoring.stats.judge_agreement import Estimate, pointwise_agreement
 from scoring.stats.scales import scale_points, to_scale
 from studies.models import MetricRun, MetricScore
 from studies.services.analysis.frames import AspectInfo, ScoreFrame
+from studies.services.analysis.pairwise_judge import PairwiseUnavailable, summary
 
 # the alt-test's requirements (the paper's): three annotators per item, 30 items each
 MIN_ANNOTATORS = 3
@@ -187,6 +188,32 @@ def consistency_of(run: MetricRun) -> dict[str, Any] | None:
 def _label(value: float) -> str:
     """How a scale point is written in a stored distribution ("3", or "2.5")."""
     return str(int(value)) if value == int(value) else str(value)
+
+
+def position_of(run: MetricRun, seed: int, confidence: float) -> dict[str, Any] | None:
+    """A pairwise judge run's position consistency (the share of pairs whose verdict
+    survives the swap) and first-position preference (the share of verdicts for the
+    output shown first, with its interval and the exact binomial test against one half),
+    from :func:`studies.services.analysis.pairwise_judge.summary`; None for another run."""
+    if run.metric != "pairwise":
+        return None
+    try:  # one resample: the card shows none of the strengths' intervals
+        found = summary(run, seed=seed, n_resamples=1, confidence=confidence)
+    except PairwiseUnavailable as exc:
+        return {"problem": str(exc)}
+    return {
+        "problem": None,
+        "n_pairs": found.n_pairs,
+        "position_consistency": num(found.position_consistency),
+        "n_consistent": found.n_consistent,
+        "first_position_share": num(found.first_position_share),
+        "first_position_low": num(found.first_position_low),
+        "first_position_high": num(found.first_position_high),
+        "first_position_p": num(found.first_position_p),
+        "n_first": found.n_first,
+        "n_second": found.n_second,
+        "n_position_ties": found.n_position_ties,
+    }
 
 
 def cost_per_thousand(run: MetricRun) -> dict[str, Any]:

@@ -19,6 +19,10 @@ def _abs(value: float | None) -> float | None:
     return None if value is None else abs(value)
 
 
+def _from_half(value: float | None) -> float | None:
+    return None if value is None else abs(value - 0.5)
+
+
 @dataclass(frozen=True)
 class Column:
     """A sortable column: its ``sort`` name, header, value and which way is best."""
@@ -49,6 +53,20 @@ COLUMNS = (
         title="the judge's correlation with output length (closest to 0 first)",
     ),
     Column("icc", "ICC(1)", lambda r: (r["self_consistency"] or {}).get("icc1")),
+    Column(
+        "position",
+        "Position cons.",
+        lambda r: (r["position"] or {}).get("position_consistency"),
+        title="a pairwise judge: the share of pairs whose verdict survives the swap",
+    ),
+    Column(
+        "first",
+        "First pos.",
+        lambda r: _from_half((r["position"] or {}).get("first_position_share")),
+        best_high=False,
+        title="a pairwise judge: the share of verdicts for the output shown first "
+        "(closest to one half first)",
+    ),
     Column(
         "prompt",
         "Prompt Δ",
@@ -114,6 +132,12 @@ HEADER = [
     "icc1",
     "icc1k",
     "mean_within_sd",
+    "pairs",
+    "position_consistency",
+    "first_position_share",
+    "first_position_low",
+    "first_position_high",
+    "first_position_p",
     "prompt_variant_of",
     "prompt_delta",
     "prompt_delta_low",
@@ -138,6 +162,7 @@ def _line(row: dict[str, Any]) -> list[Any]:
     corr, agree, alt = row["correlation"], row["agreement"], row["alt_test"]
     failed, length = row["sentinel"]["fails"], row["length"]
     consistency, prompt, cost = row["self_consistency"] or {}, row["prompt"] or {}, row["cost"]
+    position = row.get("position") or {}
     flips = "; ".join(
         f"{f['system']} {f['against_rank']:g}→{f['rank']:g}" for f in prompt.get("rank_changes", [])
     )
@@ -174,6 +199,17 @@ def _line(row: dict[str, Any]) -> list[Any]:
         number(consistency.get("icc1"), 6),
         number(consistency.get("icck"), 6),
         number(consistency.get("mean_within_sd"), 6),
+        position.get("n_pairs", ""),
+        *(
+            number(position.get(k), 6)
+            for k in (
+                "position_consistency",
+                "first_position_share",
+                "first_position_low",
+                "first_position_high",
+                "first_position_p",
+            )
+        ),
         (prompt.get("against") or {}).get("label", ""),
         number(prompt.get("delta"), 6),
         number(prompt.get("low"), 6),

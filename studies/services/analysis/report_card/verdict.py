@@ -15,6 +15,10 @@ adds two checks the test does not make:
   annotator would);
 * ``can``: it passed, and its interval reaches the human ceiling (or there is no ceiling
   to compare with: fewer than two annotators overlap).
+
+A pairwise judge's significant first-position preference is added to any verdict: its
+averaged preferences cancel the bias out, but a judge that leans on position decides
+fewer pairs on their content.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 CAN, CANNOT, UNCLEAR = "can", "cannot", "unclear"
+POSITION_ALPHA = 0.05
 
 
 def _f(value: float | None, digits: int = 2) -> str:
@@ -30,7 +35,22 @@ def _f(value: float | None, digits: int = 2) -> str:
 
 def verdict(row: dict[str, Any], statistic: str) -> dict[str, str]:
     """``{"code": can | cannot | unclear, "text": …}`` for a row (see the module's
-    docstring); ``statistic`` names the correlation (“Spearman ρ, sample-level”)."""
+    docstring); ``statistic`` names the correlation (“Spearman ρ, sample-level”). A
+    pairwise judge that significantly prefers one position (p < 0.05) is told so."""
+    found = _verdict(row, statistic)
+    position = row.get("position") or {}
+    p = position.get("first_position_p")
+    if p is not None and p < POSITION_ALPHA:
+        found["text"] += (
+            f"; mind its position bias: {_f(position['first_position_share'])} of its "
+            f"verdicts go to the output shown first (p = {_f(p, 3)}), and "
+            f"{_f(position['position_consistency'])} of its pairs keep their verdict "
+            "when swapped"
+        )
+    return found
+
+
+def _verdict(row: dict[str, Any], statistic: str) -> dict[str, str]:
     aspect = row["aspect"]["name"].lower()
     alt, corr, sentinel = row["alt_test"], row["correlation"], row["sentinel"]
     eps = f"ε={alt['epsilon']:g}"
