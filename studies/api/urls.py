@@ -78,4 +78,9 @@ urlpatterns = [
         report_card.report_card_view,
         name="dataset-report-card",
     ),
+    path(
+        "studies/<int:pk>/report-card/",
+        report_card.study_report_card_view,
+        name="study-report-card",
+    ),
 ]

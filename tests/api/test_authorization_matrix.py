@@ -168,4 +168,5 @@ def test_the_judge_report_card_routes_are_walked_as_research_pages(world):
         "studies:study-report-card",
     ):
         assert name in names and expected(names[name].route) == RESEARCH_PAGE, name
-    assert expected(names["api:dataset-report-card"].route) == RESEARCH_API
+    for name in ("api:dataset-report-card", "api:study-report-card"):
+        assert expected(names[name].route) == RESEARCH_API, name

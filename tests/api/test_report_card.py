@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from studies.models import Aspect
 from studies.services.analysis.report_card import CardParams, compute_card, sorted_rows
 from tests.api.conftest import errors_body
 
@@ -75,3 +76,15 @@ def test_a_large_datasets_card_answers_202_until_the_worker_has_computed_it(
     tasks.compute_report_card(*sent[0])
     done = world.client("owner").get(url(world))
     assert done.status_code == 200 and len(done.json()["rows"]) == 4
+
+
+def test_a_studys_report_card_is_its_datasets_on_the_studys_aspects(world):
+    world.study.aspects.set(Aspect.objects.filter(code="FLU"))
+    study_url = f"/api/studies/{world.study.pk}/report-card/"
+    body = world.client("owner").get(study_url, {"level": "dataset"}).json()
+    dataset_card = world.client("owner").get(url(world), {"level": "dataset", "aspects": "FLU"})
+    assert {r["aspect"]["code"] for r in body["rows"]} == {"FLU"}
+    assert body["rows"] == dataset_card.json()["rows"]
+    assert world.client("owner").get(study_url, {"eps": "2"}).status_code == 400
+    assert world.client("other_researcher").get(study_url).status_code == 404
+    assert world.client("annotator").get(study_url).status_code == 403

@@ -1,8 +1,10 @@
-"""A dataset's judge report card: the page's data (same service), read-only."""
+"""A dataset's judge report card, and a study's (its dataset's card on the study's
+aspects): the pages' data (same service), read-only."""
 
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
+from django.shortcuts import get_object_or_404
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -11,6 +13,8 @@ from studies.api.permissions import IsResearcher
 from studies.api.serializers.correlations import PendingSerializer
 from studies.api.serializers.report_card import ReportCardQuerySerializer, ReportCardSerializer
 from studies.api.views.common import dataset_or_404, query_of
+from studies.models import Dataset
+from studies.services import studies as study_service
 from studies.services.analysis import report_card
 from studies.services.analysis.report_card import CardParams
 
@@ -23,7 +27,25 @@ from studies.services.analysis.report_card import CardParams
 @api_view(["GET"])
 @permission_classes([IsResearcher])
 def report_card_view(request: Request, pk: int) -> Response:
-    dataset = dataset_or_404(request.user, pk)
+    return _card(request, dataset_or_404(request.user, pk))
+
+
+@extend_schema(
+    summary="A study's report card: its dataset's card on the study's aspects",
+    parameters=[ReportCardQuerySerializer],
+    responses={200: ReportCardSerializer, 202: PendingSerializer},
+)
+@api_view(["GET"])
+@permission_classes([IsResearcher])
+def study_report_card_view(request: Request, pk: int) -> Response:
+    study = get_object_or_404(study_service.owned_studies(request.user), pk=pk)
+    codes = tuple(study.aspects.values_list("code", flat=True))
+    return _card(request, study.dataset, codes)
+
+
+def _card(request: Request, dataset: Dataset, only: tuple[str, ...] = ()) -> Response:
+    """The card of ``dataset`` as the query asks (``only``: the study's aspects, all
+    judged ones when empty), or 202 while a worker computes it."""
     query = ReportCardQuerySerializer(data=query_of(request))
     query.is_valid(raise_exception=True)
     data = query.validated_data
@@ -35,6 +57,8 @@ def report_card_view(request: Request, pk: int) -> Response:
         aspects=tuple(sorted({c for c in data["aspects"].split(",") if c})),
         all_runs=data["runs"] == "all",
     )
+    if only:
+        params = params.only(only)
     card = report_card.available_card(dataset, params, request.user)
     if card is None:
         body = {
