@@ -3,8 +3,8 @@ aspects): the pages' data (same service), read-only."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
 from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.request import Request
 from rest_framework.response import Response
