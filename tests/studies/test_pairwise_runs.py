@@ -312,6 +312,7 @@ def test_the_run_page_the_report_page_and_the_api_show_the_pairs(client, cast, d
     text = full.content.decode()
     assert full.status_code == 200 and 'id="pairwise-systems"' in text and "<html" in text
     assert 'id="pairwise-agreement"' in text and "1.000" in text
+    assert 'id="pairwise-no-human-pairs"' in text  # one import file: no human–human row
     fragment = client.get(url, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="pairwise-report")
     assert b"<html" not in fragment.content and b'id="pairwise-report"' in fragment.content
 
