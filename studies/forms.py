@@ -318,6 +318,15 @@ class PairwiseReportForm(forms.Form):
         required=False,
         label="The judge's vote",
     )
+    interval = forms.ChoiceField(
+        choices=[
+            ("studentized", "studentized bootstrap (best coverage on many documents)"),
+            ("percentile", "percentile bootstrap (for a handful of documents)"),
+            ("bca", "BCa bootstrap"),
+        ],
+        required=False,
+        label="Intervals",
+    )
 
     def __init__(self, *args: Any, sources: list[tuple[str, str]], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -331,6 +340,7 @@ class PairwiseReportForm(forms.Form):
             "source": data.get("against", "likert") if self.is_bound else "likert",
             "margin": data.get("margin") or 0.0,
             "rule": data.get("rule") or "average",
+            "interval": data.get("interval") or "studentized",
         }
 
 

@@ -14,8 +14,11 @@ from django.urls import reverse
 
 from annotation.models import Campaign, Item, PairwiseJudgment
 from scoring.lm.rating import RatingDistribution, RatingRequest
-from studies.models import Aspect, Dataset, MetricRun, MetricScore, Output, Study
+from studies.api.serializers.runs import RunCreateSerializer
+from studies.management.commands.run_metric import Command
+from studies.models import AllowedModel, Aspect, Dataset, MetricRun, MetricScore, Output, Study
 from studies.services.analysis import pairwise_judge as service
+from studies.services.imports import ImportOptions, import_file
 from studies.services.runs import (
     METRICS,
     RunError,
@@ -41,8 +44,6 @@ def tiny_model(tmp_path_factory):  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
-    from studies.services.imports import ImportOptions, import_file
-
     records = [
         record(
             f"d{d}",
@@ -104,9 +105,8 @@ def _values(run: MetricRun) -> dict[tuple[str, str], float | None]:
 
 
 def test_the_registry_lists_the_pairwise_judge_everywhere_metrics_are_listed():
-    from studies.management.commands.run_metric import Command
-
     assert "pairwise" in METRICS and ("pairwise", "Pairwise judge") in metric_choices()
+    assert "pairwise" in RunCreateSerializer().fields["metric"].choices
     assert per_aspect("pairwise") and queue_for("pairwise") == "gpu"
     assert queue_for("pairwise", {"endpoint": {"id": 1}}) == "io"
     parser = Command().create_parser("manage.py", "run_metric")
@@ -216,6 +216,10 @@ def test_a_campaigns_pairs_are_frozen_and_only_its_documents_are_scored(dataset,
         ("d0", "s1"): pytest.approx(0.8),
         ("d0", "s2"): None,
     }
+    narrowed = _start(
+        dataset, tiny_model, pairs="campaign", campaign=campaign.pk, doc_keys=("d0", "d1")
+    )
+    assert narrowed.config["doc_keys"] == ["d0"] and narrowed.total == 3
     with pytest.raises(RunError, match="no pairwise campaign #999"):
         _start(dataset, tiny_model, pairs="campaign", campaign=999)
     with pytest.raises(RunError, match="Choose the pairwise campaign"):
@@ -273,9 +277,13 @@ def test_agreement_with_likert_preferences_at_a_margin_and_with_a_campaign(
     assert (exact.n_items, exact.n_documents) == (9, 3)
     assert math.isnan(exact.human_with_ties.value)  # one import file: no second annotator
     # margin 1.5: only s1 vs s2 (Δ = 2) stays a preference; the judge never says tie
-    wide = service.human_agreement(run, "likert:file:judged.jsonl", margin=1.5, n_resamples=50)
+    wide = service.human_agreement(
+        run, "likert:file:judged.jsonl", margin=1.5, n_resamples=50, interval="percentile"
+    )
     assert wide.with_ties.value == pytest.approx(1 / 3) and wide.without_ties.value == 1.0
-    assert wide.with_ties.low <= wide.with_ties.value <= wide.with_ties.high
+    assert wide.interval == "percentile" and wide.with_ties.low == wide.with_ties.high == 1 / 3
+    with pytest.raises(service.PairwiseUnavailable, match="Unknown interval"):
+        service.human_agreement(run, "likert", interval="normal")  # type: ignore[arg-type]
 
     ann1, ann2 = (UserFactory(username=n, role="annotator") for n in ("ann1", "ann2"))
     # items (s0, s1) and (s1, s2); the judge prefers s1 in both: b, then a
@@ -304,6 +312,7 @@ def test_the_run_page_the_report_page_and_the_api_show_the_pairs(client, cast, d
     text = full.content.decode()
     assert full.status_code == 200 and 'id="pairwise-systems"' in text and "<html" in text
     assert 'id="pairwise-agreement"' in text and "1.000" in text
+    assert 'id="pairwise-no-human-pairs"' in text  # one import file: no human–human row
     fragment = client.get(url, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="pairwise-report")
     assert b"<html" not in fragment.content and b'id="pairwise-report"' in fragment.content
 
@@ -320,8 +329,6 @@ def test_the_run_page_the_report_page_and_the_api_show_the_pairs(client, cast, d
 
 
 def test_the_api_starts_a_pairwise_run_with_its_options(client, cast, dataset, tiny_model):
-    from studies.models import AllowedModel
-
     client.force_login(cast["owner"])
     coh = Aspect.objects.get(code="COH")
     AllowedModel.objects.create(hub_id=tiny_model)  # a path resolves as a local model

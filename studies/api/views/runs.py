@@ -31,7 +31,13 @@ from studies.api.views.common import (
     query_of,
 )
 from studies.models import MetricRun, MetricScore
-from studies.services.analysis.pairwise_judge import RESAMPLES, VOTE_RULES, as_dict, report
+from studies.services.analysis.pairwise_judge import (
+    METHODS,
+    RESAMPLES,
+    VOTE_RULES,
+    as_dict,
+    report,
+)
 from studies.services.csvfile import CsvWriter
 from studies.services.runs import RunError, cancel_run, resume_run, start_requested
 from studies.services.runs.labels import RenameError, rename_run
@@ -54,6 +60,11 @@ class PairwiseQuery(serializers.Serializer):  # type: ignore[type-arg]
         default=0.0, min_value=0.0, help_text="Likert: a difference of at most this is a tie."
     )
     rule = serializers.ChoiceField(choices=list(VOTE_RULES), default="average")
+    interval = serializers.ChoiceField(
+        choices=list(METHODS),
+        default="studentized",
+        help_text="Bootstrap interval by document; percentile for a handful of documents.",
+    )
     seed = serializers.IntegerField(default=0)
     resamples = serializers.IntegerField(default=RESAMPLES, min_value=1, max_value=10_000)
 
@@ -167,6 +178,7 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
             rule=q["rule"],
             seed=q["seed"],
             n_resamples=q["resamples"],
+            interval=q["interval"],
         )
         if found.summary is None:
             return error_response(409, found.problem)
@@ -177,6 +189,7 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
                 "against": found.source,
                 "margin": found.margin,
                 "rule": found.rule,
+                "interval": q["interval"],
                 "agreement": as_dict(found.agreement) if found.agreement else None,
                 "agreement_problem": found.agreement_problem,
             }

@@ -49,7 +49,7 @@ def start_run(
             directions=2 if plan.config.get("dimension") == "avg_f" else 1,
             pairs=plan.config.get("n_pairs"),
         )
-    if request.doc_keys:
+    if request.doc_keys and not plan.config.get("doc_keys"):  # a runner may narrow them
         plan.config["doc_keys"] = sorted(request.doc_keys)
     return save_run(dataset, plan, user=user, enqueue_it=enqueue)
 
