@@ -106,6 +106,21 @@ def test_upload_score_wait_correlate_and_export_through_the_client(
         dataset, "tex", level="dataset", coef="pearson", ci=False
     )
 
+    # the judge report card (the ROUGE runs are baselines: asked for with runs="all")
+    card = api.report_card(dataset, level="dataset", coef="pearson", runs="all", sort="corr")
+    rows = {(r["run"]["pk"], r["aspect"]["code"]): r for r in card["rows"]}
+    assert set(rows) == {(run.id, code) for run in ended for code in ("COH", "FLU")}
+    for run in ended:
+        assert rows[(run.id, "COH")]["correlation"]["value"] == pytest.approx(
+            matrix.value(run.id, "COH"), abs=1e-9
+        )
+    assert [r["run"]["pk"] for r in card["rows"]] == [
+        r["run"]["pk"]
+        for r in sorted(card["rows"], key=lambda r: -r["correlation"]["value"])
+    ]
+    with pytest.raises(Conflict):  # a ROUGE run has no pairs
+        api.pairwise(rouge1)
+
     # the dataset's export: the file's judgments and the run's scores, streamed to a file
     path = api.export_dataset(dataset, "jsonl", to=tmp_path / "council-out.jsonl")
     lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]

@@ -250,11 +250,17 @@ class Client:
         references: str | None = None,
         limit_docs: int | None = None,
         precision: str | None = None,
+        pairs: str | None = None,
+        pairs_per_doc: int | None = None,
+        campaign: int | None = None,
+        ties: bool | None = None,
     ) -> list[Run]:
         """Start a metric on a dataset, as the dataset page's *New metric run* form: one
         run per aspect for GPTScore and G-Eval, three for ``rouge`` (1, 2, L). Options
         left None take the server's defaults; ``aspects`` are ids, codes or Aspects;
-        ``endpoint`` names a served endpoint (then ``model`` is the served model)."""
+        ``endpoint`` names a served endpoint (then ``model`` is the served model); the
+        pairwise judge (``metric="pairwise"``) takes ``pairs`` ("all", "k" with
+        ``pairs_per_doc``, or "campaign" with ``campaign``) and ``ties``."""
         options = {
             "model": model,
             "endpoint": endpoint,
@@ -269,6 +275,10 @@ class Client:
             "references": references,
             "limit_docs": limit_docs,
             "precision": precision,
+            "pairs": pairs,
+            "pairs_per_doc": pairs_per_doc,
+            "campaign": campaign,
+            "ties": ties,
         }
         body: dict[str, Any] = {
             "dataset": _id(dataset),
@@ -368,6 +378,31 @@ class Client:
         )
         return ended
 
+    def pairwise(
+        self,
+        run: int | Run,
+        *,
+        against: str | None = None,
+        margin: float | None = None,
+        rule: str | None = None,
+        interval: str | None = None,
+        seed: int | None = None,
+        resamples: int | None = None,
+    ) -> dict[str, Any]:
+        """A pairwise judge run's report, as its pairs page shows it: per system the win
+        rate and Bradley–Terry strength with intervals, position consistency, the
+        first-position preference, and agreement with human preferences (``against``:
+        "likert", "likert:<source>", "pairwise:<campaign id>" or "" for none)."""
+        query = {
+            "against": against,
+            "margin": margin,
+            "rule": rule,
+            "interval": interval,
+            "seed": seed,
+            "resamples": resamples,
+        }
+        return dict(self._http.send(ops.PAIRWISE, {"id": _id(run)}, query=query).json())
+
     def run_scores(self, run: int | Run) -> list[Score]:
         """The run's scores, one per output (ordered by document, then system)."""
         return self._pages(ops.RUN_SCORES, Score, {}, {"id": _id(run)})
@@ -437,12 +472,42 @@ class Client:
         }
         return self._computed(ops.CORRELATIONS_EXPORT, _id(dataset), query, timeout).text
 
+    def report_card(
+        self,
+        dataset: int | Dataset,
+        *,
+        level: Level | None = None,
+        coef: Coefficient | None = None,
+        eps: float | None = None,
+        ci: str | None = None,
+        aspects: Sequence[str] = (),
+        runs: str | None = None,
+        sort: str | None = None,
+        timeout: float = 300.0,
+    ) -> dict[str, Any]:
+        """The judge report card, as the dataset's page shows it: one row per judge run
+        and aspect with its correlation and interval beside the human ceiling, agreement,
+        the alternative-annotator test at ``eps``, biases, cost and a verdict. While a
+        worker computes it the server answers 202; this waits for it."""
+        query = {
+            "level": level,
+            "coef": coef,
+            "eps": eps,
+            "ci": ci,
+            "aspects": ",".join(aspects) or None,
+            "runs": runs,
+            "sort": sort,
+        }
+        answer = self._computed(ops.REPORT_CARD, _id(dataset), query, timeout, "report card")
+        return dict(answer.json())
+
     def _computed(
         self,
         op: ops.Operation,
         dataset: int,
         query: Mapping[str, QueryValue | None],
         timeout: float,
+        what: str = "correlations",
     ) -> httpx.Response:
         """The answer once it is not 202 (computing), asking again as Retry-After says."""
         deadline = time.monotonic() + timeout
@@ -453,7 +518,7 @@ class Client:
             self._pause(
                 deadline,
                 retry_after(response),
-                f"the correlations of dataset {dataset}",
+                f"the {what} of dataset {dataset}",
                 response.json(),
             )
 

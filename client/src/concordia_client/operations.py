@@ -76,6 +76,10 @@ START_RUNS = Operation(
             "references",
             "limit_docs",
             "precision",
+            "pairs",
+            "pairs_per_doc",
+            "campaign",
+            "ties",
         }
     ),
     content_type=JSON,
@@ -88,6 +92,16 @@ RENAME_RUN = Operation(
     "POST", "/api/runs/{id}/rename/", body=frozenset({"label"}), content_type=JSON, response="Run"
 )
 JOBS = Operation("GET", "/api/jobs/", response="Job")
+PAIRWISE = Operation(
+    "GET",
+    "/api/runs/{id}/pairwise/",
+    frozenset({"against", "margin", "rule", "interval", "seed", "resamples"}),
+)
+REPORT_CARD = Operation(
+    "GET",
+    "/api/datasets/{id}/report-card/",
+    frozenset({"level", "coef", "eps", "ci", "aspects", "runs", "sort"}),
+)
 RUN_SCORES = Operation("GET", "/api/runs/{id}/scores/", PAGES, response="RunScore")
 RUN_SCORES_EXPORT = Operation("GET", "/api/runs/{id}/scores/export/", frozenset({"file_format"}))
 CORRELATIONS = Operation("GET", "/api/datasets/{id}/correlations/", MATRIX, response="Matrix")
@@ -113,6 +127,8 @@ OPERATIONS: tuple[Operation, ...] = (
     JOBS,
     RUN_SCORES,
     RUN_SCORES_EXPORT,
+    PAIRWISE,
     CORRELATIONS,
     CORRELATIONS_EXPORT,
+    REPORT_CARD,
 )
