@@ -115,8 +115,7 @@ def test_upload_score_wait_correlate_and_export_through_the_client(
             matrix.value(run.id, "COH"), abs=1e-9
         )
     assert [r["run"]["pk"] for r in card["rows"]] == [
-        r["run"]["pk"]
-        for r in sorted(card["rows"], key=lambda r: -r["correlation"]["value"])
+        r["run"]["pk"] for r in sorted(card["rows"], key=lambda r: -r["correlation"]["value"])
     ]
     with pytest.raises(Conflict):  # a ROUGE run has no pairs
         api.pairwise(rouge1)
