@@ -215,6 +215,10 @@ CSV_ROUTES: dict[str, Any] = {
         reverse("studies:correlations-paper-export", args=[d.pk, "csv"]) + f"?table={t}"
         for t in tables.PAPER_TABLES
     ],
+    "studies:dataset-report-card-export": lambda d, r: [
+        reverse("studies:dataset-report-card-export", args=[d.pk, "csv"])
+        + "?level=dataset&runs=all"
+    ],
     "api:dataset-export": lambda d, r: [
         reverse("api:dataset-export", args=[d.pk]) + "?file_format=csv"
     ],
