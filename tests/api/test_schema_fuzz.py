@@ -83,6 +83,7 @@ SEMANTIC: dict[str, set[str]] = {
     "GET /api/datasets/{id}/correlations/paper/": STATISTIC_RULES,
     "GET /api/datasets/{id}/correlations/export/": STATISTIC_RULES,
     "GET /api/datasets/{id}/report-card/": STATISTIC_RULES,
+    "GET /api/studies/{id}/report-card/": STATISTIC_RULES,
 }
 
 
