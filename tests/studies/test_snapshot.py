@@ -11,13 +11,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Q
 
 from scoring.stats import Aggregate
 from studies.models import Aspect, Dataset, Document, Judgment, MetricScore, Output
 from studies.services import queue
-from studies.services.analysis import snapshot
+from studies.services.analysis import dashboards, matrix_cost, snapshot
 from studies.services.analysis.dashboards import NO_JUDGMENT, compute_and_cache, frame_for
 from studies.services.analysis.frames import (
     JudgmentFilter,
@@ -341,3 +342,19 @@ def test_the_task_for_a_dataset_deleted_meanwhile_removes_what_is_left(rich):
     assert written.path.exists()
     assert write_snapshot(pk) == "dataset gone"
     assert not written.path.exists()
+
+
+def test_the_pages_sizes_and_sources_come_from_the_manifest_as_from_the_rows(
+    rich, settings, django_assert_max_num_queries
+):
+    dataset, _ = rich
+    snapshot.ensure(dataset)
+    with django_assert_max_num_queries(4):  # the identity, documents, runs: no scan
+        from_manifest = matrix_cost.matrix_size(dataset)
+    sources = dashboards._judgment_sources(dataset)
+    assert {"file:file1.jsonl", "file:file2.jsonl"} <= {value for value, _ in sources}
+    settings.CONCORDIA = {**settings.CONCORDIA, "SNAPSHOTS": False}
+    cache.clear()  # the sizes are cached per data version
+    assert snapshot.current(dataset) is None  # off: not even a written one is read
+    assert matrix_cost.matrix_size(dataset) == from_manifest
+    assert dashboards._judgment_sources(dataset) == sources

@@ -52,7 +52,11 @@ def _judgments(
     accounts[:, 2] = codes
     imported[:, 2] = file_code[imported[:, 2].astype(np.int64)]
     names = [str(usernames.get(int(pk), f"user {pk}")) for pk in user_ids]
-    return np.vstack([accounts, imported]), names + [f"file {f}" for f in files]
+    table = np.vstack([accounts, imported])
+    # by aspect, annotator, then output: sums come out the same whichever path read them
+    # (and whatever order the database returned them in)
+    order = np.lexsort((table[:, 0], table[:, 2], table[:, 1]))
+    return table[order], names + [f"file {f}" for f in files]
 
 
 def _from_rows(

@@ -18,6 +18,7 @@ from django.urls import reverse
 from studies import hooks
 from studies.models import Dataset, ImportJob, Judgment
 from studies.services import queue
+from studies.services.analysis import snapshot
 from studies.services.analysis.ceiling import ceiling_row
 from studies.services.analysis.frames import (
     JudgmentFilter,
@@ -110,8 +111,11 @@ def _judgment_sources(dataset: Dataset) -> list[tuple[str, str]]:
     jobs = ImportJob.objects.filter(dataset=dataset, status=ImportJob.Status.SUCCEEDED)
     uploaded = list(jobs.order_by("created_at").values_list("pk", "original_name"))
     choices = [(f"import:{pk}", f"imported file {name}") for pk, name in uploaded]
+    written = snapshot.current(dataset)  # its manifest names them: no scan of judgments
     files = (
-        Judgment.objects.filter(output__document__dataset=dataset, annotator__isnull=True)
+        written.files
+        if written is not None
+        else Judgment.objects.filter(output__document__dataset=dataset, annotator__isnull=True)
         .order_by("import_file")
         .values_list("import_file", flat=True)
         .distinct()

@@ -70,10 +70,13 @@ def frame_from_rows(
     aspects = aspect_infos(judged.order_by().values_list("aspect_id", flat=True).distinct())
     human = np.full((output_ids.size, len(aspects)), np.nan)
     found = read_rows(
-        judged.values_list("output_id", "aspect_id", "annotator_id", "import_file", "value")
+        judged.values_list("output_id", "aspect_id", "annotator_id", "import_file", "value", "pk")
     )
     if found:
         table = np.array(found, dtype=object)
+        # by output, then id: the order means add up in, whatever order the database
+        # returned (a snapshot stores them so)
+        table = table[np.lexsort((table[:, 5].astype(np.int64), table[:, 0].astype(np.int64)))]
         annotators = np.array(
             [
                 f"u{a}" if a is not None else f"f:{f}"

@@ -143,7 +143,8 @@ def write_outputs(dataset: Dataset, path: Path) -> dict[str, Any]:
 
 def write_judgments(dataset: Dataset, path: Path) -> dict[str, Any]:
     """One file per aspect, the judgments by output then id (the order the row path's
-    query meets them within an output, so means add up in the same order)."""
+    query meets them within an output, so means add up in the same order); the names of
+    the files judgments were imported from."""
     columns: dict[str, list[np.ndarray]] = {
         k: [] for k in ("judgment_id", "output_id", "aspect_id", "annotator_id", "file", "value")
     }
@@ -163,7 +164,7 @@ def write_judgments(dataset: Dataset, path: Path) -> dict[str, Any]:
         columns["file"].append(files.codes(names))
         columns["value"].append(_floats(values))
     if not columns["value"]:
-        return {"aspects": {}, "bytes": 0}
+        return {"aspects": {}, "files": [], "bytes": 0}
     table = {k: np.concatenate(v) for k, v in columns.items()}
     del columns
     file_names, position = files.sorted_codes()
@@ -188,7 +189,7 @@ def write_judgments(dataset: Dataset, path: Path) -> dict[str, Any]:
             judgments_file(path, aspect),
         )
         counts[str(aspect)] = int(rows.size)
-    return {"aspects": counts, "bytes": size}
+    return {"aspects": counts, "files": [f for f in file_names if f], "bytes": size}
 
 
 def write_scores(dataset: Dataset, path: Path) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from typing import Any
 
 from django.conf import settings
 
-FORMAT = 1  # bump when the layout changes: snapshots of another format are rebuilt
+FORMAT = 2  # bump when the layout changes: snapshots of another format are rebuilt
 MANIFEST = "manifest.json"
 VERSION = re.compile(r"^v(\d{12})$")
 TEMPORARY = ".tmp-"  # a snapshot being written: v…<TEMPORARY><pid>-<random>

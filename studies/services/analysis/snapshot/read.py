@@ -58,6 +58,11 @@ class Snapshot:
         return sorted(int(pk) for pk in self.manifest["aspects"])
 
     @property
+    def files(self) -> list[str]:
+        """The names of the files judgments were imported from, sorted."""
+        return [str(f) for f in self.manifest["files"]]
+
+    @property
     def runs(self) -> list[int]:
         """The runs with scores, by id."""
         return sorted(int(pk) for pk in self.manifest["runs"])

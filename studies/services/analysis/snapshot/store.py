@@ -68,7 +68,10 @@ def find(found: Identity) -> Snapshot | None:
 
 
 def current(dataset: Dataset) -> Snapshot | None:
-    """The snapshot of the dataset's data as it is now, if one is written."""
+    """The snapshot of the dataset's data as it is now, if one is written (and snapshots
+    are on)."""
+    if not enabled():
+        return None
     found = identity(dataset.pk)
     return None if found is None else find(found)
 
@@ -140,6 +143,7 @@ def _write(dataset: Dataset, before: Identity) -> Snapshot | None:
             "seconds": round(time.perf_counter() - started, 3),
             **parts[0],
             "aspects": parts[1]["aspects"],
+            "files": parts[1]["files"],
             "runs": parts[2]["runs"],
             "bytes": sum(int(p["bytes"]) for p in parts),
         }
