@@ -137,8 +137,10 @@ def _scores(run: int, outputs: np.ndarray, values: np.ndarray) -> Iterator[tuple
 
 
 def _analyse() -> None:
-    """Planner statistics, as the importer refreshes them after a large import."""
+    """On PostgreSQL, planner statistics, as the importer refreshes them after a large
+    import (SQLite's importer leaves its own: neither does it here)."""
     from django.db import connection
 
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
