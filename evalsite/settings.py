@@ -267,6 +267,7 @@ CELERY_TASK_ROUTES = {
     "studies.tasks.compute_planner": {"queue": "light"},
     "studies.tasks.compute_diagnostics": {"queue": "light"},
     "studies.tasks.compute_report_card": {"queue": "light"},
+    "studies.tasks.write_snapshot": {"queue": "light"},
     "annotation.tasks.compute_agreement": {"queue": "light"},
     "studies.tasks.sweep_stale_work": {"queue": "maintenance"},
 }
@@ -330,6 +331,16 @@ CONCORDIA = {
     "SERVED_PATIENCE_SECONDS": env_float("SERVED_PATIENCE_SECONDS", 240.0, minimum=0.0),
     # A worker probes a served endpoint again before a run when its last probe is older.
     "SERVED_PROBE_MAX_AGE_SECONDS": env_float("SERVED_PROBE_MAX_AGE_SECONDS", 600.0, minimum=0.0),
+    # Columnar snapshots of each dataset's numbers (studies/services/analysis/snapshot/):
+    # written once per data version, read by every matrix; off: every read goes to the
+    # database's rows (the previous path). They live under the data folder unless moved.
+    "SNAPSHOTS": env_bool("CONCORDIA_SNAPSHOTS", True),
+    "SNAPSHOT_DIR": Path(env_str("CONCORDIA_SNAPSHOT_DIR") or DATA_DIR / "snapshots"),
+    # How long a reader waits for another process writing the same snapshot before it
+    # reads the rows itself; and how long a superseded snapshot stays for readers that
+    # opened it before a newer one was written.
+    "SNAPSHOT_WAIT_SECONDS": env_float("SNAPSHOT_WAIT_SECONDS", 600.0, minimum=0.0),
+    "SNAPSHOT_RETAIN_SECONDS": env_float("SNAPSHOT_RETAIN_SECONDS", 600.0, minimum=0.0),
     # Tests only: seconds a worker waits before scoring each chunk, to kill it mid-run.
     "TEST_SLOW_CHUNK_SECONDS": env_float("TEST_SLOW_CHUNK_SECONDS", 0.0, minimum=0.0),
 }

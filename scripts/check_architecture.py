@@ -59,6 +59,7 @@ LAZY_LIBRARIES = frozenset(
 # light worker pays for torch it never uses (module → why it is heavy).
 LAZY_PROJECT_MODULES = {
     "learned.services.scoring": "loads a trained metric's checkpoint (torch)",
+    "learned.services.training": "trains a learned metric (torch)",
 }
 
 

@@ -9,7 +9,7 @@ from celery import Task, shared_task
 
 from studies.models import Dataset, WorkerHeartbeat
 from studies.services import imports, recovery
-from studies.services.analysis import dashboards, diagnostics, planner, report_card
+from studies.services.analysis import dashboards, diagnostics, planner, report_card, snapshot
 from studies.services.analysis.params import MatrixParams
 from studies.services.catalog.endpoints import probe_job
 from studies.services.catalog.steps import generate_steps_job
@@ -69,6 +69,13 @@ def compute_report_card(dataset_id: int, params: dict[str, object]) -> str:
     if dataset is None:
         return "dataset gone"
     return report_card.compute_in_worker(dataset, report_card.CardParams.from_dict(params))
+
+
+@shared_task(name="studies.tasks.write_snapshot", queue="light")
+def write_snapshot(dataset_id: int) -> str:
+    """Write the columnar snapshot of a dataset's current data once an import or a run
+    has ended (see :func:`studies.services.analysis.snapshot.refresh`)."""
+    return snapshot.refresh(dataset_id)
 
 
 @shared_task(name="studies.tasks.run_metric", queue="gpu", acks_late=True, bind=True)

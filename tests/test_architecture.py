@@ -83,3 +83,18 @@ def test_the_fmt_skip_count_is_a_ratchet(
     monkeypatch.setattr(check, "ROOT", tmp_path)
     assert check.main([]) == 1
     assert "'# fmt: skip' or '# fmt: off': 1 (at most 0)" in capsys.readouterr().out
+
+
+def test_a_light_worker_loads_every_task_without_torch() -> None:
+    """Every worker imports every app's tasks; only those that train or score with a model
+    may load torch, so a light worker computing matrices stays small."""
+    code = (
+        "import os, sys; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'evalsite.settings');"
+        "import django; django.setup();"
+        "import studies.tasks, annotation.tasks, learned.tasks, evalsite.urls;"
+        "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]"

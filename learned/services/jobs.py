@@ -16,9 +16,9 @@ from learned.models import TrainedMetric
 from learned.services.data import TrainingError, load_task, tasks_for
 from scoring.learned.backbone import POOLINGS as POOLINGS  # the choices, for the command
 from scoring.learned.backbone import BackboneError, BackboneInfo, LayerError, describe_backbone
+from scoring.learned.config import TrainConfig
 from scoring.learned.pairs import DEFAULT_MARGIN
 from scoring.learned.split import DEFAULT_RATIOS, pairs_in, split_documents
-from scoring.learned.train import TrainConfig
 from scoring.lm.encoder import DEFAULT_ENCODER_LABEL
 from scoring.lm.store import ModelNotInstalled
 from studies.models import AllowedModel, Dataset

@@ -16,26 +16,10 @@ from typing import Any
 
 import torch
 
+from scoring.learned.config import TrainConfig as TrainConfig  # where callers find it
 from scoring.learned.evaluate import pairwise_accuracy
 from scoring.learned.head import pair_loss
 from scoring.learned.pairs import Pair
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """Hyperparameters, frozen with the job."""
-
-    learning_rate: float = 1e-3
-    weight_decay: float = 1e-2
-    batch_size: int = 64  # pairs per step
-    accumulate: int = 1  # gradient accumulation (full mode: the paper's 4 to 128)
-    epochs: int = 40
-    patience: int = 5  # epochs without a better validation accuracy before stopping
-    seed: int = 0
-    max_seconds: float | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass

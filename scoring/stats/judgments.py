@@ -69,7 +69,7 @@ def aggregate_judgments(
         listed, codes = np.unique(keys, return_inverse=True)
     else:
         listed = np.asarray(outputs)
-        if np.unique(listed).size != listed.size:
+        if not _distinct_keys(listed):
             raise ValueError("outputs must not repeat a key")
         sorter = np.argsort(listed, kind="stable")
         found = np.searchsorted(listed, keys, sorter=sorter)
@@ -96,6 +96,16 @@ def aggregate_judgments(
         n_judgments=groups.sizes,
         n_excluded=int(np.count_nonzero(excluded)),
     )
+
+
+def _distinct_keys(keys: npt.NDArray[Any]) -> bool:
+    """Whether no key repeats: one pass when they are sorted (a frame's output ids are),
+    else by sorting them."""
+    if keys.size < 2:
+        return True
+    if keys.dtype.kind in "iuf" and bool(np.all(keys[1:] > keys[:-1])):
+        return True
+    return bool(np.unique(keys).size == keys.size)
 
 
 def _weights(weights: npt.ArrayLike | None, size: int, method: Aggregate) -> FloatArray | None:

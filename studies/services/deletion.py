@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from studies.models import Dataset, ImportJob, MetricRun
+from studies.services.analysis import snapshot
 
 ACTIVE_RUNS = (MetricRun.Status.PENDING, MetricRun.Status.RUNNING)
 ACTIVE_IMPORTS = (ImportJob.Status.PENDING, ImportJob.Status.RUNNING)
@@ -15,7 +16,8 @@ class DeletionRefused(Exception):
 
 
 def delete_dataset(dataset: Dataset) -> None:
-    """Delete the dataset with its documents, outputs, judgments and runs.
+    """Delete the dataset with its documents, outputs, judgments and runs (and, once
+    that commits, its columnar snapshots).
 
     The dataset row is locked first, so a run started meanwhile either commits before
     (and is seen here) or waits and then finds the dataset gone.
@@ -34,4 +36,6 @@ def delete_dataset(dataset: Dataset) -> None:
         if locked.studies.exists():
             names = ", ".join(locked.studies.values_list("name", flat=True)[:5])
             raise DeletionRefused(f"The dataset is used by studies ({names}); delete them first.")
+        pk = locked.pk
         locked.delete()
+        transaction.on_commit(lambda: snapshot.remove_dataset(pk))

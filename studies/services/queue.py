@@ -20,6 +20,7 @@ COMPUTE_PLANNER = "studies.tasks.compute_planner"  # a sample-size plan, queue l
 COMPUTE_DIAGNOSTICS = "studies.tasks.compute_diagnostics"  # a large dataset's, queue light
 COMPUTE_CORRELATIONS = "studies.tasks.compute_correlations"  # a matrix, queue light
 COMPUTE_REPORT_CARD = "studies.tasks.compute_report_card"  # a judge report card, queue light
+WRITE_SNAPSHOT = "studies.tasks.write_snapshot"  # a dataset's columnar snapshot, queue light
 GENERATE_STEPS = "studies.tasks.generate_steps"  # G-Eval's evaluation steps, queue gpu
 TRAIN_METRIC = "learned.tasks.train_metric"  # full fine-tuning, queue gpu
 TRAIN_METRIC_CPU = "learned.tasks.train_metric_cpu"  # a head on frozen features, queue cpu

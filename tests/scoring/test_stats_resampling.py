@@ -20,6 +20,7 @@ from scoring.stats import (
     correlate,
     draw_resamples,
 )
+from scoring.stats.resampling import _weighted_document_mean
 
 DEFAULT_OPTIONS = Options()
 SCIPY = {
@@ -524,3 +525,17 @@ def test_vectorised_dataset_kendall_leaves_a_resample_with_one_copy_undefined():
                 options=options,
             )
             assert np.isnan(got).all()
+
+
+@pytest.mark.parametrize("weight", [1.0, 3.0, 0.3])
+def test_the_document_mean_of_equal_weights_equals_summing_the_drawn_weights(weight):
+    """Documents weighing one whole number skip summing the drawn weights; the values
+    are those the sums give (and a weight that is not whole still sums)."""
+    rng = np.random.default_rng(5)
+    docs = Groups.from_keys(np.repeat(np.arange(300), 4))
+    plan = draw_resamples(rng, docs, resamples=50)
+    per_doc = rng.normal(size=300)
+    weights = np.full(300, weight)
+    draws = plan.doc_draws
+    expected = np.take(per_doc * weights, draws).sum(axis=1) / np.take(weights, draws).sum(axis=1)
+    assert np.array_equal(_weighted_document_mean(plan, per_doc, weights), expected)

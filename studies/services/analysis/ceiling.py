@@ -17,7 +17,8 @@ from scoring.stats import Groups
 from scoring.stats.diagnostics import leave_one_out
 from studies import hooks
 from studies.models import Dataset, Judgment
-from studies.services.analysis.frames import ScoreFrame, _rows
+from studies.services.analysis import snapshot
+from studies.services.analysis.frames import ScoreFrame, read_rows
 from studies.services.analysis.matrix import cell_statistic
 from studies.services.analysis.params import MatrixParams
 from studies.services.csvfile import number
@@ -31,7 +32,38 @@ def _judgments(
 ) -> tuple[np.ndarray, list[str]]:
     """The judgments of the frame's aspects as rows (output id, aspect id, annotator
     code, value), and each code's name: annotator accounts by username, then each
-    import file as one annotator."""
+    import file as one annotator. From the dataset's snapshot when it has one for its
+    current data (the frame was read from it), else from the rows."""
+    written = snapshot.current(dataset)
+    accounts, imported, file_names = (
+        _from_rows(dataset, frame, excluded)
+        if written is None
+        else _from_snapshot(written, frame, excluded)
+    )
+    user_ids, codes = np.unique(accounts[:, 2].astype(np.int64), return_inverse=True)
+    usernames = dict(
+        get_user_model().objects.filter(pk__in=user_ids.tolist()).values_list("pk", "username")
+    )
+    used = np.unique(imported[:, 2].astype(np.int64))
+    files = sorted(file_names[k] for k in used)
+    file_code = np.zeros(len(file_names), dtype=np.int64)
+    for k in used:
+        file_code[k] = user_ids.size + files.index(file_names[k])
+    accounts[:, 2] = codes
+    imported[:, 2] = file_code[imported[:, 2].astype(np.int64)]
+    names = [str(usernames.get(int(pk), f"user {pk}")) for pk in user_ids]
+    table = np.vstack([accounts, imported])
+    # by aspect, annotator, then output: sums come out the same whichever path read them
+    # (and whatever order the database returned them in)
+    order = np.lexsort((table[:, 0], table[:, 2], table[:, 1]))
+    return table[order], names + [f"file {f}" for f in files]
+
+
+def _from_rows(
+    dataset: Dataset, frame: ScoreFrame, excluded: set[int]
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The accounts' judgments (output id, aspect id, account id, value), the imported
+    ones (output id, aspect id, file index, value) and the files' names, from the rows."""
     judged = Judgment.objects.filter(
         output__document__dataset=dataset, aspect_id__in=[a.pk for a in frame.aspects]
     )
@@ -39,26 +71,51 @@ def _judgments(
     if excluded:
         by_account = by_account.exclude(annotator_id__in=excluded)
     accounts = np.array(
-        _rows(by_account.values_list("output_id", "aspect_id", "annotator_id", "value")),
+        read_rows(by_account.values_list("output_id", "aspect_id", "annotator_id", "value")),
         dtype=np.float64,
     ).reshape(-1, 4)
-    imported = _rows(
+    found = read_rows(
         judged.filter(annotator__isnull=True).values_list(
             "output_id", "aspect_id", "import_file", "value"
         )
     )
-    user_ids, codes = np.unique(accounts[:, 2].astype(np.int64), return_inverse=True)
-    usernames = dict(
-        get_user_model().objects.filter(pk__in=user_ids.tolist()).values_list("pk", "username")
-    )
-    files = sorted({row[2] for row in imported})
-    file_code = {name: user_ids.size + k for k, name in enumerate(files)}
-    accounts[:, 2] = codes
-    from_files = np.array(
-        [(o, a, file_code[f], v) for o, a, f, v in imported], dtype=np.float64
+    file_names: dict[str, int] = {}
+    imported = np.array(
+        [(o, a, file_names.setdefault(f, len(file_names)), v) for o, a, f, v in found],
+        dtype=np.float64,
     ).reshape(-1, 4)
-    names = [str(usernames.get(int(pk), f"user {pk}")) for pk in user_ids]
-    return np.vstack([accounts, from_files]), names + [f"file {f}" for f in files]
+    return accounts, imported, list(file_names)
+
+
+def _from_snapshot(
+    written: snapshot.Snapshot, frame: ScoreFrame, excluded: set[int]
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The same as :func:`_from_rows`, from the snapshot (each aspect's judgments by
+    output then id)."""
+    accounts, imported, file_names = [], [], {}
+    for aspect in frame.aspects:
+        found = written.judgments(aspect.pk)
+        index = np.array([file_names.setdefault(f, len(file_names)) for f in found.files])
+        mine = found.annotator > 0
+        if excluded:
+            mine &= ~np.isin(found.annotator, list(excluded))
+        files = found.annotator < 0
+        for rows, who, into in (
+            (mine, found.annotator, accounts),
+            (files, index[found.file_code] if index.size else found.file_code, imported),
+        ):
+            into.append(
+                np.column_stack(
+                    [
+                        found.output_id[rows],
+                        np.full(int(rows.sum()), aspect.pk),
+                        who[rows],
+                        found.value[rows],
+                    ]
+                ).astype(np.float64)
+            )
+    empty = np.zeros((0, 4))
+    return np.vstack([empty, *accounts]), np.vstack([empty, *imported]), list(file_names)
 
 
 def ceiling_row(dataset: Dataset, frame: ScoreFrame, params: MatrixParams) -> list[dict[str, Any]]:

@@ -18,8 +18,14 @@ from django.urls import reverse
 from studies import hooks
 from studies.models import Dataset, ImportJob, Judgment
 from studies.services import queue
+from studies.services.analysis import snapshot
 from studies.services.analysis.ceiling import ceiling_row
-from studies.services.analysis.frames import ScoreFrame, load_frame, restrict_to_documents
+from studies.services.analysis.frames import (
+    JudgmentFilter,
+    ScoreFrame,
+    load_frame,
+    restrict_to_documents,
+)
 from studies.services.analysis.matrix import compute_matrix
 from studies.services.analysis.matrix_cost import is_cheap
 from studies.services.analysis.params import MatrixParams
@@ -51,7 +57,7 @@ def frame_for(
         judgment_weights=weights,
         only_runs=only_runs,
         only_aspects=only_aspects,
-        judgments=source_filter(dataset, params.source),
+        judgments=judgment_filter(dataset, params.source),
     )
     if params.test_of:
         frame = restrict_to_documents(frame, hooks.held_out_documents(dataset, params.test_of))
@@ -63,20 +69,27 @@ def source_filter(dataset: Dataset, source: str) -> Q | None:
     job of this dataset, by its file name, or a file name) or one registered source's
     (:data:`studies.hooks.judgment_sources`: a campaign's answers, a campaign of a study
     on this dataset); an unknown one keeps none."""
+    kept = judgment_filter(dataset, source)
+    return None if kept is None else kept.q
+
+
+def judgment_filter(dataset: Dataset, source: str) -> JudgmentFilter | None:
+    """:func:`source_filter` as a frame takes it: an imported file's judgments are
+    named by the file, so that a snapshot finds them in its own columns."""
     if not source:
         return None
     kind, _, raw = source.partition(":")
     if kind == "file":
-        return Q(annotator__isnull=True, import_file=raw)
+        return JudgmentFilter.from_file(raw)
     if kind == "import":
         name = (
             ImportJob.objects.filter(pk=int(raw), dataset=dataset)
             .values_list("original_name", flat=True)
             .first()
         )
-        return Q(annotator__isnull=True, import_file=name) if name else NO_JUDGMENT
+        return JudgmentFilter.from_file(name) if name else JudgmentFilter(NO_JUDGMENT)
     registered = hooks.judgment_source(kind)
-    return registered.judgments(dataset, raw) if registered else NO_JUDGMENT
+    return JudgmentFilter(registered.judgments(dataset, raw) if registered else NO_JUDGMENT)
 
 
 def judgment_sources(dataset: Dataset) -> list[tuple[str, str]]:
@@ -98,8 +111,11 @@ def _judgment_sources(dataset: Dataset) -> list[tuple[str, str]]:
     jobs = ImportJob.objects.filter(dataset=dataset, status=ImportJob.Status.SUCCEEDED)
     uploaded = list(jobs.order_by("created_at").values_list("pk", "original_name"))
     choices = [(f"import:{pk}", f"imported file {name}") for pk, name in uploaded]
+    written = snapshot.current(dataset)  # its manifest names them: no scan of judgments
     files = (
-        Judgment.objects.filter(output__document__dataset=dataset, annotator__isnull=True)
+        written.files
+        if written is not None
+        else Judgment.objects.filter(output__document__dataset=dataset, annotator__isnull=True)
         .order_by("import_file")
         .values_list("import_file", flat=True)
         .distinct()

@@ -30,7 +30,7 @@ from scoring.stats.diagnostics import (
 )
 from studies.models import Dataset, Output
 from studies.services.analysis.dashboards import frame_for
-from studies.services.analysis.frames import ScoreFrame, _rows
+from studies.services.analysis.frames import ScoreFrame, read_rows
 from studies.services.analysis.matrix_cost import is_cheap
 from studies.services.analysis.params import MatrixParams
 from studies.services.jobs import track
@@ -178,7 +178,7 @@ def _pick(raw: Any, choices: list[dict[str, Any]], what: str) -> int | None:
 
 def output_lengths(dataset: Dataset, frame: ScoreFrame) -> np.ndarray:
     """Each of the frame's outputs' length in whitespace tokens (aligned with it)."""
-    rows = _rows(Output.objects.filter(document__dataset=dataset).values_list("pk", "text"))
+    rows = read_rows(Output.objects.filter(document__dataset=dataset).values_list("pk", "text"))
     ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
     lengths = whitespace_tokens([r[1] for r in rows]).astype(np.float64)
     order = np.argsort(ids)

@@ -43,7 +43,8 @@ def drilldown(
 def _compute(
     dataset: Dataset, run_pk: int, aspect_pk: int, params: MatrixParams
 ) -> dict[str, Any] | None:
-    frame = frame_for(dataset, params)
+    # the cell's run and aspect alone: every output stays, so the groups are the matrix's
+    frame = frame_for(dataset, params, only_runs=[run_pk], only_aspects=[aspect_pk])
     try:
         i, j = frame.run_index(run_pk), frame.aspect_index(aspect_pk)
     except StopIteration:

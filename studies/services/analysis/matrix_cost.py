@@ -1,7 +1,7 @@
 """Whether a cold correlation matrix is cheap enough to compute in the request.
 
-The estimate is :func:`scoring.stats.cost.matrix_seconds` on the dataset's sizes (a
-few counting queries); the budget is ``CONCORDIA["DASHBOARD_INLINE_SECONDS"]``. Above
+The estimate is :func:`scoring.stats.cost.matrix_seconds` on the dataset's sizes (its
+snapshot's manifest, else a few counting queries); the budget is ``CONCORDIA["DASHBOARD_INLINE_SECONDS"]``. Above
 it, the page asks a worker and polls its progress, whatever the coefficient.
 """
 
@@ -15,6 +15,7 @@ from django.core.cache import cache
 from scoring.stats import Level, Unit
 from scoring.stats.cost import MatrixSize, matrix_seconds
 from studies.models import Dataset, Judgment, Output
+from studies.services.analysis import snapshot
 
 if TYPE_CHECKING:
     from studies.services.analysis.params import MatrixParams
@@ -27,14 +28,25 @@ def matrix_size(dataset: Dataset) -> MatrixSize:
     found = cache.get(key)
     if isinstance(found, MatrixSize):
         return found
-    outputs = Output.objects.filter(document__dataset=dataset)
-    judged = Judgment.objects.filter(output__document__dataset=dataset)
+    written = snapshot.current(dataset)
+    if written is not None:  # its manifest has the counts: no scan of millions of rows
+        outputs, systems, aspects = (
+            int(written.manifest["n_outputs"]),
+            int(written.manifest["n_systems"]),
+            len(written.aspects),
+        )
+    else:
+        found = Output.objects.filter(document__dataset=dataset)
+        judged = Judgment.objects.filter(output__document__dataset=dataset)
+        outputs = found.count()
+        systems = found.order_by().values("system_id").distinct().count()
+        aspects = judged.order_by().values("aspect_id").distinct().count()
     size = MatrixSize(
-        outputs=outputs.count(),
+        outputs=outputs,
         documents=dataset.documents.count(),
-        systems=outputs.order_by().values("system_id").distinct().count(),
+        systems=systems,
         runs=max(dataset.runs.count(), 1),
-        aspects=max(judged.order_by().values("aspect_id").distinct().count(), 1),
+        aspects=max(aspects, 1),
     )
     cache.set(key, size, 24 * 3600)
     return size

@@ -23,6 +23,7 @@ from studies.models import (
     Output,
     TaskKind,
 )
+from studies.services import queue
 from studies.services.imports.aspects import _aspects, _rescalers
 from studies.services.imports.options import (
     ImportOptions,
@@ -66,6 +67,7 @@ def import_file(path: Path | str, options: ImportOptions) -> ImportSummary:
         # source for the pages' source control (cached per data version)
         dataset.bump_data_version()
         transaction.on_commit(lambda: _refresh_statistics(summary), robust=True)
+        queue.send_on_commit(queue.WRITE_SNAPSHOT, dataset.pk)  # the numbers, columnar
     summary.seconds = round(time.perf_counter() - started, 3)
     log.info("imported %s into %s: %s", options.file_name, options.dataset, summary.as_dict())
     return summary

@@ -152,7 +152,7 @@ def execute_run(
             error=f"Stopped at the cost cap: {exc}. The finished scores are kept.",
             finished_at=timezone.now(),
         )
-        run.dataset.bump_data_version()
+        _ended(run)
         return "stopped: cost cap"
     except Exception as exc:  # the run ends FAILED with its error; finished scores stay
         log.exception("run %s failed", run_id)
@@ -161,8 +161,15 @@ def execute_run(
             error=f"{type(exc).__name__}: {exc}",
             finished_at=timezone.now(),
         )
-        run.dataset.bump_data_version()  # tables label the run as failed, partial
+        _ended(run)  # tables label the run as failed, partial
         return "failed"
+
+
+def _ended(run: MetricRun) -> None:
+    """The run ended (succeeded, failed, stopped or cancelled): a new data version, and a
+    light worker writes the dataset's columnar snapshot of it."""
+    run.dataset.bump_data_version()
+    queue.send_on_commit(queue.WRITE_SNAPSHOT, run.dataset_id)
 
 
 def _prepare(run: MetricRun, todo: list[Output], model_factory: ModelFactory | None) -> Scorer:
@@ -222,7 +229,7 @@ def _score_shards(
         finished_at=timezone.now(),
         done=MetricScore.objects.filter(run=run).count(),  # every worker's, all committed
     )
-    run.dataset.bump_data_version()  # tables label runs by status: no cached "running" row
+    _ended(run)  # tables label runs by status: no cached "running" row
     return "succeeded"
 
 
@@ -357,7 +364,7 @@ def cancel_run(run: MetricRun) -> bool:
         ).update(status=MetricRun.Status.CANCELLED, finished_at=timezone.now())
     )
     if cancelled:  # tables label the run as cancelled: no cached "running" row
-        run.dataset.bump_data_version()
+        _ended(run)
     return cancelled
 
 

@@ -1,0 +1,273 @@
+"""Benchmark of correlations at scale: the columnar snapshot path against the row path.
+
+Run from the repository root::
+
+    .venv/bin/python bench/scale.py                      # 20,000 documents x 50 systems (1 M outputs)
+    .venv/bin/python bench/scale.py --docs 2000          # 100,000 outputs
+    .venv/bin/python bench/scale.py --docs 200000 --previous-repeat 0   # 10 M, columnar only
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres .venv/bin/python bench/scale.py …
+
+The study: documents x systems outputs, 4 judged aspects (one rating per output and
+aspect) and 10 metric runs, written in bulk into a throwaway database (a temporary
+SQLite file, or a database created beside the one ``DATABASE_URL`` names and dropped at
+the end; nothing else is touched). Then, each in a fresh child process so that its peak
+RSS (the kernel's VmHWM: Python, Django and numpy included) is its own:
+
+* ``snapshot write``: what the light worker does when an import ends
+  (:func:`studies.services.analysis.snapshot.refresh`);
+* ``frame read``: the full frame (every run, every aspect) alone;
+* a cold matrix per statistic, as a worker computes it for a cold page (the cache
+  cleared; ``compute_and_cache``: frame, statistics, significance clusters, human
+  ceiling): sample-level Spearman with 1,000-resample CIs (target ≤ 5 s at 1 M outputs),
+  system-level Pearson with CIs (≤ 2 s), dataset-level Kendall τ-b without CIs;
+* ``one cell``: a drill-down (one run, one aspect), which reads those columns alone;
+
+each ``--repeat`` times (median, min-max) on the snapshot, and ``--previous-repeat``
+times with snapshots turned off (``CONCORDIA_SNAPSHOTS=false``: the row path, what every
+read did before), in the same run. Every cell of each statistic's matrix from the two
+paths is compared (exact equality of the whole result, ``seconds`` aside); the bench
+fails if one differs. Last, ``page cached``: the correlations page through Django's test
+client with the matrix cached (target < 300 ms). The load averages are printed at the
+start and the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from _common import median_range, print_table, timed
+from _django import serve_static_unhashed, start_django
+from _ingest.environment import prepare_environment
+
+STATISTICS = {
+    "sample ρ with CIs": {"level": "sample", "coefficient": "spearman", "ci": True},
+    "system r with CIs": {"level": "system", "coefficient": "pearson", "ci": True},
+    "dataset τ-b": {"level": "dataset", "coefficient": "kendall", "ci": False},
+}
+TARGETS = {"sample ρ with CIs": 5.0, "system r with CIs": 2.0}  # seconds, at 1 M outputs
+
+
+def load() -> str:
+    return ", ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
+def memory(field: str) -> float:
+    """This process's VmHWM or VmRSS, in MB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+# --- the child: one measured step in a fresh process ----------------------------------
+
+
+def child(args: argparse.Namespace) -> None:
+    start_django(migrate=False)
+    from django.core.cache import cache
+
+    from studies.models import Aspect, Dataset
+    from studies.services.analysis import snapshot
+    from studies.services.analysis.dashboards import compute_and_cache, frame_for
+    from studies.services.analysis.drilldown import drilldown
+    from studies.services.analysis.params import MatrixParams
+
+    dataset = Dataset.objects.get(pk=args.dataset)
+    params = MatrixParams(**json.loads(args.params)) if args.params else MatrixParams()
+    if args.step != "snapshot" and snapshot.enabled() and snapshot.current(dataset) is None:
+        raise SystemExit("no snapshot for the current version: the step would write one")
+    cache.clear()
+    before = memory("VmRSS")
+    started = time.perf_counter()
+    result: Any = None
+    if args.step == "snapshot":
+        result = snapshot.refresh(dataset.pk)
+    elif args.step == "frame":
+        frame = frame_for(dataset, params)
+        result = {"shape": [frame.n_outputs, len(frame.runs), len(frame.aspects)]}
+    elif args.step == "matrix":
+        result = compute_and_cache(dataset, params)
+        result.pop("seconds")
+    elif args.step == "cell":
+        run = dataset.runs.order_by("pk").values_list("pk", flat=True).first()
+        aspect = Aspect.objects.get(code="COH").pk
+        result = drilldown(dataset, run, aspect, params)
+    seconds = time.perf_counter() - started
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, sort_keys=True, default=str))
+    figures = {"seconds": seconds, "peak_mb": memory("VmHWM"), "start_mb": before}
+    print(json.dumps(figures))
+
+
+def run_child(
+    step: str,
+    dataset: int,
+    *,
+    previous: bool,
+    params: dict[str, Any] | None = None,
+    out: Path | None = None,
+) -> dict[str, float]:
+    env = {**os.environ, "CONCORDIA_SNAPSHOTS": "false" if previous else "true"}
+    command = [sys.executable, __file__, "--child", step, "--dataset", str(dataset)]
+    command += ["--params", json.dumps(params or {})]
+    if out is not None:
+        command += ["--out", str(out)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise SystemExit(f"{step} failed:\n{done.stderr[-3000:]}")
+    figures: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
+# --- the parent ------------------------------------------------------------------------
+
+
+def measure(
+    step: str,
+    dataset: int,
+    repeat: int,
+    *,
+    previous: bool,
+    params: dict[str, Any] | None = None,
+    out: Path | None = None,
+) -> list[dict[str, float]]:
+    return [
+        run_child(step, dataset, previous=previous, params=params, out=out) for _ in range(repeat)
+    ]
+
+
+def figure(runs: list[dict[str, float]], key: str, fmt: str = ".2f") -> str:
+    return median_range([r[key] for r in runs], fmt) if runs else "—"
+
+
+def page_cached(dataset: int, repeat: int) -> list[float]:
+    """The correlations page with its default matrix cached (computed here first)."""
+    from django.test import Client
+
+    from studies.models import Dataset
+    from studies.services.analysis.dashboards import matrix_for
+    from studies.services.analysis.params import MatrixParams
+
+    found = Dataset.objects.get(pk=dataset)
+    matrix_for(found, MatrixParams())
+    client = Client()
+    client.force_login(found.owner)
+    url = f"/datasets/{dataset}/correlations/"
+    warm = client.get(url, secure=True)
+    assert warm.status_code == 200, (warm.status_code, warm.get("Location"))
+    times, _ = timed(lambda: client.get(url, secure=True), repeat)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=20_000)
+    parser.add_argument("--systems", type=int, default=50)
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each columnar step")
+    parser.add_argument(
+        "--previous-repeat", type=int, default=1, help="runs of each step on the row path (0: none)"
+    )
+    parser.add_argument("--child", dest="step", help=argparse.SUPPRESS)
+    parser.add_argument("--dataset", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--params", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.step:
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+        child(args)
+        return
+    env = prepare_environment()
+    try:
+        start_django()
+        serve_static_unhashed()
+        report(args, env.database, env.tmp)
+    finally:
+        env.close()
+
+
+def report(args: argparse.Namespace, database: str, tmp: Path) -> None:
+    from _scale_load import ASPECT_CODES, N_RUNS
+    from _scale_load import load as load_study
+
+    n = args.docs * args.systems
+    print(
+        f"{n:,} outputs ({args.docs:,} documents x {args.systems} systems), {N_RUNS} runs, "
+        f"{len(ASPECT_CODES)} aspects; {database}; load average {load()}"
+    )
+    started = time.perf_counter()
+    dataset, parts = load_study(args.docs, args.systems)
+    loaded = time.perf_counter() - started
+    print(
+        f"loaded in {loaded:.1f} s ("
+        + ", ".join(f"{k} {v:.1f} s" for k, v in parts.items())
+        + f"); load average {load()}",
+        flush=True,
+    )
+    written = run_child("snapshot", dataset, previous=False)
+    rows: list[list[str]] = [
+        ["load (bulk SQL)", f"{loaded:.1f}", "", "", "", ""],
+        ["snapshot write", f"{written['seconds']:.2f}", f"{written['peak_mb']:.0f}", "", "", ""],
+    ]
+    steps: list[tuple[str, str, dict[str, Any] | None]] = [("frame read", "frame", None)]
+    steps += [(name, "matrix", params) for name, params in STATISTICS.items()]
+    steps.append(("one cell (drill-down)", "cell", None))
+    mismatches = []
+    for name, step, params in steps:
+        ours_out = tmp / f"{step}-columnar.json"
+        theirs_out = tmp / f"{step}-previous.json"
+        ours = measure(step, dataset, args.repeat, previous=False, params=params, out=ours_out)
+        theirs = measure(
+            step, dataset, args.previous_repeat, previous=True, params=params, out=theirs_out
+        )
+        ratio = ""
+        if theirs:
+            ratio = f"{statistics.median(r['seconds'] for r in ours) / statistics.median(r['seconds'] for r in theirs):.3f}"
+            if step in ("matrix", "cell") and ours_out.read_text() != theirs_out.read_text():
+                mismatches.append(name)
+        target = TARGETS.get(name)
+        verdict = ""
+        if target is not None and n >= 1_000_000:
+            verdict = "PASS" if statistics.median(r["seconds"] for r in ours) <= target else "FAIL"
+        rows.append(
+            [
+                name,
+                figure(ours, "seconds"),
+                figure(ours, "peak_mb", ".0f"),
+                figure(theirs, "seconds"),
+                figure(theirs, "peak_mb", ".0f"),
+                ratio + (f"  {verdict} (≤ {target:g} s)" if verdict else ""),
+            ]
+        )
+        print(f"  {name}: done; load average {load()}", flush=True)
+    page = page_cached(dataset, max(5, args.repeat * 3))
+    rows.append(["page cached (ms)", median_range([t * 1000 for t in page], ".1f"), "", "", "", ""])
+    print()
+    print_table(
+        ["step", "columnar s", "peak RSS MB", "row path s", "peak RSS MB", "x row path"],
+        rows,
+        left=1,
+    )
+    compared = (
+        [name for name, step, _ in steps if step in ("matrix", "cell")]
+        if args.previous_repeat
+        else []
+    )
+    print(
+        f"\nsame numbers on both paths: {len(compared) - len(mismatches)} of {len(compared)} results"
+        + (f"; DIFFERENT: {', '.join(mismatches)}" if mismatches else "")
+    )
+    print(f"done; load average {load()}")
+    if mismatches:
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()
