@@ -292,11 +292,9 @@ def _weighted_document_mean(
     assert draws is not None
     values = np.where(weights > 0, np.nan_to_num(per_doc) * weights, 0.0)
     total, count = np.empty(plan.size), np.empty(plan.size)
-    # every document weighing the same whole number (no document skipped): each
-    # resample's weight is that number times the draws, exactly as summing would give
+    # all documents weighing one whole number: a resample's weight is it times the draws
     same = weights.size > 0 and bool(np.all(weights == weights[0]))
-    whole = same and float(weights[0]).is_integer() and weights[0] * draws.shape[1] < 2**53
-    if whole:
+    if whole := same and float(weights[0]).is_integer() and weights[0] * draws.shape[1] < 2**53:
         count[:] = float(weights[0]) * draws.shape[1]
     step = max(1, BLOCK_CELLS // max(1, draws.shape[1]))  # keep temporaries in cache
     for start in range(0, plan.size, step):
