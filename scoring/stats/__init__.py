@@ -25,7 +25,7 @@ from scoring.stats.correlation import (
 from scoring.stats.coverage import Coverage, coverage, scored
 from scoring.stats.judgments import Aggregate, AggregatedJudgments, aggregate_judgments
 from scoring.stats.pairwise import TieCalibration
-from scoring.stats.ranking import Groups, rank_rows
+from scoring.stats.ranking import Groups, rank_rows, ranks_within
 from scoring.stats.resampling import (
     ConfidenceInterval,
     Resamples,
@@ -90,6 +90,7 @@ __all__ = [
     "paired_bootstrap_test",
     "permutation_test",
     "rank_rows",
+    "ranks_within",
     "scored",
     "unsupported",
     "williams_test",

@@ -17,6 +17,7 @@ The settings (coefficients, levels, options, :func:`unsupported`) are
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -138,12 +139,14 @@ def sample_level(
     average: Average,
     options: Options = DEFAULT_OPTIONS,
     right: FloatArray | None = None,
+    ranks: tuple[FloatArray, FloatArray] | None = None,
 ) -> SampleLevel:
     """The per-document values and their weighted mean (scored outputs only); for PDP
     the pooled pairs of every document instead of a mean. ``right``: acc23's or τ23's
-    pairs right per document at ``options.epsilon``, already counted."""
+    pairs right per document at ``options.epsilon``, already counted; ``ranks``: x's and
+    y's ranks within the documents, already computed (Spearman)."""
     if right is None:
-        per_doc = group_correlations(x, y, groups, coefficient, options)
+        per_doc = group_correlations(x, y, groups, coefficient, options, ranks)
     else:
         per_doc = _tie_counts_to_rows(right, groups.sizes, coefficient)
     values = per_doc.values(policy)
@@ -194,11 +197,13 @@ def system_means(
     x: FloatArray, y: FloatArray, systems: Groups, valid: BoolArray
 ) -> tuple[FloatArray, FloatArray, BoolArray]:
     """Per-system means of the valid pairs, and which systems have any."""
-    codes = systems.codes[valid]
+    every = bool(valid.all())  # then no copies: the same sums, in the same order
+    codes = systems.codes if every else systems.codes[valid]
+    xs, ys = (x, y) if every else (x[valid], y[valid])
     count = np.bincount(codes, minlength=systems.n_groups).astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        mx = np.bincount(codes, weights=x[valid], minlength=systems.n_groups) / count
-        my = np.bincount(codes, weights=y[valid], minlength=systems.n_groups) / count
+        mx = np.bincount(codes, weights=xs, minlength=systems.n_groups) / count
+        my = np.bincount(codes, weights=ys, minlength=systems.n_groups) / count
     return mx, my, count > 0
 
 
@@ -214,6 +219,7 @@ def correlate(
     average: Average = Average.MACRO,
     options: Options = DEFAULT_OPTIONS,
     calibration: TieCalibration | None = None,
+    ranks: tuple[FloatArray, FloatArray] | None = None,
 ) -> CorrelationResult:
     """Correlate metric scores with human judgments, aligned by output.
 
@@ -227,6 +233,11 @@ def correlate(
     ``calibration``, the :func:`calibrate_ties` result of these same scores and
     documents whose ε is ``options.epsilon``, saves recounting acc23's and τ23's pairs
     per document at sample level (it counted them at ε).
+
+    ``ranks``, the metric's and the humans' :func:`~scoring.stats.ranking.ranks_within`
+    the documents ``docs`` (a matrix ranks each column once, not once per cell), saves
+    ranking them again for a sample-level Spearman where every output is valid (else
+    the valid outputs are ranked here, as without them); the value is the same.
     """
     x, y = _aligned(metric, human, coefficient, level, average)
     doc_groups = None if docs is None else as_groups(docs, x.size, "docs")
@@ -243,7 +254,8 @@ def correlate(
         groups = doc_groups if all_valid else doc_groups.subset(valid)
         xs, ys = (x, y) if all_valid else (x[valid], y[valid])
         counted = _calibrated_counts(calibration, coefficient, options, groups)
-        sample = sample_level(xs, ys, groups, coefficient, policy, average, options, counted)
+        given = ranks if all_valid else None
+        sample = sample_level(xs, ys, groups, coefficient, policy, average, options, counted, given)
         per_doc = sample.per_doc
         used = per_doc.n >= 2 if sample.weights is None else ~np.isnan(sample.values)
         n_used = int(used.sum())
@@ -383,6 +395,8 @@ def _aligned(
 
 
 def _count_present(groups: Groups, valid: BoolArray) -> int:
+    if valid.all():  # every group with an item is present
+        return int(np.count_nonzero(groups.sizes))
     return int(np.count_nonzero(np.bincount(groups.codes[valid], minlength=groups.n_groups)))
 
 
@@ -395,6 +409,7 @@ def intercorrelation(
     systems: Groups | npt.ArrayLike | None = None,
     policy: DegeneratePolicy = DegeneratePolicy.SKIP,
     options: Options = DEFAULT_OPTIONS,
+    ranks: Sequence[FloatArray | None] | None = None,
 ) -> FloatArray:
     """Aspects × aspects correlation matrix of human judgments.
 
@@ -403,7 +418,8 @@ def intercorrelation(
     (for a statistic that is not, Kendall-like or acc23 with ε > 0, entry (i, j) with
     i ≤ j takes aspect j as the human side).
     The diagonal is computed too: 1, or less under ``ZERO`` where constant documents
-    count as 0, and NaN where an aspect has no usable group.
+    count as 0, and NaN where an aspect has no usable group. ``ranks``: each aspect's
+    ranks within ``docs`` where known (see :func:`correlate`).
     """
     scores = np.asarray(human, dtype=np.float64)
     if scores.ndim != 2:
@@ -414,6 +430,8 @@ def intercorrelation(
     matrix = np.full((n_aspects, n_aspects), np.nan)
     for i in range(n_aspects):
         for j in range(i, n_aspects):
+            first, second = (None, None) if ranks is None else (ranks[i], ranks[j])
+            pair = (first, second) if first is not None and second is not None else None
             result = correlate(
                 scores[i],
                 scores[j],
@@ -423,6 +441,7 @@ def intercorrelation(
                 systems=sys_groups,
                 policy=policy,
                 options=options,
+                ranks=pair,
             )
             matrix[i, j] = matrix[j, i] = result.value
     return matrix

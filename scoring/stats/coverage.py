@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from scoring.stats.ranking import BoolArray
+from scoring.stats.ranking import BoolArray, Groups
 
 
 @dataclass(frozen=True)
@@ -40,13 +40,17 @@ def scored(metric: npt.ArrayLike, human: npt.ArrayLike) -> BoolArray:
     )
 
 
-def coverage(metric: npt.ArrayLike, human: npt.ArrayLike, docs: npt.ArrayLike) -> Coverage:
-    """The metric's coverage of the judged outputs; ``docs`` is each output's document."""
+def coverage(metric: npt.ArrayLike, human: npt.ArrayLike, docs: Groups | npt.ArrayLike) -> Coverage:
+    """The metric's coverage of the judged outputs; ``docs`` is each output's document
+    (or the documents' :class:`~scoring.stats.ranking.Groups`)."""
     judged = np.isfinite(np.asarray(human, dtype=np.float64))
     used = scored(metric, human)
-    codes = np.asarray(docs)
+    codes = docs.codes if isinstance(docs, Groups) else np.asarray(docs)
     if not judged.size == used.size == codes.size:
         raise ValueError("metric, human and docs must have one entry per output")
+    if isinstance(docs, Groups) and used.all():  # every output judged and scored
+        everything = int(np.count_nonzero(docs.sizes))
+        return Coverage(used.size, everything, used.size, everything)
     return Coverage(
         n_outputs=int(used.sum()),
         n_documents=_distinct(codes[used]),

@@ -72,11 +72,18 @@ def as_groups(keys: Groups | npt.ArrayLike, n_items: int, name: str) -> Groups:
 
 
 def row_correlations(
-    x: FloatArray, y: FloatArray, coefficient: Coefficient, options: Options = DEFAULT_OPTIONS
+    x: FloatArray,
+    y: FloatArray,
+    coefficient: Coefficient,
+    options: Options = DEFAULT_OPTIONS,
+    *,
+    ranked: bool = False,
 ) -> GroupCorrelations:
     """The coefficient of each row of two equally shaped 2-D arrays; NaN marks padding.
     A row's PDP is its Pearson r (the pairs' differences of one group correlate as the
-    values do); SPA is not a per-row statistic."""
+    values do); SPA is not a per-row statistic. ``ranked``: for Spearman, x and y are
+    already each row's average ranks (a row is constant in its ranks exactly when it is
+    in its values)."""
     mask = ~(np.isnan(x) | np.isnan(y))
     n = mask.sum(axis=1).astype(np.intp)
     if coefficient in (Coefficient.ACC23, Coefficient.KENDALL_23, Coefficient.KENDALL_LIKE):
@@ -89,7 +96,9 @@ def row_correlations(
     # computed variance can be a rounding error away from zero).
     constant = _constant(x) | _constant(y)
     with np.errstate(invalid="ignore", divide="ignore"):
-        if coefficient in (Coefficient.PEARSON, Coefficient.PDP):
+        # Spearman is Pearson on the ranks (``ranked``: x and y are ranks already)
+        pearson = coefficient in (Coefficient.PEARSON, Coefficient.PDP)
+        if pearson or (coefficient is Coefficient.SPEARMAN and ranked):
             r = _pearson_rows(x, y, mask, n)
         elif coefficient is Coefficient.SPEARMAN:
             r = _pearson_rows(rank_rows(x), rank_rows(y), mask, n)
@@ -173,13 +182,20 @@ def group_correlations(
     groups: Groups,
     coefficient: Coefficient,
     options: Options = DEFAULT_OPTIONS,
+    ranks: tuple[FloatArray, FloatArray] | None = None,
 ) -> GroupCorrelations:
-    """The coefficient within each group, all groups at once (no NaN in x or y)."""
+    """The coefficient within each group, all groups at once (no NaN in x or y).
+    ``ranks``: for Spearman, x's and y's :func:`~scoring.stats.ranking.ranks_within`
+    these groups, when the caller has them (the same values, no ranking here)."""
     r = np.full(groups.n_groups, np.nan)
     constant = np.zeros(groups.n_groups, dtype=bool)
     size = groups.sizes.astype(np.float64)
+    ranked = ranks is not None and coefficient is Coefficient.SPEARMAN
+    sx, sy = ranks if ranks is not None and ranked else (x, y)
     for block in groups.blocks:
-        part = row_correlations(block.gather(x), block.gather(y), coefficient, options)
+        part = row_correlations(
+            block.gather(sx), block.gather(sy), coefficient, options, ranked=ranked
+        )
         r[block.rows] = part.r
         constant[block.rows] = part.constant
         size[block.rows] = part.size

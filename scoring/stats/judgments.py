@@ -71,12 +71,15 @@ def aggregate_judgments(
         listed = np.asarray(outputs)
         if not _distinct_keys(listed):
             raise ValueError("outputs must not repeat a key")
-        sorter = np.argsort(listed, kind="stable")
-        found = np.searchsorted(listed, keys, sorter=sorter)
-        found = np.minimum(found, max(listed.size - 1, 0))
-        codes = sorter[found] if listed.size else found
-        if keys.size and (listed.size == 0 or np.any(listed[codes] != keys)):
-            raise ValueError("a judgment refers to an output not in outputs")
+        if keys.shape == listed.shape and np.array_equal(keys, listed):
+            codes = np.arange(listed.size)  # one judgment per output, in their order
+        else:
+            sorter = np.argsort(listed, kind="stable")
+            found = np.searchsorted(listed, keys, sorter=sorter)
+            found = np.minimum(found, max(listed.size - 1, 0))
+            codes = sorter[found] if listed.size else found
+            if keys.size and (listed.size == 0 or np.any(listed[codes] != keys)):
+                raise ValueError("a judgment refers to an output not in outputs")
     weight = _weights(weights, scores.size, method)
     keep = ~excluded & ~np.isnan(scores)
     groups = Groups.from_codes(codes[keep], listed.size)

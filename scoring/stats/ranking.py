@@ -181,6 +181,17 @@ def rank_rows(values: FloatArray) -> FloatArray:
     return ranks.reshape(rows, width)
 
 
+def ranks_within(values: FloatArray, groups: Groups) -> FloatArray:
+    """Each item's average rank within its group (1-based; NaN for the items of groups
+    with fewer than two), exactly as :func:`rank_rows` gives it in the group's block: a
+    column's within-document ranks, computed once for the many correlations that share
+    the column. ``values`` has no NaN."""
+    out = np.full(values.size, np.nan)
+    for block in groups.blocks:
+        out[block.index[block.mask]] = rank_rows(block.gather(values))[block.mask]
+    return out
+
+
 def tie_runs(*sorted_rows: FloatArray) -> tuple[FloatArray, IntArray]:
     """Tied pairs and distinct values in each row of already sorted 2-D arrays.
 

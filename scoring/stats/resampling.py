@@ -39,8 +39,6 @@ mt-metrics-eval's pairwise permutation test keeps each metric's ε).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
-from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -48,15 +46,17 @@ import numpy.typing as npt
 
 import scoring.stats.weighted_pairs as weighted_pairs
 from scoring.stats.correlation import CorrelationResult, correlate
+from scoring.stats.draws import Resamples as Resamples
+from scoring.stats.draws import Unit as Unit
+from scoring.stats.draws import draw_resamples as draw_resamples
 from scoring.stats.group_correlations import (
     GroupCorrelations,
-    as_groups,
     as_scores,
     group_correlations,
     row_correlations,
 )
 from scoring.stats.pairwise import pdp_from_sums, pdp_sums
-from scoring.stats.ranking import BLOCK_CELLS, BoolArray, FloatArray, Groups, IntArray
+from scoring.stats.ranking import BLOCK_CELLS, BoolArray, FloatArray, IntArray
 from scoring.stats.settings import (
     DEFAULT_OPTIONS,
     Average,
@@ -74,51 +74,6 @@ from scoring.stats.spa import resampled_spa
 NEAR_CONSTANT = 1e-6
 
 
-class Unit(Enum):
-    """What a bootstrap resamples, with replacement."""
-
-    DOCUMENTS = "documents"
-    SYSTEMS = "systems"
-    BOTH = "both"
-
-
-@dataclass(frozen=True, eq=False)
-class Resamples:
-    """Bootstrap draws: row b of ``doc_draws`` lists the document groups drawn for
-    resample b (likewise ``system_draws``); None where that unit is not resampled."""
-
-    unit: Unit
-    docs: Groups
-    systems: Groups | None
-    doc_draws: IntArray | None
-    system_draws: IntArray | None
-
-    @property
-    def size(self) -> int:
-        """Number of resamples."""
-        draws = self.doc_draws if self.doc_draws is not None else self.system_draws
-        assert draws is not None
-        return int(draws.shape[0])
-
-    @cached_property
-    def doc_counts(self) -> FloatArray | None:
-        """Resamples × documents: how often each document was drawn."""
-        return None if self.doc_draws is None else _counts(self.doc_draws, self.docs.n_groups)
-
-    @cached_property
-    def system_counts(self) -> FloatArray | None:
-        """Resamples × systems: how often each system was drawn."""
-        if self.system_draws is None or self.systems is None:
-            return None
-        return _counts(self.system_draws, self.systems.n_groups)
-
-
-def _counts(draws: IntArray, n: int) -> FloatArray:
-    rows = draws.shape[0]
-    flat = (np.arange(rows, dtype=np.intp)[:, None] * n + draws).ravel()
-    return np.bincount(flat, minlength=rows * n).reshape(rows, n).astype(np.float64)
-
-
 @dataclass(frozen=True)
 class ConfidenceInterval:
     """A percentile bootstrap interval. ``n_undefined`` resamples had no usable group
@@ -130,40 +85,6 @@ class ConfidenceInterval:
     unit: Unit
     resamples: int
     n_undefined: int
-
-
-def draw_resamples(
-    rng: np.random.Generator,
-    docs: Groups | npt.ArrayLike,
-    systems: Groups | npt.ArrayLike | None = None,
-    *,
-    unit: Unit = Unit.DOCUMENTS,
-    resamples: int = 1000,
-) -> Resamples:
-    """Draw ``resamples`` bootstrap resamples of documents, systems or both.
-
-    ``docs`` and ``systems`` are the keys of each output (or prebuilt
-    :class:`~scoring.stats.ranking.Groups`). ``systems`` is needed to resample systems
-    and for system-level intervals.
-    """
-    if resamples < 1:
-        raise ValueError("resamples must be at least 1")
-    doc_groups = docs if isinstance(docs, Groups) else Groups.from_keys(docs)
-    sys_groups = None if systems is None else as_groups(systems, doc_groups.n_items, "systems")
-    doc_draws = system_draws = None
-    if unit in (Unit.DOCUMENTS, Unit.BOTH):
-        doc_draws = rng.integers(0, doc_groups.n_groups, size=(resamples, doc_groups.n_groups))
-    if unit in (Unit.SYSTEMS, Unit.BOTH):
-        if sys_groups is None:
-            raise ValueError(f"resampling {unit.value} needs system keys")
-        system_draws = rng.integers(0, sys_groups.n_groups, size=(resamples, sys_groups.n_groups))
-    return Resamples(
-        unit=unit,
-        docs=doc_groups,
-        systems=sys_groups,
-        doc_draws=None if doc_draws is None else doc_draws.astype(np.intp),
-        system_draws=None if system_draws is None else system_draws.astype(np.intp),
-    )
 
 
 def bootstrap_distribution(
@@ -350,11 +271,16 @@ def _system_level(
     n_docs, n_sys = plan.docs.n_groups, systems.n_groups
     # Sums per (document, system) cell; a resample of documents is then a weighted
     # sum of rows, and a resample of systems a choice of columns.
-    cell = plan.docs.codes[valid] * n_sys + systems.codes[valid]
+    if every := bool(valid.all()):  # the cells and their counts are the plan's, no copies
+        cell, count = plan.cells
+    else:
+        cell = plan.docs.codes[valid] * n_sys + systems.codes[valid]
     size = n_docs * n_sys
-    sums_x = np.bincount(cell, weights=x[valid], minlength=size).reshape(n_docs, n_sys)
-    sums_y = np.bincount(cell, weights=y[valid], minlength=size).reshape(n_docs, n_sys)
-    count = np.bincount(cell, minlength=size).reshape(n_docs, n_sys).astype(np.float64)
+    xs, ys = (x, y) if every else (x[valid], y[valid])
+    sums_x = np.bincount(cell, weights=xs, minlength=size).reshape(n_docs, n_sys)
+    sums_y = np.bincount(cell, weights=ys, minlength=size).reshape(n_docs, n_sys)
+    if not every:
+        count = np.bincount(cell, minlength=size).reshape(n_docs, n_sys).astype(np.float64)
     doc_counts = plan.doc_counts
     if doc_counts is not None:
         sx, sy, n = doc_counts @ sums_x, doc_counts @ sums_y, doc_counts @ count

@@ -14,6 +14,7 @@ from scoring.stats import (
     Options,
     correlate,
     intercorrelation,
+    ranks_within,
     unsupported,
 )
 
@@ -228,3 +229,58 @@ def test_no_scored_pairs_gives_nan_rather_than_an_error(level):
     )
     assert math.isnan(result.value)
     assert (result.n_outputs, result.n_missing) == (0, 2)
+
+
+@pytest.mark.parametrize("policy", [DegeneratePolicy.SKIP, DegeneratePolicy.ZERO])
+def test_spearman_from_ranks_ranked_once_equals_ranking_in_each_cell(policy):
+    """A matrix ranks each column once (ties, constant and single-output documents,
+    documents of 2 to 70 outputs across several blocks); the cells' values are those of
+    ranking in every cell, exactly; with a missing value the ranks are not used."""
+    rng = np.random.default_rng(11)
+    sizes = rng.integers(1, 70, size=400)
+    docs = Groups.from_keys(np.repeat(np.arange(sizes.size), sizes))
+    n = docs.n_items
+    metric = np.round(rng.normal(size=n), 1)  # ties
+    human = rng.integers(1, 6, size=n).astype(np.float64)
+    human[docs.codes == 3] = 4.0  # a constant document
+    ranks = (ranks_within(metric, docs), ranks_within(human, docs))
+    for x, y in ((metric, human), (human, metric)):
+        given = ranks if x is metric else ranks[::-1]
+        plain = correlate(
+            x, y, level=Level.SAMPLE, coefficient=Coefficient.SPEARMAN, docs=docs, policy=policy
+        )
+        fast = correlate(
+            x,
+            y,
+            level=Level.SAMPLE,
+            coefficient=Coefficient.SPEARMAN,
+            docs=docs,
+            policy=policy,
+            ranks=given,
+        )
+        assert fast.value == plain.value and fast.n_constant == plain.n_constant
+        assert np.array_equal(fast.per_group, plain.per_group, equal_nan=True)
+    gappy = metric.copy()
+    gappy[5] = np.nan
+    wrong = (np.zeros(n), np.zeros(n))  # ignored: not every output is valid
+    assert (
+        correlate(
+            gappy,
+            human,
+            level=Level.SAMPLE,
+            coefficient=Coefficient.SPEARMAN,
+            docs=docs,
+            ranks=wrong,
+        ).value
+        == correlate(
+            gappy, human, level=Level.SAMPLE, coefficient=Coefficient.SPEARMAN, docs=docs
+        ).value
+    )
+    both = np.vstack([metric, human])
+    assert np.array_equal(
+        intercorrelation(
+            both, level=Level.SAMPLE, coefficient=Coefficient.SPEARMAN, docs=docs, ranks=list(ranks)
+        ),
+        intercorrelation(both, level=Level.SAMPLE, coefficient=Coefficient.SPEARMAN, docs=docs),
+        equal_nan=True,
+    )

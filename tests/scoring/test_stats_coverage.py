@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scoring.stats import coverage, scored
+from scoring.stats import Groups, coverage, scored
 
 
 def test_coverage_counts_the_judged_outputs_and_documents_scored():
@@ -19,3 +19,15 @@ def test_coverage_counts_the_judged_outputs_and_documents_scored():
     with pytest.raises(ValueError, match="one entry per output"):
         coverage(metric, human, docs[:3])
     assert scored(metric, human).tolist() == [True, False, False, False, False, True]
+
+
+def test_coverage_from_the_documents_groups_equals_coverage_from_their_codes():
+    """A matrix passes its documents' Groups (counted once where every output is
+    judged and scored); the figures are those the codes give, with or without gaps."""
+    rng = np.random.default_rng(4)
+    docs = np.repeat(np.arange(40), rng.integers(1, 9, size=40))
+    metric, human = rng.normal(size=docs.size), rng.normal(size=docs.size)
+    gappy = metric.copy()
+    gappy[::7] = np.nan
+    for m in (metric, gappy):
+        assert coverage(m, human, Groups.from_keys(docs)) == coverage(m, human, docs)

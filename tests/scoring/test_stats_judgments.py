@@ -73,3 +73,17 @@ def test_bad_weights_are_refused():
         aggregate_judgments(OUTPUTS, ANNOTATORS, VALUES, weights=[-1.0] * 8)
     with pytest.raises(ValueError, match="mean only"):
         aggregate_judgments(OUTPUTS, ANNOTATORS, VALUES, weights=[1.0] * 8, method=Aggregate.MEDIAN)
+
+
+def test_one_judgment_per_listed_output_in_their_order_aggregates_as_any_order():
+    """A frame's usual case (one rating per output, in output order) takes a shortcut;
+    its values are those of the same judgments in another order."""
+    rng = np.random.default_rng(2)
+    outputs = np.sort(rng.choice(10_000, size=500, replace=False))
+    values = rng.integers(1, 6, size=500).astype(np.float64)
+    order = rng.permutation(500)
+    fast = aggregate_judgments(outputs, np.zeros(500), values, outputs=outputs)
+    slow = aggregate_judgments(outputs[order], np.zeros(500), values[order], outputs=outputs)
+    assert np.array_equal(fast.values, slow.values) and np.array_equal(fast.values, values)
+    with pytest.raises(ValueError, match="not in outputs"):
+        aggregate_judgments(outputs + 1, np.zeros(500), values, outputs=outputs)

@@ -539,3 +539,29 @@ def test_the_document_mean_of_equal_weights_equals_summing_the_drawn_weights(wei
     draws = plan.doc_draws
     expected = np.take(per_doc * weights, draws).sum(axis=1) / np.take(weights, draws).sum(axis=1)
     assert np.array_equal(_weighted_document_mean(plan, per_doc, weights), expected)
+
+
+@pytest.mark.parametrize("unit", [Unit.SYSTEMS, Unit.DOCUMENTS, Unit.BOTH])
+def test_system_level_without_a_missing_value_equals_the_masked_computation(unit):
+    """Where every output is valid the plan's shared cells are used; the values are
+    those of the same outputs plus one more whose score is missing (masked out)."""
+    rng = np.random.default_rng(9)
+    docs, systems = np.meshgrid(np.arange(30), np.arange(6), indexing="ij")
+    docs, systems = docs.ravel(), systems.ravel()
+    x, y = rng.normal(size=docs.size), rng.integers(1, 6, size=docs.size).astype(float)
+    extra = (np.append(docs, 0), np.append(systems, 0))
+    results = []
+    for d, s, xs, ys in ((docs, systems, x, y), (*extra, np.append(x, np.nan), np.append(y, 3.0))):
+        plan = draw_resamples(
+            np.random.default_rng(1),
+            Groups.from_keys(d),
+            Groups.from_keys(s),
+            unit=unit,
+            resamples=40,
+        )
+        results.append(
+            bootstrap_distribution(
+                plan, xs, ys, level=Level.SYSTEM, coefficient=Coefficient.PEARSON
+            )
+        )
+    assert np.array_equal(results[0], results[1], equal_nan=True)

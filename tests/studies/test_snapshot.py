@@ -18,7 +18,7 @@ from django.db.models import Q
 from scoring.stats import Aggregate
 from studies.models import Aspect, Dataset, Document, Judgment, MetricScore, Output
 from studies.services import queue
-from studies.services.analysis import dashboards, matrix_cost, snapshot
+from studies.services.analysis import ceiling, dashboards, matrix_cost, snapshot
 from studies.services.analysis.dashboards import NO_JUDGMENT, compute_and_cache, frame_for
 from studies.services.analysis.frames import (
     JudgmentFilter,
@@ -358,3 +358,17 @@ def test_the_pages_sizes_and_sources_come_from_the_manifest_as_from_the_rows(
     assert snapshot.current(dataset) is None  # off: not even a written one is read
     assert matrix_cost.matrix_size(dataset) == from_manifest
     assert dashboards._judgment_sources(dataset) == sources
+
+
+def test_the_ceilings_judgments_are_the_same_on_either_path_with_an_annotator_left_out(
+    rich, settings
+):
+    dataset, annotators = rich
+    frame = load_frame(dataset)
+    left_out = {annotators[1].pk}
+    on = ceiling.judgment_table(dataset, frame, left_out)
+    settings.CONCORDIA = {**settings.CONCORDIA, "SNAPSHOTS": False}
+    off = ceiling.judgment_table(dataset, frame, left_out)
+    assert on[1] == off[1] == ["rater0", "rater2", "file file1.jsonl", "file file2.jsonl"]
+    assert np.array_equal(on[0], off[0])
+    assert on[0].shape[0] == Judgment.objects.exclude(annotator__in=left_out).count()

@@ -8,6 +8,7 @@ Annotators are the frame's: annotator accounts, and each import file as one anno
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,95 +28,113 @@ NO_OVERLAP = "fewer than 2 annotators judged the same outputs of this aspect"
 UNDEFINED = "the annotators' scores leave the statistic undefined where they overlap (constant)"
 
 
+@dataclass(frozen=True, eq=False)
+class _Rated:
+    """One aspect's judgments for the ceiling: output ids, annotator codes and values,
+    by annotator, then output (one order whichever path read them, so sums agree)."""
+
+    output: np.ndarray
+    who: np.ndarray
+    value: np.ndarray
+
+
 def _judgments(
     dataset: Dataset, frame: ScoreFrame, excluded: set[int]
-) -> tuple[np.ndarray, list[str]]:
-    """The judgments of the frame's aspects as rows (output id, aspect id, annotator
-    code, value), and each code's name: annotator accounts by username, then each
-    import file as one annotator. From the dataset's snapshot when it has one for its
-    current data (the frame was read from it), else from the rows."""
+) -> tuple[dict[int, _Rated], list[str]]:
+    """The judgments of each of the frame's aspects, and each annotator code's name:
+    annotator accounts by username, then each import file as one annotator. From the
+    dataset's snapshot when it has one for its current data (the frame was read from
+    it), else from the rows."""
     written = snapshot.current(dataset)
-    accounts, imported, file_names = (
+    raw, names = (
         _from_rows(dataset, frame, excluded)
         if written is None
         else _from_snapshot(written, frame, excluded)
     )
-    user_ids, codes = np.unique(accounts[:, 2].astype(np.int64), return_inverse=True)
+    # accounts (>0, by id) first, then files (<0: -(index + 1) in ``names``), by name
+    accounts = np.unique(np.concatenate([a[1][a[1] > 0] for a in raw.values()] + [_NONE]))
     usernames = dict(
-        get_user_model().objects.filter(pk__in=user_ids.tolist()).values_list("pk", "username")
+        get_user_model().objects.filter(pk__in=accounts.tolist()).values_list("pk", "username")
     )
-    used = np.unique(imported[:, 2].astype(np.int64))
-    files = sorted(file_names[k] for k in used)
-    file_code = np.zeros(len(file_names), dtype=np.int64)
+    used = np.unique(np.concatenate([-a[1][a[1] < 0] - 1 for a in raw.values()] + [_NONE]))
+    files = sorted(str(names[k]) for k in used)
+    code_of_file = np.zeros(max(len(names), 1), dtype=np.int64)
     for k in used:
-        file_code[k] = user_ids.size + files.index(file_names[k])
-    accounts[:, 2] = codes
-    imported[:, 2] = file_code[imported[:, 2].astype(np.int64)]
-    names = [str(usernames.get(int(pk), f"user {pk}")) for pk in user_ids]
-    table = np.vstack([accounts, imported])
-    # by aspect, annotator, then output: sums come out the same whichever path read them
-    # (and whatever order the database returned them in)
-    order = np.lexsort((table[:, 0], table[:, 2], table[:, 1]))
-    return table[order], names + [f"file {f}" for f in files]
+        code_of_file[k] = accounts.size + files.index(str(names[k]))
+    rated = {}
+    for aspect, (output, annotator, value) in raw.items():
+        who = np.where(
+            annotator > 0,
+            np.searchsorted(accounts, annotator),
+            code_of_file[np.maximum(-annotator - 1, 0)],
+        )
+        order = np.lexsort((output, who))
+        rated[aspect] = _Rated(output[order], who[order], value[order])
+    labels = [str(usernames.get(int(pk), f"user {pk}")) for pk in accounts]
+    return rated, labels + [f"file {f}" for f in files]
 
 
-def _from_rows(
+def judgment_table(
     dataset: Dataset, frame: ScoreFrame, excluded: set[int]
-) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """The accounts' judgments (output id, aspect id, account id, value), the imported
-    ones (output id, aspect id, file index, value) and the files' names, from the rows."""
+) -> tuple[np.ndarray, list[str]]:
+    """The judgments of the frame's aspects as rows (output id, aspect id, annotator
+    code, value), by aspect, annotator and output, and each code's name (as the ceiling
+    reads them: what the report card's annotator matrices are built from)."""
+    rated, names = _judgments(dataset, frame, excluded)
+    parts = [
+        np.column_stack([r.output, np.full(r.output.size, pk), r.who, r.value]).astype(np.float64)
+        for pk, r in rated.items()
+    ]
+    return np.vstack([np.zeros((0, 4)), *parts]), names
+
+
+_NONE = np.zeros(0, dtype=np.int64)
+Raw = dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+
+def _from_rows(dataset: Dataset, frame: ScoreFrame, excluded: set[int]) -> tuple[Raw, list[str]]:
+    """Per aspect, (output ids, annotators, values): an account by its id, a file as
+    -(index + 1) of its name among the names returned beside them; read from the rows."""
     judged = Judgment.objects.filter(
         output__document__dataset=dataset, aspect_id__in=[a.pk for a in frame.aspects]
     )
-    by_account = judged.filter(annotator__isnull=False)
     if excluded:
-        by_account = by_account.exclude(annotator_id__in=excluded)
-    accounts = np.array(
-        read_rows(by_account.values_list("output_id", "aspect_id", "annotator_id", "value")),
-        dtype=np.float64,
-    ).reshape(-1, 4)
+        judged = judged.exclude(annotator_id__in=excluded)
     found = read_rows(
-        judged.filter(annotator__isnull=True).values_list(
-            "output_id", "aspect_id", "import_file", "value"
-        )
+        judged.values_list("output_id", "aspect_id", "annotator_id", "import_file", "value")
     )
-    file_names: dict[str, int] = {}
-    imported = np.array(
-        [(o, a, file_names.setdefault(f, len(file_names)), v) for o, a, f, v in found],
-        dtype=np.float64,
-    ).reshape(-1, 4)
-    return accounts, imported, list(file_names)
+    names: dict[str, int] = {}
+    who = np.array(
+        [a if a is not None else -(names.setdefault(f, len(names)) + 1) for _, _, a, f, _ in found],
+        dtype=np.int64,
+    )
+    outputs = np.array([r[0] for r in found], dtype=np.int64)
+    aspects = np.array([r[1] for r in found], dtype=np.int64)
+    values = np.array([r[4] for r in found], dtype=np.float64)
+    raw: Raw = {}
+    for aspect in frame.aspects:
+        mask = aspects == aspect.pk
+        raw[aspect.pk] = (outputs[mask], who[mask], values[mask])
+    return raw, list(names)
 
 
 def _from_snapshot(
     written: snapshot.Snapshot, frame: ScoreFrame, excluded: set[int]
-) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """The same as :func:`_from_rows`, from the snapshot (each aspect's judgments by
-    output then id)."""
-    accounts, imported, file_names = [], [], {}
+) -> tuple[Raw, list[str]]:
+    """The same as :func:`_from_rows`, from the snapshot."""
+    names: dict[str, int] = {}
+    raw: Raw = {}
     for aspect in frame.aspects:
         found = written.judgments(aspect.pk)
-        index = np.array([file_names.setdefault(f, len(file_names)) for f in found.files])
-        mine = found.annotator > 0
-        if excluded:
-            mine &= ~np.isin(found.annotator, list(excluded))
-        files = found.annotator < 0
-        for rows, who, into in (
-            (mine, found.annotator, accounts),
-            (files, index[found.file_code] if index.size else found.file_code, imported),
-        ):
-            into.append(
-                np.column_stack(
-                    [
-                        found.output_id[rows],
-                        np.full(int(rows.sum()), aspect.pk),
-                        who[rows],
-                        found.value[rows],
-                    ]
-                ).astype(np.float64)
-            )
-    empty = np.zeros((0, 4))
-    return np.vstack([empty, *accounts]), np.vstack([empty, *imported]), list(file_names)
+        index = np.array([names.setdefault(f, len(names)) for f in found.files], dtype=np.int64)
+        keep = ~np.isin(found.annotator, list(excluded)) if excluded else slice(None)
+        who = np.where(
+            found.annotator > 0,
+            found.annotator,
+            -(index[found.file_code] if index.size else found.file_code) - 1,
+        )
+        raw[aspect.pk] = (found.output_id[keep], who[keep], found.value[keep])
+    return raw, list(names)
 
 
 def ceiling_row(dataset: Dataset, frame: ScoreFrame, params: MatrixParams) -> list[dict[str, Any]]:
@@ -128,22 +147,18 @@ def ceiling_row(dataset: Dataset, frame: ScoreFrame, params: MatrixParams) -> li
     options); judgments count unweighted, and flagged annotators are left out when the
     matrix leaves them out."""
     excluded = hooks.flagged(dataset) if params.exclude_flagged else set()
-    table, names = (
-        _judgments(dataset, frame, excluded)
-        if frame.aspects and frame.n_outputs
-        else (np.zeros((0, 4)), [])
+    rated, names = (
+        _judgments(dataset, frame, excluded) if frame.aspects and frame.n_outputs else ({}, [])
     )
-    # the frame's outputs are sorted by id; judgments of other outputs (a restriction to
-    # test documents) are dropped
-    output_ids = table[:, 0].astype(np.int64)
-    found = np.searchsorted(frame.output_ids, output_ids)
-    found = np.minimum(found, max(frame.n_outputs - 1, 0))
-    inside = frame.output_ids[found] == output_ids if frame.n_outputs else found < 0
     docs_all, systems_all = frame.doc_codes, frame.system_codes
     entries = []
     for aspect in frame.aspects:
-        mask = inside & (table[:, 1] == aspect.pk)
-        codes, who = np.unique(table[mask, 2].astype(np.int64), return_inverse=True)
+        found = rated.get(aspect.pk, _Rated(_NONE, _NONE, np.zeros(0)))
+        # the frame's outputs are sorted by id; judgments of other outputs (a restriction
+        # to test documents) are dropped
+        rows = np.minimum(np.searchsorted(frame.output_ids, found.output), frame.n_outputs - 1)
+        inside = frame.output_ids[rows] == found.output if frame.n_outputs else rows < 0
+        codes, who = np.unique(found.who[inside], return_inverse=True)
         labels = [names[c] for c in codes]
 
         def statistic(
@@ -154,7 +169,7 @@ def ceiling_row(dataset: Dataset, frame: ScoreFrame, params: MatrixParams) -> li
             return float(cell_statistic(own, others, aspect, params, docs, systems).value)
 
         result = leave_one_out(
-            found[mask], who, table[mask, 3], frame.n_outputs, len(labels), statistic
+            rows[inside], who, found.value[inside], frame.n_outputs, len(labels), statistic
         )
         per_annotator = [
             {"annotator": str(label), "value": _num(v), "n_outputs": int(n)}

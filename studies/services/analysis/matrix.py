@@ -30,6 +30,7 @@ from scoring.stats import (
     intercorrelation,
     paired_bootstrap_p,
     paired_bootstrap_test,
+    ranks_within,
     scored,
 )
 from studies.services.analysis.frames import AspectInfo, ScoreFrame
@@ -55,9 +56,11 @@ def cell_statistic(
     params: MatrixParams,
     docs: Groups,
     systems: Groups,
+    ranks: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> CorrelationResult:
     """One matrix cell's statistic (the page, the drill-down and the command share it);
-    with tie calibration, ``result.options.epsilon`` is the calibrated ε."""
+    with tie calibration, ``result.options.epsilon`` is the calibrated ε. ``ranks``:
+    both sides' ranks within the documents, when the matrix has them (:func:`column_ranks`)."""
     level, coefficient, average = params.level_enum, params.coefficient_enum, params.average_enum
     options = statistic_options(aspect)
     calibration = None
@@ -83,7 +86,26 @@ def cell_statistic(
         average=average,
         options=options,
         calibration=calibration,
+        ranks=ranks,
     )
+
+
+def column_ranks(
+    columns: np.ndarray, docs: Groups, params: MatrixParams
+) -> list[np.ndarray | None]:
+    """Each column's ranks within the documents, for a sample-level Spearman matrix: a
+    run's column is correlated with every aspect and an aspect's with every run, so each
+    is ranked once here, not once per cell. A column with a missing value gets None (its
+    cells rank the outputs both sides have, as they always did)."""
+    if params.level_enum is not Level.SAMPLE or params.coefficient_enum is not Coefficient.SPEARMAN:
+        return [None] * columns.shape[1]
+    return [
+        ranks_within(column, docs) if np.isfinite(column).all() else None for column in columns.T
+    ]
+
+
+def _pair(a: np.ndarray | None, b: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
+    return (a, b) if a is not None and b is not None else None
 
 
 def compute_matrix(
@@ -109,14 +131,17 @@ def compute_matrix(
         plan = draw_resamples(rng, docs, systems, unit=unit, resamples=params.resamples)
     columns = []
     total = len(frame.aspects) * len(frame.runs)
+    run_ranks = column_ranks(frame.metrics, docs, params)
+    aspect_ranks = column_ranks(frame.human, docs, params)
     for j, aspect in enumerate(frame.aspects):
         human = frame.human[:, j]
         cells, draws, options = [], [], []
         for i, run in enumerate(frame.runs):
             metric = frame.metrics[:, i]
-            result = cell_statistic(metric, human, aspect, params, docs, systems)
+            ranks = _pair(run_ranks[i], aspect_ranks[j])
+            result = cell_statistic(metric, human, aspect, params, docs, systems, ranks)
             options.append(result.options)
-            covered = coverage(metric, human, frame.doc_codes)
+            covered = coverage(metric, human, docs)
             cell: dict[str, Any] = {
                 "run": run.pk,
                 "value": _num(result.value),
@@ -177,6 +202,7 @@ def compute_matrix(
             docs=docs,
             systems=systems,
             policy=policy,
+            ranks=aspect_ranks if inter_coefficient is coefficient else None,
         )
         if frame.aspects
         else np.zeros((0, 0))

@@ -51,11 +51,11 @@ def frame_from_snapshot(
             found, rows, pk, output_ids, aggregate, exclude_annotators, judgment_weights
         )
     aspects = aspect_infos(columns)
-    human = np.full((output_ids.size, len(aspects)), np.nan)
+    human = np.full((output_ids.size, len(aspects)), np.nan, order="F")
     for j, aspect in enumerate(aspects):
         human[:, j] = columns.pop(aspect.pk)
     runs = run_infos(dataset, only_runs)
-    metrics = np.full((output_ids.size, len(runs)), np.nan)
+    metrics = np.full((output_ids.size, len(runs)), np.nan, order="F")
     for i, run in enumerate(runs):
         metrics[:, i] = snapshot.scores(run.pk, output_ids)
     return ScoreFrame(

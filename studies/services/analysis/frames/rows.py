@@ -68,7 +68,7 @@ def frame_from_rows(
     if kept is not None:
         judged = judged.filter(kept.q)
     aspects = aspect_infos(judged.order_by().values_list("aspect_id", flat=True).distinct())
-    human = np.full((output_ids.size, len(aspects)), np.nan)
+    human = np.full((output_ids.size, len(aspects)), np.nan, order="F")
     found = read_rows(
         judged.values_list("output_id", "aspect_id", "annotator_id", "import_file", "value", "pk")
     )
@@ -110,7 +110,7 @@ def frame_from_rows(
     stored = MetricScore.objects.filter(run__dataset=dataset, value__isnull=False)
     if only_runs is not None:
         stored = stored.filter(run_id__in=list(only_runs))
-    metrics = np.full((output_ids.size, len(runs)), np.nan)
+    metrics = np.full((output_ids.size, len(runs)), np.nan, order="F")
     scores = read_rows(stored.values_list("run_id", "output_id", "value"))
     if scores:
         table = np.array(scores, dtype=np.float64)

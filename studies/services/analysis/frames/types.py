@@ -76,6 +76,8 @@ class ScoreFrame:
     doc_keys: list[str]
     system_names: list[str]
     aspects: list[AspectInfo]
+    # column-major (each column contiguous): a cell reads one run's and one aspect's
+    # column, and a strided column would stream the whole matrix through the cache
     human: np.ndarray  # outputs × aspects, NaN where nobody judged
     runs: list[RunInfo]
     metrics: np.ndarray  # outputs × runs, NaN where unscored

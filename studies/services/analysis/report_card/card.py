@@ -30,7 +30,7 @@ from django.urls import reverse
 from scoring.stats import Groups, Level, Options, Unit, bootstrap_ci, draw_resamples
 from scoring.stats.consistency import correlation_change, rank_changes
 from studies.models import Dataset, MetricRun
-from studies.services.analysis.ceiling import _judgments
+from studies.services.analysis.ceiling import judgment_table
 from studies.services.analysis.dashboards import frame_for, matrix_for
 from studies.services.analysis.diagnostics import length_bias, output_lengths
 from studies.services.analysis.frames import AspectInfo, RunInfo
@@ -93,7 +93,7 @@ class _Context:
         }
         empty = not (frame.aspects and frame.n_outputs)
         self.table, self.names = (
-            (np.zeros((0, 4)), []) if empty else _judgments(dataset, frame, set())
+            (np.zeros((0, 4)), []) if empty else judgment_table(dataset, frame, set())
         )
         self.length = length_bias(frame, output_lengths(dataset, frame), self.mp)
         self.rows = {

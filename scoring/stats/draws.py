@@ -1,0 +1,105 @@
+"""Bootstrap draws: which documents and systems each resample takes, drawn once from the
+caller's seeded :class:`numpy.random.Generator` and shared by every cell (and both
+sides of a paired test), with what the resampled statistics derive from them once
+(:mod:`scoring.stats.resampling` computes the statistics)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from functools import cached_property
+
+import numpy as np
+import numpy.typing as npt
+
+from scoring.stats.group_correlations import as_groups
+from scoring.stats.ranking import FloatArray, Groups, IntArray
+
+
+class Unit(Enum):
+    """What a bootstrap resamples, with replacement."""
+
+    DOCUMENTS = "documents"
+    SYSTEMS = "systems"
+    BOTH = "both"
+
+
+@dataclass(frozen=True, eq=False)
+class Resamples:
+    """Bootstrap draws: row b of ``doc_draws`` lists the document groups drawn for
+    resample b (likewise ``system_draws``); None where that unit is not resampled."""
+
+    unit: Unit
+    docs: Groups
+    systems: Groups | None
+    doc_draws: IntArray | None
+    system_draws: IntArray | None
+
+    @property
+    def size(self) -> int:
+        """Number of resamples."""
+        draws = self.doc_draws if self.doc_draws is not None else self.system_draws
+        assert draws is not None
+        return int(draws.shape[0])
+
+    @cached_property
+    def doc_counts(self) -> FloatArray | None:
+        """Resamples × documents: how often each document was drawn."""
+        return None if self.doc_draws is None else _counts(self.doc_draws, self.docs.n_groups)
+
+    @cached_property
+    def cells(self) -> tuple[IntArray, FloatArray]:
+        """Each output's (document, system) cell, and the outputs per cell (documents ×
+        systems): what every system-level cell without a missing value shares."""
+        assert self.systems is not None
+        n_sys = self.systems.n_groups
+        cell = self.docs.codes * n_sys + self.systems.codes
+        count = np.bincount(cell, minlength=self.docs.n_groups * n_sys)
+        return cell, count.reshape(self.docs.n_groups, n_sys).astype(np.float64)
+
+    @cached_property
+    def system_counts(self) -> FloatArray | None:
+        """Resamples × systems: how often each system was drawn."""
+        if self.system_draws is None or self.systems is None:
+            return None
+        return _counts(self.system_draws, self.systems.n_groups)
+
+
+def _counts(draws: IntArray, n: int) -> FloatArray:
+    rows = draws.shape[0]
+    flat = (np.arange(rows, dtype=np.intp)[:, None] * n + draws).ravel()
+    return np.bincount(flat, minlength=rows * n).reshape(rows, n).astype(np.float64)
+
+
+def draw_resamples(
+    rng: np.random.Generator,
+    docs: Groups | npt.ArrayLike,
+    systems: Groups | npt.ArrayLike | None = None,
+    *,
+    unit: Unit = Unit.DOCUMENTS,
+    resamples: int = 1000,
+) -> Resamples:
+    """Draw ``resamples`` bootstrap resamples of documents, systems or both.
+
+    ``docs`` and ``systems`` are the keys of each output (or prebuilt
+    :class:`~scoring.stats.ranking.Groups`). ``systems`` is needed to resample systems
+    and for system-level intervals.
+    """
+    if resamples < 1:
+        raise ValueError("resamples must be at least 1")
+    doc_groups = docs if isinstance(docs, Groups) else Groups.from_keys(docs)
+    sys_groups = None if systems is None else as_groups(systems, doc_groups.n_items, "systems")
+    doc_draws = system_draws = None
+    if unit in (Unit.DOCUMENTS, Unit.BOTH):
+        doc_draws = rng.integers(0, doc_groups.n_groups, size=(resamples, doc_groups.n_groups))
+    if unit in (Unit.SYSTEMS, Unit.BOTH):
+        if sys_groups is None:
+            raise ValueError(f"resampling {unit.value} needs system keys")
+        system_draws = rng.integers(0, sys_groups.n_groups, size=(resamples, sys_groups.n_groups))
+    return Resamples(
+        unit=unit,
+        docs=doc_groups,
+        systems=sys_groups,
+        doc_draws=None if doc_draws is None else doc_draws.astype(np.intp, copy=False),
+        system_draws=None if system_draws is None else system_draws.astype(np.intp, copy=False),
+    )
