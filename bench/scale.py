@@ -5,6 +5,7 @@ Run from the repository root::
     .venv/bin/python bench/scale.py                      # 20,000 documents x 50 systems (1 M outputs)
     .venv/bin/python bench/scale.py --docs 2000          # 100,000 outputs
     .venv/bin/python bench/scale.py --docs 200000 --previous-repeat 0   # 10 M, columnar only
+    .venv/bin/python bench/scale.py --docs 200000 --keep /var/tmp/scale-10m   # load once, reuse
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres .venv/bin/python bench/scale.py …
 
 The study: documents x systems outputs, 4 judged aspects (one rating per output and
@@ -22,7 +23,11 @@ RSS (the kernel's VmHWM: Python, Django and numpy included) is its own:
   system-level Pearson with CIs (≤ 2 s), dataset-level Kendall τ-b without CIs;
 * ``one cell``: a drill-down (one run, one aspect), which reads those columns alone;
 
-each ``--repeat`` times (median, min-max) on the snapshot, and ``--previous-repeat``
+``--keep DIR`` (SQLite only) keeps the loaded study in DIR and, when DIR already
+holds one of the same size, measures it again without loading it (its load time is
+then the first run's, read back).
+
+Each measured step runs ``--repeat`` times (median, min-max) on the snapshot, and ``--previous-repeat``
 times with snapshots turned off (``CONCORDIA_SNAPSHOTS=false``: the row path, what every
 read did before), in the same run. Every cell of each statistic's matrix from the two
 paths is compared (exact equality of the whole result, ``seconds`` aside); the bench
@@ -36,6 +41,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -175,6 +181,10 @@ def main() -> None:
     parser.add_argument(
         "--previous-repeat", type=int, default=1, help="runs of each step on the row path (0: none)"
     )
+    parser.add_argument(
+        "--keep", type=Path, help="SQLite: load into DIR and keep it; reuse what DIR holds"
+    )
+    parser.add_argument("--load-only", action="store_true", help="with --keep: load, then stop")
     parser.add_argument("--child", dest="step", help=argparse.SUPPRESS)
     parser.add_argument("--dataset", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--params", help=argparse.SUPPRESS)
@@ -185,6 +195,12 @@ def main() -> None:
         child(args)
         return
     env = prepare_environment()
+    if args.keep is not None:
+        if os.environ.get("DATABASE_URL"):
+            raise SystemExit("--keep keeps a SQLite study: unset DATABASE_URL")
+        args.keep.mkdir(parents=True, exist_ok=True)
+        os.environ["CONCORDIA_DATA_DIR"] = str(args.keep.resolve())
+        env.database = f"SQLite (kept in {args.keep})"
     try:
         start_django()
         serve_static_unhashed()
@@ -202,15 +218,32 @@ def report(args: argparse.Namespace, database: str, tmp: Path) -> None:
         f"{n:,} outputs ({args.docs:,} documents x {args.systems} systems), {N_RUNS} runs, "
         f"{len(ASPECT_CODES)} aspects; {database}; load average {load()}"
     )
-    started = time.perf_counter()
-    dataset, parts = load_study(args.docs, args.systems)
-    loaded = time.perf_counter() - started
+    kept = args.keep / "scale-study.json" if args.keep is not None else None
+    if kept is not None and kept.is_file():
+        found = json.loads(kept.read_text())
+        if [found["docs"], found["systems"]] != [args.docs, args.systems]:
+            raise SystemExit(
+                f"{args.keep} holds {found['docs']} x {found['systems']}: another size"
+            )
+        dataset, parts, loaded = found["dataset"], found["parts"], found["seconds"]
+        print(f"reusing the study kept in {args.keep} (loaded in {loaded:.1f} s then)")
+    else:
+        started = time.perf_counter()
+        dataset, parts = load_study(args.docs, args.systems)
+        loaded = time.perf_counter() - started
+        if kept is not None:
+            record = {"docs": args.docs, "systems": args.systems, "dataset": dataset}
+            kept.write_text(json.dumps({**record, "parts": parts, "seconds": loaded}))
     print(
         f"loaded in {loaded:.1f} s ("
         + ", ".join(f"{k} {v:.1f} s" for k, v in parts.items())
         + f"); load average {load()}",
         flush=True,
     )
+    if args.load_only:
+        return
+    if args.keep is not None:  # the kept study's snapshot is written (and timed) again
+        shutil.rmtree(args.keep / "snapshots", ignore_errors=True)
     written = run_child("snapshot", dataset, previous=False)
     rows: list[list[str]] = [
         ["load (bulk SQL)", f"{loaded:.1f}", "", "", "", ""],

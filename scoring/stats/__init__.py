@@ -24,6 +24,7 @@ from scoring.stats.correlation import (
 )
 from scoring.stats.coverage import Coverage, coverage, scored
 from scoring.stats.judgments import Aggregate, AggregatedJudgments, aggregate_judgments
+from scoring.stats.kendall import ColumnOrder, column_order, kendall_from_orders
 from scoring.stats.pairwise import TieCalibration
 from scoring.stats.ranking import Groups, rank_rows, ranks_within
 from scoring.stats.resampling import (
@@ -55,6 +56,9 @@ from scoring.stats.significance import (
 )
 
 __all__ = [
+    "ColumnOrder",
+    "column_order",
+    "kendall_from_orders",
     "TIE_COEFFICIENTS",
     "Aggregate",
     "AggregatedJudgments",

@@ -31,6 +31,7 @@ from scoring.stats.group_correlations import (
     group_correlations,
     row_correlations,
 )
+from scoring.stats.kendall import ColumnOrder, kendall_from_orders
 from scoring.stats.pairwise import (
     CALIBRATION_MAX_PAIRS,
     RightPairs,
@@ -220,6 +221,7 @@ def correlate(
     options: Options = DEFAULT_OPTIONS,
     calibration: TieCalibration | None = None,
     ranks: tuple[FloatArray, FloatArray] | None = None,
+    orders: tuple[ColumnOrder, ColumnOrder] | None = None,
 ) -> CorrelationResult:
     """Correlate metric scores with human judgments, aligned by output.
 
@@ -238,6 +240,8 @@ def correlate(
     the documents ``docs`` (a matrix ranks each column once, not once per cell), saves
     ranking them again for a sample-level Spearman where every output is valid (else
     the valid outputs are ranked here, as without them); the value is the same.
+    ``orders``, both sides' :func:`~scoring.stats.kendall.column_order`, does the same
+    for a dataset-level τ-b or τ-c (:func:`~scoring.stats.kendall.kendall_from_orders`).
     """
     x, y = _aligned(metric, human, coefficient, level, average)
     doc_groups = None if docs is None else as_groups(docs, x.size, "docs")
@@ -276,6 +280,12 @@ def correlate(
             options=options,
         )
     if level is Level.DATASET:
+        # scipy's counts, as row_correlations takes them past KENDALL_PAIRWISE_MAX
+        sorted_already = all_valid and x.size > KENDALL_PAIRWISE_MAX
+        pooled = _kendall_from_orders(orders, coefficient) if sorted_already else None
+        if pooled is not None:
+            counts = (x.size, n_documents, n_systems, 0)
+            return _pooled_result(pooled, coefficient, level, policy, counts, options)
         row_x, row_y = x[valid][None, :], y[valid][None, :]
     elif level is Level.SYSTEM:
         if sys_groups is None:
@@ -287,19 +297,54 @@ def correlate(
     else:  # pragma: no cover - exhaustive over Level
         raise ValueError(f"unknown level {level!r}")
     pooled = row_correlations(row_x, row_y, coefficient, options)
+    counts = (int(valid.sum()), n_documents, n_systems, n_missing)
+    return _pooled_result(pooled, coefficient, level, policy, counts, options)
+
+
+def _pooled_result(
+    pooled: GroupCorrelations,
+    coefficient: Coefficient,
+    level: Level,
+    policy: DegeneratePolicy,
+    counts: tuple[int, int, int, int],
+    options: Options,
+) -> CorrelationResult:
+    """A dataset- or system-level result from its one row's correlation; ``counts``:
+    valid outputs, documents, systems and missing pairs."""
+    n_outputs, n_documents, n_systems, n_missing = counts
     value = float(pooled.values(policy)[0])
     return CorrelationResult(
         value=value,
         coefficient=coefficient,
         level=level,
         policy=policy,
-        n_outputs=int(valid.sum()),
+        n_outputs=n_outputs,
         n_documents=n_documents,
         n_systems=n_systems,
         n_skipped=int(np.isnan(value)),
         n_constant=int(pooled.constant[0]),
         n_missing=n_missing,
         options=options,
+    )
+
+
+def _kendall_from_orders(
+    orders: tuple[ColumnOrder, ColumnOrder] | None, coefficient: Coefficient
+) -> GroupCorrelations | None:
+    """The dataset's one row from the columns' sort orders (τ-b, τ-c), if they can give it."""
+    variants = {Coefficient.KENDALL_B: "b", Coefficient.KENDALL_C: "c"}
+    if orders is None or coefficient not in variants:
+        return None
+    tau = kendall_from_orders(*orders, variant=variants[coefficient])
+    if tau is None:
+        return None
+    n = orders[0].codes.size
+    constant = n >= 2 and min(orders[0].n_classes, orders[1].n_classes) == 1
+    return GroupCorrelations(
+        r=np.array([tau if n >= 2 and not constant else np.nan]),
+        n=np.array([n], dtype=np.intp),
+        constant=np.array([constant]),
+        size=np.array([float(n)]),
     )
 
 
@@ -394,6 +439,12 @@ def _aligned(
     return x, y
 
 
+def _both(
+    first: ColumnOrder | None, second: ColumnOrder | None
+) -> tuple[ColumnOrder, ColumnOrder] | None:
+    return (first, second) if first is not None and second is not None else None
+
+
 def _count_present(groups: Groups, valid: BoolArray) -> int:
     if valid.all():  # every group with an item is present
         return int(np.count_nonzero(groups.sizes))
@@ -410,6 +461,7 @@ def intercorrelation(
     policy: DegeneratePolicy = DegeneratePolicy.SKIP,
     options: Options = DEFAULT_OPTIONS,
     ranks: Sequence[FloatArray | None] | None = None,
+    orders: Sequence[ColumnOrder | None] | None = None,
 ) -> FloatArray:
     """Aspects × aspects correlation matrix of human judgments.
 
@@ -419,7 +471,7 @@ def intercorrelation(
     i ≤ j takes aspect j as the human side).
     The diagonal is computed too: 1, or less under ``ZERO`` where constant documents
     count as 0, and NaN where an aspect has no usable group. ``ranks``: each aspect's
-    ranks within ``docs`` where known (see :func:`correlate`).
+    ranks within ``docs`` where known, ``orders`` its sort order (see :func:`correlate`).
     """
     scores = np.asarray(human, dtype=np.float64)
     if scores.ndim != 2:
@@ -432,6 +484,7 @@ def intercorrelation(
         for j in range(i, n_aspects):
             first, second = (None, None) if ranks is None else (ranks[i], ranks[j])
             pair = (first, second) if first is not None and second is not None else None
+            sort = None if orders is None else _both(orders[i], orders[j])
             result = correlate(
                 scores[i],
                 scores[j],
@@ -442,6 +495,7 @@ def intercorrelation(
                 policy=policy,
                 options=options,
                 ranks=pair,
+                orders=sort,
             )
             matrix[i, j] = matrix[j, i] = result.value
     return matrix

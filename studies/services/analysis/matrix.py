@@ -6,13 +6,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import asdict, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from scoring.stats import (
     Alternative,
     Coefficient,
+    ColumnOrder,
     CorrelationResult,
     DegeneratePolicy,
     Groups,
@@ -24,6 +25,7 @@ from scoring.stats import (
     bootstrap_distribution,
     calibrate_ties,
     cluster,
+    column_order,
     correlate,
     coverage,
     draw_resamples,
@@ -56,11 +58,12 @@ def cell_statistic(
     params: MatrixParams,
     docs: Groups,
     systems: Groups,
-    ranks: tuple[np.ndarray, np.ndarray] | None = None,
+    prepared: tuple[Prepared, Prepared] | None = None,
 ) -> CorrelationResult:
     """One matrix cell's statistic (the page, the drill-down and the command share it);
-    with tie calibration, ``result.options.epsilon`` is the calibrated ε. ``ranks``:
-    both sides' ranks within the documents, when the matrix has them (:func:`column_ranks`)."""
+    with tie calibration, ``result.options.epsilon`` is the calibrated ε. ``prepared``:
+    both sides' ranks within the documents or sort orders, when the matrix has them
+    (:func:`prepare_columns`); the value is the same without them."""
     level, coefficient, average = params.level_enum, params.coefficient_enum, params.average_enum
     options = statistic_options(aspect)
     calibration = None
@@ -86,26 +89,45 @@ def cell_statistic(
         average=average,
         options=options,
         calibration=calibration,
-        ranks=ranks,
+        ranks=_given(prepared, np.ndarray),
+        orders=_given(prepared, ColumnOrder),
     )
 
 
-def column_ranks(
-    columns: np.ndarray, docs: Groups, params: MatrixParams
-) -> list[np.ndarray | None]:
-    """Each column's ranks within the documents, for a sample-level Spearman matrix: a
-    run's column is correlated with every aspect and an aspect's with every run, so each
-    is ranked once here, not once per cell. A column with a missing value gets None (its
-    cells rank the outputs both sides have, as they always did)."""
-    if params.level_enum is not Level.SAMPLE or params.coefficient_enum is not Coefficient.SPEARMAN:
-        return [None] * columns.shape[1]
-    return [
-        ranks_within(column, docs) if np.isfinite(column).all() else None for column in columns.T
-    ]
+# What a matrix computes once per column for the cells that share it.
+Prepared = np.ndarray | ColumnOrder | None
+T = TypeVar("T")
 
 
-def _pair(a: np.ndarray | None, b: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
-    return (a, b) if a is not None and b is not None else None
+def prepare_columns(columns: np.ndarray, docs: Groups, params: MatrixParams) -> list[Prepared]:
+    """What each column's cells share, computed once per column, not once per cell (a
+    run's column meets every aspect, an aspect's every run): for a sample-level
+    Spearman, its ranks within the documents; for a dataset-level τ-b or τ-c, its sort
+    order. A column with a missing value gets None (its cells work on the outputs both
+    sides have, as they always did), as does every column of another statistic."""
+    level, coefficient = params.level_enum, params.coefficient_enum
+    sample_ranks = level is Level.SAMPLE and coefficient is Coefficient.SPEARMAN
+    dataset_order = level is Level.DATASET and coefficient in KENDALL_ORDERED
+    found: list[Prepared] = []
+    for column in columns.T:
+        complete = bool(np.isfinite(column).all())
+        if complete and sample_ranks:
+            found.append(ranks_within(column, docs))
+        elif complete and dataset_order:
+            found.append(column_order(column))
+        else:
+            found.append(None)
+    return found
+
+
+KENDALL_ORDERED = (Coefficient.KENDALL_B, Coefficient.KENDALL_C)
+
+
+def _given(prepared: tuple[Prepared, Prepared] | None, kind: type[T]) -> tuple[T, T] | None:
+    if prepared is None:
+        return None
+    first, second = prepared
+    return (first, second) if isinstance(first, kind) and isinstance(second, kind) else None
 
 
 def compute_matrix(
@@ -131,15 +153,15 @@ def compute_matrix(
         plan = draw_resamples(rng, docs, systems, unit=unit, resamples=params.resamples)
     columns = []
     total = len(frame.aspects) * len(frame.runs)
-    run_ranks = column_ranks(frame.metrics, docs, params)
-    aspect_ranks = column_ranks(frame.human, docs, params)
+    run_prepared = prepare_columns(frame.metrics, docs, params)
+    aspect_prepared = prepare_columns(frame.human, docs, params)
     for j, aspect in enumerate(frame.aspects):
         human = frame.human[:, j]
         cells, draws, options = [], [], []
         for i, run in enumerate(frame.runs):
             metric = frame.metrics[:, i]
-            ranks = _pair(run_ranks[i], aspect_ranks[j])
-            result = cell_statistic(metric, human, aspect, params, docs, systems, ranks)
+            prepared = (run_prepared[i], aspect_prepared[j])
+            result = cell_statistic(metric, human, aspect, params, docs, systems, prepared)
             options.append(result.options)
             covered = coverage(metric, human, docs)
             cell: dict[str, Any] = {
@@ -202,7 +224,8 @@ def compute_matrix(
             docs=docs,
             systems=systems,
             policy=policy,
-            ranks=aspect_ranks if inter_coefficient is coefficient else None,
+            ranks=_only(aspect_prepared, np.ndarray, inter_coefficient is coefficient),
+            orders=_only(aspect_prepared, ColumnOrder, inter_coefficient is coefficient),
         )
         if frame.aspects
         else np.zeros((0, 0))
@@ -224,6 +247,11 @@ def compute_matrix(
         "n_systems": len(frame.system_names),
         "seconds": round(time.perf_counter() - started, 3),
     }
+
+
+def _only(prepared: list[Prepared], kind: type[T], same: bool) -> list[T | None] | None:
+    """The prepared columns of one kind (None for the others), if the statistic is the same."""
+    return [p if isinstance(p, kind) else None for p in prepared] if same else None
 
 
 def comparer(
