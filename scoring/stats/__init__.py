@@ -21,6 +21,7 @@ from scoring.stats.correlation import (
     calibrate_ties,
     correlate,
     intercorrelation,
+    system_totals,
 )
 from scoring.stats.coverage import Coverage, coverage, scored
 from scoring.stats.judgments import Aggregate, AggregatedJudgments, aggregate_judgments
@@ -97,5 +98,6 @@ __all__ = [
     "ranks_within",
     "scored",
     "unsupported",
+    "system_totals",
     "williams_test",
 ]

@@ -82,6 +82,7 @@ __all__ = [
     "row_correlations",
     "sample_level",
     "system_means",
+    "system_totals",
     "unsupported",
 ]
 
@@ -195,17 +196,33 @@ def _tie_counts_to_rows(
 
 
 def system_means(
-    x: FloatArray, y: FloatArray, systems: Groups, valid: BoolArray
+    x: FloatArray,
+    y: FloatArray,
+    systems: Groups,
+    valid: BoolArray,
+    totals: tuple[FloatArray, FloatArray] | None = None,
 ) -> tuple[FloatArray, FloatArray, BoolArray]:
-    """Per-system means of the valid pairs, and which systems have any."""
+    """Per-system means of the valid pairs, and which systems have any. ``totals``:
+    x's and y's :func:`system_totals`, used when every pair is valid (the same sums)."""
     every = bool(valid.all())  # then no copies: the same sums, in the same order
     codes = systems.codes if every else systems.codes[valid]
-    xs, ys = (x, y) if every else (x[valid], y[valid])
     count = np.bincount(codes, minlength=systems.n_groups).astype(np.float64)
+    if every and totals is not None:
+        sx, sy = totals
+    else:
+        xs, ys = (x, y) if every else (x[valid], y[valid])
+        sx, sy = (
+            system_totals(xs, codes, systems.n_groups),
+            system_totals(ys, codes, systems.n_groups),
+        )
     with np.errstate(invalid="ignore", divide="ignore"):
-        mx = np.bincount(codes, weights=xs, minlength=systems.n_groups) / count
-        my = np.bincount(codes, weights=ys, minlength=systems.n_groups) / count
-    return mx, my, count > 0
+        return sx / count, sy / count, count > 0
+
+
+def system_totals(values: FloatArray, codes: IntArray, n_systems: int) -> FloatArray:
+    """Each system's sum of ``values`` (``codes``: each value's system): what a system-level
+    matrix computes once per column for every cell that shares it."""
+    return np.asarray(np.bincount(codes, weights=values, minlength=n_systems), dtype=np.float64)
 
 
 def correlate(
@@ -222,6 +239,7 @@ def correlate(
     calibration: TieCalibration | None = None,
     ranks: tuple[FloatArray, FloatArray] | None = None,
     orders: tuple[ColumnOrder, ColumnOrder] | None = None,
+    totals: tuple[FloatArray, FloatArray] | None = None,
 ) -> CorrelationResult:
     """Correlate metric scores with human judgments, aligned by output.
 
@@ -241,7 +259,8 @@ def correlate(
     ranking them again for a sample-level Spearman where every output is valid (else
     the valid outputs are ranked here, as without them); the value is the same.
     ``orders``, both sides' :func:`~scoring.stats.kendall.column_order`, does the same
-    for a dataset-level τ-b or τ-c (:func:`~scoring.stats.kendall.kendall_from_orders`).
+    for a dataset-level τ-b or τ-c (:func:`~scoring.stats.kendall.kendall_from_orders`),
+    and ``totals``, both sides' :func:`system_totals`, for the system level.
     """
     x, y = _aligned(metric, human, coefficient, level, average)
     doc_groups = None if docs is None else as_groups(docs, x.size, "docs")
@@ -292,7 +311,7 @@ def correlate(
             raise ValueError("system level needs system keys (systems=...)")
         if coefficient is Coefficient.SPA:
             return _spa(x, y, doc_groups, sys_groups, valid, policy, options, n_missing)
-        mx, my, present = system_means(x, y, sys_groups, valid)
+        mx, my, present = system_means(x, y, sys_groups, valid, totals)
         row_x, row_y = mx[present][None, :], my[present][None, :]
     else:  # pragma: no cover - exhaustive over Level
         raise ValueError(f"unknown level {level!r}")

@@ -45,7 +45,7 @@ import numpy as np
 import numpy.typing as npt
 
 import scoring.stats.weighted_pairs as weighted_pairs
-from scoring.stats.correlation import CorrelationResult, correlate
+from scoring.stats.correlation import CorrelationResult, correlate, system_totals
 from scoring.stats.draws import Resamples as Resamples
 from scoring.stats.draws import Unit as Unit
 from scoring.stats.draws import draw_resamples as draw_resamples
@@ -56,7 +56,7 @@ from scoring.stats.group_correlations import (
     row_correlations,
 )
 from scoring.stats.pairwise import pdp_from_sums, pdp_sums
-from scoring.stats.ranking import BLOCK_CELLS, BoolArray, FloatArray, IntArray
+from scoring.stats.ranking import BoolArray, FloatArray, IntArray
 from scoring.stats.settings import (
     DEFAULT_OPTIONS,
     Average,
@@ -98,12 +98,15 @@ def bootstrap_distribution(
     average: Average = Average.MACRO,
     options: Options = DEFAULT_OPTIONS,
     estimate: CorrelationResult | None = None,
+    totals: tuple[FloatArray, FloatArray] | None = None,
 ) -> FloatArray:
     """The correlation recomputed on each resample in ``plan`` (NaN where undefined).
 
     ``estimate``, the :func:`~scoring.stats.correlation.correlate` result for the same
     data and settings, saves recomputing the per-document values at sample level (and
-    SPA's p-values).
+    SPA's p-values); ``totals``, both sides' per-system sums over every output
+    (:func:`~scoring.stats.correlation.system_totals`), the system level's sums when
+    only systems are resampled and every pair is valid.
     """
     refusal = unsupported(coefficient, level, average=average)
     if refusal is not None:
@@ -122,7 +125,7 @@ def bootstrap_distribution(
         values, weights = _per_document(plan, x, y, valid, settings, estimate)
         return _weighted_document_mean(plan, values, weights)
     if level is Level.SYSTEM:
-        return _system_level(plan, x, y, valid, settings)
+        return _system_level(plan, x, y, valid, settings, totals)
     if level is Level.DATASET and coefficient in (Coefficient.PEARSON, Coefficient.PDP):
         return _dataset_pearson(plan, x, y, valid, settings)
     if level is Level.DATASET and coefficient is Coefficient.SPEARMAN:
@@ -207,22 +210,18 @@ def _weighted_document_mean(
     plan: Resamples, per_doc: FloatArray, weights: FloatArray
 ) -> FloatArray:
     # The weighted mean over the drawn documents (a document drawn k times counts k
-    # times); skipped documents weigh nothing. Gathering by the draws is as fast as a
-    # product with the count matrix and needs no count matrix.
-    draws = plan.doc_draws
-    assert draws is not None
+    # times); skipped documents weigh nothing. A product with the plan's count matrix
+    # (built once, shared by every cell): four times faster than gathering by the draws.
+    counts = plan.doc_counts
+    assert counts is not None
     values = np.where(weights > 0, np.nan_to_num(per_doc) * weights, 0.0)
-    total, count = np.empty(plan.size), np.empty(plan.size)
+    total = counts @ values
     # all documents weighing one whole number: a resample's weight is it times the draws
     same = weights.size > 0 and bool(np.all(weights == weights[0]))
-    if whole := same and float(weights[0]).is_integer() and weights[0] * draws.shape[1] < 2**53:
-        count[:] = float(weights[0]) * draws.shape[1]
-    step = max(1, BLOCK_CELLS // max(1, draws.shape[1]))  # keep temporaries in cache
-    for start in range(0, plan.size, step):
-        part = draws[start : start + step]
-        total[start : start + step] = np.take(values, part).sum(axis=1)
-        if not whole:
-            count[start : start + step] = np.take(weights, part).sum(axis=1)
+    if same and float(weights[0]).is_integer() and weights[0] * counts.shape[1] < 2**53:
+        count = np.full(plan.size, float(weights[0]) * counts.shape[1])
+    else:
+        count = counts @ weights
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.asarray(total / count, dtype=np.float64)
 
@@ -263,11 +262,29 @@ def _spa(
 
 
 def _system_level(
-    plan: Resamples, x: FloatArray, y: FloatArray, valid: BoolArray, settings: Settings
+    plan: Resamples,
+    x: FloatArray,
+    y: FloatArray,
+    valid: BoolArray,
+    settings: Settings,
+    totals: tuple[FloatArray, FloatArray] | None = None,
 ) -> FloatArray:
     systems = plan.systems
     if systems is None:
         raise ValueError("system level needs system keys in the resamples")
+    if plan.doc_counts is None:  # systems alone: each system's sums over every document
+        every = bool(valid.all())
+        codes = systems.codes if every else systems.codes[valid]
+        if every and totals is not None:
+            sums = totals
+        else:
+            xs, ys = (x, y) if every else (x[valid], y[valid])
+            sums = (
+                system_totals(xs, codes, systems.n_groups),
+                system_totals(ys, codes, systems.n_groups),
+            )
+        n = np.bincount(codes, minlength=systems.n_groups).astype(np.float64)[None, :]
+        return _resampled_systems(plan, sums[0][None, :], sums[1][None, :], n, settings)
     n_docs, n_sys = plan.docs.n_groups, systems.n_groups
     # Sums per (document, system) cell; a resample of documents is then a weighted
     # sum of rows, and a resample of systems a choice of columns.
@@ -282,10 +299,16 @@ def _system_level(
     if not every:
         count = np.bincount(cell, minlength=size).reshape(n_docs, n_sys).astype(np.float64)
     doc_counts = plan.doc_counts
-    if doc_counts is not None:
-        sx, sy, n = doc_counts @ sums_x, doc_counts @ sums_y, doc_counts @ count
-    else:
-        sx, sy, n = sums_x.sum(0)[None, :], sums_y.sum(0)[None, :], count.sum(0)[None, :]
+    sx, sy, n = doc_counts @ sums_x, doc_counts @ sums_y, doc_counts @ count
+    return _resampled_systems(plan, sx, sy, n, settings)
+
+
+def _resampled_systems(
+    plan: Resamples, sx: FloatArray, sy: FloatArray, n: FloatArray, settings: Settings
+) -> FloatArray:
+    """The system-level correlation of each resample from its per-system sums and counts
+    (one row per resample, or one row for all when systems alone are resampled)."""
+    n_sys = sx.shape[1]
     if plan.system_draws is not None:
         shape = (plan.size, n_sys)
         draws = plan.system_draws

@@ -68,8 +68,11 @@ def _judgments(
             np.searchsorted(accounts, annotator),
             code_of_file[np.maximum(-annotator - 1, 0)],
         )
-        order = np.lexsort((output, who))
-        rated[aspect] = _Rated(output[order], who[order], value[order])
+        if _sorted_by(who, output):  # one annotator, read by output: as it comes
+            rated[aspect] = _Rated(output, who, value)
+        else:
+            order = np.lexsort((output, who))
+            rated[aspect] = _Rated(output[order], who[order], value[order])
     labels = [str(usernames.get(int(pk), f"user {pk}")) for pk in accounts]
     return rated, labels + [f"file {f}" for f in files]
 
@@ -86,6 +89,18 @@ def judgment_table(
         for pk, r in rated.items()
     ]
     return np.vstack([np.zeros((0, 4)), *parts]), names
+
+
+def _sorted_by(first: np.ndarray, second: np.ndarray) -> bool:
+    """Whether the rows are in order of ``first``, then ``second``."""
+    step = np.diff(first)
+    return bool((step >= 0).all() and (np.diff(second)[step == 0] >= 0).all())
+
+
+def _runs(ordered: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(ordered, return_inverse=True)`` of an array already sorted."""
+    starts = np.r_[True, ordered[1:] != ordered[:-1]] if ordered.size else np.zeros(0, bool)
+    return ordered[starts], np.cumsum(starts) - 1
 
 
 _NONE = np.zeros(0, dtype=np.int64)
@@ -158,7 +173,7 @@ def ceiling_row(dataset: Dataset, frame: ScoreFrame, params: MatrixParams) -> li
         # to test documents) are dropped
         rows = np.minimum(np.searchsorted(frame.output_ids, found.output), frame.n_outputs - 1)
         inside = frame.output_ids[rows] == found.output if frame.n_outputs else rows < 0
-        codes, who = np.unique(found.who[inside], return_inverse=True)
+        codes, who = _runs(found.who[inside])  # sorted by annotator
         labels = [names[c] for c in codes]
 
         def statistic(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any, TypeVar
 
 import numpy as np
@@ -34,6 +34,7 @@ from scoring.stats import (
     paired_bootstrap_test,
     ranks_within,
     scored,
+    system_totals,
 )
 from studies.services.analysis.frames import AspectInfo, ScoreFrame
 from studies.services.analysis.params import COEFFICIENT_LABELS, MatrixParams
@@ -91,23 +92,34 @@ def cell_statistic(
         calibration=calibration,
         ranks=_given(prepared, np.ndarray),
         orders=_given(prepared, ColumnOrder),
+        totals=_totals(prepared),
     )
 
 
+@dataclass(frozen=True, eq=False)
+class SystemTotals:
+    """A column's sum per system over every output (:func:`system_totals`)."""
+
+    sums: np.ndarray
+
+
 # What a matrix computes once per column for the cells that share it.
-Prepared = np.ndarray | ColumnOrder | None
+Prepared = np.ndarray | ColumnOrder | SystemTotals | None
 T = TypeVar("T")
 
 
-def prepare_columns(columns: np.ndarray, docs: Groups, params: MatrixParams) -> list[Prepared]:
+def prepare_columns(
+    columns: np.ndarray, docs: Groups, systems: Groups, params: MatrixParams
+) -> list[Prepared]:
     """What each column's cells share, computed once per column, not once per cell (a
     run's column meets every aspect, an aspect's every run): for a sample-level
     Spearman, its ranks within the documents; for a dataset-level τ-b or τ-c, its sort
-    order. A column with a missing value gets None (its cells work on the outputs both
+    order; at system level, its sum per system. A column with a missing value gets None (its cells work on the outputs both
     sides have, as they always did), as does every column of another statistic."""
     level, coefficient = params.level_enum, params.coefficient_enum
     sample_ranks = level is Level.SAMPLE and coefficient is Coefficient.SPEARMAN
     dataset_order = level is Level.DATASET and coefficient in KENDALL_ORDERED
+    system_sums = level is Level.SYSTEM and coefficient is not Coefficient.SPA
     found: list[Prepared] = []
     for column in columns.T:
         complete = bool(np.isfinite(column).all())
@@ -115,12 +127,19 @@ def prepare_columns(columns: np.ndarray, docs: Groups, params: MatrixParams) -> 
             found.append(ranks_within(column, docs))
         elif complete and dataset_order:
             found.append(column_order(column))
+        elif complete and system_sums:
+            found.append(SystemTotals(system_totals(column, systems.codes, systems.n_groups)))
         else:
             found.append(None)
     return found
 
 
 KENDALL_ORDERED = (Coefficient.KENDALL_B, Coefficient.KENDALL_C)
+
+
+def _totals(prepared: tuple[Prepared, Prepared] | None) -> tuple[np.ndarray, np.ndarray] | None:
+    given = _given(prepared, SystemTotals)
+    return None if given is None else (given[0].sums, given[1].sums)
 
 
 def _given(prepared: tuple[Prepared, Prepared] | None, kind: type[T]) -> tuple[T, T] | None:
@@ -153,8 +172,8 @@ def compute_matrix(
         plan = draw_resamples(rng, docs, systems, unit=unit, resamples=params.resamples)
     columns = []
     total = len(frame.aspects) * len(frame.runs)
-    run_prepared = prepare_columns(frame.metrics, docs, params)
-    aspect_prepared = prepare_columns(frame.human, docs, params)
+    run_prepared = prepare_columns(frame.metrics, docs, systems, params)
+    aspect_prepared = prepare_columns(frame.human, docs, systems, params)
     for j, aspect in enumerate(frame.aspects):
         human = frame.human[:, j]
         cells, draws, options = [], [], []
@@ -193,6 +212,7 @@ def compute_matrix(
                     average=params.average_enum,
                     options=result.options,
                     estimate=result,
+                    totals=_totals(prepared),
                 )
                 finite = dist[np.isfinite(dist)]
                 if finite.size:
