@@ -24,6 +24,7 @@ from scoring.stats.correlation import (
     system_totals,
 )
 from scoring.stats.coverage import Coverage, coverage, scored
+from scoring.stats.group_correlations import DocRanks, doc_ranks
 from scoring.stats.judgments import Aggregate, AggregatedJudgments, aggregate_judgments
 from scoring.stats.kendall import ColumnOrder, column_order, kendall_from_orders
 from scoring.stats.pairwise import TieCalibration
@@ -58,6 +59,8 @@ from scoring.stats.significance import (
 
 __all__ = [
     "ColumnOrder",
+    "DocRanks",
+    "doc_ranks",
     "column_order",
     "kendall_from_orders",
     "TIE_COEFFICIENTS",

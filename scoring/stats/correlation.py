@@ -25,6 +25,7 @@ import numpy.typing as npt
 
 from scoring.stats.group_correlations import (
     KENDALL_PAIRWISE_MAX,
+    DocRanks,
     GroupCorrelations,
     as_groups,
     as_scores,
@@ -141,7 +142,7 @@ def sample_level(
     average: Average,
     options: Options = DEFAULT_OPTIONS,
     right: FloatArray | None = None,
-    ranks: tuple[FloatArray, FloatArray] | None = None,
+    ranks: tuple[DocRanks, DocRanks] | None = None,
 ) -> SampleLevel:
     """The per-document values and their weighted mean (scored outputs only); for PDP
     the pooled pairs of every document instead of a mean. ``right``: acc23's or τ23's
@@ -237,7 +238,7 @@ def correlate(
     average: Average = Average.MACRO,
     options: Options = DEFAULT_OPTIONS,
     calibration: TieCalibration | None = None,
-    ranks: tuple[FloatArray, FloatArray] | None = None,
+    ranks: tuple[DocRanks, DocRanks] | None = None,
     orders: tuple[ColumnOrder, ColumnOrder] | None = None,
     totals: tuple[FloatArray, FloatArray] | None = None,
 ) -> CorrelationResult:
@@ -254,10 +255,10 @@ def correlate(
     documents whose ε is ``options.epsilon``, saves recounting acc23's and τ23's pairs
     per document at sample level (it counted them at ε).
 
-    ``ranks``, the metric's and the humans' :func:`~scoring.stats.ranking.ranks_within`
-    the documents ``docs`` (a matrix ranks each column once, not once per cell), saves
-    ranking them again for a sample-level Spearman where every output is valid (else
-    the valid outputs are ranked here, as without them); the value is the same.
+    ``ranks``, the metric's and the humans' :func:`~scoring.stats.group_correlations.doc_ranks`
+    within the documents ``docs`` (a matrix ranks each column once, not once per cell),
+    saves ranking them again for a sample-level Spearman where every output is valid
+    (else the valid outputs are ranked here, as without them); the value is the same.
     ``orders``, both sides' :func:`~scoring.stats.kendall.column_order`, does the same
     for a dataset-level τ-b or τ-c (:func:`~scoring.stats.kendall.kendall_from_orders`),
     and ``totals``, both sides' :func:`system_totals`, for the system level.
@@ -479,7 +480,7 @@ def intercorrelation(
     systems: Groups | npt.ArrayLike | None = None,
     policy: DegeneratePolicy = DegeneratePolicy.SKIP,
     options: Options = DEFAULT_OPTIONS,
-    ranks: Sequence[FloatArray | None] | None = None,
+    ranks: Sequence[DocRanks | None] | None = None,
     orders: Sequence[ColumnOrder | None] | None = None,
 ) -> FloatArray:
     """Aspects × aspects correlation matrix of human judgments.

@@ -66,9 +66,16 @@ class Resamples:
 
 
 def _counts(draws: IntArray, n: int) -> FloatArray:
+    """Resamples × n: how often each of the n was drawn, counted a block of rows at a
+    time (a million documents' plan holds no temporary the size of the whole)."""
     rows = draws.shape[0]
-    flat = (np.arange(rows, dtype=np.intp)[:, None] * n + draws).ravel()
-    return np.bincount(flat, minlength=rows * n).reshape(rows, n).astype(np.float64)
+    out = np.empty((rows, n), dtype=np.float64)
+    step = max(1, (1 << 22) // max(1, n))
+    for start in range(0, rows, step):
+        block = draws[start : start + step]
+        flat = (np.arange(block.shape[0], dtype=np.intp)[:, None] * n + block).ravel()
+        out[start : start + step] = np.bincount(flat, minlength=block.size).reshape(-1, n)
+    return out
 
 
 def draw_resamples(

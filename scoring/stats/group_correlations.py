@@ -23,6 +23,7 @@ from scoring.stats.ranking import (
     IntArray,
     count_descents,
     rank_rows,
+    ranks_within,
     tie_runs,
 )
 from scoring.stats.settings import DEFAULT_OPTIONS, Average, Coefficient, DegeneratePolicy, Options
@@ -76,14 +77,10 @@ def row_correlations(
     y: FloatArray,
     coefficient: Coefficient,
     options: Options = DEFAULT_OPTIONS,
-    *,
-    ranked: bool = False,
 ) -> GroupCorrelations:
     """The coefficient of each row of two equally shaped 2-D arrays; NaN marks padding.
     A row's PDP is its Pearson r (the pairs' differences of one group correlate as the
-    values do); SPA is not a per-row statistic. ``ranked``: for Spearman, x and y are
-    already each row's average ranks (a row is constant in its ranks exactly when it is
-    in its values)."""
+    values do); SPA is not a per-row statistic."""
     mask = ~(np.isnan(x) | np.isnan(y))
     n = mask.sum(axis=1).astype(np.intp)
     if coefficient in (Coefficient.ACC23, Coefficient.KENDALL_23, Coefficient.KENDALL_LIKE):
@@ -96,9 +93,7 @@ def row_correlations(
     # computed variance can be a rounding error away from zero).
     constant = _constant(x) | _constant(y)
     with np.errstate(invalid="ignore", divide="ignore"):
-        # Spearman is Pearson on the ranks (``ranked``: x and y are ranks already)
-        pearson = coefficient in (Coefficient.PEARSON, Coefficient.PDP)
-        if pearson or (coefficient is Coefficient.SPEARMAN and ranked):
+        if coefficient in (Coefficient.PEARSON, Coefficient.PDP):
             r = _pearson_rows(x, y, mask, n)
         elif coefficient is Coefficient.SPEARMAN:
             r = _pearson_rows(rank_rows(x), rank_rows(y), mask, n)
@@ -176,26 +171,66 @@ def _kendall_rows(
     return np.asarray(2 * s / (count**2 * (classes - 1) / classes), dtype=np.float64)
 
 
+@dataclass(frozen=True, eq=False)
+class DocRanks:
+    """A column's ranks within each group (:func:`~scoring.stats.ranking.ranks_within`),
+    centred on the group's mean rank, and each group's sum of their squares: what every
+    Spearman cell of a matrix that shares the column needs of it, computed once."""
+
+    groups: Groups
+    centred: FloatArray
+    squares: FloatArray
+
+
+def doc_ranks(values: FloatArray, groups: Groups) -> DocRanks:
+    """:class:`DocRanks` of a column without NaN (NaN for groups of fewer than two)."""
+    ranks = ranks_within(values, groups)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.bincount(groups.codes, weights=ranks, minlength=groups.n_groups) / groups.sizes
+    centred = ranks - mean[groups.codes]
+    squares = np.asarray(
+        np.bincount(groups.codes, weights=centred * centred, minlength=groups.n_groups),
+        dtype=np.float64,
+    )
+    return DocRanks(groups=groups, centred=centred, squares=squares)
+
+
+def spearman_within(x: DocRanks, y: DocRanks) -> GroupCorrelations:
+    """Spearman's ρ within each group: Pearson's r of the ranks, from the centred ranks'
+    products summed per group. A group is constant exactly when its ranks are (all the
+    group's mean: centred to exactly 0)."""
+    groups = x.groups
+    if y.groups.n_items != groups.n_items or y.groups.n_groups != groups.n_groups:
+        raise ValueError("the two columns' ranks are of different groups")
+    n = groups.sizes
+    products = np.bincount(groups.codes, weights=x.centred * y.centred, minlength=groups.n_groups)
+    constant = ((x.squares == 0) | (y.squares == 0)) & (n >= 2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.clip(products / np.sqrt(x.squares * y.squares), -1.0, 1.0)
+    r = np.where(constant | (n < 2), np.nan, r)
+    return GroupCorrelations(r=r, n=n, constant=constant, size=n.astype(np.float64))
+
+
 def group_correlations(
     x: FloatArray,
     y: FloatArray,
     groups: Groups,
     coefficient: Coefficient,
     options: Options = DEFAULT_OPTIONS,
-    ranks: tuple[FloatArray, FloatArray] | None = None,
+    ranks: tuple[DocRanks, DocRanks] | None = None,
 ) -> GroupCorrelations:
     """The coefficient within each group, all groups at once (no NaN in x or y).
-    ``ranks``: for Spearman, x's and y's :func:`~scoring.stats.ranking.ranks_within`
-    these groups, when the caller has them (the same values, no ranking here)."""
+    Spearman's is always :func:`spearman_within` of the two columns' :func:`doc_ranks`
+    (``ranks``: those, when the caller has them: a matrix ranks each column once)."""
+    if coefficient is Coefficient.SPEARMAN:
+        if ranks is None:
+            ranks = (doc_ranks(x, groups), doc_ranks(y, groups))
+        return spearman_within(*ranks)
     r = np.full(groups.n_groups, np.nan)
     constant = np.zeros(groups.n_groups, dtype=bool)
     size = groups.sizes.astype(np.float64)
-    ranked = ranks is not None and coefficient is Coefficient.SPEARMAN
-    sx, sy = ranks if ranks is not None and ranked else (x, y)
     for block in groups.blocks:
-        part = row_correlations(
-            block.gather(sx), block.gather(sy), coefficient, options, ranked=ranked
-        )
+        part = row_correlations(block.gather(x), block.gather(y), coefficient, options)
         r[block.rows] = part.r
         constant[block.rows] = part.constant
         size[block.rows] = part.size

@@ -9,12 +9,13 @@ import scipy.stats
 from scoring.stats import (
     Coefficient,
     DegeneratePolicy,
+    DocRanks,
     Groups,
     Level,
     Options,
     correlate,
+    doc_ranks,
     intercorrelation,
-    ranks_within,
     unsupported,
 )
 
@@ -243,7 +244,7 @@ def test_spearman_from_ranks_ranked_once_equals_ranking_in_each_cell(policy):
     metric = np.round(rng.normal(size=n), 1)  # ties
     human = rng.integers(1, 6, size=n).astype(np.float64)
     human[docs.codes == 3] = 4.0  # a constant document
-    ranks = (ranks_within(metric, docs), ranks_within(human, docs))
+    ranks = (doc_ranks(metric, docs), doc_ranks(human, docs))
     for x, y in ((metric, human), (human, metric)):
         given = ranks if x is metric else ranks[::-1]
         plain = correlate(
@@ -262,7 +263,8 @@ def test_spearman_from_ranks_ranked_once_equals_ranking_in_each_cell(policy):
         assert np.array_equal(fast.per_group, plain.per_group, equal_nan=True)
     gappy = metric.copy()
     gappy[5] = np.nan
-    wrong = (np.zeros(n), np.zeros(n))  # ignored: not every output is valid
+    zeros = DocRanks(docs, np.zeros(n), np.zeros(docs.n_groups))
+    wrong = (zeros, zeros)  # ignored: not every output is valid
     assert (
         correlate(
             gappy,

@@ -149,6 +149,7 @@ def _from_snapshot(
             -(index[found.file_code] if index.size else found.file_code) - 1,
         )
         raw[aspect.pk] = (found.output_id[keep], who[keep], found.value[keep])
+    snapshot.release_memory()
     return raw, list(names)
 
 

@@ -16,6 +16,7 @@ from scoring.stats import (
     ColumnOrder,
     CorrelationResult,
     DegeneratePolicy,
+    DocRanks,
     Groups,
     Level,
     Options,
@@ -28,11 +29,11 @@ from scoring.stats import (
     column_order,
     correlate,
     coverage,
+    doc_ranks,
     draw_resamples,
     intercorrelation,
     paired_bootstrap_p,
     paired_bootstrap_test,
-    ranks_within,
     scored,
     system_totals,
 )
@@ -90,7 +91,7 @@ def cell_statistic(
         average=average,
         options=options,
         calibration=calibration,
-        ranks=_given(prepared, np.ndarray),
+        ranks=_given(prepared, DocRanks),
         orders=_given(prepared, ColumnOrder),
         totals=_totals(prepared),
     )
@@ -104,7 +105,7 @@ class SystemTotals:
 
 
 # What a matrix computes once per column for the cells that share it.
-Prepared = np.ndarray | ColumnOrder | SystemTotals | None
+Prepared = DocRanks | ColumnOrder | SystemTotals | None
 T = TypeVar("T")
 
 
@@ -124,7 +125,7 @@ def prepare_columns(
     for column in columns.T:
         complete = bool(np.isfinite(column).all())
         if complete and sample_ranks:
-            found.append(ranks_within(column, docs))
+            found.append(doc_ranks(column, docs))
         elif complete and dataset_order:
             found.append(column_order(column))
         elif complete and system_sums:
@@ -244,7 +245,7 @@ def compute_matrix(
             docs=docs,
             systems=systems,
             policy=policy,
-            ranks=_only(aspect_prepared, np.ndarray, inter_coefficient is coefficient),
+            ranks=_only(aspect_prepared, DocRanks, inter_coefficient is coefficient),
             orders=_only(aspect_prepared, ColumnOrder, inter_coefficient is coefficient),
         )
         if frame.aspects

@@ -16,7 +16,7 @@ from scoring.stats import Aggregate, aggregate_judgments
 from studies.models import Dataset, Judgment
 from studies.services.analysis.frames.meta import aspect_infos, run_infos
 from studies.services.analysis.frames.types import JudgmentFilter, ScoreFrame
-from studies.services.analysis.snapshot import Judgments, Snapshot
+from studies.services.analysis.snapshot import Judgments, Snapshot, release_memory
 
 
 def frame_from_snapshot(
@@ -58,6 +58,7 @@ def frame_from_snapshot(
     metrics = np.full((output_ids.size, len(runs)), np.nan, order="F")
     for i, run in enumerate(runs):
         metrics[:, i] = snapshot.scores(run.pk, output_ids)
+    release_memory()
     return ScoreFrame(
         output_ids=output_ids,
         doc_codes=doc_codes,

@@ -14,7 +14,7 @@ without the others, and hands numpy the buffers without a copy. One dependency, 
 server, and nothing home-made about the format.
 """
 
-from studies.services.analysis.snapshot.read import Judgments, Snapshot
+from studies.services.analysis.snapshot.read import Judgments, Snapshot, release_memory
 from studies.services.analysis.snapshot.store import (
     SnapshotUnavailable,
     current,
@@ -26,6 +26,7 @@ from studies.services.analysis.snapshot.store import (
 )
 
 __all__ = [
+    "release_memory",
     "Judgments",
     "Snapshot",
     "SnapshotUnavailable",
