@@ -154,6 +154,7 @@ def main(argv: list[str] | None = None) -> Tables:
     for size in args.sizes if "gptscore" in args.paths else []:
         for precision in args.precisions:
             rows.append(_measure(size, precision, device, tokenizer, requests, args))
+            _print(rows[-1:])  # as each is measured: a run cut short keeps its rows
             gc.collect()
             if device == "cuda":
                 torch.cuda.empty_cache()

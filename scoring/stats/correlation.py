@@ -358,7 +358,7 @@ def _kendall_from_orders(
     tau = kendall_from_orders(*orders, variant=variants[coefficient])
     if tau is None:
         return None
-    n = orders[0].codes.size
+    n = orders[0].size
     constant = n >= 2 and min(orders[0].n_classes, orders[1].n_classes) == 1
     return GroupCorrelations(
         r=np.array([tau if n >= 2 and not constant else np.nan]),

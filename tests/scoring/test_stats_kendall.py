@@ -37,7 +37,7 @@ def _columns(rng: np.random.Generator, n: int, case: int) -> tuple[np.ndarray, n
 @pytest.mark.parametrize("variant", ["b", "c"])
 def test_the_value_is_scipys_to_the_last_bit(case: int, variant: str) -> None:
     rng = np.random.default_rng(case)
-    for n in (2, 3, 17, 300, 5000):
+    for n in (2, 3, 17, 300, 5000, 30000):  # the last walks the metric (a large table)
         x, y = _columns(rng, n, case)
         expected = scipy.stats.kendalltau(x, y, variant=variant).statistic
         got = kendall_from_orders(column_order(x), column_order(y), variant)
@@ -101,3 +101,16 @@ def test_the_aspects_intercorrelation_is_the_same_with_orders() -> None:
     )
     np.testing.assert_array_equal(ordered, plain)
     assert np.isfinite(plain).all() and not np.allclose(plain, 1.0)
+
+
+def test_the_contingency_table_counts_the_pairs_the_walk_counts() -> None:
+    """Two columns of few values are counted from their table; walking one column's
+    order counts the same discordant and jointly tied pairs."""
+    from scoring.stats.kendall import _discordant, _from_table, _joint_ties
+
+    rng = np.random.default_rng(6)
+    x = rng.integers(0, 30, 5000).astype(float)
+    y = rng.integers(0, 5, 5000).astype(float)
+    ox, oy = column_order(x), column_order(y)
+    assert _from_table(ox, oy) == (_discordant(ox, oy), _joint_ties(ox, oy))
+    assert _from_table(ox, oy)[0] > 0

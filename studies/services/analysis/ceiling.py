@@ -172,8 +172,12 @@ def ceiling_row(dataset: Dataset, frame: ScoreFrame, params: MatrixParams) -> li
         found = rated.get(aspect.pk, _Rated(_NONE, _NONE, np.zeros(0)))
         # the frame's outputs are sorted by id; judgments of other outputs (a restriction
         # to test documents) are dropped
-        rows = np.minimum(np.searchsorted(frame.output_ids, found.output), frame.n_outputs - 1)
-        inside = frame.output_ids[rows] == found.output if frame.n_outputs else rows < 0
+        if np.array_equal(found.output, frame.output_ids):  # each output judged once
+            rows, inside = np.arange(frame.n_outputs), np.ones(frame.n_outputs, dtype=bool)
+        else:
+            rows = np.searchsorted(frame.output_ids, found.output)
+            rows = np.minimum(rows, frame.n_outputs - 1)
+            inside = frame.output_ids[rows] == found.output if frame.n_outputs else rows < 0
         codes, who = _runs(found.who[inside])  # sorted by annotator
         labels = [names[c] for c in codes]
 

@@ -19,8 +19,9 @@ from django.db.models import Count
 from scoring.lm.store import ModelNotInstalled
 from scoring.metrics import sentinels
 from scoring.stats import Alternative, paired_bootstrap_p
-from studies.models import Dataset, Judgment, MetricRun, Output
+from studies.models import Dataset, Judgment, MetricRun
 from studies.services.analysis.frames import RunInfo
+from studies.services.analysis.matrix_cost import matrix_size
 from studies.services.catalog.model_catalog import check_model
 from studies.services.runs.core import Plan, RunError, save_run
 from studies.services.runs.registry import runner
@@ -144,8 +145,10 @@ def add_sentinels(
 def estimate(dataset: Dataset) -> str:
     """What "Add sentinel baselines" will start, in a sentence the button asks to confirm:
     the source-free GPTScore holds the model worker for the whole dataset, at the rate
-    of the last local GPTScore run (this dataset's first), when there is one."""
-    n = Output.objects.filter(document__dataset=dataset).count()
+    of the last local GPTScore run (this dataset's first), when there is one. The count
+    of outputs is the matrix's sizes' (cached per data version: no count of millions of
+    rows on every page)."""
+    n = matrix_size(dataset).outputs
     timed = [
         run
         for run in MetricRun.objects.filter(
