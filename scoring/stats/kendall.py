@@ -87,7 +87,7 @@ def column_order(values: FloatArray) -> ColumnOrder:
     """The dense codes (and sort order) of a column without NaN. A column of few
     distinct values (ratings) is coded by hashing, without sorting it."""
     if values.size > 4 * MAX_CLASSES and np.unique(values[:4096]).size <= MAX_CLASSES:
-        distinct = np.unique(values, sorted=False)
+        distinct = _distinct(values)
         if distinct.size <= MAX_CLASSES:
             codes = np.searchsorted(np.sort(distinct), values).astype(np.intp)
             return ColumnOrder(counts=np.bincount(codes, minlength=distinct.size), given=codes)
@@ -99,6 +99,14 @@ def column_order(values: FloatArray) -> ColumnOrder:
     dense = np.cumsum(starts, dtype=np.intp) - 1
     counts = np.bincount(dense, minlength=int(dense[-1]) + 1 if dense.size else 0)
     return ColumnOrder(counts=counts, sorted_by=order, sorted_codes=dense)
+
+
+def _distinct(values: FloatArray) -> FloatArray:
+    """The distinct values, by hashing where numpy can (2.3 and later), else by sorting."""
+    try:
+        return np.unique(values, sorted=False)
+    except TypeError:  # numpy before 2.3: no ``sorted``
+        return np.unique(values)
 
 
 def kendall_from_orders(x: ColumnOrder, y: ColumnOrder, variant: str = "b") -> float | None:
