@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -58,6 +59,8 @@ from scoring.stats.settings import (
 )
 from scoring.stats.spa import SpaResult, soft_pairwise_accuracy
 
+T = TypeVar("T")
+
 __all__ = [
     "DEFAULT_OPTIONS",
     "KENDALL_PAIRWISE_MAX",
@@ -83,6 +86,7 @@ __all__ = [
     "row_correlations",
     "sample_level",
     "system_means",
+    "system_sums",
     "system_totals",
     "unsupported",
 ]
@@ -205,19 +209,28 @@ def system_means(
 ) -> tuple[FloatArray, FloatArray, BoolArray]:
     """Per-system means of the valid pairs, and which systems have any. ``totals``:
     x's and y's :func:`system_totals`, used when every pair is valid (the same sums)."""
+    sx, sy, count = system_sums(x, y, systems, valid, totals)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return sx / count, sy / count, count > 0
+
+
+def system_sums(
+    x: FloatArray,
+    y: FloatArray,
+    systems: Groups,
+    valid: BoolArray,
+    totals: tuple[FloatArray, FloatArray] | None = None,
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Per-system sums of x and y over the valid pairs, and their counts; ``totals``
+    (both sides' :func:`system_totals`) stand for the sums when every pair is valid."""
     every = bool(valid.all())  # then no copies: the same sums, in the same order
     codes = systems.codes if every else systems.codes[valid]
     count = np.bincount(codes, minlength=systems.n_groups).astype(np.float64)
     if every and totals is not None:
-        sx, sy = totals
-    else:
-        xs, ys = (x, y) if every else (x[valid], y[valid])
-        sx, sy = (
-            system_totals(xs, codes, systems.n_groups),
-            system_totals(ys, codes, systems.n_groups),
-        )
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return sx / count, sy / count, count > 0
+        return totals[0], totals[1], count
+    xs, ys = (x, y) if every else (x[valid], y[valid])
+    n = systems.n_groups
+    return system_totals(xs, codes, n), system_totals(ys, codes, n), count
 
 
 def system_totals(values: FloatArray, codes: IntArray, n_systems: int) -> FloatArray:
@@ -459,9 +472,7 @@ def _aligned(
     return x, y
 
 
-def _both(
-    first: ColumnOrder | None, second: ColumnOrder | None
-) -> tuple[ColumnOrder, ColumnOrder] | None:
+def _both(first: T | None, second: T | None) -> tuple[T, T] | None:
     return (first, second) if first is not None and second is not None else None
 
 
@@ -502,8 +513,7 @@ def intercorrelation(
     matrix = np.full((n_aspects, n_aspects), np.nan)
     for i in range(n_aspects):
         for j in range(i, n_aspects):
-            first, second = (None, None) if ranks is None else (ranks[i], ranks[j])
-            pair = (first, second) if first is not None and second is not None else None
+            pair = None if ranks is None else _both(ranks[i], ranks[j])
             sort = None if orders is None else _both(orders[i], orders[j])
             result = correlate(
                 scores[i],

@@ -45,7 +45,7 @@ import numpy as np
 import numpy.typing as npt
 
 import scoring.stats.weighted_pairs as weighted_pairs
-from scoring.stats.correlation import CorrelationResult, correlate, system_totals
+from scoring.stats.correlation import CorrelationResult, correlate, system_sums
 from scoring.stats.draws import Resamples as Resamples
 from scoring.stats.draws import Unit as Unit
 from scoring.stats.draws import draw_resamples as draw_resamples
@@ -273,18 +273,8 @@ def _system_level(
     if systems is None:
         raise ValueError("system level needs system keys in the resamples")
     if plan.doc_counts is None:  # systems alone: each system's sums over every document
-        every = bool(valid.all())
-        codes = systems.codes if every else systems.codes[valid]
-        if every and totals is not None:
-            sums = totals
-        else:
-            xs, ys = (x, y) if every else (x[valid], y[valid])
-            sums = (
-                system_totals(xs, codes, systems.n_groups),
-                system_totals(ys, codes, systems.n_groups),
-            )
-        n = np.bincount(codes, minlength=systems.n_groups).astype(np.float64)[None, :]
-        return _resampled_systems(plan, sums[0][None, :], sums[1][None, :], n, settings)
+        sx, sy, n = system_sums(x, y, systems, valid, totals)
+        return _resampled_systems(plan, sx[None, :], sy[None, :], n[None, :], settings)
     n_docs, n_sys = plan.docs.n_groups, systems.n_groups
     # Sums per (document, system) cell; a resample of documents is then a weighted
     # sum of rows, and a resample of systems a choice of columns.
