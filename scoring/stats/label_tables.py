@@ -9,21 +9,26 @@ the tables of :mod:`scoring.stats.agreement_tables` and the bootstrap of
 A **confusion table** ``t[..., c, k]`` counts pairs of answers, the reference (the
 humans) answering the c-th label and the other side (the judge, or another annotator)
 the k-th: rows are the truth and columns the prediction, as in
-``sklearn.metrics.confusion_matrix(y_true, y_pred)``. Every statistic takes tables of
-shape ``(..., q, q)`` (leading axes: documents, resamples, left-out documents) and
-returns one value per leading index (per-label ones add a last axis of q).
+``sklearn.metrics.confusion_matrix(y_true, y_pred)``. :func:`table_statistics` takes
+tables of shape ``(..., q, q)`` (leading axes: documents, resamples, left-out
+documents) and returns every statistic of each along a last axis.
 
 Undefined is NaN, never a silent 0 or 1: :func:`reasons` says why for a table. Where
-scikit-learn returns a value by convention instead, the statistics here differ:
+the references return a value by convention instead (scikit-learn 1.9, statsmodels
+0.15, krippendorff 0.9), the statistics here are NaN with a reason:
 
 * recall of a label the reference never answered (sklearn: 0 with
   ``zero_division="warn"``), precision of a label never predicted (sklearn: 0), F1 of
-  a label neither side answered (sklearn: 0);
+  a label neither side answered (sklearn: 0; so too a binary aspect's F1 when neither
+  side gave the positive label);
 * MCC when either side gave one label only (sklearn: 0);
-* no pairs at all (sklearn: errors or 0 depending on the function).
+* no pairs at all (sklearn raises: "Found empty input array");
+* Krippendorff's α when the pairable answers hold one label only (the package raises:
+  "There has to be more than one value in the domain").
 
-Both give NaN for Cohen's κ when both sides gave the same single label
-(``replace_undefined_by=np.nan``). Macro-F1 averages over the labels that either side
+Both sides give NaN for Cohen's κ when both raters gave the same single label
+(sklearn's ``replace_undefined_by=np.nan``) and for Fleiss' κ when every answer is one
+label (statsmodels divides 0 by 0). Macro-F1 averages over the labels that either side
 answered, as sklearn's ``f1_score(average="macro")`` does without ``labels``: a label
 nobody used does not pull it down, and it is defined whenever there is a pair.
 """
@@ -38,7 +43,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from scoring.stats.agreement_tables import Weights, cohen_kappa, disagreement_weights
+from scoring.stats.agreement_tables import Weights, disagreement_weights
 from scoring.stats.ranking import FloatArray
 
 
@@ -143,95 +148,6 @@ def _margins(t: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray, FloatAr
     return rows, cols, np.diagonal(t, axis1=-2, axis2=-1), rows.sum(axis=-1)
 
 
-def accuracy(table: npt.ArrayLike) -> FloatArray:
-    """The share of pairs that agree (NaN without pairs)."""
-    _, _, diag, n = _margins(np.asarray(table, dtype=np.float64))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.asarray(diag.sum(axis=-1) / n, dtype=np.float64)
-
-
-def recall(table: npt.ArrayLike) -> FloatArray:
-    """Per label (last axis): the share of the reference's answers of that label that
-    the other side gave too (TPR for the positive label of a binary aspect, TNR for the
-    negative one); NaN for a label the reference never answered."""
-    rows, _, diag, _ = _margins(np.asarray(table, dtype=np.float64))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.asarray(np.where(rows > 0, diag / rows, np.nan), dtype=np.float64)
-
-
-def precision(table: npt.ArrayLike) -> FloatArray:
-    """Per label: the share of the other side's answers of that label the reference
-    gave too; NaN for a label the other side never answered."""
-    _, cols, diag, _ = _margins(np.asarray(table, dtype=np.float64))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.asarray(np.where(cols > 0, diag / cols, np.nan), dtype=np.float64)
-
-
-def f1(table: npt.ArrayLike) -> FloatArray:
-    """Per label: 2 TP / (2 TP + FP + FN), the harmonic mean of precision and recall
-    where both exist (0 where a label is answered by one side only and never agreed
-    on); NaN for a label neither side answered."""
-    rows, cols, diag, _ = _margins(np.asarray(table, dtype=np.float64))
-    both = rows + cols
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.asarray(np.where(both > 0, 2.0 * diag / both, np.nan), dtype=np.float64)
-
-
-def macro_f1(table: npt.ArrayLike) -> FloatArray:
-    """The mean F1 over the labels either side answered (sklearn's macro average
-    without ``labels``); NaN without pairs."""
-    per_label = f1(table)
-    used = np.isfinite(per_label)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        total = np.where(used, per_label, 0.0).sum(axis=-1)
-        return np.asarray(total / used.sum(axis=-1), dtype=np.float64)
-
-
-def mcc(table: npt.ArrayLike) -> FloatArray:
-    """Matthews' correlation coefficient, in Gorodkin's (2004) R_K form for any number of
-    labels (binary MCC for two), computed as ``sklearn.metrics.matthews_corrcoef`` does:
-    (c·n − Σ t_k p_k) / √((n² − Σ p_k²)(n² − Σ t_k²)) with c the agreeing pairs, t and p
-    the two sides' label counts. NaN where either side gave one label only (sklearn: 0)
-    or there is no pair."""
-    rows, cols, diag, n = _margins(np.asarray(table, dtype=np.float64))
-    correct = diag.sum(axis=-1)
-    cov_tp = correct * n - np.sum(rows * cols, axis=-1)
-    cov_pp = n * n - np.sum(cols * cols, axis=-1)
-    cov_tt = n * n - np.sum(rows * rows, axis=-1)
-    product = cov_pp * cov_tt
-    with np.errstate(invalid="ignore", divide="ignore"):
-        value = cov_tp / np.sqrt(product)
-    return np.asarray(np.where(product > 0, value, np.nan), dtype=np.float64)
-
-
-def kappa(table: npt.ArrayLike, weights: Weights = "identity") -> FloatArray:
-    """Cohen's κ (weighted by the labels' positions for ordered labels), as
-    ``sklearn.metrics.cohen_kappa_score(..., labels=range(q), weights=...)``; NaN where
-    chance agreement is 1 (both sides gave one and the same label) or no pair."""
-    return cohen_kappa(table, weights)
-
-
-def chance_agreement(table: npt.ArrayLike, weights: Weights = "identity") -> FloatArray:
-    """κ's expected agreement: 1 − Σ w_ck r_c p_k / (n² · max w), the agreement of two
-    raters answering independently with the two sides' label shares (Σ r_c p_c / n²
-    unweighted). κ = (p_o − p_e) / (1 − p_e) with p_o the observed agreement in the
-    same weights."""
-    t = np.asarray(table, dtype=np.float64)
-    rows, cols, _, n = _margins(t)
-    w = disagreement_weights(t.shape[-1], weights)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        expected = np.sum((rows @ w) * cols, axis=-1) / (n * n * float(w.max()))
-        return np.asarray(np.where(n > 0, 1.0 - expected, np.nan), dtype=np.float64)
-
-
-def majority_share(table: npt.ArrayLike) -> FloatArray:
-    """The base rate: the share of the reference's answers that are its most frequent
-    label, the accuracy of always answering that label; NaN without pairs."""
-    rows, _, _, n = _margins(np.asarray(table, dtype=np.float64))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.asarray(rows.max(axis=-1) / n, dtype=np.float64)
-
-
 # The statistics of one confusion table, in the order of :func:`table_statistics`'s
 # columns; per-label ones take q columns each.
 SCALARS = ("accuracy", "kappa", "mcc", "macro_f1", "majority_share", "chance_agreement")
@@ -239,9 +155,31 @@ PER_LABEL = ("recall", "precision", "f1")
 
 
 def table_statistics(table: npt.ArrayLike, weights: Weights = "identity") -> FloatArray:
-    """Every statistic of :data:`SCALARS` then each of :data:`PER_LABEL` (q columns
-    each) along a new last axis: what a bootstrap over documents computes at once (the
-    margins are taken once for all, so this costs a few of the functions above)."""
+    """The statistics of confusion tables (… × q × q, rows the reference) along a new
+    last axis: :data:`SCALARS`, then each of :data:`PER_LABEL` (q columns each, in the
+    labels' order). The margins are taken once for all, so a bootstrap computes every
+    statistic of a table in one pass. With r, p the rows' and columns' label counts,
+    d the diagonal and n the pairs:
+
+    * accuracy Σ d / n;
+    * Cohen's κ 1 − Σ w·t / Σ w·r pᵀ/n (weights of
+      :func:`~scoring.stats.agreement_tables.disagreement_weights`, by position for
+      ordered labels), as ``sklearn.metrics.cohen_kappa_score(..., labels=range(q))``;
+      NaN where chance disagreement is 0 (both sides one and the same label);
+    * MCC in Gorodkin's (2004) R_K form, binary MCC for two labels, as
+      ``sklearn.metrics.matthews_corrcoef`` computes it: (Σd·n − r·p) / √((n² − p·p)
+      (n² − r·r)); NaN where either side gave one label only (sklearn: 0);
+    * macro-F1, the mean F1 over the labels either side answered (sklearn's
+      ``average="macro"`` without ``labels``);
+    * the base rates beside κ: the majority share max r / n (the accuracy of always
+      answering the reference's commonest label) and the chance agreement
+      1 − Σ w·r pᵀ / (n² max w) (Σ r_k p_k / n² unweighted), so that κ = (p_o − p_e) /
+      (1 − p_e) in the same weights;
+    * per label: recall d / r (TPR and TNR of a binary aspect's positive and negative
+      labels; NaN where the reference never gave the label), precision d / p (NaN where
+      the other side never gave it) and F1 2d / (r + p) (NaN where neither did).
+
+    Every statistic is NaN without pairs."""
     t = np.asarray(table, dtype=np.float64)
     q = t.shape[-1]
     rows, cols, diag, n = _margins(t)
@@ -338,29 +276,34 @@ def _single(margin: FloatArray, labels: LabelSet) -> Hashable | None:
 
 
 def fleiss_sums(counts: FloatArray) -> FloatArray:
-    """Items × (q + 2): what Fleiss' κ adds up per item with two answers or more, the
-    share of agreeing ordered pairs P_i = (Σ_k n_ik² − m_i) / (m_i (m_i − 1)), a 1 for
-    the item, and its label counts (zero rows for items with fewer answers)."""
+    """Items × (q + 3): what Fleiss' κ and nominal α add up per item with two answers or
+    more (zero rows for the others): the share of agreeing ordered pairs
+    P_i = (Σ_k n_ik² − m_i) / (m_i (m_i − 1)), a 1 for the item, its part of the
+    coincidence matrix's diagonal Σ_k n_ik (n_ik − 1) / (m_i − 1), and its label
+    counts."""
     m = counts.sum(axis=1)
     keep = m >= 2
     with np.errstate(invalid="ignore", divide="ignore"):
-        agreeing = (np.sum(counts * counts, axis=1) - m) / (m * (m - 1.0))
-    out = np.zeros((counts.shape[0], counts.shape[1] + 2))
+        same = np.sum(counts * counts, axis=1) - m
+        agreeing = same / (m * (m - 1.0))
+        diagonal = same / (m - 1.0)
+    out = np.zeros((counts.shape[0], counts.shape[1] + 3))
     out[keep, 0] = agreeing[keep]
     out[keep, 1] = 1.0
-    out[keep, 2:] = counts[keep]
+    out[keep, 2] = diagonal[keep]
+    out[keep, 3:] = counts[keep]
     return out
 
 
 def fleiss_kappa(sums: npt.ArrayLike) -> FloatArray:
-    """Fleiss' κ from summed :func:`fleiss_sums` (… × (q + 2)): (P̄ − P_e) / (1 − P_e)
+    """Fleiss' κ from summed :func:`fleiss_sums` (… × (q + 3)): (P̄ − P_e) / (1 − P_e)
     with P̄ the mean of the items' P_i and P_e = Σ p_k², p_k the share of label k among
     their answers. With every item answered by the same number of raters this is
     ``statsmodels.stats.inter_rater.fleiss_kappa``; with varying numbers each item's P_i
     uses its own (items with one answer are left out). NaN where every answer is one
     label (P_e = 1) or no item has two answers."""
     s = np.asarray(sums, dtype=np.float64)
-    labels = s[..., 2:]
+    labels = s[..., 3:]
     answers = labels.sum(axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
         observed = s[..., 0] / s[..., 1]
@@ -370,12 +313,29 @@ def fleiss_kappa(sums: npt.ArrayLike) -> FloatArray:
     return np.asarray(np.where(expected < 1.0, value, np.nan), dtype=np.float64)
 
 
+def nominal_alpha(sums: npt.ArrayLike) -> FloatArray:
+    """Krippendorff's nominal α from summed :func:`fleiss_sums`: 1 − (n − 1)(n − Σ o_cc)
+    / (n² − Σ n_c²) with n the pairable answers, n_c those of label c and Σ o_cc the
+    coincidences' diagonal; what
+    :func:`~scoring.stats.agreement_tables.krippendorff_alpha_from_coincidences` gives
+    at the nominal level, from q + 3 numbers per document instead of q². NaN where the
+    pairable answers hold one label (or none)."""
+    s = np.asarray(sums, dtype=np.float64)
+    labels = s[..., 3:]
+    n = labels.sum(axis=-1)
+    expected = n * n - np.sum(labels * labels, axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        alpha = 1.0 - (n - 1.0) * (n - s[..., 2]) / expected
+    return np.asarray(np.where(expected > 1e-12 * n * n, alpha, np.nan), dtype=np.float64)
+
+
 def fleiss_reason(sums: npt.ArrayLike, labels: LabelSet) -> str | None:
-    """Why Fleiss' κ of summed :func:`fleiss_sums` is NaN (None where defined)."""
+    """Why Fleiss' κ (or nominal α) of summed :func:`fleiss_sums` is NaN (None where
+    defined)."""
     s = np.asarray(sums, dtype=np.float64)
     if s[1] == 0:
         return "no item has two annotators' answers"
-    one = _single(s[2:], labels)
+    one = _single(s[3:], labels)
     if one is not None:
         return f"every answer is {one!r}: chance agreement is 1 and κ undefined"
     return None

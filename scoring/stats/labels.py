@@ -41,6 +41,7 @@ import numpy.typing as npt
 
 from scoring.stats.agreement_tables import (
     AlphaLevel,
+    cohen_kappa,
     coincidences,
     krippendorff_alpha_from_coincidences,
     pairs_between,
@@ -57,8 +58,8 @@ from scoring.stats.label_tables import (
     fleiss_kappa,
     fleiss_reason,
     fleiss_sums,
-    kappa,
     label_counts,
+    nominal_alpha,
     reasons,
     table_statistics,
 )
@@ -365,29 +366,45 @@ def annotator_reliability(
     sums = sum_by(codes, fleiss_sums(counts), n_docs)
     total = sums.sum(axis=0)
     why = fleiss_reason(total, labels)
-    (fleiss,) = intervals(
-        sums,
-        lambda s: fleiss_kappa(s)[..., None],
-        drawn,
-        confidence=confidence,
-        method=method,
-        n=float(total[1]),
-        reasons=[why],
-    )
+    n_answers = float(total[3:].sum())
     values = np.arange(labels.q, dtype=np.float64)
+    if alpha_level == "nominal":  # both from the same sums, in one pass
 
-    def alpha(table: FloatArray) -> FloatArray:
-        return krippendorff_alpha_from_coincidences(table, values, alpha_level)[..., None]
+        def both(s: FloatArray) -> FloatArray:
+            return np.stack([fleiss_kappa(s), nominal_alpha(s)], axis=-1)
 
-    (alpha_estimate,) = intervals(
-        sum_by(codes, coincidences(counts), n_docs),
-        alpha,
-        drawn,
-        confidence=confidence,
-        method=method,
-        n=float(total[2:].sum()),
-        reasons=[why],
-    )
+        fleiss, alpha_estimate = intervals(
+            sums,
+            both,
+            drawn,
+            confidence=confidence,
+            method=method,
+            n=[float(total[1]), n_answers],
+            reasons=[why, why],
+        )
+    else:
+
+        def alpha(table: FloatArray) -> FloatArray:
+            return krippendorff_alpha_from_coincidences(table, values, alpha_level)[..., None]
+
+        (fleiss,) = intervals(
+            sums,
+            lambda s: fleiss_kappa(s)[..., None],
+            drawn,
+            confidence=confidence,
+            method=method,
+            n=float(total[1]),
+            reasons=[why],
+        )
+        (alpha_estimate,) = intervals(
+            sum_by(codes, coincidences(counts), n_docs),
+            alpha,
+            drawn,
+            confidence=confidence,
+            method=method,
+            n=n_answers,
+            reasons=[why],
+        )
     return Reliability(
         labels=labels,
         fleiss_kappa=fleiss,
@@ -395,7 +412,7 @@ def annotator_reliability(
         alpha_level=alpha_level,
         pairs=_pairs(h, groups, labels, drawn, pairs, confidence, method),
         n_items=int(total[1]),
-        n_answers=int(total[2:].sum()),
+        n_answers=int(n_answers),
         n_documents=n_docs,
         resamples=0 if drawn is None else drawn.size,
         confidence=confidence,
@@ -432,7 +449,7 @@ def _pairs(
     why = [reasons(totals[p], labels, sides[p])[SCALARS.index("kappa")] for p in range(len(chosen))]
 
     def statistic(t: FloatArray) -> FloatArray:
-        return kappa(t, weights)
+        return cohen_kappa(t, weights)
 
     found = intervals(
         tables,

@@ -100,6 +100,29 @@ def test_nominal_alpha_equals_the_krippendorff_package_with_missing_answers():
     assert refused >= 10
 
 
+def test_ordinal_alpha_of_ordered_labels_equals_the_krippendorff_package():
+    rng = np.random.default_rng(42)
+    checked = 0
+    for _ in range(60):
+        q, answers = _campaign(rng, missing=True)
+        if _single_value(answers):
+            continue
+        labels = LabelSet(tuple(range(q)), ordered=True)
+        found = annotator_reliability(
+            answers, np.arange(answers.shape[1]), labels, alpha_level="ordinal"
+        )
+        expected = krippendorff.alpha(
+            reliability_data=answers, level_of_measurement="ordinal", value_domain=list(range(q))
+        )
+        assert abs(found.krippendorff_alpha.value - expected) <= 1e-12
+        checked += 1
+    assert checked >= 25
+    with pytest.raises(ValueError, match="ordinal α needs ordered labels"):
+        annotator_reliability(
+            answers, np.arange(answers.shape[1]), LabelSet((0, 1)), alpha_level="ordinal"
+        )
+
+
 def test_each_pairs_cohen_kappa_equals_scikit_learn_on_the_items_both_answered():
     rng = np.random.default_rng(40)
     checked = 0

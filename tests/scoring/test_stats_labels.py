@@ -130,12 +130,19 @@ def test_statistics_equal_scikit_learn_on_random_and_degenerate_cases():
         if q == 2:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                binary = metrics.f1_score(truth, guess, pos_label=1, zero_division=0)
-            if math.isnan(found.positive_f1.value):
-                conventions["binary_f1"] += 1
-                assert binary == 0.0
-            else:
-                assert abs(found.positive_f1.value - binary) <= 1e-12
+                binary = {
+                    "positive_f1": metrics.f1_score(truth, guess, zero_division=0),
+                    "tpr": metrics.recall_score(truth, guess, zero_division=0),
+                    "tnr": metrics.recall_score(truth, guess, pos_label=0, zero_division=0),
+                    "positive_precision": metrics.precision_score(truth, guess, zero_division=0),
+                }
+            for name, expected in binary.items():
+                estimate = getattr(found, name)
+                if math.isnan(estimate.value):
+                    conventions["binary_f1"] += name == "positive_f1"
+                    assert expected == 0.0 and estimate.reason is not None
+                else:
+                    assert abs(estimate.value - expected) <= 1e-12
     # the random cases reach every convention of scikit-learn's more than once
     assert all(count >= 3 for count in conventions.values()), conventions
 
@@ -334,6 +341,28 @@ def test_bootstrap_is_reproducible_and_brackets_the_estimates():
         annotator_intervals=False,
     )
     assert alone.judge.mcc == first.judge.mcc and math.isnan(alone.human.mcc.low)
+
+
+@pytest.mark.parametrize("method", ["studentized", "percentile", "bca"])
+def test_every_interval_method_brackets_the_label_statistics(method):
+    rng = np.random.default_rng(12)
+    n = 300
+    truth = rng.integers(0, 3, n)
+    humans = np.where(rng.random((2, n)) < 0.8, truth, rng.integers(0, 3, (2, n))).astype(float)
+    judge = np.where(rng.random(n) < 0.7, truth, rng.integers(0, 3, n)).astype(float)
+    found = label_agreement(
+        judge,
+        humans,
+        np.arange(n) // 5,
+        LabelSet(("a", "b", "c")),
+        rng=np.random.default_rng(3),
+        resamples=300,
+        method=method,
+    )
+    assert found.interval == method
+    for stats in (found.judge, found.human):
+        for estimate in (stats.kappa, stats.mcc, stats.macro_f1, *stats.recall, *stats.f1):
+            assert estimate.low < estimate.value < estimate.high
 
 
 def test_label_sets_check_their_labels_and_name_a_bad_answer():
