@@ -13,7 +13,8 @@ shared by everything (as the report card shares it). Timed, ``--repeat`` times e
   a 1..5 scale for each judge, the annotators' own intervals with the first judge only
   (as the card computes them once per aspect);
 * **binary** (pass/fail): :func:`scoring.stats.labels.human_ceiling` and
-  :func:`scoring.stats.labels.annotator_reliability` once, then for each judge
+  :func:`scoring.stats.labels.annotator_reliability` (Fleiss' κ and nominal α; no
+  per-pair κ, which a campaign's page shows, not the card) once, then for each judge
   :func:`scoring.stats.labels.label_agreement` (confusion table, accuracy, κ, MCC,
   F1s, TPR/TNR, base rates), :func:`scoring.stats.prevalence.prevalence` (Rogan–Gladen,
   PPI++) and :func:`scoring.stats.calibration.calibration` (ECE, MCE, Brier) of its
@@ -103,7 +104,7 @@ def label_card(
     def run() -> object:
         out: list[object] = [
             human_ceiling(humans, docs, labels, plan=plan),
-            annotator_reliability(humans, docs, labels, plan=plan),
+            annotator_reliability(humans, docs, labels, plan=plan, pairs=()),
         ]
         for judge, dist in zip(judges, distributions, strict=True):
             out.append(

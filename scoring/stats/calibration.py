@@ -37,10 +37,16 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from scoring.stats.draws import Resamples, Unit, draw_resamples
+from scoring.stats.draws import Resamples
 from scoring.stats.label_tables import LabelSet, label_counts
 from scoring.stats.ranking import FloatArray, Groups
-from scoring.stats.table_intervals import Estimate, Interval, intervals
+from scoring.stats.table_intervals import (
+    Estimate,
+    Interval,
+    document_plan,
+    documents,
+    intervals,
+)
 
 Target = Literal["positive", "top_label"]
 Strategy = Literal["width", "mass"]
@@ -186,9 +192,7 @@ def calibration(
     chosen: Target = target or ("positive" if labels.is_binary else "top_label")
     if chosen == "positive" and labels.positive_index is None:
         raise ValueError("the positive target needs a binary aspect with a positive label")
-    groups = docs if isinstance(docs, Groups) else Groups.from_keys(docs)
-    if groups.n_items != p.shape[0]:
-        raise ValueError("docs must name one document per item")
+    groups = documents(docs, p.shape[0])
     counts = label_counts(h, q)
     m = counts.sum(axis=1)
     used = np.isfinite(p).all(axis=1) & (m > 0)
@@ -207,8 +211,7 @@ def calibration(
     per_item[~used] = 0.0
     sums = np.zeros((groups.n_groups, per_item.shape[1]))
     np.add.at(sums, groups.codes, per_item)
-    if plan is None and rng is not None:
-        plan = draw_resamples(rng, groups, unit=Unit.DOCUMENTS, resamples=resamples)
+    plan = document_plan(groups, rng, resamples, plan)
     total = sums.sum(axis=0)
     n_pairs = float(total[-1])
     why = None if n_pairs > 0 else NO_PAIRS

@@ -52,11 +52,12 @@ from scoring.stats.agreement_tables import (
 )
 from scoring.stats.position import PREFERS_A, PREFERS_B, TIE
 from scoring.stats.ranking import FloatArray, Groups
-from scoring.stats.resampling import Resamples, Unit, draw_resamples
+from scoring.stats.resampling import Resamples
 from scoring.stats.table_intervals import METHODS as METHODS
 from scoring.stats.table_intervals import Estimate as Estimate
 from scoring.stats.table_intervals import Interval as Interval
 from scoring.stats.table_intervals import Statistic as Statistic
+from scoring.stats.table_intervals import document_plan, documents
 from scoring.stats.table_intervals import interval as interval
 
 VOTES = np.array([PREFERS_B, TIE, PREFERS_A], dtype=np.float64)
@@ -134,9 +135,7 @@ def judge_tables(
     h = np.asarray(humans, dtype=np.float64)
     if h.ndim != 2 or h.shape[1] != j.size:
         raise ValueError("humans must be annotators × items, with one judge answer per item")
-    groups = docs if isinstance(docs, Groups) else Groups.from_keys(docs)
-    if groups.n_items != j.size:
-        raise ValueError("docs must name one document per item")
+    groups = documents(docs, j.size)
     judge_counts, human_counts = answer_counts(j, v), answer_counts(h, v)
     codes, n_docs = groups.codes, groups.n_groups
     both = (judge_counts.sum(axis=1) > 0) & (human_counts.sum(axis=1) > 0)
@@ -149,14 +148,6 @@ def judge_tables(
         humans_only=sum_by(codes, coincidences(human_counts), n_docs),
         n_items=int(np.count_nonzero(both)),
     )
-
-
-def _plan(
-    tables: JudgeTables, rng: np.random.Generator | None, resamples: int, plan: Resamples | None
-) -> Resamples | None:
-    if plan is None and rng is not None:
-        plan = draw_resamples(rng, tables.docs, unit=Unit.DOCUMENTS, resamples=resamples)
-    return plan
 
 
 def pointwise_agreement(
@@ -181,7 +172,7 @@ def pointwise_agreement(
     statistics without them (half the work, for a caller that compares several judges
     with the same annotators and has them already). See the module's docstring."""
     t = judge_tables(judge, humans, docs, scale)
-    drawn = _plan(t, rng, resamples, plan)
+    drawn = document_plan(t.docs, rng, resamples, plan)
 
     def kappa(table: FloatArray) -> FloatArray:
         return cohen_kappa(table, "quadratic")
@@ -233,7 +224,7 @@ def pairwise_agreement(
     coded ``PREFERS_A`` (1), ``TIE`` (0), ``PREFERS_B`` (−1). Intervals as in
     :func:`pointwise_agreement`. See the module's docstring."""
     t = judge_tables(judge, humans, docs, VOTES)
-    drawn = _plan(t, rng, resamples, plan)
+    drawn = document_plan(t.docs, rng, resamples, plan)
 
     def run(tables: FloatArray, statistic: Statistic, n: float) -> Estimate:
         return interval(tables, statistic, drawn, confidence=confidence, method=method, n=n)

@@ -142,12 +142,6 @@ def label_counts(codes: npt.ArrayLike, q: int) -> FloatArray:
     return counts
 
 
-def _margins(t: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
-    """Rows (reference), columns (other side), the diagonal and the total."""
-    rows, cols = t.sum(axis=-1), t.sum(axis=-2)
-    return rows, cols, np.diagonal(t, axis1=-2, axis2=-1), rows.sum(axis=-1)
-
-
 # The statistics of one confusion table, in the order of :func:`table_statistics`'s
 # columns; per-label ones take q columns each.
 SCALARS = ("accuracy", "kappa", "mcc", "macro_f1", "majority_share", "chance_agreement")
@@ -181,27 +175,51 @@ def table_statistics(table: npt.ArrayLike, weights: Weights = "identity") -> Flo
 
     Every statistic is NaN without pairs."""
     t = np.asarray(table, dtype=np.float64)
+    return margin_statistics(table_margins(t, weights), t.shape[-1], weights)
+
+
+def table_margins(table: npt.ArrayLike, weights: Weights = "identity") -> FloatArray:
+    """… × (3q + 3): what every statistic of :func:`table_statistics` needs of a table
+    (rows r, columns p, diagonal d, the pairs n, Σ d and the weighted disagreement
+    Σ w·t), all sums of its cells, so they add over documents: a bootstrap carries
+    these instead of the q² cells."""
+    t = np.asarray(table, dtype=np.float64)
     q = t.shape[-1]
-    rows, cols, diag, n = _margins(t)
-    correct = diag.sum(axis=-1)
+    flat = t.reshape(t.shape[:-2] + (q * q,))
+    return np.asarray(flat @ _projection(q, weights), dtype=np.float64)
+
+
+def _projection(q: int, weights: Weights) -> FloatArray:
+    """q² × (3q + 3): the table's cells (row-major) onto :func:`table_margins`."""
+    eye, ones = np.eye(q), np.ones((q, 1))
+    rows = np.kron(eye, ones)  # cell (c, k) → row c
+    cols = np.kron(ones, eye)  # cell (c, k) → column k
+    diag = np.eye(q * q)[:, :: q + 1]
+    w = disagreement_weights(q, weights).reshape(q * q, 1)
+    total = np.ones((q * q, 1))
+    return np.concatenate([rows, cols, diag, total, diag.sum(axis=1, keepdims=True), w], axis=1)
+
+
+def margin_statistics(margins: npt.ArrayLike, q: int, weights: Weights = "identity") -> FloatArray:
+    """:func:`table_statistics` from :func:`table_margins`."""
+    m = np.asarray(margins, dtype=np.float64)
+    rows, cols, diag = m[..., :q], m[..., q : 2 * q], m[..., 2 * q : 3 * q]
+    n, correct, observed = m[..., 3 * q], m[..., 3 * q + 1], m[..., 3 * q + 2]
     w = disagreement_weights(q, weights)
+    ones = np.ones(q)
     with np.errstate(invalid="ignore", divide="ignore"):
         both = rows + cols
         recall_ = np.where(rows > 0, diag / rows, np.nan)
         precision_ = np.where(cols > 0, diag / cols, np.nan)
         f1_ = np.where(both > 0, 2.0 * diag / both, np.nan)
-        used = both > 0
-        macro = np.where(used, f1_, 0.0).sum(axis=-1) / used.sum(axis=-1)
-        cov_tp = correct * n - np.sum(rows * cols, axis=-1)
-        cov_pp = n * n - np.sum(cols * cols, axis=-1)
-        cov_tt = n * n - np.sum(rows * rows, axis=-1)
+        used = (both > 0).astype(np.float64)
+        macro = (np.where(both > 0, f1_, 0.0) @ ones) / (used @ ones)
+        cov_tp = correct * n - np.einsum("...k,...k->...", rows, cols)
+        cov_pp = n * n - np.einsum("...k,...k->...", cols, cols)
+        cov_tt = n * n - np.einsum("...k,...k->...", rows, rows)
         product = cov_pp * cov_tt
         mcc_ = np.where(product > 0, cov_tp / np.sqrt(product), np.nan)
-        if weights == "identity":
-            observed = n - correct
-        else:
-            observed = t.reshape(t.shape[:-2] + (q * q,)) @ w.reshape(q * q)
-        expected = np.sum((rows @ w) * cols, axis=-1) / n
+        expected = np.einsum("...c,ck,...k->...", rows, w, cols) / n
         kappa_ = 1.0 - observed / expected
         chance = np.where(n > 0, 1.0 - expected / (n * float(w.max())), np.nan)
         scalars = [correct / n, kappa_, mcc_, macro, rows.max(axis=-1) / n, chance]
@@ -228,7 +246,8 @@ def reasons(table: npt.ArrayLike, labels: LabelSet, sides: Sides = JUDGE_SIDES) 
     if t.ndim != 2:
         raise ValueError("reasons explain one table")
     q = labels.q
-    rows, cols, _, n = _margins(t)
+    rows, cols = t.sum(axis=-1), t.sum(axis=-2)
+    n = rows.sum()
     if n == 0:
         return [sides.pairs] * (len(SCALARS) + len(PER_LABEL) * q)
     one_row = _single(rows, labels)

@@ -48,7 +48,7 @@ from scoring.stats.agreement_tables import (
     pairs_within,
     sum_by,
 )
-from scoring.stats.draws import Resamples, Unit, draw_resamples
+from scoring.stats.draws import Resamples
 from scoring.stats.label_tables import (
     JUDGE_SIDES,
     PER_LABEL,
@@ -59,12 +59,19 @@ from scoring.stats.label_tables import (
     fleiss_reason,
     fleiss_sums,
     label_counts,
+    margin_statistics,
     nominal_alpha,
     reasons,
-    table_statistics,
+    table_margins,
 )
 from scoring.stats.ranking import FloatArray, Groups
-from scoring.stats.table_intervals import Estimate, Interval, intervals
+from scoring.stats.table_intervals import (
+    Estimate,
+    Interval,
+    document_plan,
+    documents,
+    intervals,
+)
 
 HUMAN_SIDES = Sides("the annotators", "the annotators", "no item has two annotators' answers")
 
@@ -151,7 +158,7 @@ def label_tables(
     h = np.asarray(humans, dtype=np.float64)
     if h.ndim != 2 or h.shape[1] != j.size:
         raise ValueError("humans must be annotators × items, with one judge answer per item")
-    groups = _groups(docs, j.size)
+    groups = documents(docs, j.size)
     judge_counts, human_counts = label_counts(j, labels.q), label_counts(h, labels.q)
     codes, n_docs = groups.codes, groups.n_groups
     return LabelTables(
@@ -161,21 +168,6 @@ def label_tables(
         human_counts=human_counts,
         judge_counts=judge_counts,
     )
-
-
-def _groups(docs: Groups | npt.ArrayLike, n_items: int) -> Groups:
-    groups = docs if isinstance(docs, Groups) else Groups.from_keys(docs)
-    if groups.n_items != n_items:
-        raise ValueError("docs must name one document per item")
-    return groups
-
-
-def _plan(
-    docs: Groups, rng: np.random.Generator | None, resamples: int, plan: Resamples | None
-) -> Resamples | None:
-    if plan is None and rng is not None:
-        plan = draw_resamples(rng, docs, unit=Unit.DOCUMENTS, resamples=resamples)
-    return plan
 
 
 def statistics_of(
@@ -191,15 +183,15 @@ def statistics_of(
     """Every statistic of the documents' confusion ``tables`` summed, with intervals
     over ``plan`` (none when None); ``halve`` counts the pairs of a table that holds
     each pair in both orders once."""
-    weights = labels.kappa_weights
+    weights, q = labels.kappa_weights, labels.q
     total = tables.sum(axis=0)
     n_pairs = float(total.sum()) / (2.0 if halve else 1.0)
 
-    def statistic(t: FloatArray) -> FloatArray:
-        return table_statistics(t, weights)
+    def statistic(m: FloatArray) -> FloatArray:
+        return margin_statistics(m, q, weights)
 
     found = intervals(
-        tables,
+        table_margins(tables, weights),
         statistic,
         plan,
         confidence=confidence,
@@ -207,7 +199,6 @@ def statistics_of(
         n=n_pairs,
         reasons=reasons(total, labels, sides),
     )
-    q = labels.q
     scalars = dict(zip(SCALARS, found[: len(SCALARS)], strict=True))
     per_label = {
         name: tuple(found[len(SCALARS) + i * q : len(SCALARS) + (i + 1) * q])
@@ -248,7 +239,7 @@ def label_agreement(
     ``annotator_intervals=False`` leaves the annotators' own statistics without them
     (for a caller comparing several judges with the same annotators)."""
     t = label_tables(judge, humans, docs, labels)
-    drawn = _plan(t.docs, rng, resamples, plan)
+    drawn = document_plan(t.docs, rng, resamples, plan)
     judge_stats = statistics_of(t.judge_human, labels, drawn, confidence=confidence, method=method)
     human_stats = _ceiling(
         t.human_human, labels, drawn if annotator_intervals else None, confidence, method
@@ -302,9 +293,9 @@ def human_ceiling(
     h = np.asarray(humans, dtype=np.float64)
     if h.ndim != 2:
         raise ValueError("humans must be annotators × items")
-    groups = _groups(docs, h.shape[1])
+    groups = documents(docs, h.shape[1])
     tables = sum_by(groups.codes, 2.0 * pairs_within(label_counts(h, labels.q)), groups.n_groups)
-    return _ceiling(tables, labels, _plan(groups, rng, resamples, plan), confidence, method)
+    return _ceiling(tables, labels, document_plan(groups, rng, resamples, plan), confidence, method)
 
 
 @dataclass(frozen=True)
@@ -359,8 +350,8 @@ def annotator_reliability(
         raise ValueError("humans must be annotators × items")
     if alpha_level != "nominal" and not labels.ordered:
         raise ValueError(f"a {alpha_level} α needs ordered labels")
-    groups = _groups(docs, h.shape[1])
-    drawn = _plan(groups, rng, resamples, plan)
+    groups = documents(docs, h.shape[1])
+    drawn = document_plan(groups, rng, resamples, plan)
     codes, n_docs = groups.codes, groups.n_groups
     counts = label_counts(h, labels.q)
     sums = sum_by(codes, fleiss_sums(counts), n_docs)

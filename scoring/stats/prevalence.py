@@ -35,11 +35,17 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from scoring.stats.draws import Resamples, Unit, draw_resamples
+from scoring.stats.draws import Resamples
 from scoring.stats.label_tables import LabelSet, label_counts
 from scoring.stats.ppi import MIN_LABELLED, PPIResult, ppi_mean
 from scoring.stats.ranking import FloatArray, Groups
-from scoring.stats.table_intervals import Estimate, Interval, intervals
+from scoring.stats.table_intervals import (
+    Estimate,
+    Interval,
+    document_plan,
+    documents,
+    intervals,
+)
 
 NAMES = ("human", "judge", "sensitivity", "specificity", "corrected", "ppi")
 
@@ -205,11 +211,8 @@ def prevalence(
     probability of the positive label per item) or its label as the prediction. See the
     module's docstring."""
     judged, share, prediction = _item_values(judge, humans, labels, probability)
-    groups = docs if isinstance(docs, Groups) else Groups.from_keys(docs)
-    if groups.n_items != judged.size:
-        raise ValueError("docs must name one document per item")
-    if plan is None and rng is not None:
-        plan = draw_resamples(rng, groups, unit=Unit.DOCUMENTS, resamples=resamples)
+    groups = documents(docs, judged.size)
+    plan = document_plan(groups, rng, resamples, plan)
     sums = np.zeros((groups.n_groups, COLUMNS))
     np.add.at(sums, groups.codes, prevalence_sums(judged, share, prediction))
     total = sums.sum(axis=0)
