@@ -23,6 +23,9 @@ shared by everything (as the report card shares it). Timed, ``--repeat`` times e
 
 Printed: the median (min-max) seconds of each, and each label card's median over the
 scale one's (the issue's target: within 2×). Intervals studentized (the card's default).
+Measured on this machine's kind (2 cores, load average 7–8 from other work), defaults:
+scale 34.25 s (32.58-44.25), binary 4.79 s (0.14×), categorical 16.61 s (0.49×);
+``--judges 5 --repeat 1``: 111.4 s, 30.9 s (0.28×), 76.1 s (0.68×).
 """
 
 from __future__ import annotations
