@@ -23,7 +23,10 @@ leans on normality: the authors ask for 30). The authors recommend three annotat
 more, so that the left-out annotator faces a consensus rather than one other person;
 three per item is the default here (the reference's default is two per item).
 ``tests/scoring/test_stats_alttest.py`` compares this implementation with the
-reference's outputs.
+reference's outputs. For label aspects :func:`alt_test_labels` runs the test on label
+codes with the ``accuracy`` score (the reference's for categorical answers: the share of
+the remaining annotators whose answer equals one's own), vectorised over items and equal
+to :func:`alt_test` on the same answers.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ from scipy import stats
 Metric = Literal["accuracy", "neg_rmse"] | Callable[[Any, Sequence[Any]], float]
 """An alignment score: one answer against the remaining annotators' answers on an item,
 higher is better."""
+
+Tested = tuple[Hashable, int, float, float, float]  # annotator, items, ρ judge, ρ human, p
 
 PASSING_RATE = 0.5
 NO_ITEMS = "no_items"
@@ -205,7 +210,7 @@ def alt_test(
     n_with_three = sum(1 for item in judged if len(per_item.get(item, ())) >= 3)
     usable = {item for item in judged if len(per_item.get(item, ())) >= min_annotators_per_item}
 
-    tested: list[tuple[Hashable, int, float, float, float]] = []
+    tested: list[Tested] = []
     skipped: list[tuple[Hashable, int]] = []
     for left_out, given in answers.items():
         items = [item for item in given if item in usable]
@@ -223,6 +228,31 @@ def alt_test(
         p = one_sided_p_value(human_ok - judge_ok, epsilon)
         tested.append((left_out, len(items), float(judge_ok.mean()), float(human_ok.mean()), p))
 
+    return _verdict(
+        tested,
+        skipped,
+        len(usable),
+        n_with_three,
+        epsilon=epsilon,
+        alpha=alpha,
+        min_annotators_per_item=min_annotators_per_item,
+        min_items=min_items,
+    )
+
+
+def _verdict(
+    tested: list[Tested],
+    skipped: list[tuple[Hashable, int]],
+    n_usable: int,
+    n_with_three: int,
+    *,
+    epsilon: float,
+    alpha: float,
+    min_annotators_per_item: int,
+    min_items: int,
+) -> AltTestResult:
+    """The Benjamini–Yekutieli procedure over the tested annotators' p-values, and the
+    result."""
     wins, adjusted = benjamini_yekutieli([t[4] for t in tested], alpha)
     per_annotator = tuple(
         AnnotatorTest(name, n, rho_judge, rho_human, p, adj, win)
@@ -230,9 +260,7 @@ def alt_test(
     )
     problem, message = None, ""
     if not per_annotator:
-        problem, message = _what_is_missing(
-            len(usable), skipped, min_annotators_per_item, min_items
-        )
+        problem, message = _what_is_missing(n_usable, skipped, min_annotators_per_item, min_items)
     omega = sum(wins) / len(wins) if wins else math.nan
     rho = float(np.mean([t.rho_judge for t in per_annotator])) if per_annotator else math.nan
     return AltTestResult(
@@ -241,7 +269,7 @@ def alt_test(
         passed=bool(wins) and omega >= PASSING_RATE,
         per_annotator=per_annotator,
         skipped=tuple(skipped),
-        n_items=len(usable),
+        n_items=n_usable,
         n_items_with_three=n_with_three,
         epsilon=epsilon,
         alpha=alpha,
@@ -249,6 +277,73 @@ def alt_test(
         min_items=min_items,
         problem=problem,
         message=message,
+    )
+
+
+def alt_test_labels(
+    judge: npt.ArrayLike,
+    humans: npt.ArrayLike,
+    annotators: Sequence[Hashable],
+    *,
+    epsilon: float,
+    alpha: float = 0.05,
+    min_annotators_per_item: int = 3,
+    min_items: int = 30,
+) -> AltTestResult:
+    """The alt-test of a judge's labels with AltTest's ``accuracy`` alignment score (the
+    share of the remaining annotators who gave one's own label), on label codes:
+    ``judge`` one per item, ``humans`` annotators × items (row r is ``annotators[r]``),
+    NaN = no answer. Equal to :func:`alt_test` with ``metric="accuracy"`` on the same
+    answers, vectorised: on an item with m answers and c_k of them label k, the judge's
+    score against the others when annotator h (label a) is left out is
+    (c_j − [a = j]) / (m − 1) and h's is (c_a − 1) / (m − 1), so comparing them is
+    comparing counts."""
+    if min_annotators_per_item < 2:
+        raise ValueError(
+            "the left-out annotator needs at least one other: min_annotators_per_item ≥ 2"
+        )
+    j = np.asarray(judge, dtype=np.float64).reshape(-1)
+    h = np.asarray(humans, dtype=np.float64)
+    if h.ndim != 2 or h.shape[1] != j.size or h.shape[0] != len(annotators):
+        raise ValueError("humans must be annotators × items: one row per annotator named")
+    given, judged = np.isfinite(h), np.isfinite(j)
+    answers = np.concatenate([h[given], j[judged]])
+    if np.any((answers < 0) | (answers != np.round(answers))):
+        raise ValueError("label codes must be whole numbers from 0 (NaN = no answer)")
+    codes = np.where(given, h, 0.0).astype(np.intp)
+    q = int(answers.max(initial=0.0)) + 1
+    counts = np.zeros((j.size, q))
+    np.add.at(counts, (np.nonzero(given)[1], codes[given]), 1.0)
+    m = counts.sum(axis=1)
+    judge_code = np.where(judged, j, 0.0).astype(np.intp)
+    usable = judged & (m >= min_annotators_per_item)
+    n_with_three = int(np.count_nonzero(judged & (m >= 3)))
+    items = np.arange(j.size)
+    agree_judge = counts[items, judge_code]
+    tested: list[Tested] = []
+    skipped: list[tuple[Hashable, int]] = []
+    for r, name in enumerate(annotators):
+        mine = given[r] & usable
+        n = int(np.count_nonzero(mine))
+        if n < min_items:
+            skipped.append((name, n))
+            continue
+        own = codes[r, mine]
+        judge_score = agree_judge[mine] - (own == judge_code[mine])
+        human_score = counts[items[mine], own] - 1.0
+        judge_ok = (judge_score >= human_score).astype(np.float64)
+        human_ok = (human_score >= judge_score).astype(np.float64)
+        p = one_sided_p_value(human_ok - judge_ok, epsilon)
+        tested.append((name, n, float(judge_ok.mean()), float(human_ok.mean()), p))
+    return _verdict(
+        tested,
+        skipped,
+        int(np.count_nonzero(usable)),
+        n_with_three,
+        epsilon=epsilon,
+        alpha=alpha,
+        min_annotators_per_item=min_annotators_per_item,
+        min_items=min_items,
     )
 
 

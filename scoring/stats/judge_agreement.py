@@ -23,23 +23,20 @@ draw counts and tables, and every resample is computed exactly.
 
 Intervals are bootstrap intervals over documents (items of one document stay together;
 draws from the caller's seeded generator, as :func:`scoring.stats.resampling.
-draw_resamples` makes them): studentized by default (the bootstrap-t, each resample's
-standard error a jackknife over its documents), or percentile, or BCa (bias-corrected
-and accelerated). On 1000 simulated studies of 40 documents the studentized intervals
-covered 0.943–0.964 at nominal 0.95, the percentile and BCa ones 0.929–0.949 (see
-:func:`interval`). Resamples whose statistic is undefined are left out and counted.
+draw_resamples` makes them), computed by :mod:`scoring.stats.table_intervals`:
+studentized by default (the bootstrap-t, each resample's standard error a jackknife over
+its documents), or percentile, or BCa (bias-corrected and accelerated). On 1000
+simulated studies of 40 documents the studentized intervals covered 0.943–0.964 at
+nominal 0.95, the percentile and BCa ones 0.929–0.949. Resamples whose statistic is
+undefined are left out and counted.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special
 
 from scoring.stats.agreement_tables import (
     AlphaLevel,
@@ -55,25 +52,15 @@ from scoring.stats.agreement_tables import (
 )
 from scoring.stats.position import PREFERS_A, PREFERS_B, TIE
 from scoring.stats.ranking import FloatArray, Groups
-from scoring.stats.resampling import Resamples, Unit, draw_resamples
+from scoring.stats.resampling import Resamples
+from scoring.stats.table_intervals import METHODS as METHODS
+from scoring.stats.table_intervals import Estimate as Estimate
+from scoring.stats.table_intervals import Interval as Interval
+from scoring.stats.table_intervals import Statistic as Statistic
+from scoring.stats.table_intervals import document_plan, documents
+from scoring.stats.table_intervals import interval as interval
 
-Interval = Literal["studentized", "percentile", "bca"]
-Statistic = Callable[[FloatArray], FloatArray]
 VOTES = np.array([PREFERS_B, TIE, PREFERS_A], dtype=np.float64)
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """A statistic with its bootstrap interval (NaN when undefined or not asked for).
-
-    ``n`` is what it was computed on: pairs of answers, or for α the pairable answers;
-    ``n_undefined`` resamples had no defined value and were left out of the interval."""
-
-    value: float
-    low: float
-    high: float
-    n: float
-    n_undefined: int = 0
 
 
 @dataclass(frozen=True)
@@ -117,131 +104,6 @@ def without_ties(table: npt.ArrayLike) -> FloatArray:
     return np.asarray(t[..., keep, :][..., :, keep], dtype=np.float64)
 
 
-METHODS: tuple[Interval, ...] = ("studentized", "percentile", "bca")
-
-
-def interval(
-    tables: FloatArray,
-    statistic: Statistic,
-    plan: Resamples | None,
-    *,
-    confidence: float = 0.95,
-    method: Interval = "studentized",
-    n: float | None = None,
-) -> Estimate:
-    """``statistic`` of the documents' tables (documents × q × q) summed, with a bootstrap
-    interval over ``plan``'s resampled documents (none when ``plan`` is None).
-
-    ``studentized`` (the bootstrap-t: each resample's deviation from the estimate over
-    its own jackknife standard error by documents) covered 0.943–0.964 at nominal 0.95
-    for the statistics here on 1000 simulated studies of 40 documents, ``percentile``
-    0.929–0.947 and ``bca`` 0.931–0.949 (``bench/judge_agreement_coverage.py``). It
-    costs a jackknife per resample: D statistics on each of the B resamples (about
-    0.15 s for the six pointwise statistics at D = 40, B = 500)."""
-    if method not in METHODS:
-        raise ValueError(f"unknown interval {method!r}: use one of {', '.join(METHODS)}")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError("confidence must lie in (0, 1)")
-    total = tables.sum(axis=0)
-    value = float(statistic(total))
-    size = float(total.sum()) if n is None else n
-    if plan is None or plan.doc_counts is None or not math.isfinite(value):
-        return Estimate(value, math.nan, math.nan, size)
-    if plan.doc_counts.shape[1] != tables.shape[0]:
-        raise ValueError("the resamples were drawn over other documents")
-    tail = (1.0 - confidence) / 2.0
-    levels = np.array([tail, 1.0 - tail])
-    if method == "studentized":
-        return _studentized(tables, total, statistic, value, plan.doc_counts, levels, size)
-    draws = statistic(np.einsum("bd,dck->bck", plan.doc_counts, tables))
-    finite = draws[np.isfinite(draws)]
-    undefined = int(draws.size - finite.size)
-    if finite.size == 0:
-        return Estimate(value, math.nan, math.nan, size, undefined)
-    if method == "bca":
-        levels = _bca_levels(tables, total, statistic, value, finite, levels)
-    low, high = np.quantile(finite, levels)
-    return Estimate(value, float(low), float(high), size, undefined)
-
-
-# Resamples × documents per block of the studentized bootstrap's jackknives (a block's
-# left-out tables are this many q × q tables).
-_JACKKNIFE_CELLS = 1 << 16
-
-
-def _jackknife_se(
-    tables: FloatArray, totals: FloatArray, counts: FloatArray, statistic: Statistic
-) -> FloatArray:
-    """Per row of ``counts`` (a resample: how often each document was drawn) and its
-    summed tables ``totals``, the jackknife standard error over its drawn documents, one
-    copy left out at a time: √((n − 1) / n · Σ (θ₍ᵢ₎ − θ̄)²) over the n copies."""
-    n = counts.sum(axis=1)
-    left_out = statistic(totals[:, None, :, :] - tables[None, :, :, :])
-    weight = np.where(np.isfinite(left_out), counts, 0.0)
-    values = np.where(weight > 0, left_out, 0.0)
-    mean = np.sum(weight * values, axis=1) / n
-    spread = np.sum(weight * (values - mean[:, None]) ** 2, axis=1)
-    return np.asarray(np.sqrt((n - 1.0) / n * spread), dtype=np.float64)
-
-
-def _studentized(
-    tables: FloatArray,
-    total: FloatArray,
-    statistic: Statistic,
-    value: float,
-    counts: FloatArray,
-    levels: FloatArray,
-    size: float,
-) -> Estimate:
-    """The bootstrap-t interval (Efron & Tibshirani 1993, ch. 12): the quantiles of
-    t* = (θ* − θ̂) / se* over the resamples turned around the estimate,
-    [θ̂ − t*₉₇.₅ · se, θ̂ − t*₂.₅ · se], every se a jackknife over documents."""
-    ones = np.ones((1, tables.shape[0]))
-    se = float(_jackknife_se(tables, total[None], ones, statistic)[0])
-    if se == 0.0:  # every document leaves the statistic where it is: so does every resample
-        return Estimate(value, value, value, size)
-    step = max(1, _JACKKNIFE_CELLS // max(1, tables.shape[0]))
-    t = np.empty(counts.shape[0])
-    for start in range(0, counts.shape[0], step):
-        block = counts[start : start + step]
-        totals = np.einsum("bd,dck->bck", block, tables)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            spread = _jackknife_se(tables, totals, block, statistic)
-            t[start : start + step] = (statistic(totals) - value) / spread
-    finite = t[np.isfinite(t)]
-    undefined = int(t.size - finite.size)
-    if finite.size == 0 or not math.isfinite(se):
-        return Estimate(value, math.nan, math.nan, size, undefined)
-    upper_t, lower_t = np.quantile(finite, levels[::-1])
-    return Estimate(
-        value, value - float(upper_t) * se, value - float(lower_t) * se, size, undefined
-    )
-
-
-def _bca_levels(
-    tables: FloatArray,
-    total: FloatArray,
-    statistic: Statistic,
-    value: float,
-    draws: FloatArray,
-    levels: FloatArray,
-) -> FloatArray:
-    """Efron's BCa percentiles: bias from the share of resamples below the estimate,
-    acceleration from the leave-one-document-out jackknife."""
-    share = (np.count_nonzero(draws < value) + 0.5 * np.count_nonzero(draws == value)) / draws.size
-    if share <= 0.0 or share >= 1.0:
-        return levels
-    z0 = float(special.ndtri(share))
-    jack = statistic(total[None, :, :] - tables)
-    jack = jack[np.isfinite(jack)]
-    spread = jack.mean() - jack if jack.size else np.zeros(1)
-    denominator = 6.0 * float(np.sum(spread**2)) ** 1.5
-    accel = float(np.sum(spread**3)) / denominator if denominator > 0 else 0.0
-    z = special.ndtri(levels)
-    adjusted = special.ndtr(z0 + (z0 + z) / (1.0 - accel * (z0 + z)))
-    return np.asarray(np.clip(adjusted, 0.0, 1.0), dtype=np.float64)
-
-
 @dataclass(frozen=True)
 class JudgeTables:
     """Per document (documents × q × q): the (judge, annotator) answer pairs, rows the
@@ -273,9 +135,7 @@ def judge_tables(
     h = np.asarray(humans, dtype=np.float64)
     if h.ndim != 2 or h.shape[1] != j.size:
         raise ValueError("humans must be annotators × items, with one judge answer per item")
-    groups = docs if isinstance(docs, Groups) else Groups.from_keys(docs)
-    if groups.n_items != j.size:
-        raise ValueError("docs must name one document per item")
+    groups = documents(docs, j.size)
     judge_counts, human_counts = answer_counts(j, v), answer_counts(h, v)
     codes, n_docs = groups.codes, groups.n_groups
     both = (judge_counts.sum(axis=1) > 0) & (human_counts.sum(axis=1) > 0)
@@ -288,14 +148,6 @@ def judge_tables(
         humans_only=sum_by(codes, coincidences(human_counts), n_docs),
         n_items=int(np.count_nonzero(both)),
     )
-
-
-def _plan(
-    tables: JudgeTables, rng: np.random.Generator | None, resamples: int, plan: Resamples | None
-) -> Resamples | None:
-    if plan is None and rng is not None:
-        plan = draw_resamples(rng, tables.docs, unit=Unit.DOCUMENTS, resamples=resamples)
-    return plan
 
 
 def pointwise_agreement(
@@ -320,7 +172,7 @@ def pointwise_agreement(
     statistics without them (half the work, for a caller that compares several judges
     with the same annotators and has them already). See the module's docstring."""
     t = judge_tables(judge, humans, docs, scale)
-    drawn = _plan(t, rng, resamples, plan)
+    drawn = document_plan(t.docs, rng, resamples, plan)
 
     def kappa(table: FloatArray) -> FloatArray:
         return cohen_kappa(table, "quadratic")
@@ -372,7 +224,7 @@ def pairwise_agreement(
     coded ``PREFERS_A`` (1), ``TIE`` (0), ``PREFERS_B`` (−1). Intervals as in
     :func:`pointwise_agreement`. See the module's docstring."""
     t = judge_tables(judge, humans, docs, VOTES)
-    drawn = _plan(t, rng, resamples, plan)
+    drawn = document_plan(t.docs, rng, resamples, plan)
 
     def run(tables: FloatArray, statistic: Statistic, n: float) -> Estimate:
         return interval(tables, statistic, drawn, confidence=confidence, method=method, n=n)

@@ -18,11 +18,13 @@ from scoring.stats.alttest import (
     TOO_FEW_ITEMS,
     accuracy,
     alt_test,
+    alt_test_labels,
     benjamini_yekutieli,
     neg_rmse,
     neg_rmse_plain,
     one_sided_p_value,
 )
+from scoring.stats.label_tables import LabelSet
 
 REFERENCE = json.loads(
     (Path(__file__).parent.parent / "data" / "alttest_reference.json").read_text()
@@ -218,3 +220,76 @@ def test_the_plain_python_rmse_gives_the_same_verdicts_as_numpys():
             slow = alt_test(judge, annotations, epsilon=0.15, metric="neg_rmse")
             assert fast.winning_rate == slow.winning_rate
             assert fast.per_annotator == slow.per_annotator
+
+
+def _as_codes(judge, annotations):
+    """A reference dataset's answers as label codes: annotators × items, one judge row."""
+    items = sorted({i for given in annotations.values() for i in given} | set(judge))
+    values = sorted(
+        {v for given in annotations.values() for v in given.values()} | set(judge.values())
+    )
+    labels = LabelSet(tuple(values))
+    humans = labels.codes([[given.get(i) for i in items] for given in annotations.values()])
+    return labels.codes([judge.get(i) for i in items]), humans, list(annotations)
+
+
+ACCURACY_CASES = [c for c in REFERENCE["cases"] if c["metric"] == "accuracy"]
+
+
+@pytest.mark.parametrize("case", ACCURACY_CASES, ids=_case_id)
+def test_alt_test_on_label_codes_equals_the_reference_implementation(case):
+    data = REFERENCE["datasets"][case["dataset"]]
+    judge, humans, names = _as_codes(data["judges"][case["judge"]], data["annotations"])
+    result = alt_test_labels(
+        judge,
+        humans,
+        names,
+        epsilon=case["epsilon"],
+        alpha=case["alpha"],
+        min_annotators_per_item=case["min_annotators_per_item"],
+        min_items=case["min_items"],
+    )
+    expected = case["expected"]
+    assert result.winning_rate == expected["winning_rate"]
+    assert [t.annotator for t in result.per_annotator] == expected["annotators"]
+    assert [t.judge_wins for t in result.per_annotator] == expected["judge_wins"]
+    assert dict(result.skipped) == expected["skipped"]
+    for test, p, rho in zip(
+        result.per_annotator, expected["p_values"], expected["rho_judge"], strict=True
+    ):
+        assert test.p_value == pytest.approx(p, abs=1e-12, rel=1e-12)
+        assert test.rho_judge == pytest.approx(rho, abs=1e-12)
+
+
+def test_alt_test_on_label_codes_equals_the_accuracy_alt_test_on_random_campaigns():
+    rng = np.random.default_rng(25)
+    for _ in range(40):
+        raters, n, q = int(rng.integers(3, 7)), int(rng.integers(10, 90)), int(rng.integers(2, 5))
+        truth = rng.integers(0, q, n)
+        humans = np.where(rng.random((raters, n)) < 0.7, truth, rng.integers(0, q, (raters, n)))
+        humans = np.where(rng.random((raters, n)) < 0.3, np.nan, humans.astype(float))
+        judge = np.where(rng.random(n) < 0.6, truth, rng.integers(0, q, n)).astype(float)
+        judge[rng.random(n) < 0.1] = np.nan
+        names = [f"rater{k}" for k in range(raters)]
+        found = alt_test_labels(judge, humans, names, epsilon=0.15, min_items=10)
+        expected = alt_test(
+            {i: int(v) for i, v in enumerate(judge) if np.isfinite(v)},
+            {
+                name: {i: int(v) for i, v in enumerate(row) if np.isfinite(v)}
+                for name, row in zip(names, humans, strict=True)
+            },
+            epsilon=0.15,
+            metric="accuracy",
+            min_items=10,
+        )
+        assert found.per_annotator == expected.per_annotator
+        assert found.skipped == expected.skipped and found.problem == expected.problem
+        assert (found.n_items, found.n_items_with_three) == (
+            expected.n_items,
+            expected.n_items_with_three,
+        )
+
+
+def test_alt_test_on_label_codes_refuses_codes_that_are_not_labels():
+    with pytest.raises(ValueError, match="whole numbers"):
+        alt_test_labels([0.5], [[0.0], [1.0], [1.0]], ["a", "b", "c"], epsilon=0.1)
