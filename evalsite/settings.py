@@ -107,7 +107,11 @@ TEMPLATES = [
 
 # --- database -------------------------------------------------------------------------
 _database_url = env_str("DATABASE_URL") or f"sqlite:///{DATA_DIR / 'concordia.sqlite3'}"
-DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60)}
+# Health checks: a connection kept across requests (and tasks) is tested before its first
+# use in each, so a database restart costs no request or task its first query.
+DATABASES = {
+    "default": dj_database_url.parse(_database_url, conn_max_age=60, conn_health_checks=True)
+}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A file, not memory, so that a worker process sees what the tests commit.
     DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test.sqlite3")}
@@ -325,7 +329,11 @@ CONCORDIA = {
     # (then after 2×, 4×, … as long as it keeps waiting: a long queue is not a lost task).
     "PENDING_GRACE_SECONDS": env_int("PENDING_GRACE_SECONDS", 600, minimum=1),
     # A RUNNING import (one transaction, so no heartbeat until it ends) older than this.
+    # On PostgreSQL an import whose worker's database session is gone (a database restart)
+    # is taken back at the next sweep instead.
     "IMPORT_LEASE_SECONDS": env_int("IMPORT_LEASE_SECONDS", 3600, minimum=1),
+    # An import that lost its database connection this many times fails, saying why.
+    "IMPORT_MAX_RECOVERIES": env_int("IMPORT_MAX_RECOVERIES", 5, minimum=0),
     # A served run keeps retrying an endpoint that stopped answering (a server being
     # restarted) this long before it goes back to PENDING; below RUN_LEASE_SECONDS.
     "SERVED_PATIENCE_SECONDS": env_float("SERVED_PATIENCE_SECONDS", 240.0, minimum=0.0),
@@ -341,7 +349,12 @@ CONCORDIA = {
     # opened it before a newer one was written.
     "SNAPSHOT_WAIT_SECONDS": env_float("SNAPSHOT_WAIT_SECONDS", 600.0, minimum=0.0),
     "SNAPSHOT_RETAIN_SECONDS": env_float("SNAPSHOT_RETAIN_SECONDS", 600.0, minimum=0.0),
-    # Tests only: seconds a worker waits before scoring each chunk, to kill it mid-run.
+    # G-Eval's evaluation steps generated on request (each holds a model worker for
+    # minutes): at most this many waiting or running per user, and this many per hour.
+    "STEPS_MAX_PENDING": env_int("STEPS_MAX_PENDING", 2, minimum=1),
+    "STEPS_MAX_PER_HOUR": env_int("STEPS_MAX_PER_HOUR", 6, minimum=1),
+    # Tests only: seconds a worker waits before scoring each chunk (and before writing each
+    # import batch), to kill it, or cut its database, mid-run.
     "TEST_SLOW_CHUNK_SECONDS": env_float("TEST_SLOW_CHUNK_SECONDS", 0.0, minimum=0.0),
 }
 # Served endpoints' stored API keys are encrypted with a key derived from SECRET_KEY, or

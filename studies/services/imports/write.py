@@ -57,8 +57,11 @@ def import_file(path: Path | str, options: ImportOptions) -> ImportSummary:
         runs = _imported_runs(dataset, plan.metrics, options.file_name, summary)
         writer = _ChunkWriter(dataset, aspects, runs, options.file_name, summary)
         writer.scale = _rescalers(plan, options, summary)
+        slow = cfg["TEST_SLOW_CHUNK_SECONDS"]  # tests only: time to cut the database mid-import
         with path.open("rb") as stream:
             for chunk in _batched(_valid_records(stream, options), cfg["IMPORT_BATCH_SIZE"]):
+                if slow:
+                    time.sleep(slow)
                 writer.write(chunk)
         for run in runs.values():
             run.total = run.done = run.scores.count()
