@@ -73,9 +73,10 @@ MIDDLEWARE = [
     "studies.api.middleware.SingleQueryValuesMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    # Before anything reads a body: refuses an upload past IMPORT_MAX_FILE_BYTES with 413
-    # while it arrives (on Content-Length, or once a streamed body passes the limit).
-    "studies.views.uploads.UploadLimitMiddleware",
+    # Before anything reads a body: refuses a body past its route's limit with 413 while it
+    # arrives (on Content-Length, or once a streamed body passes it): IMPORT_MAX_FILE_BYTES
+    # on the upload routes, REQUEST_MAX_BODY_BYTES everywhere else.
+    "studies.views.uploads.BodyLimitMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -142,7 +143,8 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(env_str("STATIC_ROOT") or BASE_DIR / "staticfiles")
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT") or DATA_DIR / "media")
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # Django's, except that a write that fails part-way (a full disk) removes its file
+    "default": {"BACKEND": "studies.storage.UploadStorage"},
     "staticfiles": {
         "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
         if DEBUG
@@ -150,7 +152,17 @@ STORAGES = {
     },
 }
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024  # larger uploads spool to a temporary file
-DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+# ... here, on the file system of the uploads (moved into place, not copied), named after
+# their host and process so that a process removes what dead ones left (views/uploads.py)
+FILE_UPLOAD_TEMP_DIR = str(Path(env_str("FILE_UPLOAD_TEMP_DIR") or MEDIA_ROOT / "upload-tmp"))
+Path(FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)
+FILE_UPLOAD_HANDLERS = [
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "studies.views.uploads.SpoolHandler",
+]
+# The largest request body of every route but the upload routes (IMPORT_MAX_FILE_BYTES),
+# anonymous ones included: refused with 413 before it is read (studies/views/uploads.py).
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("REQUEST_MAX_BODY_BYTES", 5 * 1024 * 1024, minimum=1024)
 
 # --- security -------------------------------------------------------------------------
 # HTTPS: the site is reached over TLS (directly or through a proxy that sets
@@ -370,7 +382,7 @@ REST_FRAMEWORK = {
     ],
     # bodies are JSON (form encodings cannot say null, [] or a nested object); the
     # upload endpoints take multipart/form-data, the token endpoint forms too
-    "DEFAULT_PARSER_CLASSES": ["studies.api.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "DEFAULT_PAGINATION_CLASS": "studies.api.pagination.Pagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": [

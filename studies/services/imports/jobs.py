@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 
 from django.conf import settings
@@ -18,6 +19,20 @@ from studies.services.imports.write import import_file
 log = logging.getLogger(__name__)
 
 
+class UploadNotStored(Exception):
+    """The upload could not be written (a full disk, a quota); nothing was kept."""
+
+
+def upload_not_stored(exc: OSError) -> str:
+    """Why an upload could not be written, for its 507 (page, API, upload middleware)."""
+    code = errno.errorcode.get(exc.errno or 0, "")
+    cause = f"{exc.strerror or exc}{f' ({code})' if code else ''}"
+    return (
+        f"The server could not store the file: {cause}. Nothing was kept; upload it again "
+        "once an administrator has freed space."
+    )
+
+
 def create_import_job(
     *,
     upload,
@@ -30,18 +45,24 @@ def create_import_job(
     rescale: dict[str, list[float]] | None = None,
     widen_aspects: bool = False,
 ) -> ImportJob:  # type: ignore[no-untyped-def]
-    """Save the upload as a PENDING job and enqueue its import once the row is committed."""
-    job = ImportJob.objects.create(
-        upload=upload,
-        original_name=original_name,
-        file_format=file_format,
-        dataset_name=dataset_name,
-        task=task,
-        create_aspects=create_aspects,
-        scale_options={"rescale": rescale or {}, "widen_aspects": widen_aspects},
-        created_by=user,
-        heartbeat_at=timezone.now(),
-    )
+    """Save the upload as a PENDING job and enqueue its import once the row is committed.
+    Raises :class:`UploadNotStored` when the file cannot be written (what was written of
+    it is removed: studies/storage.py)."""
+    try:
+        job = ImportJob.objects.create(
+            upload=upload,
+            original_name=original_name,
+            file_format=file_format,
+            dataset_name=dataset_name,
+            task=task,
+            create_aspects=create_aspects,
+            scale_options={"rescale": rescale or {}, "widen_aspects": widen_aspects},
+            created_by=user,
+            heartbeat_at=timezone.now(),
+        )
+    except OSError as exc:
+        log.warning("upload %s not stored: %s", original_name, exc)
+        raise UploadNotStored(upload_not_stored(exc)) from exc
     queue.send_on_commit(queue.IMPORT_UPLOAD, job.pk)
     return job
 
