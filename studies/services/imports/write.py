@@ -51,8 +51,10 @@ def import_file(path: Path | str, options: ImportOptions) -> ImportSummary:
         )
     plan = _validate(path, options)
     summary = ImportSummary(dataset=options.dataset, records=plan.records)
+    summary.merged = plan.notes + plan.renames.notes()
     with transaction.atomic():
         dataset = _dataset(options)
+        plan.renames.apply(dataset)  # stored ids spelled otherwise, merged with the file's
         aspects = _aspects(plan, options, summary)
         runs = _imported_runs(dataset, plan.metrics, options.file_name, summary)
         writer = _ChunkWriter(dataset, aspects, runs, options.file_name, summary)
