@@ -98,6 +98,8 @@ def expected(route: Route) -> dict[str, str]:
     ):
         return ANNOTATE_PAGE
     table = RESEARCH_API if name.startswith("api:") else RESEARCH_PAGE
+    if name == "api:study-annotators":  # the owner too needs create_annotator_accounts
+        return {**table, "collaborator": FORBIDDEN, "owner": FORBIDDEN}
     if any(re.search(p, name) for p in OWNER_ONLY):
         return {**table, "collaborator": FORBIDDEN}
     if owned and any(re.search(p, name) for p in UPLOADER_ONLY):
