@@ -73,9 +73,10 @@ MIDDLEWARE = [
     "studies.api.middleware.SingleQueryValuesMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    # Before anything reads a body: refuses an upload past IMPORT_MAX_FILE_BYTES with 413
-    # while it arrives (on Content-Length, or once a streamed body passes the limit).
-    "studies.views.uploads.UploadLimitMiddleware",
+    # Before anything reads a body: refuses a body past its route's limit with 413 while it
+    # arrives (on Content-Length, or once a streamed body passes it): IMPORT_MAX_FILE_BYTES
+    # on the upload routes, REQUEST_MAX_BODY_BYTES everywhere else.
+    "studies.views.uploads.BodyLimitMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -107,7 +108,11 @@ TEMPLATES = [
 
 # --- database -------------------------------------------------------------------------
 _database_url = env_str("DATABASE_URL") or f"sqlite:///{DATA_DIR / 'concordia.sqlite3'}"
-DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60)}
+# Health checks: a connection kept across requests (and tasks) is tested before its first
+# use in each, so a database restart costs no request or task its first query.
+DATABASES = {
+    "default": dj_database_url.parse(_database_url, conn_max_age=60, conn_health_checks=True)
+}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A file, not memory, so that a worker process sees what the tests commit.
     DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test.sqlite3")}
@@ -138,7 +143,8 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(env_str("STATIC_ROOT") or BASE_DIR / "staticfiles")
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT") or DATA_DIR / "media")
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # Django's, except that a write that fails part-way (a full disk) removes its file
+    "default": {"BACKEND": "studies.storage.UploadStorage"},
     "staticfiles": {
         "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
         if DEBUG
@@ -146,7 +152,17 @@ STORAGES = {
     },
 }
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024  # larger uploads spool to a temporary file
-DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+# ... here, on the file system of the uploads (moved into place, not copied), named after
+# their host and process so that a process removes what dead ones left (views/uploads.py)
+FILE_UPLOAD_TEMP_DIR = str(Path(env_str("FILE_UPLOAD_TEMP_DIR") or MEDIA_ROOT / "upload-tmp"))
+Path(FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)
+FILE_UPLOAD_HANDLERS = [
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "studies.views.uploads.SpoolHandler",
+]
+# The largest request body of every route but the upload routes (IMPORT_MAX_FILE_BYTES),
+# anonymous ones included: refused with 413 before it is read (studies/views/uploads.py).
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("REQUEST_MAX_BODY_BYTES", 5 * 1024 * 1024, minimum=1024)
 
 # --- security -------------------------------------------------------------------------
 # HTTPS: the site is reached over TLS (directly or through a proxy that sets
@@ -325,7 +341,11 @@ CONCORDIA = {
     # (then after 2×, 4×, … as long as it keeps waiting: a long queue is not a lost task).
     "PENDING_GRACE_SECONDS": env_int("PENDING_GRACE_SECONDS", 600, minimum=1),
     # A RUNNING import (one transaction, so no heartbeat until it ends) older than this.
+    # On PostgreSQL an import whose worker's database session is gone (a database restart)
+    # is taken back at the next sweep instead.
     "IMPORT_LEASE_SECONDS": env_int("IMPORT_LEASE_SECONDS", 3600, minimum=1),
+    # An import that lost its database connection this many times fails, saying why.
+    "IMPORT_MAX_RECOVERIES": env_int("IMPORT_MAX_RECOVERIES", 5, minimum=0),
     # A served run keeps retrying an endpoint that stopped answering (a server being
     # restarted) this long before it goes back to PENDING; below RUN_LEASE_SECONDS.
     "SERVED_PATIENCE_SECONDS": env_float("SERVED_PATIENCE_SECONDS", 240.0, minimum=0.0),
@@ -341,7 +361,12 @@ CONCORDIA = {
     # opened it before a newer one was written.
     "SNAPSHOT_WAIT_SECONDS": env_float("SNAPSHOT_WAIT_SECONDS", 600.0, minimum=0.0),
     "SNAPSHOT_RETAIN_SECONDS": env_float("SNAPSHOT_RETAIN_SECONDS", 600.0, minimum=0.0),
-    # Tests only: seconds a worker waits before scoring each chunk, to kill it mid-run.
+    # G-Eval's evaluation steps generated on request (each holds a model worker for
+    # minutes): at most this many waiting or running per user, and this many per hour.
+    "STEPS_MAX_PENDING": env_int("STEPS_MAX_PENDING", 2, minimum=1),
+    "STEPS_MAX_PER_HOUR": env_int("STEPS_MAX_PER_HOUR", 6, minimum=1),
+    # Tests only: seconds a worker waits before scoring each chunk (and before writing each
+    # import batch), to kill it, or cut its database, mid-run.
     "TEST_SLOW_CHUNK_SECONDS": env_float("TEST_SLOW_CHUNK_SECONDS", 0.0, minimum=0.0),
 }
 # Served endpoints' stored API keys are encrypted with a key derived from SECRET_KEY, or
@@ -357,7 +382,7 @@ REST_FRAMEWORK = {
     ],
     # bodies are JSON (form encodings cannot say null, [] or a nested object); the
     # upload endpoints take multipart/form-data, the token endpoint forms too
-    "DEFAULT_PARSER_CLASSES": ["studies.api.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "DEFAULT_PAGINATION_CLASS": "studies.api.pagination.Pagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": [

@@ -234,6 +234,21 @@ class ImportJobAdmin(admin.ModelAdmin):
     list_filter = ("status",)
 
 
+@admin.register(models.UnsentTask)
+class UnsentTaskAdmin(admin.ModelAdmin):
+    """Messages the broker did not take when their work committed; the sweeper sends them."""
+
+    list_display = ("name", "args", "queue", "attempts", "error", "created_at")
+
+
+@admin.register(models.StepsGeneration)
+class StepsGenerationAdmin(admin.ModelAdmin):
+    """Requests to generate evaluation steps: what STEPS_MAX_PENDING and _PER_HOUR count."""
+
+    list_display = ("requested_by", "task", "aspect_version", "status", "created_at")
+    list_filter = ("status",)
+
+
 @admin.register(models.WorkerHeartbeat)
 class WorkerHeartbeatAdmin(admin.ModelAdmin):
     list_display = ("hostname", "pid", "note", "created_at")

@@ -33,13 +33,24 @@ def _used_by(field: str, then: str = " only") -> str:
 used_by = lazy(_used_by, str)  # read when the form is shown: apps add runners
 
 
+def _size(limit: int) -> str:
+    return f"{limit / 2**20:.4g} MiB" if limit >= 2**20 else f"{limit / 1024:.4g} KiB"
+
+
 def upload_too_large(limit: int) -> str:
     """The one message for an import file over the limit: the form's, and the 413 of the
     upload page and the API (studies/views/uploads.py)."""
-    size = f"{limit / 2**20:.4g} MiB" if limit >= 2**20 else f"{limit / 1024:.4g} KiB"
     return (
-        f"The file is larger than the import limit of {limit:,} bytes ({size}, "
+        f"The file is larger than the import limit of {limit:,} bytes ({_size(limit)}, "
         "IMPORT_MAX_FILE_BYTES); nothing was imported."
+    )
+
+
+def body_too_large(limit: int) -> str:
+    """The 413 of every route but the upload routes (studies/views/uploads.py)."""
+    return (
+        f"The request body is larger than the limit of {limit:,} bytes ({_size(limit)}, "
+        "REQUEST_MAX_BODY_BYTES); nothing was read."
     )
 
 

@@ -13,8 +13,10 @@ dataset owner       read, browse, run metrics on, export and delete the dataset;
                     studies' members (invite, remove, create annotator accounts with the
                     permission)
 collaborator        a researcher member of a study of the dataset: read, browse, run
-                    metrics on and export the dataset; create campaigns in that study with
-                    its annotators. Never shares it: no new study on it, no new member
+                    metrics on and export the dataset; rename the runs they started (not
+                    the owner's, nor another collaborator's); create campaigns in that
+                    study with its annotators. Never shares it: no new study on it, no new
+                    member
 annotator member    annotate the items of the campaigns they are invited to, while they are
                     a member of the campaign's study; nothing else of the dataset
 anyone else         nothing: the dataset, its studies and runs answer 404 (never 403, so no
@@ -36,7 +38,7 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
-from studies.models import Aspect, Dataset, Endpoint, Study, StudyMember
+from studies.models import Aspect, Dataset, Endpoint, MetricRun, Study, StudyMember
 
 RESEARCHER = "researcher"
 ANNOTATOR = "annotator"
@@ -77,6 +79,20 @@ def may_change_dataset(user: Any, dataset: Dataset) -> bool:
     """Only a dataset's owner (or an admin) shares it (puts it in a study, manages those
     studies' members), uploads into it or deletes it; collaborators only read it."""
     return bool(user.is_superuser or (dataset.owner_id and dataset.owner_id == user.pk))
+
+
+RENAME_REFUSED = (
+    "Only the dataset's owner, the researcher who started the run, or an admin may rename it."
+)
+
+
+def may_rename_run(user: Any, run: MetricRun) -> bool:
+    """A run's name is what its dataset owner's tables and exports show: its dataset's
+    owner, the researcher who started it, or an admin renames it; other collaborators
+    only read it."""
+    if user.is_superuser:
+        return True
+    return user.pk is not None and user.pk in (run.dataset.owner_id, run.created_by_id)
 
 
 def research_studies(user: Any) -> QuerySet[Study]:

@@ -119,9 +119,12 @@ def generate_steps(
     force: bool = False,
     user_id: int | None = None,
     shared: bool = False,
+    request_id: int | None = None,
 ) -> int:
     """Generate G-Eval's evaluation steps for a task and aspect version (returns their id)."""
-    return generate_steps_job(task_id, aspect_version_id, model, seed, force, user_id, shared)
+    return generate_steps_job(
+        task_id, aspect_version_id, model, seed, force, user_id, shared, request_id
+    )
 
 
 @shared_task(name="studies.tasks.sweep_stale_work", queue="maintenance")

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.openapi import AutoSchema
 
 from studies.api.errors import ErrorSerializer
+from studies.api.serializers.types import TaskField, task_codes
 
 ERROR_CODES = {
     "400": "Bad input; `errors` names the fields.",
@@ -40,6 +42,18 @@ class ApiAutoSchema(AutoSchema):
                 response["description"] = description
                 responses[code] = response
         return responses
+
+
+class TaskCodesExtension(OpenApiSerializerFieldExtension):
+    """A task field's schema lists the task codes there are now (an admin may add one)."""
+
+    target_class = TaskField
+
+    def get_name(self) -> str:
+        return "TaskCode"  # one component, whichever field names a task
+
+    def map_serializer_field(self, auto_schema: Any, direction: Any) -> Any:
+        return {"type": "string", "enum": task_codes()}
 
 
 # Django and DRF refuse text holding the NUL character (PostgreSQL cannot store it), so

@@ -12,8 +12,13 @@ the project import them from (``from studies.models import Dataset``).
 from studies.models.aspects import Aspect, AspectVersion, TaskKind, aspect_key
 from studies.models.datasets import Dataset, Document, Judgment, Output
 from studies.models.endpoints import Endpoint, ServedResponse
-from studies.models.jobs import ImportJob, WorkerHeartbeat
-from studies.models.prompts import EvaluationSteps, PromptTemplate, PromptTemplateVersion
+from studies.models.jobs import ImportJob, UnsentTask, WorkerHeartbeat
+from studies.models.prompts import (
+    EvaluationSteps,
+    PromptTemplate,
+    PromptTemplateVersion,
+    StepsGeneration,
+)
 from studies.models.runs import AllowedModel, MetricRun, MetricScore, RunShard
 from studies.models.studies import Study, StudyMember
 from studies.models.versioning import Snapshot, VersionedModel
@@ -37,8 +42,10 @@ __all__ = [
     "ServedResponse",
     "Snapshot",
     "Study",
+    "StepsGeneration",
     "StudyMember",
     "TaskKind",
+    "UnsentTask",
     "VersionedModel",
     "WorkerHeartbeat",
     "aspect_key",

@@ -46,6 +46,15 @@ class ImportJob(models.Model):
     recoveries = models.PositiveIntegerField(
         default=0, help_text="Times the sweeper enqueued it again because its task was lost."
     )
+    recovery_log = models.JSONField(
+        default=list, blank=True, help_text="Each time it was enqueued again: when and why."
+    )
+    session = models.CharField(
+        max_length=80,
+        blank=True,
+        help_text="The database session of the worker importing it (PostgreSQL: its backend's "
+        "pid and start), so that the sweeper sees at once when it is gone.",
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -71,3 +80,23 @@ class WorkerHeartbeat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.hostname}:{self.pid} at {self.created_at:%Y-%m-%d %H:%M:%S}"
+
+
+class UnsentTask(models.Model):
+    """A task message that could not be sent when its transaction committed (the broker
+    did not answer): kept here, and sent again by the sweeper, so that what committed
+    (a finished run, an import) never waits on a lost message."""
+
+    name = models.CharField(max_length=200)
+    args = models.JSONField(default=list, blank=True)
+    queue = models.CharField(max_length=64, blank=True)
+    error = models.TextField(blank=True, help_text="Why the last send failed.")
+    attempts = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_attempt_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["pk"]
+
+    def __str__(self) -> str:
+        return f"{self.name}{tuple(self.args)} (unsent, {self.attempts} attempts)"

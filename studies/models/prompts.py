@@ -165,3 +165,31 @@ class EvaluationSteps(models.Model):
 
     def __str__(self) -> str:
         return f"steps {self.task.code} {self.aspect_version} v{self.version}"
+
+
+class StepsGeneration(models.Model):
+    """A researcher's request to generate evaluation steps in a worker: what the
+    per-user limits on step generation count (``STEPS_MAX_PENDING``,
+    ``STEPS_MAX_PER_HOUR``)."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    task = models.ForeignKey(TaskKind, on_delete=models.CASCADE, related_name="+")
+    aspect_version = models.ForeignKey(AspectVersion, on_delete=models.CASCADE, related_name="+")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"steps generation for {self.aspect_version} by {self.requested_by} ({self.status})"

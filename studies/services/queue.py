@@ -2,13 +2,26 @@
 
 Services never import ``studies.tasks`` (tasks import services; the arrow points one way),
 so a task is named here and routed to its queue by ``CELERY_TASK_ROUTES``.
+
+A message sent on commit follows work that is already committed (a run that finished, an
+import, a run saved PENDING), so a broker that does not answer at that moment must not
+undo or fail that work: the send is logged and the message kept as an
+:class:`~studies.models.UnsentTask`, which the sweeper sends again
+(:func:`resend_unsent`) once the broker answers. Every task is safe to receive twice.
 """
 
 from __future__ import annotations
 
-from django.db import transaction
+import logging
+from collections.abc import Sequence
+
+from django.db import DatabaseError, transaction
+from django.db.models import F
 
 from evalsite.celery import app
+from studies.models import UnsentTask
+
+log = logging.getLogger(__name__)
 
 RUN_METRIC = "studies.tasks.run_metric"  # language-model metrics, queue gpu
 RUN_METRIC_CPU = "studies.tasks.run_metric_cpu"  # the baselines, queue cpu
@@ -24,6 +37,7 @@ WRITE_SNAPSHOT = "studies.tasks.write_snapshot"  # a dataset's columnar snapshot
 GENERATE_STEPS = "studies.tasks.generate_steps"  # G-Eval's evaluation steps, queue gpu
 TRAIN_METRIC = "learned.tasks.train_metric"  # full fine-tuning, queue gpu
 TRAIN_METRIC_CPU = "learned.tasks.train_metric_cpu"  # a head on frozen features, queue cpu
+RESEND_BATCH = 500  # unsent messages one sweep sends again at most
 
 
 def send(name: str, *args: object, queue: str | None = None) -> None:
@@ -32,6 +46,41 @@ def send(name: str, *args: object, queue: str | None = None) -> None:
 
 
 def send_on_commit(name: str, *args: object, queue: str | None = None) -> None:
-    """Send the task once the current transaction commits, so the worker finds its rows."""
-    extra = {"queue": queue} if queue else {}
-    transaction.on_commit(lambda: send(name, *args, **extra))
+    """Send the task once the current transaction commits, so the worker finds its rows;
+    kept for the sweeper when the broker does not take it then (see the module)."""
+    transaction.on_commit(lambda: send_or_keep(name, args, queue))
+
+
+def send_or_keep(name: str, args: Sequence[object], queue: str | None = None) -> bool:
+    """Send the task now; when the broker refuses, log it and keep the message for the
+    sweeper instead of raising. True when it was sent."""
+    try:
+        send(name, *args, **({"queue": queue} if queue else {}))
+    except Exception as exc:  # kombu's OperationalError, a socket error, a timeout
+        log.warning("could not send %s%s (%s); kept for the sweeper", name, tuple(args), exc)
+        try:
+            UnsentTask.objects.create(
+                name=name, args=list(args), queue=queue or "", error=f"{exc}"[:2000]
+            )
+        except DatabaseError:
+            log.exception("could not keep the unsent task %s%s either", name, tuple(args))
+        return False
+    return True
+
+
+def resend_unsent(limit: int = RESEND_BATCH) -> int:
+    """Send again the messages kept by :func:`send_or_keep`, oldest first, until one fails
+    (the broker is still away: the next sweep tries again). Returns how many were sent."""
+    sent = 0
+    for kept in UnsentTask.objects.order_by("pk")[:limit]:
+        try:
+            send(kept.name, *kept.args, **({"queue": kept.queue} if kept.queue else {}))
+        except Exception as exc:
+            UnsentTask.objects.filter(pk=kept.pk).update(
+                attempts=F("attempts") + 1, error=f"{exc}"[:2000]
+            )
+            log.warning("unsent task %s still not sent: %s", kept, exc)
+            break
+        # another sweeper may have sent it too: harmless, every task is idempotent
+        sent += UnsentTask.objects.filter(pk=kept.pk).delete()[0]
+    return sent

@@ -13,7 +13,12 @@ takes it (a Redis restart without persistence, a purged queue: the run stays PEN
 - enqueues again a PENDING run or import not started ``PENDING_GRACE_SECONDS`` after it was
   last enqueued, waiting twice as long after each recovery (a long queue is not a lost
   task, and each extra message is a no-op that should stay rare);
-- puts a RUNNING import older than ``IMPORT_LEASE_SECONDS`` back to PENDING and enqueues it.
+- puts a RUNNING import back to PENDING and enqueues it when the database session of its
+  worker is gone (PostgreSQL: a database restart, or a cut connection, rolled its
+  transaction back; :mod:`.dbsessions`), else when it is older than
+  ``IMPORT_LEASE_SECONDS``;
+- sends again the messages that could not be sent when their transaction committed
+  (:func:`studies.services.queue.resend_unsent`: the broker did not answer then).
 
 Each change is a conditional UPDATE on the status and heartbeat read, so two sweepers (or
 a worker writing at that moment) never both act. Enqueueing twice is harmless: a run or
@@ -34,7 +39,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from studies.models import ImportJob, MetricRun, RunShard
-from studies.services import queue
+from studies.services import dbsessions, queue
 from studies.services.runs import enqueue_run, run_lease, shards
 from studies.services.runs.core import send_shard
 
@@ -54,6 +59,7 @@ def sweep_stale_work(now: datetime | None = None) -> dict[str, int]:
         "running_imports": 0,
         "pending_imports": 0,
         "running_shards": 0,
+        "unsent_tasks": queue.resend_unsent(),
     }
 
     runs = MetricRun.objects.filter(kind=MetricRun.Kind.COMPUTED)
@@ -68,11 +74,19 @@ def sweep_stale_work(now: datetime | None = None) -> dict[str, int]:
             counts["pending_runs"] += _recover_run(run, f"not started {seconds:.0f} s", now)
 
     jobs = ImportJob.objects.all()
+    sessions = dbsessions.open_sessions()
+    if sessions is not None:  # its worker's session is gone: so is its transaction
+        for job in jobs.filter(status=ImportJob.Status.RUNNING).exclude(session=""):
+            if job.session not in sessions:
+                reason = "its worker's database session ended (a database restart?)"
+                counts["running_imports"] += _recover_job(job, now, reason, connection=True)
     for job in _older(jobs.filter(status=ImportJob.Status.RUNNING), now - import_lease):
-        counts["running_imports"] += _recover_job(job, now)
+        reason = f"running {(now - job.last).total_seconds():.0f} s (IMPORT_LEASE_SECONDS)"
+        counts["running_imports"] += _recover_job(job, now, reason)
     for job in _older(jobs.filter(status=ImportJob.Status.PENDING), now - grace):
         if job.last < now - _backoff(grace, job.recoveries):
-            counts["pending_imports"] += _recover_job(job, now)
+            reason = f"not started {(now - job.last).total_seconds():.0f} s"
+            counts["pending_imports"] += _recover_job(job, now, reason)
     if any(counts.values()):
         log.warning("sweeper recovered lost work: %s", counts)
     return counts
@@ -117,13 +131,24 @@ def _recover_shard(shard: RunShard, now: datetime) -> int:
     return 1
 
 
-def _recover_job(job: ImportJob, now: datetime) -> int:
+def _recover_job(job: ImportJob, now: datetime, reason: str, connection: bool = False) -> int:
+    """Back to PENDING (if nothing changed since it was read), the reason logged on the
+    job (``connection``: its database connection was lost), enqueued on commit."""
+    log_entry = {"at": now.isoformat(), "was": job.status, "reason": reason}
+    if connection:
+        log_entry["connection"] = True
     with transaction.atomic():
         changed = ImportJob.objects.filter(
             pk=job.pk, status=job.status, heartbeat_at=job.heartbeat_at
-        ).update(status=ImportJob.Status.PENDING, heartbeat_at=now, recoveries=F("recoveries") + 1)
+        ).update(
+            status=ImportJob.Status.PENDING,
+            heartbeat_at=now,
+            session="",
+            recoveries=F("recoveries") + 1,
+            recovery_log=[*job.recovery_log, log_entry],
+        )
         if changed:
             queue.send_on_commit(queue.IMPORT_UPLOAD, job.pk)
     if changed:
-        log.warning("import job %s (%s) recovered: enqueued again", job.pk, job.status)
+        log.warning("import job %s (%s) recovered (%s): enqueued again", job.pk, job.status, reason)
     return changed

@@ -46,6 +46,7 @@ class StudyError(ValueError):
         self.forbidden = forbidden
 
 
+CREATE_REFUSED = "You may not create accounts: ask an admin."
 MANAGE_MEMBERS = "Only the dataset's owner (or an admin) can change this study's members: ask them."
 
 
@@ -165,7 +166,7 @@ def create_annotator(study: Study, username: str, password: str, by: Any) -> Stu
     ``create_annotator_accounts`` permission."""
     _require_manager(study, by)
     if not may_create_annotators(by):
-        raise StudyError("username", "You may not create accounts: ask an admin.")
+        raise StudyError("username", CREATE_REFUSED, forbidden=True)
     username = username.strip()
     users = get_user_model().objects
     try:

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET
 from studies.forms import UploadForm
 from studies.models import ImportJob, Judgment
 from studies.permissions import may_change_dataset, visible_datasets
-from studies.services.imports import create_import_job, export_dataset
+from studies.services.imports import UploadNotStored, create_import_job, export_dataset
 from studies.services.imports.records import FORMATS
 from studies.services.runs.labels import distinct_labels, with_traits
 from studies.services.studies import owned_studies
@@ -77,21 +77,26 @@ def upload(request: HttpRequest) -> HttpResponse:
         user=request.user,
         initial={"dataset": request.GET.get("dataset", "")},
     )
-    if request.method == "POST" and form.is_valid():
-        with transaction.atomic():
-            job = create_import_job(
-                upload=form.cleaned_data["file"],
-                original_name=form.cleaned_data["file"].name,
-                file_format=form.file_format,
-                dataset_name=form.cleaned_data["dataset"],
-                task=form.cleaned_data["task"],
-                create_aspects=form.cleaned_data["create_aspects"],
-                user=request.user,
-                rescale=form.cleaned_data["rescale"],
-                widen_aspects=form.cleaned_data["widen_aspects"],
-            )
-        return redirect("studies:import-detail", pk=job.pk)
     status = 400 if request.method == "POST" else 200
+    if request.method == "POST" and form.is_valid():
+        try:
+            with transaction.atomic():
+                job = create_import_job(
+                    upload=form.cleaned_data["file"],
+                    original_name=form.cleaned_data["file"].name,
+                    file_format=form.file_format,
+                    dataset_name=form.cleaned_data["dataset"],
+                    task=form.cleaned_data["task"],
+                    create_aspects=form.cleaned_data["create_aspects"],
+                    user=request.user,
+                    rescale=form.cleaned_data["rescale"],
+                    widen_aspects=form.cleaned_data["widen_aspects"],
+                )
+        except UploadNotStored as exc:  # a full disk: what was written is gone
+            form.add_error("file", str(exc))
+            status = 507
+        else:
+            return redirect("studies:import-detail", pk=job.pk)
     return render(request, "studies/upload.html", {"form": form}, status=status)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -10,7 +11,12 @@ from django.views.decorators.http import require_POST
 from scoring.lm.store import ModelNotInstalled
 from studies.forms import PairwiseReportForm, RunForm
 from studies.models import MetricRun
-from studies.permissions import visible_datasets, visible_endpoints
+from studies.permissions import (
+    RENAME_REFUSED,
+    may_rename_run,
+    visible_datasets,
+    visible_endpoints,
+)
 from studies.services.analysis import pairwise_judge
 from studies.services.catalog import endpoints
 from studies.services.runs import (
@@ -83,6 +89,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "outcome": outcome(run),
         "about": page_of(run.metric),  # the run page's part on its metric, and its label
         "metric_label": label_of(run.metric),
+        "may_rename": may_rename_run(request.user, run),
     }
     if run.is_finished:
         context["scores"] = run.scores.select_related("output__document").order_by("-value")[:20]
@@ -119,6 +126,8 @@ def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
 @researcher_required
 def run_rename(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(_runs(request), pk=pk)
+    if not may_rename_run(request.user, run):
+        raise PermissionDenied(RENAME_REFUSED)
     try:
         rename_run(run, request.POST.get("label", ""))
         messages.success(request, f"Renamed to {run.label}.")

@@ -32,8 +32,7 @@ def steps_detail(request: HttpRequest, task: str, aspect: str) -> HttpResponse:
     task_obj, aspect_obj = _objects(request, task, aspect)
     version = aspect_obj.current_version()
     shared = request.user.is_superuser
-    owner = None if shared else request.user
-    current = steps_service.current_steps(task_obj, version, owner)
+    current = steps_service.current_steps(task_obj, version, None if shared else request.user)
     form = StepsForm(request.POST or None, initial={"text": current.text if current else ""})
     if request.method == "POST" and form.is_valid():
         try:
@@ -45,32 +44,47 @@ def steps_detail(request: HttpRequest, task: str, aspect: str) -> HttpResponse:
         else:
             messages.success(request, f"Saved as version {saved.version}.")
             return redirect("studies:steps-detail", task=task, aspect=aspect)
-    config = steps_service.base_config(task_obj, version)
+    return _page(request, task_obj, aspect_obj, form, status=400 if form.errors else 200)
+
+
+def _page(
+    request: HttpRequest, task: TaskKind, aspect: Aspect, form: StepsForm, status: int
+) -> HttpResponse:
+    version = aspect.current_version()
+    shared = request.user.is_superuser
+    owner = None if shared else request.user
+    config = steps_service.base_config(task, version)
     context = {
-        "task": task_obj,
-        "aspect": aspect_obj,
+        "task": task,
+        "aspect": aspect,
         "aspect_version": version,
-        "current": current,
+        "current": steps_service.current_steps(task, version, owner),
         "form": form,
         "prompt": steps_service.geval.steps_prompt(config),
         "shared": shared,
-        "versions": steps_service.steps_versions(task_obj, version, owner).select_related(
-            "created_by"
-        ),
+        "versions": steps_service.steps_versions(task, version, owner).select_related("created_by"),
     }
-    return render(request, "studies/steps_detail.html", context, status=400 if form.errors else 200)
+    return render(request, "studies/steps_detail.html", context, status=status)
 
 
 @require_POST
 @researcher_required
 def steps_generate(request: HttpRequest, task: str, aspect: str) -> HttpResponse:
-    """Ask a worker to generate the steps with the default model (a new version if some exist)."""
+    """Ask a worker to generate the steps with the default model (a new version if some
+    exist); past the user's limits, the page again with why, 429 and ``Retry-After``."""
     task_obj, aspect_obj = _objects(request, task, aspect)
     version = aspect_obj.current_version()
     shared = request.user.is_superuser
     current = steps_service.current_steps(task_obj, version, None if shared else request.user)
-    steps_service.request_generation(
-        task_obj, version, force=current is not None, user=request.user, shared=shared
-    )
+    try:
+        steps_service.request_generation(
+            task_obj, version, force=current is not None, user=request.user, shared=shared
+        )
+    except steps_service.StepsRateLimited as exc:
+        messages.error(request, str(exc))
+        form = StepsForm(initial={"text": current.text if current else ""})
+        response = _page(request, task_obj, aspect_obj, form, status=429)
+        response["Retry-After"] = str(exc.retry_after)
+        return response
     messages.info(request, "A worker is generating the steps; reload this page in a minute.")
     return redirect("studies:steps-detail", task=task, aspect=aspect)

@@ -15,6 +15,7 @@ import re
 
 import pytest
 
+from studies.models import MetricRun
 from tests.api.conftest import ROLES
 from tests.api.routes import (
     FORBIDDEN,
@@ -58,8 +59,14 @@ PUBLIC = dict.fromkeys(ROLES, OK)
 LOGGED_IN = {**PUBLIC, "anonymous": LOGIN}
 
 # What only a dataset's owner (or an admin) may do, so a collaborator is refused (403):
-# share it (a study's members: invite, remove, create accounts) and write into it.
-OWNER_ONLY = (r"^api:study-(member|annotators)$", r"^api:dataset-upload$")
+# share it (a study's members: invite, remove, create accounts), write into it, and rename
+# its runs (a collaborator renames only the runs they started: the world's run is the
+# owner's import).
+OWNER_ONLY = (
+    r"^api:study-(member|annotators)$",
+    r"^api:dataset-upload$",
+    r"^(studies|api):run-rename$",
+)
 # The owner's upload (an import job) and served endpoint are theirs alone: collaborators
 # see the dataset, not them.
 UPLOADER_ONLY = (r"^(studies|api):(import|endpoint)-",)
@@ -91,6 +98,8 @@ def expected(route: Route) -> dict[str, str]:
     ):
         return ANNOTATE_PAGE
     table = RESEARCH_API if name.startswith("api:") else RESEARCH_PAGE
+    if name == "api:study-annotators":  # the owner too needs create_annotator_accounts
+        return {**table, "collaborator": FORBIDDEN, "owner": FORBIDDEN}
     if any(re.search(p, name) for p in OWNER_ONLY):
         return {**table, "collaborator": FORBIDDEN}
     if owned and any(re.search(p, name) for p in UPLOADER_ONLY):
@@ -170,3 +179,33 @@ def test_the_judge_report_card_routes_are_walked_as_research_pages(world):
         assert name in names and expected(names[name].route) == RESEARCH_PAGE, name
     for name in ("api:dataset-report-card", "api:study-report-card"):
         assert expected(names[name].route) == RESEARCH_API, name
+
+
+def test_a_collaborator_renames_their_own_runs_never_the_owners(world):
+    """Issue 36: collaborators could rename the owner's runs. The page and the API refuse
+    them (403, the name unchanged) before reading the body; their own run they rename, and
+    the owner and an admin rename any run of the dataset."""
+    own = MetricRun.objects.create(
+        dataset=world.dataset,
+        metric="rougeL",
+        label="theirs",
+        kind=MetricRun.Kind.COMPUTED,
+        status=MetricRun.Status.SUCCEEDED,
+        created_by=world.users["collaborator"],
+    )
+    collaborator = world.client("collaborator")
+    page = client_for(world, "collaborator")
+    label = world.run.label
+    for response in (
+        collaborator.post(f"/api/runs/{world.run.pk}/rename/", {"label": "mine now"}),
+        page.post(f"/runs/{world.run.pk}/rename/", {"label": "mine now"}),
+    ):
+        assert response.status_code == 403, response.content[:200]
+    world.run.refresh_from_db()
+    assert world.run.label == label
+    assert "rename" not in page.get(f"/runs/{world.run.pk}/").content.decode()
+    renamed = collaborator.post(f"/api/runs/{own.pk}/rename/", {"label": "my rouge"})
+    assert renamed.status_code == 200 and renamed.json()["label"] == "my rouge"
+    for role, name in (("owner", "owner's name"), ("admin", "admin's name")):
+        response = world.client(role).post(f"/api/runs/{own.pk}/rename/", {"label": name})
+        assert response.status_code == 200 and response.json()["label"] == name, role

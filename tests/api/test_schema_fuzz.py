@@ -55,11 +55,10 @@ CHECKS = [
 STATISTIC_RULES = {"coef", "average", "ties"}  # which statistic exists at which level
 SEMANTIC: dict[str, set[str]] = {
     "POST /api/auth/token/": {"non_field_errors"},
-    "POST /api/datasets/": {"task", "name"},
+    "POST /api/datasets/": {"name"},  # unique among the writer's own datasets
     "POST /api/endpoints/": {"name"},  # unique among the writer's own endpoints
     "POST /api/studies/": {"dataset", "aspects"},
     "POST /api/studies/{id}/members/": {"user", "role"},
-    "POST /api/studies/{id}/annotators/": {"username", "password"},
     "POST /api/campaigns/": {
         "study",
         "aspects",
@@ -73,7 +72,7 @@ SEMANTIC: dict[str, set[str]] = {
     },
     "POST /api/learned/": {"dataset", "aspect", "datasets", "backbone"},
     "POST /api/runs/": {"aspects", "model", "non_field_errors"},
-    "POST /api/imports/": {"file", "dataset", "task"},
+    "POST /api/imports/": {"file"},  # its name says its format
     "POST /api/datasets/{id}/upload/": {"file"},
     # the browser's runs, systems and aspects are the dataset's; a range needs its run or
     # aspect and low <= high; the browser's parameters need a dataset

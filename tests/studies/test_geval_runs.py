@@ -9,7 +9,14 @@ import pytest
 from django.urls import reverse
 
 from scoring.lm import FakeLanguageModel
-from studies.models import Aspect, EvaluationSteps, MetricRun, MetricScore, TaskKind
+from studies.models import (
+    Aspect,
+    EvaluationSteps,
+    MetricRun,
+    MetricScore,
+    StepsGeneration,
+    TaskKind,
+)
 from studies.services.catalog import steps as steps_service
 from studies.services.runs import RunError, RunRequest, execute_run, start_run
 from tests.conftest import record
@@ -254,3 +261,68 @@ def test_a_geval_run_resumes_with_the_steps_it_started_with_and_loses_no_score(d
     after = dict(MetricScore.objects.filter(run=run).values_list("output_id", "value"))
     assert len(after) == 9 and all(after[k] == v for k, v in kept.items())
     assert run.config["steps"]["version"] == 1 and run.steps.version == 1  # not the newer edit
+
+
+def test_step_generation_is_limited_per_researcher_with_a_message_and_retry_after(
+    client, cast, settings, tiny_model, django_capture_on_commit_callbacks
+):
+    """At most STEPS_MAX_PENDING generations waiting or running per researcher, and
+    STEPS_MAX_PER_HOUR asked for in an hour: past either, the steps page again with why,
+    429 and Retry-After, and nothing queued; other researchers are not held back."""
+    settings.CONCORDIA = {**settings.CONCORDIA, "STEPS_MAX_PENDING": 2, "STEPS_MAX_PER_HOUR": 3}
+    generate = reverse("studies:steps-generate", args=["summarization", "COH"])
+    client.force_login(cast["owner"])
+
+    def ask() -> tuple[object, list[tuple[object, ...]]]:
+        with django_capture_on_commit_callbacks(execute=False) as callbacks:
+            response = client.post(generate)
+        return response, callbacks
+
+    for _ in range(2):
+        response, callbacks = ask()
+        assert response.status_code == 302 and len(callbacks) == 1  # type: ignore[attr-defined]
+    refused, callbacks = ask()
+    assert refused.status_code == 429 and refused["Retry-After"] == "60"  # type: ignore[index,attr-defined]
+    assert not callbacks
+    assert "You have 2 evaluation-step generations waiting or running" in refused.content.decode()  # type: ignore[attr-defined]
+    assert StepsGeneration.objects.filter(requested_by=cast["owner"]).count() == 2
+
+    # a worker ends both: the third is taken, the fourth is past the hour's three
+    from studies.tasks import generate_steps
+
+    task = TaskKind.objects.get(code="summarization")
+    version = Aspect.objects.get(code="COH").current_version()
+    for request in StepsGeneration.objects.filter(requested_by=cast["owner"]):
+        generate_steps(
+            task.pk, version.pk, tiny_model, 0, False, cast["owner"].pk, False, request.pk
+        )
+    assert set(StepsGeneration.objects.values_list("status", flat=True)) == {"succeeded"}
+    assert ask()[0].status_code == 302  # type: ignore[attr-defined]
+    refused, callbacks = ask()
+    assert refused.status_code == 429 and not callbacks  # type: ignore[attr-defined]
+    assert 3500 <= int(refused["Retry-After"]) <= 3600  # type: ignore[index]
+    assert (
+        "You asked for 3 evaluation-step generations in the last hour" in refused.content.decode()
+    )  # type: ignore[attr-defined]
+
+    client.force_login(cast["outsider"])  # another researcher
+    assert ask()[0].status_code == 302  # type: ignore[attr-defined]
+
+
+def test_a_failed_generation_frees_its_place(cast, settings, tmp_path):
+    """The worker marks a generation failed when it raises; it no longer counts as open."""
+    from studies.tasks import generate_steps
+
+    settings.CONCORDIA = {**settings.CONCORDIA, "STEPS_MAX_PENDING": 1}
+    task = TaskKind.objects.get(code="summarization")
+    version = Aspect.objects.get(code="COH").current_version()
+    steps_service.request_generation(task, version, user=cast["owner"])
+    with pytest.raises(steps_service.StepsRateLimited):
+        steps_service.request_generation(task, version, user=cast["owner"])
+    request = StepsGeneration.objects.get()
+    empty = str(tmp_path)  # a folder with no model in it: loading fails at once
+    with pytest.raises(ValueError, match="Unrecognized model"):
+        generate_steps(task.pk, version.pk, empty, 0, False, cast["owner"].pk, False, request.pk)
+    request.refresh_from_db()
+    assert request.status == "failed" and "Unrecognized model" in request.error
+    steps_service.request_generation(task, version, user=cast["owner"])  # taken again

@@ -56,6 +56,7 @@ def test_a_running_run_without_heartbeat_for_a_lease_is_put_back_and_enqueued_on
         "running_imports": 0,
         "pending_imports": 0,
         "running_shards": 0,
+        "unsent_tasks": 0,
     }
     run.refresh_from_db()
     assert run.status == "pending" and run.heartbeat_at == now
@@ -165,4 +166,4 @@ def test_import_jobs_pending_or_stuck_running_are_enqueued_again_and_import_once
     assert sent == [("studies.tasks.import_upload", job.pk)] * 3
     assert run_import_job(job.pk) == "succeeded" and run_import_job(job.pk) == "not pending"
     page = client.get(reverse("studies:import-detail", args=[job.pk])).content.decode()
-    assert "the sweeper enqueued it again 2 times" in page
+    assert "it was enqueued again 2 times" in page and "was pending, not started" in page

@@ -6,13 +6,15 @@ test client and against a real gunicorn server."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import select
+import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -23,7 +25,7 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.settings import api_settings
 from rest_framework.test import APIClient
 
-from studies.forms import upload_too_large
+from studies.forms import body_too_large, upload_too_large
 from studies.models import Dataset, ImportJob, TaskKind
 from studies.services.tokens import token_for
 from studies.views.uploads import FORM_ALLOWANCE, UPLOAD_ROUTES
@@ -154,6 +156,7 @@ def chunked_post(client, size: int) -> tuple[object, Trickle]:  # type: ignore[n
         f"multipart/form-data; boundary={boundary}",
         CONTENT_LENGTH="",
         CONTENT_TYPE=f"multipart/form-data; boundary={boundary}",
+        HTTP_TRANSFER_ENCODING="chunked",
         **{"wsgi.input": stream, "wsgi.input_terminated": True},
     )
     return response, stream
@@ -207,11 +210,18 @@ def test_every_route_taking_files_is_limited():
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory) -> Iterator[int]:  # type: ignore[no-untyped-def]
+def server_data(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
+    """The data folder of the server below (its uploads' temporary folder: media/upload-tmp)."""
+    return Path(tmp_path_factory.mktemp("server"))
+
+
+@pytest.fixture(scope="module")
+def server(server_data) -> Iterator[int]:  # type: ignore[no-untyped-def]
     """gunicorn with one sync worker on a free port (the socket is bound here and handed
-    over), a 1 MiB import limit and a 60 s worker timeout; shared by the tests below, so
-    each also shows that the worker is free for the next."""
-    data = tmp_path_factory.mktemp("server")
+    over), a 1 MiB import limit, the default 5 MiB limit on other bodies and a 60 s worker
+    timeout; shared by the tests below, so each also shows that the worker is free for
+    the next."""
+    data = server_data
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(16)
@@ -357,3 +367,118 @@ def assert_worker_free(port: int) -> None:
     """The one sync worker answers the next request at once."""
     started = time.monotonic()
     assert status_of(port, "GET /login/") == 200 and time.monotonic() - started < 5
+
+
+# --- every other route: REQUEST_MAX_BODY_BYTES ---------------------------------------------
+
+
+def test_an_anonymous_login_body_over_the_body_limit_is_refused_unread(client, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 2048  # REQUEST_MAX_BODY_BYTES
+    response = client.post(reverse("login"), {"username": "x" * 4096, "password": "p"})
+    assert response.status_code == 413 and response["Content-Type"].startswith("text/plain")
+    assert "larger than the limit of 2,048 bytes (2 KiB, REQUEST_MAX_BODY_BYTES)" in (
+        response.content.decode()
+    )
+    assert client.post(reverse("login"), {"username": "x", "password": "p"}).status_code == 200
+
+
+def chunked_json(client, url: str, body: bytes):  # type: ignore[no-untyped-def]
+    """A JSON body without Content-Length, as gunicorn hands a chunked body to the app."""
+    return client.generic(
+        "POST",
+        url,
+        b"",
+        "application/json",
+        CONTENT_LENGTH="",
+        HTTP_TRANSFER_ENCODING="chunked",
+        **{"wsgi.input": io.BytesIO(body), "wsgi.input_terminated": True},
+    )
+
+
+def test_a_chunked_api_body_is_read_up_to_the_body_limit(cast, settings):
+    """Within the limit a chunked JSON body is read as any other (before, Django read
+    none of it); past it, 413 in the API's error shape."""
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 4096
+    dataset = Dataset.objects.create(
+        name="chunks", owner=cast["owner"], task=TaskKind.objects.get(code="summarization")
+    )
+    client = api(cast["owner"])
+    small = json.dumps({"name": "By chunks", "dataset": dataset.pk}).encode()
+    made = chunked_json(client, "/api/studies/", small)
+    assert made.status_code == 201, made.content
+    big = json.dumps({"name": "x" * 8000, "dataset": dataset.pk}).encode()
+    refused = chunked_json(client, "/api/studies/", big)
+    assert refused.status_code == 413
+    assert refused.json() == {"detail": body_too_large(4096), "errors": {}}
+    assert dataset.studies.count() == 1
+
+
+def spooled(folder: Path) -> list[Path]:
+    return [p for p in folder.glob("upload.*") if p.is_file()]
+
+
+@pytest.mark.parametrize("framing", ["Content-Length: 200000000", "Transfer-Encoding: chunked"])
+def test_a_real_server_refuses_an_anonymous_200_mb_login_before_reading_it(
+    server, server_data, framing
+):
+    """Issue 36: a 200 MB POST to /login/ held a worker 120 s and left 165 MB on disk. Now
+    an announced one is answered at once, a chunked one once it passes 5 MiB; nothing is
+    left in the uploads' temporary folder."""
+    chunked = framing.startswith("Transfer")
+    answer, sent, seconds = send_until_answered(
+        server, upload_head("/login/", framing), upload_body(200, chunked)
+    )
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:300]
+    assert b"larger than the limit of 5,242,880 bytes (5 MiB, REQUEST_MAX_BODY_BYTES)" in answer
+    assert sent < 16 * 2**20 and seconds < 10, (sent, seconds)
+    assert_worker_free(server)
+    assert spooled(server_data / "media" / "upload-tmp") == []
+
+
+def start_upload(port: int, megabytes: float) -> socket.socket:
+    """A login form (a 4.5 MiB body, within the 5 MiB limit) sent up to ``megabytes`` MiB
+    of its file part, then left waiting: the server spools the part to a temporary file."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+    sock.sendall(upload_head("/login/", f"Content-Length: {int(4.5 * 2**20)}"))
+    body = upload_body(5, chunked=False)
+    sent = 0
+    while sent < megabytes * 2**20:
+        piece = next(body)
+        sock.sendall(piece)
+        sent += len(piece)
+    return sock
+
+
+def wait_until(condition: Callable[[], bool], seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def test_a_worker_killed_mid_upload_leaves_no_temporary_file(server, server_data):
+    """The worker is killed (SIGKILL: nothing of it runs) while it spools a file part;
+    the worker that replaces it removes the file its predecessor left."""
+    folder = server_data / "media" / "upload-tmp"
+    sock = start_upload(server, 3)
+    wait_until(
+        lambda: any(p.stat().st_size > 2 * 2**20 for p in spooled(folder)), 30, "not spooled"
+    )
+    (left,) = spooled(folder)
+    # upload.<host>.<pid>.<random>.upload.jsonl
+    pid = int(left.name.removeprefix(f"upload.{socket.gethostname()}.").split(".")[0])
+    os.kill(pid, signal.SIGKILL)
+    sock.close()
+    wait_until(lambda: not left.exists(), 120, f"{left} is still there")
+    assert_worker_free(server)
+
+
+def test_a_client_gone_mid_upload_leaves_no_temporary_file(server, server_data):
+    folder = server_data / "media" / "upload-tmp"
+    sock = start_upload(server, 3)
+    wait_until(
+        lambda: any(p.stat().st_size > 2 * 2**20 for p in spooled(folder)), 30, "not spooled"
+    )
+    sock.close()  # the rest never comes
+    wait_until(lambda: spooled(folder) == [], 60, "the temporary file is still there")
+    assert_worker_free(server)

@@ -6,8 +6,8 @@ from typing import Any
 
 from rest_framework import serializers
 
-from studies.api.serializers.types import StrictJsonTypes
-from studies.models import Aspect, AspectVersion, PromptTemplate, PromptTemplateVersion, TaskKind
+from studies.api.serializers.types import StrictJsonTypes, TaskField
+from studies.models import Aspect, AspectVersion, PromptTemplate, PromptTemplateVersion
 
 
 class VersionedSerializer(StrictJsonTypes, serializers.ModelSerializer):  # type: ignore[type-arg]
@@ -54,9 +54,7 @@ class AspectVersionSerializer(serializers.ModelSerializer):  # type: ignore[type
 
 
 class AspectSerializer(VersionedSerializer):
-    tasks = serializers.SlugRelatedField(
-        slug_field="code", many=True, queryset=TaskKind.objects.all(), required=False
-    )
+    tasks = TaskField(many=True, required=False)
     anchors = serializers.DictField(child=serializers.CharField(), required=False)
     versions = AspectVersionSerializer(many=True, read_only=True)
 
@@ -109,7 +107,7 @@ class TemplateVersionSerializer(serializers.ModelSerializer):  # type: ignore[ty
 
 
 class TemplateSerializer(VersionedSerializer):
-    task = serializers.SlugRelatedField(slug_field="code", queryset=TaskKind.objects.all())
+    task = TaskField()
     versions = TemplateVersionSerializer(many=True, read_only=True)
 
     class Meta:

@@ -9,7 +9,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from studies.api.errors import form_errors
-from studies.api.serializers.types import StrictJsonTypes
+from studies.api.serializers.types import StrictJsonTypes, TaskField
 from studies.forms import UploadForm
 from studies.models import (
     Dataset,
@@ -23,7 +23,7 @@ from studies.models import (
 
 
 class DatasetSerializer(StrictJsonTypes, serializers.ModelSerializer):  # type: ignore[type-arg]
-    task = serializers.SlugRelatedField(slug_field="code", queryset=TaskKind.objects.all())
+    task = TaskField()
     owner = serializers.CharField(
         source="owner.username", read_only=True, default=None, allow_null=True
     )
@@ -83,8 +83,8 @@ class UploadSerializer(serializers.Serializer):  # type: ignore[type-arg]
     name that is new or yours)."""
 
     file = serializers.FileField(help_text="JSONL or CSV, UTF-8 (the import formats).")
-    dataset = serializers.CharField(max_length=100, help_text="A new or existing dataset's name.")
-    task = serializers.CharField(default=TaskKind.SUMMARIZATION, help_text="Task code.")
+    dataset = serializers.SlugField(max_length=100, help_text="A new or existing dataset's name.")
+    task = TaskField(default=TaskKind.SUMMARIZATION, help_text="Task code.")
     create_aspects = serializers.BooleanField(default=False)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:

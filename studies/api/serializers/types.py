@@ -7,9 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import DatabaseError
 from django.http import QueryDict
 from rest_framework import relations, serializers
 from rest_framework.fields import empty
+
+from studies.models import TaskKind
 
 
 def _is_integer(value: Any) -> bool:
@@ -94,3 +97,28 @@ class StrictJsonTypes:
             if errors:
                 raise serializers.ValidationError(errors)
         return super().to_internal_value(data)  # type: ignore[misc]
+
+
+def task_codes() -> list[str]:
+    """The codes of the tasks there are (the built-in ones when there is no database to
+    ask: a schema made offline)."""
+    try:
+        return list(TaskKind.objects.order_by("code").values_list("code", flat=True))
+    except DatabaseError:
+        return sorted(
+            (
+                TaskKind.SUMMARIZATION,
+                TaskKind.DIALOGUE,
+                TaskKind.DATA_TO_TEXT,
+                TaskKind.MACHINE_TRANSLATION,
+                TaskKind.CUSTOM,
+            )
+        )
+
+
+class TaskField(serializers.SlugRelatedField):  # type: ignore[type-arg]
+    """A task by its code. The schema lists the codes there are when it is made
+    (studies/api/schema.py), so a request the schema allows names a task that exists."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(slug_field="code", queryset=TaskKind.objects.all(), **kwargs)

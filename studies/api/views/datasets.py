@@ -39,7 +39,12 @@ from studies.api.views.common import (
 from studies.models import Dataset, ImportJob
 from studies.permissions import may_change_dataset
 from studies.services.deletion import DeletionRefused, delete_dataset
-from studies.services.imports import create_import_job, export_dataset, run_import_job
+from studies.services.imports import (
+    UploadNotStored,
+    create_import_job,
+    export_dataset,
+    run_import_job,
+)
 
 WAIT = OpenApiParameter(
     "wait",
@@ -55,6 +60,11 @@ TOO_LARGE = OpenApiResponse(
     ErrorSerializer,
     description="The file is larger than the import limit (IMPORT_MAX_FILE_BYTES), "
     "refused while it arrives; nothing was stored.",
+)
+NOT_STORED = OpenApiResponse(
+    ErrorSerializer,
+    description="The server could not write the file (a full disk); nothing was kept, and "
+    "the message names the cause.",
 )
 
 
@@ -74,16 +84,19 @@ def _import(
     wait = WaitQuery(data=query_of(request))
     wait.is_valid(raise_exception=True)
     seconds = wait.validated_data["wait"]
-    with transaction.atomic():
-        job = create_import_job(
-            upload=upload,
-            original_name=upload.name,
-            file_format=file_format,
-            dataset_name=name,
-            task=task,
-            create_aspects=create_aspects,
-            user=request.user,
-        )
+    try:
+        with transaction.atomic():
+            job = create_import_job(
+                upload=upload,
+                original_name=upload.name,
+                file_format=file_format,
+                dataset_name=name,
+                task=task,
+                create_aspects=create_aspects,
+                user=request.user,
+            )
+    except UploadNotStored as exc:  # a full disk: what was written is gone
+        return error_response(507, str(exc), {"file": [str(exc)]})
     if seconds > 0:
         if upload.size <= sync_import_limit():
             run_import_job(job.pk)  # a no-op if a worker claimed it first
@@ -137,7 +150,7 @@ class DatasetViewSet(OwnedRowsViewSet):
         summary="Upload records (JSONL or CSV) into this dataset",
         request={"multipart/form-data": UploadIntoSerializer},
         parameters=[WAIT],
-        responses={201: ImportJobSerializer, 413: TOO_LARGE},
+        responses={201: ImportJobSerializer, 413: TOO_LARGE, 507: NOT_STORED},
     )
     @action(detail=True, methods=["post"], parser_classes=[MultiPartParser, FormParser])
     def upload(self, request: Request, pk: Any = None) -> Response:
@@ -211,7 +224,7 @@ class ImportJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
         summary="Upload records into a new or existing dataset (as the upload page)",
         request={"multipart/form-data": UploadSerializer},
         parameters=[WAIT],
-        responses={201: ImportJobSerializer, 413: TOO_LARGE},
+        responses={201: ImportJobSerializer, 413: TOO_LARGE, 507: NOT_STORED},
     )
     def create(self, request: Request) -> Response:
         form = UploadSerializer(data=request.data, context={"request": request})

@@ -12,6 +12,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -31,6 +32,7 @@ from studies.api.views.common import (
     query_of,
 )
 from studies.models import MetricRun, MetricScore
+from studies.permissions import RENAME_REFUSED, may_rename_run
 from studies.services.analysis.pairwise_judge import (
     METHODS,
     RESAMPLES,
@@ -117,13 +119,16 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         return Response(RunSerializer(run).data)
 
     @extend_schema(
-        summary="Rename the run: tables, exports and the API name it so from now on",
+        summary="Rename the run: tables, exports and the API name it so from now on (the "
+        "dataset's owner, the researcher who started the run, or an admin)",
         request=RunRenameSerializer,
         responses={200: RunSerializer, 400: ErrorSerializer, 409: ErrorSerializer},
     )
     @action(detail=True, methods=["post"])
     def rename(self, request: Request, pk: Any = None) -> Response:
         run = self.get_object()
+        if not may_rename_run(request.user, run):  # before the body is even read
+            raise PermissionDenied(RENAME_REFUSED)
         body = RunRenameSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         try:

@@ -143,6 +143,8 @@ class StudyViewSet(
     def annotators(self, request: Request, pk: Any = None) -> Response:
         study = self.get_object()
         _require_manager(request, study)
+        if not studies.may_create_annotators(request.user):  # 403 before the body is read
+            raise PermissionDenied(studies.CREATE_REFUSED)
         body = AnnotatorAccountSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data

@@ -86,7 +86,7 @@ class Command(BaseCommand):
                 + (f", new aspects {summary.aspects_created}" if summary.aspects_created else "")
             )
         )
-        for line in summary.scales:
+        for line in summary.scales + summary.merged:
             self.stdout.write(f"  {line}")
 
     @staticmethod

@@ -12,7 +12,12 @@ writes the same formats (:mod:`.export`).
 """
 
 from studies.services.imports.export import export_dataset, run_columns
-from studies.services.imports.jobs import create_import_job, run_import_job
+from studies.services.imports.jobs import (
+    UploadNotStored,
+    create_import_job,
+    run_import_job,
+    upload_not_stored,
+)
 from studies.services.imports.options import ImportOptions, ImportSummary, ImportValidationError
 from studies.services.imports.validate import owned_dataset
 from studies.services.imports.write import import_file
@@ -21,10 +26,12 @@ __all__ = [
     "ImportOptions",
     "ImportSummary",
     "ImportValidationError",
+    "UploadNotStored",
     "create_import_job",
     "export_dataset",
     "import_file",
     "owned_dataset",
     "run_columns",
     "run_import_job",
+    "upload_not_stored",
 ]

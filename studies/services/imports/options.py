@@ -56,6 +56,7 @@ class ImportSummary:
     aspects_created: list[str] = field(default_factory=list)
     metric_runs: list[str] = field(default_factory=list)
     scales: list[str] = field(default_factory=list)  # created, rescaled, widened: in words
+    merged: list[str] = field(default_factory=list)  # ids spelled two ways, merged: in words
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:

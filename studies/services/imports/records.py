@@ -21,6 +21,7 @@ import csv
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -84,6 +85,9 @@ class Record:
     human: dict[str, float] = field(default_factory=dict)
     metrics: dict[str, float] = field(default_factory=dict)
     context: Any = None
+    # ids and score names written otherwise than they are read: (where, as written, as
+    # read), where is doc_id, system_id, human or metrics (imports/ids.py)
+    spelled: tuple[tuple[str, str, str], ...] = ()
 
 
 class RecordError(Exception):
@@ -92,6 +96,12 @@ class RecordError(Exception):
     def __init__(self, errors: list[LineError]) -> None:
         super().__init__("; ".join(str(e) for e in errors))
         self.errors = errors
+
+
+def normal_id(text: str) -> str:
+    """What an id or a score name written as ``text`` is read as: Unicode NFC, without
+    the white space around it (see :mod:`studies.services.imports.ids`)."""
+    return unicodedata.normalize("NFC", text).strip()
 
 
 def detect_format(file_name: str) -> str:
@@ -328,15 +338,22 @@ def _record_from_mapping(number: int, obj: Any, *, suspect: bool) -> Record | Re
             errors.append(LineError(number, name, "must not be empty"))
             continue
         values[name] = value
+    spelled: list[tuple[str, str, str]] = []
     for name in ("doc_id", "system_id"):
-        if name in values and len(values[name]) > 255:
+        if name not in values:
+            continue
+        read = normal_id(values[name])
+        if read != values[name]:
+            spelled.append((name, values[name], read))
+            values[name] = read
+        if len(read) > 255:
             errors.append(LineError(number, name, "longer than 255 characters"))
     references = obj.get("references", [])
     if not isinstance(references, list) or not all(isinstance(r, str) for r in references):
         errors.append(LineError(number, "references", "expected a list of strings"))
         references = []
-    human = _scores(number, "human", obj.get("human", {}), errors)
-    metrics = _scores(number, "metrics", obj.get("metrics", {}), errors)
+    human = _scores(number, "human", obj.get("human", {}), errors, spelled)
+    metrics = _scores(number, "metrics", obj.get("metrics", {}), errors, spelled)
     if errors:
         return RecordError(errors)
     return Record(
@@ -349,18 +366,23 @@ def _record_from_mapping(number: int, obj: Any, *, suspect: bool) -> Record | Re
         human=human,
         metrics=metrics,
         context=obj.get("context"),
+        spelled=tuple(spelled),
     )
 
 
-def _scores(number: int, group: str, raw: Any, errors: list[LineError]) -> dict[str, float]:
+def _scores(
+    number: int, group: str, raw: Any, errors: list[LineError], spelled: list[tuple[str, str, str]]
+) -> dict[str, float]:
     if raw is None:
         return {}
     if not isinstance(raw, dict):
         errors.append(LineError(number, group, "expected an object of name: number"))
         return {}
     scores: dict[str, float] = {}
-    for name, value in raw.items():
-        where = f"{group}.{name}"
+    written: dict[str, str] = {}  # name as read -> as written
+    for written_name, value in raw.items():
+        name = normal_id(written_name)
+        where = f"{group}.{written_name}"
         longest = MAX_METRIC_NAME if group == "metrics" else 100
         if not _KEY.match(name) or len(name) > longest:
             errors.append(
@@ -369,6 +391,14 @@ def _scores(number: int, group: str, raw: Any, errors: list[LineError]) -> dict[
                 )
             )
             continue
+        if name in written:  # one value would silently replace the other
+            errors.append(
+                LineError(number, where, f"names the same score as {written[name]!r}; keep one")
+            )
+            continue
+        written[name] = written_name
+        if name != written_name:
+            spelled.append((group, written_name, name))
         if value is None:
             continue  # a missing score
         number_value = _number(value)
@@ -454,7 +484,7 @@ def _read_csv(
 
 
 def _csv_columns(header: list[str], max_metrics: int | None) -> _CsvColumns | RecordError:
-    names = [h.strip() for h in header]
+    names = [normal_id(h) for h in header]
     errors: list[LineError] = []
     index: dict[str, int] = {}
     references: list[tuple[int, int]] = []

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from django.db.models import F
 import studies.services.imports.scales as scales
 from studies.models import Aspect, Dataset, TaskKind, aspect_key
 from studies.permissions import owned_aspects
+from studies.services.imports.ids import Spellings, StoredRenames, stored_spellings
 from studies.services.imports.options import ImportOptions, ImportValidationError
 from studies.services.imports.records import LineError, Record, RecordError, read_records
 
@@ -35,6 +36,8 @@ class _Plan:
     observed_range: dict[str, list[float]]  # file key -> [min, max] of its scores
     metrics: list[str]
     records: int
+    notes: list[str] = field(default_factory=list)  # ids merged or normalised, in words
+    renames: StoredRenames = field(default_factory=StoredRenames)
 
 
 def _read(stream: Any, options: ImportOptions) -> Iterator[Record | RecordError]:
@@ -93,8 +96,10 @@ def _validate(path: Path, options: ImportOptions) -> _Plan:
     targets: dict[Any, str] = {}  # aspect (or the name it will be created with) -> file key
     observed: dict[str, list[float]] = {}
     metrics: dict[str, None] = {}
-    documents: dict[str, tuple[int, bytes, bytes, bytes]] = {}
+    documents: dict[str, tuple[int, bytes, bytes, bytes, bool]] = {}
     outputs: dict[bytes, tuple[int, bytes]] = {}
+    spellings = Spellings()
+    systems: set[str] = set()
     count = 0
     with path.open("rb") as stream:
         for item in _read(stream, options):
@@ -103,6 +108,9 @@ def _validate(path: Path, options: ImportOptions) -> _Plan:
                     report(error)
                 continue
             count += 1
+            first = documents.get(item.doc_id)
+            spellings.see(item, (first[0], first[4]) if first else None)
+            systems.add(item.system_id)
             _check_document(item, documents, report)
             # 16-byte digests, not the strings: memory per output stays small
             key = _digest(item.doc_id, item.system_id)
@@ -114,7 +122,8 @@ def _validate(path: Path, options: ImportOptions) -> _Plan:
                         item.line,
                         "output",
                         f"doc_id {item.doc_id!r}, system_id "
-                        f"{item.system_id!r} is already on line {previous[0]} with a different output",
+                        f"{item.system_id!r} is already on line {previous[0]} with a different "
+                        f"output{_as_written(item)}",
                     )
                 )
             elif previous is None:
@@ -165,12 +174,15 @@ def _validate(path: Path, options: ImportOptions) -> _Plan:
                     "takes its scale from the file's values",
                 )
             )
+    renames, clashes = stored_spellings(existing, set(documents), systems)
+    for error in clashes:
+        report(error)
     if not errors and not more:
         for error in _check_new_aspects([n for n, a in aspects.items() if a is None], options):
             report(error)
     if errors or more:
         raise ImportValidationError(errors, more)
-    return _Plan(aspects, observed, list(metrics), count)
+    return _Plan(aspects, observed, list(metrics), count, spellings.notes(), renames)
 
 
 def _new_aspect_fields(name: str) -> dict[str, str]:
@@ -222,7 +234,7 @@ def _check_new_aspects(names: list[str], options: ImportOptions) -> list[LineErr
 
 
 def _check_document(
-    item: Record, documents: dict[str, tuple[int, bytes, bytes, bytes]], report: Any
+    item: Record, documents: dict[str, tuple[int, bytes, bytes, bytes, bool]], report: Any
 ) -> None:
     digests = (
         _digest(item.source),
@@ -230,20 +242,28 @@ def _check_document(
         _digest(json.dumps(item.context, sort_keys=True)),
     )
     first = documents.get(item.doc_id)
-    if first is None:
-        documents[item.doc_id] = (item.line, *digests)
+    if first is None:  # and whether it spelled its doc_id as it is read
+        clean = not any(where == "doc_id" for where, _raw, _read in item.spelled)
+        documents[item.doc_id] = (item.line, *digests, clean)
         return
     for name, before, now in zip(
-        ("source", "references", "context"), first[1:], digests, strict=True
+        ("source", "references", "context"), first[1:4], digests, strict=True
     ):
         if before != now:
             report(
                 LineError(
                     item.line,
                     name,
-                    f"doc_id {item.doc_id!r} has a different {name} on line {first[0]}",
+                    f"doc_id {item.doc_id!r} has a different {name} on line {first[0]}"
+                    f"{_as_written(item)}",
                 )
             )
+
+
+def _as_written(item: Record) -> str:
+    """How the line wrote its ids, when not as they are read (ids.py: they were merged)."""
+    ids = [f"{where} {raw!r}" for where, raw, _read in item.spelled if where.endswith("_id")]
+    return f" (this line writes {' and '.join(ids)})" if ids else ""
 
 
 def _digest(*parts: str) -> bytes:

@@ -51,14 +51,19 @@ def import_file(path: Path | str, options: ImportOptions) -> ImportSummary:
         )
     plan = _validate(path, options)
     summary = ImportSummary(dataset=options.dataset, records=plan.records)
+    summary.merged = plan.notes + plan.renames.notes()
     with transaction.atomic():
         dataset = _dataset(options)
+        plan.renames.apply(dataset)  # stored ids spelled otherwise, merged with the file's
         aspects = _aspects(plan, options, summary)
         runs = _imported_runs(dataset, plan.metrics, options.file_name, summary)
         writer = _ChunkWriter(dataset, aspects, runs, options.file_name, summary)
         writer.scale = _rescalers(plan, options, summary)
+        slow = cfg["TEST_SLOW_CHUNK_SECONDS"]  # tests only: time to cut the database mid-import
         with path.open("rb") as stream:
             for chunk in _batched(_valid_records(stream, options), cfg["IMPORT_BATCH_SIZE"]):
+                if slow:
+                    time.sleep(slow)
                 writer.write(chunk)
         for run in runs.values():
             run.total = run.done = run.scores.count()

@@ -156,18 +156,22 @@ def execute_run(
         return "stopped: cost cap"
     except Exception as exc:  # the run ends FAILED with its error; finished scores stay
         log.exception("run %s failed", run_id)
-        MetricRun.objects.filter(pk=run_id).update(
+        # only a run still RUNNING: one that ended meanwhile (succeeded, cancelled) keeps
+        # its status whatever fails after
+        failed = MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.RUNNING).update(
             status=MetricRun.Status.FAILED,
             error=f"{type(exc).__name__}: {exc}",
             finished_at=timezone.now(),
         )
-        _ended(run)  # tables label the run as failed, partial
-        return "failed"
+        if failed:
+            _ended(run)  # tables label the run as failed, partial
+        return "failed" if failed else "ended before the error"
 
 
 def _ended(run: MetricRun) -> None:
     """The run ended (succeeded, failed, stopped or cancelled): a new data version, and a
-    light worker writes the dataset's columnar snapshot of it."""
+    light worker writes the dataset's columnar snapshot of it (a message the broker does
+    not take now is sent again by the sweeper; the run's status stands either way)."""
     run.dataset.bump_data_version()
     queue.send_on_commit(queue.WRITE_SNAPSHOT, run.dataset_id)
 

@@ -1,0 +1,206 @@
+"""Shared by the tests that run real worker processes: workers on a broker of their own
+(a filesystem folder, or a redis-server the test starts on a free port, which it can kill
+and restart), and a wait on a condition with a deadline."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from celery import Celery
+
+from evalsite.celery import MAINTENANCE_QUEUE, MODEL_QUEUES
+from studies.models import Dataset, MetricRun, MetricScore
+from studies.services.imports import ImportOptions, import_file
+from studies.services.runs import RunRequest, start_run
+from tests.conftest import ROOT, _worker_env, free_port, record
+
+
+def pending_run(write_jsonl, owner, name: str = "lost") -> MetricRun:  # type: ignore[no-untyped-def]
+    """A PENDING ROUGE-L run over 150 outputs (30 documents × 5 systems), not enqueued."""
+    records = [
+        record(f"d{d:02d}", f"s{s}", output=f"The council approved budget {d} {s}.")
+        for d in range(30)
+        for s in range(5)
+    ]
+    path = write_jsonl(records)
+    options = ImportOptions(
+        dataset=name, task="summarization", file_format="jsonl", file_name=path.name, owner=owner
+    )
+    import_file(path, options)
+    return start_run(Dataset.objects.get(name=name), RunRequest(metric="rougeL"), enqueue=False)
+
+
+def scores(run: MetricRun) -> dict[int, float]:
+    """The run's scores now, by output."""
+    return dict(MetricScore.objects.filter(run=run).values_list("output_id", "value"))
+
+
+class Workers:
+    """Starts ``celery worker`` processes (model workers, the maintenance worker with beat)
+    on one broker and stops them all."""
+
+    def __init__(self, data_dir: Path, broker_url: str, **env: str) -> None:
+        self.data_dir, self.procs = data_dir, []  # type: ignore[var-annotated]
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self.env = {
+            **_worker_env(),
+            "CONCORDIA_DATA_DIR": str(data_dir),
+            "CELERY_BROKER_URL": broker_url,
+            "CELERY_RESULT_BACKEND": "",
+            "CACHE_URL": "",
+            "RUN_CHUNK_OUTPUTS": "5",
+            "TEST_SLOW_CHUNK_SECONDS": "0.25",
+            "SWEEP_INTERVAL_SECONDS": "1",
+            "RUN_LEASE_SECONDS": "3",
+            "PENDING_GRACE_SECONDS": "3",
+            **env,
+        }
+        self.app = Celery("test-sender", set_as_current=False)  # tasks keep the real app
+        # The read and write URLs: a CELERY_BROKER_URL variable (CI's Redis) would win
+        # over the plain broker URL.
+        self.app.conf.broker_read_url = self.app.conf.broker_write_url = broker_url
+        if broker_url.startswith("filesystem"):
+            folder, control = data_dir / "broker" / "queue", data_dir / "broker" / "control"
+            for made in (folder, control):  # the control folder, else ./control in the repo
+                made.mkdir(parents=True, exist_ok=True)
+            self.app.conf.broker_transport_options = {
+                "data_folder_in": str(folder),
+                "data_folder_out": str(folder),
+                "control_folder": str(control),
+            }
+
+    def start(
+        self, name: str, queues: str = MODEL_QUEUES, beat: bool = False
+    ) -> subprocess.Popen[bytes]:
+        """A worker on ``queues`` (a model worker by default), running beat if ``beat``."""
+        from evalsite.celery import worker_command
+
+        schedule = self.data_dir / f"{name}-beat-schedule" if beat else None
+        return self.spawn(name, worker_command(f"{name}-{os.getpid()}@%h", queues, schedule))
+
+    def spawn(self, name: str, cmd: list[str], **env: str) -> subprocess.Popen[bytes]:
+        log = (self.data_dir / f"{name}.log").open("wb")
+        # A session of its own: SIGKILL to the group takes an embedded beat process too.
+        proc = subprocess.Popen(
+            cmd,
+            cwd=ROOT,
+            env={**self.env, **env},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self.procs.append(proc)
+        return proc
+
+    def start_maintenance(self) -> subprocess.Popen[bytes]:
+        """The maintenance worker: beat and the sweeper, as the demo runs it."""
+        return self.start("maintenance", MAINTENANCE_QUEUE, beat=True)
+
+    def kill(self, proc: subprocess.Popen[bytes]) -> None:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+    def stop_all(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+
+    def logs(self) -> str:
+        return "\n".join(p.read_text()[-2000:] for p in self.data_dir.glob("*.log"))
+
+
+@pytest.fixture
+def workers(tmp_path) -> Iterator[Callable[..., Workers]]:  # type: ignore[no-untyped-def]
+    made: list[Workers] = []
+
+    def make(broker_url: str = "filesystem://", **env: str) -> Workers:
+        made.append(Workers(tmp_path / f"w{len(made)}", broker_url, **env))
+        return made[-1]
+
+    yield make
+    for w in made:
+        w.stop_all()
+
+
+def wait_for(condition: Callable[[], bool], seconds: float, why: Callable[[], str]) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, why()
+        time.sleep(0.05)
+
+
+class RedisServer:
+    """A redis-server of the test's own, on a port free at run time (never the machine's
+    6379): started, killed and restarted on the same port."""
+
+    def __init__(self, folder: Path) -> None:
+        self.binary, self.folder, self.port = shutil.which("redis-server"), folder, 0
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self, *, appendonly: bool) -> str:
+        """(Re)start it (a restart keeps the port, which the workers know); its URL."""
+        if self.binary is None:
+            pytest.fail("redis-server is not installed (apt-get install redis-server)")
+        self.stop()
+        fresh = not self.port
+        # a port free when chosen may be taken before the server binds it: choose again
+        for port in [free_port() for _ in range(5)] if fresh else [self.port]:
+            self.port = port
+            aof = "yes" if appendonly else "no"
+            options = {
+                "port": port,
+                "bind": "127.0.0.1",
+                "dir": self.folder,
+                "save": "",
+                "appendonly": aof,
+            }
+            args = [self.binary, *(x for k, v in options.items() for x in (f"--{k}", str(v)))]
+            self.procs.append(
+                subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+            )
+            deadline = time.monotonic() + 10
+            while self.procs[-1].poll() is None and time.monotonic() < deadline:
+                if self.pings():
+                    return self.url
+                time.sleep(0.05)
+            self.stop()
+        pytest.fail(f"redis-server did not start (last on port {self.port})")
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()  # as a crash: no final save
+                proc.wait(timeout=10)
+
+    def client(self):  # type: ignore[no-untyped-def]
+        import redis
+
+        return redis.Redis(port=self.port, db=0)
+
+    def pings(self) -> bool:
+        try:
+            return bool(self.client().ping())
+        except Exception:
+            return False
+
+
+@pytest.fixture
+def redis_server(tmp_path) -> Iterator[RedisServer]:  # type: ignore[no-untyped-def]
+    server = RedisServer(tmp_path)
+    yield server
+    server.stop()
