@@ -21,7 +21,7 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Literal
 
 import pyarrow.parquet as pq
 
@@ -48,7 +48,7 @@ def open_text(path: Path) -> Iterator[IO[str]]:
                 yield text
 
 
-def _text(raw: IO[bytes]) -> io.TextIOWrapper:
+def _text(raw: Any) -> io.TextIOWrapper:
     return io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
 
 
@@ -106,7 +106,9 @@ def iter_json_array(path: Path) -> Iterator[tuple[str, int, Any]]:
             while True:
                 try:
                     value, end = _DECODER.raw_decode(buffer, pos)
-                    if end < len(buffer) or eof:
+                    # what follows an element is a separator; anything else (the rest of
+                    # a number cut by the chunk) means it is not complete yet
+                    if eof or (end < len(buffer) and buffer[end] in " \t\r\n,]"):
                         break
                 except ValueError as exc:
                     if eof:
@@ -162,7 +164,7 @@ def _page_items(path: Path, key: str) -> Iterator[tuple[str, Any]]:
 
 
 def iter_delimited(
-    path: Path, delimiter: str = ",", quoting: int = csv.QUOTE_MINIMAL
+    path: Path, delimiter: str = ",", quoting: Literal[0, 1, 2, 3] = csv.QUOTE_MINIMAL
 ) -> Iterator[tuple[int, dict[str, str]]]:
     """(line number, row as a dict) per data row of a CSV/TSV file with a header line.
     A row with more or fewer cells than the header is a located error."""
@@ -290,3 +292,16 @@ def find_files(root: Path, *names: str) -> list[Path]:
         if matches:
             return matches
     raise fail(root, "", "", f"none of {', '.join(names)} found in this folder")
+
+
+def find_all(root: Path, *patterns: str) -> list[Path]:
+    """``root`` itself when it is a file, else every file under folder ``root`` matching
+    any of ``patterns`` (each once, in name order); a located error when there is none."""
+    if root.is_file():
+        return [root]
+    if not root.is_dir():
+        raise fail(root, "", "", "no such file or folder")
+    found = sorted({p for pattern in patterns for p in root.glob(pattern) if p.is_file()})
+    if not found:
+        raise fail(root, "", "", f"no {' or '.join(patterns)} files in this folder")
+    return found

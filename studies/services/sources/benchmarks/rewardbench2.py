@@ -67,7 +67,9 @@ def read(path: Path, options: dict[str, Any]) -> Conversion:
             for k, (side, text) in enumerate(completions):
                 counters[side] += 1
                 if not text.strip():
-                    notes.append(f"{row['id']}: an empty {side} completion left out")
+                    note = f"{row['id']}: an empty {side} completion left out"
+                    if note not in notes:
+                        notes.append(note)
                     continue
                 yield record(
                     str(row["id"]),

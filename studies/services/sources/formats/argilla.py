@@ -105,8 +105,9 @@ def _settings(path: Path, scan: AspectScan) -> None:
         if not isinstance(name, str) or not isinstance(config, dict):
             raise fail(file, f"$.questions[{i}]", "name/settings", "missing")
         values = [o.get("value") for o in config.get("options") or [] if isinstance(o, dict)]
-        if config.get("type") == "rating" and values:
-            scan.scales[name] = (min(values), max(values))
+        ratings = [n for n in (number(v) for v in values) if n is not None]
+        if config.get("type") == "rating" and ratings:
+            scan.scales[name] = (min(ratings), max(ratings))
         elif config.get("type") == "label_selection" and values:
             scan.declared_labels[name] = tuple(str(v) for v in values)
 

@@ -239,8 +239,9 @@ def _metrics(path: Path, where: str, predictions: Any) -> dict[str, float]:
         for result in prediction.get("result") or []:
             if isinstance(result, dict) and result.get("type") in ("rating", "number"):
                 raw = (result.get("value") or {}).get(result["type"])
-                if number(raw) is not None and result.get("from_name"):
-                    metrics[metric_name(version, result["from_name"])] = raw
+                found = number(raw)
+                if found is not None and result.get("from_name"):
+                    metrics[metric_name(version, result["from_name"])] = found
     return metrics
 
 

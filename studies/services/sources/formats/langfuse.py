@@ -31,7 +31,7 @@ from typing import Any
 
 from studies.services.sources.build import digest, human_from, record, short_id
 from studies.services.sources.formats.common import AspectScan, metric_name, number, text
-from studies.services.sources.readers import fail, find_files, iter_json_items
+from studies.services.sources.readers import fail, find_all, iter_json_items
 from studies.services.sources.spec import Conversion, Format
 from studies.services.sources.types import Option, Row
 
@@ -46,7 +46,7 @@ DATA_TYPES = ("NUMERIC", "CATEGORICAL", "BOOLEAN")
 
 
 def _items(path: Path) -> Iterator[tuple[Path, str, Any]]:
-    for file in find_files(path, "*.json", "*.jsonl", "**/*.json", "**/*.jsonl"):
+    for file in find_all(path, "*.json", "*.jsonl", "*/*.json", "*/*.jsonl"):
         for where, item in iter_json_items(file, "data"):
             yield file, where, item
 
@@ -93,11 +93,11 @@ def read(path: Path, options: dict[str, Any]) -> Conversion:
                 scan.see(aspect, value)
             scores.setdefault(trace, []).append((aspect, who, value, human))
         if kind == "run_item":
-            trace, item_id = item.get("traceId"), item.get("datasetItemId")
+            run_trace, item_id = item.get("traceId"), item.get("datasetItemId")
             run = item.get("datasetRunName") or item.get("runName") or item.get("datasetRunId")
-            if not isinstance(trace, str) or not isinstance(item_id, str) or not run:
+            if not isinstance(run_trace, str) or not isinstance(item_id, str) or not run:
                 raise fail(file, where, "traceId/datasetItemId/datasetRunName", "missing")
-            runs[trace] = (item_id, str(run))
+            runs[run_trace] = (item_id, str(run))
         elif kind == "dataset_item":
             if not isinstance(item.get("id"), str):
                 raise fail(file, where, "id", "a dataset item needs its id")
@@ -116,7 +116,9 @@ def read(path: Path, options: dict[str, Any]) -> Conversion:
             trace_id = item["id"]
             if not isinstance(trace_id, str):
                 raise fail(file, where, "id", "a trace id must be text")
-            metadata = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
+            metadata: dict[str, Any] = (
+                item["metadata"] if isinstance(item.get("metadata"), dict) else {}
+            )
             source, references = text(item.get("input")) or "", []
             if trace_id in runs:
                 doc_id, system = runs[trace_id]

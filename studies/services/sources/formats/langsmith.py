@@ -30,7 +30,7 @@ from typing import Any
 
 from studies.services.sources.build import digest, human_from, record, short_id
 from studies.services.sources.formats.common import AspectScan, metric_name, number, text
-from studies.services.sources.readers import fail, find_files, iter_json_items
+from studies.services.sources.readers import fail, find_all, iter_json_items
 from studies.services.sources.spec import Conversion, Format
 from studies.services.sources.types import Option, Row
 
@@ -45,13 +45,13 @@ OPTIONS = (
 
 
 def _items(path: Path) -> Iterator[tuple[Path, str, Any]]:
-    for file in find_files(path, "*.jsonl", "*.json", "**/*.jsonl", "**/*.json"):
+    for file in find_all(path, "*.jsonl", "*.json", "*/*.json", "*/*.jsonl"):
         for where, item in iter_json_items(file, "data"):
             yield file, where, item
 
 
 def _kind(item: dict[str, Any]) -> str:
-    if "key" in item and "run_id" in item:
+    if "run_id" in item and "run_type" not in item:
         return "feedback"
     if "run_type" in item or "reference_example_id" in item or "parent_run_id" in item:
         return "run"

@@ -36,7 +36,7 @@ from typing import Any
 
 from studies.services.sources.build import digest, record, short_id
 from studies.services.sources.formats.common import metric_name, number
-from studies.services.sources.readers import fail, find_files, iter_jsonl, open_text
+from studies.services.sources.readers import fail, find_all, iter_jsonl, open_text
 from studies.services.sources.spec import Conversion, Format
 from studies.services.sources.types import Option, Row
 
@@ -51,7 +51,7 @@ _INDEXED = re.compile(r"^gen_ai\.(prompt|completion)\.(\d+)\.(content|role)$")
 
 
 def _requests(path: Path) -> Iterator[tuple[Path, str, Any]]:
-    for file in find_files(path, "*.jsonl", "*.json", "**/*.jsonl", "**/*.json"):
+    for file in find_all(path, "*.jsonl", "*.json", "*/*.json", "*/*.jsonl"):
         with open_text(file) as fh:
             first = fh.readline()
         try:
