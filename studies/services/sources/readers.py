@@ -127,8 +127,8 @@ def iter_json_array(path: Path) -> Iterator[tuple[str, int, Any]]:
 
 
 def iter_json_items(path: Path, key: str | None = None) -> Iterator[tuple[str, Any]]:
-    """(place, item) from a file that holds items as a JSON array, as JSON Lines, or (a
-    page of an API answer) as one object whose ``key`` holds the array."""
+    """(place, item) from a file that holds items as a JSON array, as JSON Lines, or as
+    one object: a page of an API answer whose ``key`` holds the items, or else the item."""
     with open_text(path) as fh:
         head = fh.read(4096).lstrip()
     if head.startswith("["):
@@ -158,7 +158,8 @@ def _page_items(path: Path, key: str) -> Iterator[tuple[str, Any]]:
             raise fail(path, "", "", f"not valid JSON ({exc})") from None
     items = page.get(key) if isinstance(page, dict) else None
     if not isinstance(items, list):
-        raise fail(path, "$", key, f"expected the items as a list under {key!r}")
+        yield "$", page  # one object of its own (a single trace's download, say)
+        return
     for i, item in enumerate(items):
         yield f"$.{key}[{i}]", item
 

@@ -107,13 +107,14 @@ LANGFUSE_DATASET = [
         "expectedOutput": "X is Z.",
         "metadata": {},
     },
-    {
-        "datasetItemId": "item1",
-        "traceId": "t2",
-        "datasetRunName": "run-2024-10",
-        "datasetRunId": "dr1",
-    },
 ]
+LANGFUSE_RUN = {  # GET /api/public/datasets/{name}/runs/{run}
+    "id": "dr1",
+    "name": "run-2024-10",
+    "datasetRunItems": [
+        {"id": "ri1", "datasetRunId": "dr1", "datasetItemId": "item1", "traceId": "t2"},
+    ],
+}
 
 
 def langfuse_folder(tmp_path: Path, traces=LANGFUSE_TRACES, scores=LANGFUSE_SCORES) -> Path:
@@ -124,6 +125,7 @@ def langfuse_folder(tmp_path: Path, traces=LANGFUSE_TRACES, scores=LANGFUSE_SCOR
         lines=True,
     )
     dump(tmp_path / "lf" / "dataset.jsonl", LANGFUSE_DATASET, lines=True)
+    dump(tmp_path / "lf" / "run.json", LANGFUSE_RUN)
     return tmp_path / "lf"
 
 

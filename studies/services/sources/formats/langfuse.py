@@ -10,7 +10,8 @@ of such exports, in any mix. Items are told apart by their fields: a trace ``{"i
 "name", "value", "stringValue", "dataType": "NUMERIC" | "CATEGORICAL" | "BOOLEAN",
 "source": "ANNOTATION" | "API" | "EVAL", "authorUserId", "comment"}``; a dataset item
 ``{"id", "datasetId", "input", "expectedOutput", "metadata"}``; a dataset run item
-``{"datasetItemId", "traceId", "datasetRunName" | "runName"}``.
+``{"datasetItemId", "traceId", "datasetRunName" | "runName"}``, alone or in a dataset run
+``{"name", "datasetRunItems": [...]}``.
 
 Mapping: a trace with an output is one record. In a dataset run its document is the
 dataset item (``doc_id`` the item id, ``source`` its input, ``references`` its expected
@@ -48,7 +49,16 @@ DATA_TYPES = ("NUMERIC", "CATEGORICAL", "BOOLEAN")
 def _items(path: Path) -> Iterator[tuple[Path, str, Any]]:
     for file in find_all(path, "*.json", "*.jsonl", "*/*.json", "*/*.jsonl"):
         for where, item in iter_json_items(file, "data"):
-            yield file, where, item
+            run_items = item.get("datasetRunItems") if isinstance(item, dict) else None
+            if isinstance(run_items, list):  # GET /api/public/datasets/{name}/runs/{run}
+                for i, run_item in enumerate(run_items):
+                    yield (
+                        file,
+                        f"{where}.datasetRunItems[{i}]",
+                        {"datasetRunName": item.get("name"), **run_item},
+                    )
+            else:
+                yield file, where, item
 
 
 def _kind(item: dict[str, Any]) -> str:
