@@ -458,6 +458,11 @@ OTEL_MALFORMED = [
         "gen_ai.evaluation.score.value",
     ),
     ("span without id", lambda s: s[1].pop("spanId"), "spanId"),
+    (
+        "double that is not one",
+        lambda s: s[0]["events"][0]["attributes"][1].update(value={"doubleValue": "high"}),
+        "attributes[1].value",
+    ),
 ]
 
 

@@ -103,9 +103,10 @@ def _any(file: Path, where: str, field: str, value: Any) -> Any:
         except (TypeError, ValueError):
             raise fail(file, where, field, f"intValue {inner!r} is not an integer") from None
     if kind == "doubleValue":
-        if number(inner) is None and not isinstance(inner, str):
-            raise fail(file, where, field, f"doubleValue {inner!r} is not a number")
-        return float(inner)
+        try:
+            return float(inner)  # a number, or "NaN"/"Infinity" as proto3 JSON writes them
+        except (TypeError, ValueError):
+            raise fail(file, where, field, f"doubleValue {inner!r} is not a number") from None
     if kind == "boolValue":
         return bool(inner)
     if kind == "arrayValue":
