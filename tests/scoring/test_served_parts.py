@@ -23,8 +23,8 @@ from scoring.lm.served import (
     cache_key,
 )
 from scoring.lm.served._rating_walk import Walk
+from scoring.lm.served.answers import estimate_tokens
 from scoring.lm.served.backend import _align, chat_prompt, split_chat
-from scoring.lm.served.client import estimate_tokens
 from scoring.lm.served.limits import take
 
 
