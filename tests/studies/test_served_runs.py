@@ -26,7 +26,8 @@ from tests.served import FaultProxy, Served
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.usefixtures("defaults_restored"),
+    # the proxy runs on 127.0.0.1: the operator's allow-list (the workers' too)
+    pytest.mark.usefixtures("defaults_restored", "allow_loopback"),
     pytest.mark.served,
     pytest.mark.worker,
 ]

@@ -2,7 +2,7 @@
 for the same request twice.
 
 The key is the sha256 of the canonical JSON of who answers and for whom (the
-endpoint's scope: its host and owner, or "shared", and the researcher asking), the
+endpoint's scope: its host and owner, or "shared", and whose data is asked about), the
 model id and version, the route and the exact request body; the value is the server's
 parsed answer. So one researcher's server never answers for another's, and a cache hit
 tells nobody what someone else asked. Only successful answers are stored.

@@ -304,7 +304,7 @@ class FileSlots:
             data[key] = held
 
 
-# KEYS[1]: the key's sorted set (token -> until, on Redis's clock); ARGV: limit, ttl, token
+# KEYS[1]: the key's sorted set (token -> expiry, on Redis's clock); ARGV: limit, ttl, token
 _TAKE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
@@ -317,8 +317,8 @@ return 1
 _RENEW = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local until = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[2]))
-if not until or until <= now then return 0 end
+local expires = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[2]))
+if not expires or expires <= now then return 0 end
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[1]), ARGV[2])
 redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[1])) + 60)
 return 1

@@ -72,7 +72,7 @@ def create_endpoint(
 ) -> Endpoint:
     """Save a new endpoint (validated, the key and egress policies included; its key
     encrypted; an environment key bound to its URL). ``owner`` None: shared. The
-    operator's shell and the API call it; the API refuses ``api_key_env`` before."""
+    operator's shell and the API call it (the API never passes ``api_key_env``)."""
     unknown = set(limits) - set(LIMIT_FIELDS)
     if unknown:
         raise TypeError(f"unknown endpoint settings: {', '.join(sorted(unknown))}")
@@ -148,21 +148,21 @@ def api_key_of(endpoint: Endpoint, environ: Mapping[str, str] | None = None) -> 
     return None
 
 
-def cache_scope(endpoint: Endpoint, requester: int | None = None) -> str:
+def cache_scope(endpoint: Endpoint, data_owner: int | None = None) -> str:
     """Who answers (the host, and the researcher whose endpoint it is, or "shared") and
-    for whom (``requester``, the researcher whose run asks; None: the operator): no
-    other server's answer is taken for this one's, and a cache hit tells nobody what
-    someone else asked."""
+    for whom (``data_owner``, the researcher whose dataset the requests carry; None: the
+    operator's): no other server's answer is taken for this one's, and a cache hit tells
+    nobody what another researcher's data asked."""
     whose = "shared" if endpoint.owner_id is None else f"user:{endpoint.owner_id}"
-    return f"{whose}@{endpoint.host}|for:{requester if requester is not None else 'operator'}"
+    return f"{whose}@{endpoint.host}|for:{data_owner if data_owner is not None else 'operator'}"
 
 
 def spec_of(
-    endpoint: Endpoint, *, model_version: str | None = None, requester: int | None = None
+    endpoint: Endpoint, *, model_version: str | None = None, data_owner: int | None = None
 ) -> EndpointSpec:
     """The scoring engine's spec of ``endpoint``, with its key (never logged or shown),
-    its egress policy (a researcher's) and its cache scope (``requester``: the researcher
-    whose run asks); ``model_version`` (default: what its last probe found) keys its
+    its egress policy (a researcher's) and its cache scope (``data_owner``: whose dataset
+    a run scores); ``model_version`` (default: what its last probe found) keys its
     cached responses."""
     if model_version is None:
         model_version = str((endpoint.capabilities or {}).get("model_version") or "")
@@ -180,7 +180,7 @@ def spec_of(
             protocol=endpoint.protocol,
             model_version=model_version,
             egress=endpoint_policy.egress_of(endpoint),
-            cache_scope=cache_scope(endpoint, requester),
+            cache_scope=cache_scope(endpoint, data_owner),
             max_response_bytes=settings.CONCORDIA["SERVED_MAX_RESPONSE_BYTES"],
         )
     except ValueError as exc:

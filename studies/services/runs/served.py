@@ -166,7 +166,7 @@ def load_served_model(run: MetricRun) -> ServedModel:
     try:
         client = RunClient(
             run.pk,
-            endpoints.spec_of(endpoint, model_version=started_on, requester=run.created_by_id),
+            endpoints.spec_of(endpoint, model_version=started_on, data_owner=run.dataset.owner_id),
             limiter=endpoints.shared_limiter(),
             cache=endpoints.DatabaseCache(),
             cost_cap=None if cap is None else max(0.0, float(cap) - spent),
