@@ -272,11 +272,6 @@ class ServedResponse(models.Model):
         return f"{self.model_id} {self.key[:12]}"
 
     @classmethod
-    def lookup(cls, key: str) -> dict[str, Any] | None:
-        found = cls.objects.filter(key=key).values_list("response", flat=True).first()
-        return found if isinstance(found, dict) else None
-
-    @classmethod
     def lookup_many(cls, keys: list[str]) -> dict[str, dict[str, Any]]:
         rows = cls.objects.filter(key__in=keys).values_list("key", "response")
         return {key: value for key, value in rows if isinstance(value, dict)}
