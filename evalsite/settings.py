@@ -351,6 +351,19 @@ CONCORDIA = {
     "SERVED_PATIENCE_SECONDS": env_float("SERVED_PATIENCE_SECONDS", 240.0, minimum=0.0),
     # A worker probes a served endpoint again before a run when its last probe is older.
     "SERVED_PROBE_MAX_AGE_SECONDS": env_float("SERVED_PROBE_MAX_AGE_SECONDS", 600.0, minimum=0.0),
+    # A run whose endpoint has not answered for this long (its run back to PENDING each
+    # time, the scores so far kept) ends FAILED with the last reason; Resume tries again.
+    "SERVED_GIVE_UP_SECONDS": env_float("SERVED_GIVE_UP_SECONDS", 3600.0, minimum=0.0),
+    # io worker processes one endpoint may hold at once (a shared one's; a researcher's
+    # endpoints share theirs): the others stay free for everyone else's.
+    "SERVED_ENDPOINT_SLOTS": env_int("SERVED_ENDPOINT_SLOTS", 2, minimum=1),
+    # An answer's body past this many bytes is not read further (that request's error).
+    "SERVED_MAX_RESPONSE_BYTES": env_int(
+        "SERVED_MAX_RESPONSE_BYTES", 16 * 1024 * 1024, minimum=1024
+    ),
+    # A run ending with more than this share of its outputs unscored (errors) ends FAILED,
+    # saying why; Resume scores the failed outputs again.
+    "RUN_MAX_ERROR_SHARE": env_float("RUN_MAX_ERROR_SHARE", 0.5, minimum=0.0),
     # Columnar snapshots of each dataset's numbers (studies/services/analysis/snapshot/):
     # written once per data version, read by every matrix; off: every read goes to the
     # database's rows (the previous path). They live under the data folder unless moved.
@@ -369,9 +382,37 @@ CONCORDIA = {
     # import batch), to kill it, or cut its database, mid-run.
     "TEST_SLOW_CHUNK_SECONDS": env_float("TEST_SLOW_CHUNK_SECONDS", 0.0, minimum=0.0),
 }
-# Served endpoints' stored API keys are encrypted with a key derived from SECRET_KEY, or
-# with the Fernet key in this file (then SECRET_KEY may change without losing them).
-ENDPOINT_KEY_FILE = env_str("ENDPOINT_KEY_FILE") or ""
+# --- served endpoints (README: "Served endpoints: the policy") --------------------------
+# Stored API keys are encrypted with this Fernet key (ENDPOINT_KEY, or the file
+# ENDPOINT_KEY_FILE names), never one derived from SECRET_KEY; unset, one is generated
+# once into DATA_DIR/endpoint.key. ENDPOINT_KEY_PREVIOUS: older Fernet keys still read
+# (rotation; `manage.py endpoint rekey` re-encrypts every stored key with the current).
+ENDPOINT_KEY = env_str("ENDPOINT_KEY") or ""
+ENDPOINT_KEY_PREVIOUS = env_list("ENDPOINT_KEY_PREVIOUS", [])
+# The environment variables a shared endpoint (an admin's) may read its key from; empty:
+# none. The site's own secrets can never be named, even here.
+ENDPOINT_KEY_ENV_ALLOWED = env_list("ENDPOINT_KEY_ENV_ALLOWED", [])
+_OWN_SECRETS = {
+    "SECRET_KEY",
+    "DATABASE_URL",
+    "CELERY_BROKER_URL",
+    "CELERY_RESULT_BACKEND",
+    "CACHE_URL",
+    "ENDPOINT_KEY",
+    "ENDPOINT_KEY_PREVIOUS",
+    "POSTGRES_PASSWORD",
+}
+_named = [n for n in ENDPOINT_KEY_ENV_ALLOWED if n in _OWN_SECRETS or n.endswith("_FILE")]
+if _named:
+    raise ImproperlyConfigured(
+        f"ENDPOINT_KEY_ENV_ALLOWED names {', '.join(_named)}: the site's own secrets (and "
+        "files of secrets) are never an endpoint's key."
+    )
+# Researchers' endpoints reach public addresses only, but for these networks and host
+# names (comma lists): e.g. ENDPOINT_ALLOWED_NETWORKS=10.20.0.0/16 for a GPU subnet.
+# Shared endpoints (an admin's) are trusted and reach anything.
+ENDPOINT_ALLOWED_NETWORKS = env_networks("ENDPOINT_ALLOWED_NETWORKS")
+ENDPOINT_ALLOWED_HOSTS = [h.lower().rstrip(".") for h in env_list("ENDPOINT_ALLOWED_HOSTS", [])]
 
 # --- REST API (studies/api) -----------------------------------------------------------
 REST_FRAMEWORK = {

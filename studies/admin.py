@@ -12,7 +12,7 @@ from django.utils.html import format_html, format_html_join
 
 from studies import models
 from studies.forms import EndpointForm
-from studies.services.catalog import endpoints
+from studies.services.catalog import endpoint_policy, endpoints
 
 
 def _runs_of(version: Any) -> str:
@@ -263,10 +263,13 @@ class AllowedModelAdmin(admin.ModelAdmin):
 
 
 class AdminEndpointForm(EndpointForm):
-    """The researcher's endpoint form with the owner (empty: shared with everyone)."""
+    """The researcher's endpoint form with the owner (empty: shared with everyone) and,
+    for a shared endpoint, the environment variable its key is read from (one that
+    ``ENDPOINT_KEY_ENV_ALLOWED`` lists), bound on a superuser's save to the base URL
+    saved with it (:meth:`EndpointAdmin.save_model`)."""
 
     class Meta(EndpointForm.Meta):
-        fields = ("owner", *EndpointForm.Meta.fields)
+        fields = ("owner", *EndpointForm.Meta.fields, "api_key_env")
 
 
 @admin.register(models.Endpoint)
@@ -277,6 +280,11 @@ class EndpointAdmin(admin.ModelAdmin):
     search_fields = ("name", "model_id", "base_url")
     readonly_fields = ("key", "capabilities", "probed_at", "probe_error", "created_at")
     actions = ("probe",)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        """Staff who are not superusers do not choose which secret a worker sends."""
+        fields = tuple(super().get_readonly_fields(request, obj))
+        return fields if request.user.is_superuser else (*fields, "api_key_env")
 
     @admin.display(description="API key")
     def key(self, endpoint: models.Endpoint) -> str:
@@ -291,5 +299,7 @@ class EndpointAdmin(admin.ModelAdmin):
         self.message_user(request, f"{len(queryset)} probe(s) sent to an io worker.")
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        if request.user.is_superuser:  # an admin's save: the environment key goes here only
+            endpoint_policy.bind_key_env(obj)
         super().save_model(request, obj, form, change)
         endpoints.request_probe(obj)  # probed on save, by an io worker

@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from django import forms
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.utils.functional import lazy
 
 from studies.hooks import pairwise_campaign_choices
 from studies.models import Aspect, Endpoint, TaskKind
-from studies.models.endpoints import LIMIT_FIELDS
+from studies.models.endpoints import LIMIT_FIELDS, check_base_url
 from studies.permissions import (
     dataset_aspects,
     shareable_datasets,
     visible_aspects,
     visible_endpoints,
 )
+from studies.services.catalog import endpoint_policy
 from studies.services.imports.records import detect_format
 from studies.services.imports.scales import parse_ranges
 from studies.services.runs import RunRequest, labels_using, metric_choices, per_aspect
@@ -401,9 +404,12 @@ class AnnotatorAccountForm(forms.Form):
 
 
 class EndpointForm(forms.ModelForm):  # type: ignore[type-arg]
-    """A served endpoint (the researcher's page; the admin adds the owner). The key is
-    write-only: typed in, stored encrypted, never shown again; blank keeps the stored
-    one, "clear" removes it. Names are unique per owner."""
+    """A served endpoint (the researcher's page; the admin's adds the owner and the
+    environment key). The key is write-only: typed in, stored encrypted, never shown
+    again; blank keeps the stored one, "clear" removes it. Names are unique per owner.
+    The key and egress policies (:mod:`~studies.services.catalog.endpoint_policy`) are
+    checked on the endpoint as it would be saved: a researcher's host must resolve to a
+    public address (or one the operator allows)."""
 
     api_key = forms.CharField(
         required=False,
@@ -423,7 +429,6 @@ class EndpointForm(forms.ModelForm):  # type: ignore[type-arg]
             "model_id",
             "api_key",
             "clear_api_key",
-            "api_key_env",
             *LIMIT_FIELDS,
         )
 
@@ -435,6 +440,20 @@ class EndpointForm(forms.ModelForm):  # type: ignore[type-arg]
         if name and taken.exists():
             whose = "You already have an" if owner else "There is already a shared"
             self.add_error("name", f"{whose} endpoint named {name!r}.")
+        if data.get("base_url") and not self.has_error("base_url"):
+            try:
+                check_base_url(data["base_url"])
+            except ValidationError:
+                return data  # the model's own check says what is wrong with it
+            candidate = copy.copy(self.instance)
+            for field in ("owner", "base_url", "api_key_env"):
+                if field in data:
+                    setattr(candidate, field, data[field] or ("" if field != "owner" else None))
+            try:
+                endpoint_policy.check_endpoint(candidate)
+            except ValidationError as exc:
+                for field, messages in exc.message_dict.items():
+                    self.add_error(field if field in self.fields else None, messages)
         return data
 
     def save(self, commit: bool = True) -> Any:

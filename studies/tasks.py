@@ -14,6 +14,7 @@ from studies.services.analysis.params import MatrixParams
 from studies.services.catalog.endpoints import probe_job
 from studies.services.catalog.steps import generate_steps_job
 from studies.services.runs import execute_run
+from studies.services.runs.io import execute_io_run
 
 
 @shared_task(name="studies.tasks.import_upload", queue="light")
@@ -94,8 +95,9 @@ def run_metric_cpu(self: Task, run_id: int, shard: int | None = None) -> str:  #
 
 @shared_task(name="studies.tasks.run_metric_io", queue="io", acks_late=True, bind=True)
 def run_metric_io(self: Task, run_id: int, shard: int | None = None) -> str:  # type: ignore[type-arg]
-    """Execute (or join) a run on a served endpoint: HTTP requests, no model loaded."""
-    return execute_run(run_id, shard=shard, fan_out=True, queue=_queue_of(self))
+    """Execute (or join) a run on a served endpoint: HTTP requests, no model loaded, in
+    one of its endpoint's slots."""
+    return execute_io_run(run_id, shard=shard, on=_queue_of(self))
 
 
 @shared_task(name="studies.tasks.probe_endpoint", queue="io")

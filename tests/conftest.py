@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.served"]  # the real vLLM server and the fault proxy
+pytest_plugins = ["tests.served", "tests.adversary"]  # vLLM, the fault proxy, hostile servers
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED_DATA = ROOT.parent / "shared" / "data"
+# ../shared/data beside the checkout ($CONCORDIA_SHARED_DATA: elsewhere, e.g. for a worktree)
+SHARED_DATA = Path(os.environ.get("CONCORDIA_SHARED_DATA") or ROOT.parent / "shared" / "data")
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless",
@@ -92,6 +93,14 @@ def row_counts() -> dict[str, int]:
     }
 
 
+@pytest.fixture
+def allow_loopback(settings):  # type: ignore[no-untyped-def]
+    """Researchers' endpoints may reach 127.0.0.1, where the tests' servers run (the
+    egress policy's allow-list, as an operator sets it; the workers have the same)."""
+    settings.ENDPOINT_ALLOWED_HOSTS = ["127.0.0.1"]
+    return settings
+
+
 def free_port() -> int:
     """A TCP port free on 127.0.0.1 now (the OS picks it), for a server a test starts."""
     with socket.socket() as sock:
@@ -104,6 +113,8 @@ def _worker_env() -> dict[str, str]:
     from django.conf import settings
     from django.db import connection
 
+    from tests.adversary import TEST_KEY_ENV, TEST_KEY_VALUE
+
     db = connection.settings_dict
     if db["ENGINE"].endswith("sqlite3"):
         url = f"sqlite:///{db['NAME']}"
@@ -115,6 +126,16 @@ def _worker_env() -> dict[str, str]:
         DATABASE_URL=url,
         CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
         CONCORDIA_DATA_DIR=str(settings.DATA_DIR),
+        # the tests' servers run on 127.0.0.1: an operator's allow-list lets researchers'
+        # endpoints reach that host (as written: localhost, 127.0.0.2, 2130706433… stay
+        # refused, which the egress tests check through these workers)
+        ENDPOINT_ALLOWED_HOSTS="127.0.0.1",
+        # the one variable a shared endpoint may read its key from (tests/security)
+        ENDPOINT_KEY_ENV_ALLOWED=TEST_KEY_ENV,
+        **{TEST_KEY_ENV: TEST_KEY_VALUE},
+        # one io process per endpoint (a researcher's: per researcher), so that a second
+        # io worker shows the other processes stay free (tests/security/test_served_*)
+        SERVED_ENDPOINT_SLOTS="1",
     )
 
 
@@ -157,6 +178,36 @@ def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[subpro
             p.terminate()
         for p in procs:
             p.wait(timeout=30)
+
+
+@pytest.fixture
+def extra_io_worker(celery_worker_process) -> Iterator[subprocess.Popen[bytes]]:  # type: ignore[no-untyped-def]
+    """One more ``io`` worker process beside the session's (the same environment), so two
+    processes serve ``io``: what a test of who may hold them needs."""
+    from django.conf import settings
+
+    from evalsite.celery import IO_QUEUE, worker_command
+
+    node = f"extra-io-{os.getpid()}@{socket.gethostname()}"
+    log = settings.DATA_DIR / "test-worker-extra-io.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            worker_command(node, IO_QUEUE), cwd=ROOT, env=_worker_env(), stdout=out, stderr=out
+        )
+    try:
+        started = time.monotonic()
+        while " ready." not in log.read_text(errors="replace"):  # celery's own start line
+            assert proc.poll() is None, log.read_text()[-3000:]
+            assert time.monotonic() - started < 120, "io worker did not start: " + log.read_text()
+            time.sleep(0.2)
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # a task it would not leave: it dies with it
+            proc.kill()
+            proc.wait()
 
 
 def wait_until_true(page, expression: str, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]

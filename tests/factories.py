@@ -8,7 +8,9 @@ from typing import Any
 import factory
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.utils import timezone
 
+from scoring.lm.served import Capabilities
 from studies import models
 from studies.demo_data import write_demo_jsonl
 from studies.services.imports import ImportOptions, import_file
@@ -78,3 +80,13 @@ def import_demo(owner: Any, folder: Path, name: str = "demo") -> models.Dataset:
     )
     import_file(path, options)
     return models.Dataset.objects.get(name=name, owner=owner)
+
+
+def probed_endpoint(endpoint: models.Endpoint, **found: Any) -> models.Endpoint:
+    """Store probe findings on ``endpoint`` (as a probe would), without a server: by
+    default what GPTScore needs (echo log-probabilities, the tokenizer check)."""
+    found = {"echo_logprobs": True, "tokens_spell_text": True, **found}
+    endpoint.capabilities = Capabilities(**found).as_dict()
+    endpoint.probed_at = timezone.now()
+    endpoint.save()
+    return endpoint

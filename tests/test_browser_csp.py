@@ -143,7 +143,7 @@ def annotate(annotator: Watched, campaign: Campaign, keys: str) -> None:
 
 
 def test_pages_work_under_the_content_security_policy_without_violations(
-    live_server, browser: Browser, cast, write_jsonl
+    live_server, browser: Browser, cast, write_jsonl, allow_loopback
 ):
     path = write_jsonl(synthetic_records(), name="scored.jsonl")
     import_file(

@@ -153,7 +153,9 @@ def _widths(page: Page, base: str, paths: list[str]) -> list[str]:
     return wide
 
 
-def test_no_page_is_wider_than_a_phone(live_server, browser: Browser, cast, write_jsonl):
+def test_no_page_is_wider_than_a_phone(
+    live_server, browser: Browser, cast, write_jsonl, allow_loopback
+):
     world = _world(cast["owner"], cast["annotator"], write_jsonl)
     context = browser.new_context(viewport=PHONE)
     page = context.new_page()

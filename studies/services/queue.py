@@ -40,9 +40,15 @@ TRAIN_METRIC_CPU = "learned.tasks.train_metric_cpu"  # a head on frozen features
 RESEND_BATCH = 500  # unsent messages one sweep sends again at most
 
 
-def send(name: str, *args: object, queue: str | None = None) -> None:
-    """Send the task ``name`` with ``args`` now (its queue: ``queue``, else the task routes')."""
-    app.send_task(name, args=list(args), **({"queue": queue} if queue else {}))
+def send(
+    name: str, *args: object, queue: str | None = None, countdown: float | None = None
+) -> None:
+    """Send the task ``name`` with ``args`` now (its queue: ``queue``, else the task
+    routes'), to start ``countdown`` seconds from now when given."""
+    extra: dict[str, object] = {"queue": queue} if queue else {}
+    if countdown:
+        extra["countdown"] = countdown
+    app.send_task(name, args=list(args), **extra)
 
 
 def send_on_commit(name: str, *args: object, queue: str | None = None) -> None:

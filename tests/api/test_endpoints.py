@@ -8,7 +8,7 @@ import io
 from datetime import timedelta
 
 import pytest
-from cryptography.fernet import Fernet
+from cryptography.fernet import Fernet, InvalidToken
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from scoring.lm.served import Capabilities
 from studies.models import Aspect, Endpoint, MetricRun
-from studies.models.endpoints import fernet
+from studies.models.endpoints import fernet, legacy_key
 from studies.permissions import visible_endpoints
 from studies.services.catalog.endpoints import (
     EndpointProblem,
@@ -27,8 +27,9 @@ from studies.services.catalog.endpoints import (
 )
 from studies.services.recovery import sweep_stale_work
 from studies.services.runs import RunError, RunRequest, execute_run, queue_for, start_run
+from tests.factories import UserFactory
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("allow_loopback")]
 KEY = "sk-never-show-me-4d2a9f"
 
 
@@ -52,22 +53,58 @@ def test_the_key_is_encrypted_at_rest_and_only_the_spec_holds_it(world):
     assert spec.root == "http://127.0.0.1:9"
 
 
-def test_a_key_file_replaces_the_derived_key(settings, tmp_path):
-    path = tmp_path / "endpoint.key"
-    path.write_text(Fernet.generate_key().decode())
-    settings.ENDPOINT_KEY_FILE = str(path)
+def test_the_endpoint_key_is_its_own_not_derived_from_the_secret_key(settings, tmp_path):
+    key = Fernet.generate_key().decode()
+    settings.ENDPOINT_KEY = key
     endpoint = create_endpoint("filed", "http://127.0.0.1:9", "m", api_key=KEY)
-    assert Fernet(path.read_text().encode()).decrypt(raw_column(endpoint).encode()) == KEY.encode()
-    settings.ENDPOINT_KEY_FILE = ""
-    assert fernet() is not None
+    assert Fernet(key.encode()).decrypt(raw_column(endpoint).encode()) == KEY.encode()
+    with pytest.raises(InvalidToken):  # SECRET_KEY alone no longer opens it
+        legacy_key(settings.SECRET_KEY).decrypt(raw_column(endpoint).encode())
+    # unset: one generated once into the data folder, the same for every process
+    settings.ENDPOINT_KEY, settings.DATA_DIR = "", tmp_path
+    generated = fernet()
+    assert (tmp_path / "endpoint.key").read_text().strip() and generated is fernet()
+    # a key stored by an earlier version (derived from SECRET_KEY) is still read, and
+    # `endpoint rekey` encrypts it again with the current key
+    old = legacy_key(settings.SECRET_KEY).encrypt(KEY.encode()).decode()
+    Endpoint.objects.filter(pk=endpoint.pk).update(api_key_encrypted=old)
+    assert Endpoint.objects.get(pk=endpoint.pk).api_key() == KEY
+    out = io.StringIO()
+    call_command("endpoint", "rekey", stdout=out)
+    assert "1 stored key(s) encrypted again" in out.getvalue()
+    stored = raw_column(endpoint)
+    assert stored != old and Endpoint.objects.get(pk=endpoint.pk).api_key() == KEY
+    with pytest.raises(InvalidToken):
+        legacy_key(settings.SECRET_KEY).decrypt(stored.encode())
+    # a rotation: the old key kept in ENDPOINT_KEY_PREVIOUS still reads until rekeyed
+    settings.ENDPOINT_KEY_PREVIOUS = [(tmp_path / "endpoint.key").read_text().strip()]
+    settings.ENDPOINT_KEY = Fernet.generate_key().decode()
+    assert Endpoint.objects.get(pk=endpoint.pk).api_key() == KEY
 
 
-def test_a_key_from_the_environment_is_read_by_the_worker(monkeypatch):
+def test_a_key_from_the_environment_is_an_operators_and_bound_to_its_url(monkeypatch, settings):
+    with pytest.raises(EndpointProblem, match=r"\$MY_KEY is not a variable an endpoint may read"):
+        create_endpoint("env", "http://127.0.0.1:9", "m", api_key_env="MY_KEY")
+    settings.ENDPOINT_KEY_ENV_ALLOWED = ["MY_KEY"]
     endpoint = create_endpoint("env", "http://127.0.0.1:9", "m", api_key_env="MY_KEY")
+    assert endpoint.api_key_env_url == "http://127.0.0.1:9"
     with pytest.raises(EndpointProblem, match=r"\$MY_KEY"):
         spec_of(endpoint)
     monkeypatch.setenv("MY_KEY", KEY)
     assert spec_of(endpoint).api_key == KEY
+    # its URL changed by anything but an admin's save: the key is not sent anywhere
+    Endpoint.objects.filter(pk=endpoint.pk).update(base_url="http://127.0.0.1:10")
+    with pytest.raises(EndpointProblem, match="not the one an admin saved"):
+        spec_of(Endpoint.objects.get(pk=endpoint.pk))
+    # a researcher's endpoint never reads one, even a listed variable
+    with pytest.raises(EndpointProblem, match="Only a shared endpoint"):
+        create_endpoint(
+            "mine",
+            "http://127.0.0.1:9",
+            "m",
+            owner=UserFactory(role="researcher"),
+            api_key_env="MY_KEY",
+        )
 
 
 @pytest.mark.parametrize(
@@ -94,7 +131,8 @@ def test_endpoints_are_owner_scoped_as_datasets_are(world):
     assert find_endpoint("private", world.users["admin"]) == theirs
 
 
-def test_the_api_takes_the_key_and_never_answers_it(world):
+def test_the_api_takes_the_key_and_never_answers_it(world, settings):
+    settings.ENDPOINT_ALLOWED_HOSTS = ["127.0.0.1", "api.example.com", "h"]  # no DNS here
     client = world.client("owner")
     created = client.post(
         "/api/endpoints/",
@@ -336,12 +374,12 @@ def test_an_unreachable_endpoint_puts_the_run_back_to_pending_for_the_sweeper(
 def test_the_run_form_and_a_started_run_show_the_cost_estimate(world, client):
     owner = world.users["owner"]
     endpoint = probed(
-        create_endpoint("priced", "http://127.0.0.1:9", "m", owner=owner, price_in=1e6),
+        create_endpoint("priced", "http://127.0.0.1:9", "m", owner=owner, price_in=1e4),
         echo_logprobs=True,
     )
     estimate = estimate_cost(endpoint, world.dataset)
     assert estimate["outputs"] == 12 and estimate["requests"] == 12
-    assert estimate["cost"] == estimate["prompt_tokens"] > 12 * 50  # a token costs 1
+    assert estimate["cost"] == estimate["prompt_tokens"] / 100 > 12 / 2  # a token costs 0.01
     client.force_login(owner)
     page = client.get(f"/datasets/{world.dataset.pk}/runs/new/").content.decode()
     assert 'id="endpoint-estimates"' in page and '<option value="priced">' in page

@@ -56,7 +56,9 @@ STATISTIC_RULES = {"coef", "average", "ties"}  # which statistic exists at which
 SEMANTIC: dict[str, set[str]] = {
     "POST /api/auth/token/": {"non_field_errors"},
     "POST /api/datasets/": {"name"},  # unique among the writer's own datasets
-    "POST /api/endpoints/": {"name"},  # unique among the writer's own endpoints
+    # unique among the writer's own endpoints; a host that resolves to a public address
+    # (looked up when it is saved: beyond what a schema states)
+    "POST /api/endpoints/": {"name", "base_url"},
     "POST /api/studies/": {"dataset", "aspects"},
     "POST /api/studies/{id}/members/": {"user", "role"},
     "POST /api/campaigns/": {

@@ -16,15 +16,19 @@ from scoring.lm.served import (
     Capabilities,
     EndpointSpec,
     FileLimiter,
+    FileSlots,
     MemoryCache,
     MemoryLimiter,
+    MemorySlots,
     RedisLimiter,
+    RedisSlots,
+    Slots,
     Usage,
     cache_key,
 )
 from scoring.lm.served._rating_walk import Walk
+from scoring.lm.served.answers import estimate_tokens
 from scoring.lm.served.backend import _align, chat_prompt, split_chat
-from scoring.lm.served.client import estimate_tokens
 from scoring.lm.served.limits import take
 
 
@@ -141,6 +145,29 @@ def test_the_redis_limiter_grants_the_same_as_the_others() -> None:
     assert all(w > 0 for w in granted[5:])
     assert granted[5] == pytest.approx(12.0, abs=0.5)  # one request back every 60/5 s
     assert limiter.reserve("other", 5, None, 1) == 0.0
+
+
+def _slot_stores(tmp_path: Path) -> list[Slots]:
+    stores: list[Slots] = [MemorySlots(), FileSlots(tmp_path / "slots.json")]
+    if _redis_up():
+        stores.append(RedisSlots.from_url("redis://127.0.0.1:6379/15", f"test:{time.time()}:"))
+    return stores
+
+
+def test_slots_hold_at_most_their_limit_and_free_themselves(tmp_path: Path) -> None:
+    for slots in _slot_stores(tmp_path):
+        first, second = slots.take("ep", 2, 30), slots.take("ep", 2, 30)
+        assert first and second and first != second, slots
+        assert slots.take("ep", 2, 30) is None  # both held
+        assert slots.take("other", 2, 30)  # keys apart
+        slots.give_back("ep", first)
+        assert slots.renew("ep", second, 30) and not slots.renew("ep", first, 30)
+        third = slots.take("ep", 2, 0.2)
+        assert third and slots.take("ep", 2, 30) is None
+        deadline = time.monotonic() + 5  # the lease of a holder that died runs out
+        while (fourth := slots.take("ep", 2, 30)) is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert fourth, slots
 
 
 def test_offsets_are_read_where_tokens_spell_the_text() -> None:

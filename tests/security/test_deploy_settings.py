@@ -67,6 +67,11 @@ def test_production_defaults_to_https_redirect_hsts_and_secure_cookies(tmp_path)
             {"LOGIN_ADDRESS_FAILURE_LIMIT": "5"},
             "LOGIN_ADDRESS_FAILURE_LIMIT=5 must be at least LOGIN_FAILURE_LIMIT=10",
         ),
+        (
+            {"ENDPOINT_KEY_ENV_ALLOWED": "JUDGE_KEY,SECRET_KEY,DATABASE_URL"},
+            "ENDPOINT_KEY_ENV_ALLOWED names SECRET_KEY, DATABASE_URL: the site's own secrets",
+        ),
+        ({"ENDPOINT_ALLOWED_NETWORKS": "10.0.0.1/8"}, "ENDPOINT_ALLOWED_NETWORKS: entry 1"),
     ],
 )
 def test_production_refuses_to_start_with_a_weak_configuration(tmp_path, env, message):

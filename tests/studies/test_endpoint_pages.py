@@ -12,7 +12,7 @@ from studies.models import Endpoint
 from studies.services import queue
 from studies.services.catalog.endpoints import create_endpoint, probe_job
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("allow_loopback")]
 KEY = "sk-page-typed-5e1b7c"
 FORM = {
     "name": "judge",

@@ -158,7 +158,11 @@ def test_a_model_without_probabilities_fails_the_run_clearly_unless_sampling_is_
     sampled = _geval(dataset, tiny_model, steps="none", estimation="sampled", n_samples=4)
     assert sampled.label.endswith(":sampled") and sampled.config["n_samples"] == 4
     assert sampled.config["temperature"] == 1.0
-    assert execute_run(sampled.pk) == "succeeded"
+    # a random tiny model names no label in its samples: every output says so, and a run
+    # of errors ends FAILED saying why (never SUCCEEDED), its details kept
+    assert execute_run(sampled.pk) == "failed: mostly errors"
+    sampled.refresh_from_db()
+    assert "9 of 9 outputs got no score" in sampled.error and "named a label" in sampled.error
     details = [s.details for s in MetricScore.objects.filter(run=sampled)]
     assert len(details) == 9 and all(d["sampled"] is True for d in details)
 

@@ -26,7 +26,8 @@ from tests.served import FaultProxy, Served
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.usefixtures("defaults_restored"),
+    # the proxy runs on 127.0.0.1: the operator's allow-list (the workers' too)
+    pytest.mark.usefixtures("defaults_restored", "allow_loopback"),
     pytest.mark.served,
     pytest.mark.worker,
 ]
@@ -181,10 +182,10 @@ def test_a_gptscore_run_on_the_endpoint_through_the_io_worker_equals_the_local_r
 def test_the_cost_cap_stops_the_run_and_keeps_the_finished_documents(
     demo, vllm_server: Served, fault_proxy: FaultProxy
 ):
-    add_endpoint(fault_proxy.url, "--price-in", "1000000", "--no-probe")
+    add_endpoint(fault_proxy.url, "--price-in", "10000", "--no-probe")
     first = run_metric("--endpoint", "vllm", "--dimension", "ref-hypo", "--limit-docs", "1")
     assert first.status == "succeeded", first.error
-    one_doc = first.usage["cost"]  # a token costs 1: the first document's prompt tokens
+    one_doc = first.usage["cost"]  # a token costs 0.01: the first document's prompt tokens
     # the first document is now cached (free); the second costs about as much again
     capped = run_metric(
         "--endpoint", "vllm", "--dimension", "ref-hypo", "--cost-cap", str(one_doc / 2)

@@ -2,8 +2,11 @@
 same protocols as the local engine, so every LM metric runs on them unchanged.
 
 * :mod:`.spec`: the endpoint, its capabilities, the usage;
-* :mod:`.limits`: rate limits shared across processes (memory, file, Redis);
+* :mod:`.egress`: where a researcher's endpoint may be reached, checked at connect time;
+* :mod:`.limits`: rate limits and slots shared across processes (memory, file, Redis);
 * :mod:`.cache`: the response cache;
+* :mod:`.errors`: what can go wrong, each message safe to show;
+* :mod:`.answers`: reading answers within bounds (size, JSON, usage);
 * :mod:`.client`: the HTTP engine (concurrency, limits, retries, cache, cost);
 * :mod:`.backend`: :class:`ServedModel`, the scoring protocols on top;
 * :mod:`.probe`: what an endpoint can do;
@@ -14,37 +17,56 @@ Pure Python: no Django, no torch.
 
 from scoring.lm.served.backend import CapabilityMissing, ServedModel, chat_prompt
 from scoring.lm.served.cache import MemoryCache, ResponseCache, cache_key
-from scoring.lm.served.client import (
-    Call,
+from scoring.lm.served.client import Call, ServedClient
+from scoring.lm.served.egress import EgressPolicy, EgressRefused
+from scoring.lm.served.errors import (
+    BadAnswer,
     CostCapReached,
+    EndpointBlocked,
     EndpointError,
     EndpointUnavailable,
     ModelChanged,
     RequestRefused,
-    ServedClient,
 )
-from scoring.lm.served.limits import FileLimiter, Limiter, MemoryLimiter, RedisLimiter
+from scoring.lm.served.limits import (
+    FileLimiter,
+    FileSlots,
+    Limiter,
+    MemoryLimiter,
+    MemorySlots,
+    RedisLimiter,
+    RedisSlots,
+    Slots,
+)
 from scoring.lm.served.probe import probe
 from scoring.lm.served.spec import Capabilities, EndpointSpec, Usage
 
 __all__ = [
+    "BadAnswer",
     "Call",
     "Capabilities",
     "CapabilityMissing",
     "CostCapReached",
+    "EgressPolicy",
+    "EgressRefused",
+    "EndpointBlocked",
     "EndpointError",
     "EndpointSpec",
     "EndpointUnavailable",
     "FileLimiter",
+    "FileSlots",
     "Limiter",
     "MemoryCache",
     "MemoryLimiter",
+    "MemorySlots",
     "ModelChanged",
     "RedisLimiter",
+    "RedisSlots",
     "RequestRefused",
     "ResponseCache",
     "ServedClient",
     "ServedModel",
+    "Slots",
     "Usage",
     "cache_key",
     "chat_prompt",

@@ -30,14 +30,8 @@ from typing import Any
 from scoring.lm.base import TargetRequest, TargetScore
 from scoring.lm.rating import RatingDistribution, RatingRequest
 from scoring.lm.served._rating_walk import Walk
-from scoring.lm.served.client import (
-    Call,
-    CostCapReached,
-    EndpointError,
-    Outcome,
-    RequestRefused,
-    ServedClient,
-)
+from scoring.lm.served.client import Call, Outcome, ServedClient
+from scoring.lm.served.errors import BadAnswer, CostCapReached, EndpointError, RequestRefused
 from scoring.lm.served.probe import probe
 from scoring.lm.served.spec import Capabilities
 
@@ -46,6 +40,7 @@ CHAT = "/v1/chat/completions"
 CHAT_OPEN = "<|served:user|>\n"
 CHAT_CLOSE = "\n<|served:assistant|>\n"
 STRADDLE = ("target", "error")
+LOGPROB_SLACK = 1e-3  # a log-probability a hair above 0 is rounding; more is no probability
 
 
 class CapabilityMissing(EndpointError):
@@ -69,14 +64,25 @@ def split_chat(prompt: str) -> tuple[str, str] | None:
 
 def _raise_endpoint_wide(outcomes: Sequence[Outcome]) -> None:
     """Raise the first failure that no request can escape (unavailable, refused key or
-    model); a request's own refusal is left to become its error result."""
+    model, blocked); a request's own refusal or unusable answer is left to become its
+    error result."""
     for outcome in outcomes:
         if (
             isinstance(outcome, EndpointError)
-            and not isinstance(outcome, CostCapReached)
+            and not isinstance(outcome, CostCapReached | BadAnswer)
             and (not isinstance(outcome, RequestRefused) or outcome.endpoint_wide)
         ):
             raise outcome
+
+
+def logprob(value: Any, where: str) -> float:
+    """``value`` as a log-probability: a JSON number, finite, at most 0 (a hair above
+    is rounding); else a ValueError naming ``where``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{where} has a log-probability that is not a number")
+    if not math.isfinite(value) or value > LOGPROB_SLACK:
+        raise ValueError(f"{where} has the log-probability {value!r}, not a finite number ≤ 0")
+    return min(float(value), 0.0)
 
 
 class ServedModel:
@@ -188,7 +194,7 @@ class ServedModel:
         text = request.prompt + request.target
         try:
             tokens, logprobs, offsets = _prompt_tokens(answer, text)
-        except (KeyError, IndexError, TypeError, ValueError) as exc:
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
             return TargetScore.failed(
                 request.key, f"the endpoint's answer has no usable prompt log-probabilities ({exc})"
             )
@@ -246,8 +252,13 @@ class ServedModel:
                         raise outcome
                     if isinstance(outcome, EndpointError):
                         walk.fail(str(outcome))
+                        continue
+                    try:
+                        candidates = _next_token_candidates(outcome)
+                    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+                        walk.fail(f"the endpoint's answer has no usable top_logprobs ({exc})")
                     else:
-                        walk.add(prefix, _next_token_candidates(outcome))
+                        walk.add(prefix, candidates)
         return [walk.result(r.key) for walk, r in zip(walks, requests, strict=True)]
 
     def _k(self, chat: bool) -> int:
@@ -353,15 +364,18 @@ def _messages(message: str, answer: str) -> list[dict[str, str]]:
 
 def _texts(answer: dict[str, Any]) -> list[str]:
     """The answers' texts, in choice order (chat or completion)."""
-    choices = sorted(answer.get("choices") or [], key=lambda c: int(c.get("index", 0)))
-    if not choices:
+    try:
+        choices = sorted(answer.get("choices") or [], key=lambda c: int(c.get("index", 0)))
+        out = []
+        for choice in choices:
+            if "message" in choice:
+                out.append(str((choice.get("message") or {}).get("content") or ""))
+            else:
+                out.append(str(choice.get("text") or ""))
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise BadAnswer(f"the endpoint's answer has no readable choices ({exc})") from exc
+    if not out:
         raise EndpointError("the endpoint answered with no choices")
-    out = []
-    for choice in choices:
-        if "message" in choice:
-            out.append(str((choice.get("message") or {}).get("content") or ""))
-        else:
-            out.append(str(choice.get("text") or ""))
     return out
 
 
@@ -384,11 +398,14 @@ def _prompt_tokens(
             # The prompt's own token comes first (prompt_logprobs=0 asks for it alone).
             entry = next(iter(position.values()))
             tokens.append(str(entry.get("decoded_token") or ""))
-            logprobs.append(float(entry["logprob"]))
+            logprobs.append(logprob(entry["logprob"], f"prompt token {len(logprobs)}"))
         return tokens, logprobs, _align(tokens, text, None)
     lp = choice["logprobs"]
     tokens = [str(t) for t in lp["tokens"]]
-    values = [None if v is None else float(v) for v in lp["token_logprobs"]]
+    values = [
+        None if v is None else logprob(v, f"prompt token {k}")
+        for k, v in enumerate(lp["token_logprobs"])
+    ]
     # An echo answer with max_tokens > 0 goes on past the prompt: keep the prompt's part.
     offsets = [int(o) for o in lp.get("text_offset") or []]
     n = len(tokens)
@@ -448,12 +465,12 @@ def _next_token_candidates(answer: dict[str, Any]) -> dict[str, float]:
     logprobs = choice.get("logprobs") or {}
     if "content" in logprobs:
         entries = (logprobs.get("content") or [{}])[0].get("top_logprobs") or []
-        pairs = [(str(e["token"]), float(e["logprob"])) for e in entries]
+        pairs = [(str(e["token"]), logprob(e["logprob"], "a candidate")) for e in entries]
     else:
         tops = logprobs.get("top_logprobs") or [{}]
-        pairs = [(str(t), float(v)) for t, v in (tops[0] or {}).items()]
+        pairs = [(str(t), logprob(v, "a candidate")) for t, v in (tops[0] or {}).items()]
     for token, value in pairs:
-        if math.isfinite(value) and value > found.get(token, -math.inf):
+        if value > found.get(token, -math.inf):
             found[token] = value
     return found
 

@@ -1,15 +1,29 @@
 """The HTTP engine behind every served model: bounded concurrency, shared rate limits,
-retries, a response cache, usage and cost.
+retries, a response cache, usage and cost, and the bounds that keep a hostile server
+from holding a worker or its memory.
 
 :class:`ServedClient` sends JSON requests to an OpenAI-compatible endpoint with httpx
-(async). Per request: the cache is looked up (a hit costs nothing and sends nothing);
-the cost cap is checked; the shared limiter grants a request and its estimated tokens;
-the request runs under a semaphore of ``max_concurrency``. A 429, a 5xx, a timeout or a
-refused connection is retried with exponential backoff and full jitter (``Retry-After``
-wins when the server sends it), counted by reason in :class:`Usage`; after
-``max_retries`` the endpoint is declared unavailable (:class:`EndpointUnavailable`) and
-the rest of the batch is not sent. Any other 4xx is the request's own error
-(:class:`RequestRefused`). No message ever contains the API key.
+(async). Per batch, the cache is looked up at once in the calling thread (a hit costs
+nothing and sends nothing), the misses are sent concurrently on a private event loop,
+and their answers stored at once afterwards, again in the calling thread: the event
+loop never touches the cache's store (a database connection opened by a helper thread
+of a loop that ends with the batch is one never closed). Per request: the cost cap is
+checked; the shared limiter grants a request and its estimated tokens; the request runs
+under a semaphore of ``max_concurrency``.
+
+Every request has a total deadline (``timeout``: connect, send, headers and every byte
+of the answer, so a server dripping one byte at a time is cut off), its answer is read
+while it streams and refused past ``max_response_bytes``, redirects are not followed,
+and a researcher's endpoint is reached only where its egress policy allows, at the
+address that was checked (:mod:`.egress`). A 429, a 5xx, a timeout or a refused
+connection is retried with exponential backoff and full jitter (``Retry-After`` wins
+when the server sends it), counted by reason in :class:`Usage`; after ``max_retries``
+the endpoint is declared unavailable (:class:`EndpointUnavailable`) and the rest of the
+batch is not sent. Any other 4xx is the request's own error (:class:`RequestRefused`);
+an answer that cannot be read (not JSON, NaN or Infinity, a usage that is no token
+count, too large) is that request's :class:`BadAnswer`. No message ever contains the
+API key, and none quotes what a researcher's endpoint answered: a status and our own
+reason only.
 
 :meth:`ServedClient.run` is the synchronous facade a Celery worker calls: it runs one
 batch of requests on a private event loop and returns one outcome per request.
@@ -19,64 +33,46 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import email.utils
 import itertools
-import json
 import logging
 import random
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
+from scoring.lm.served.answers import (
+    TooLarge,
+    Unreadable,
+    counted_usage,
+    estimate_tokens,
+    read_capped,
+    retry_after,
+    server_message,
+    strict_json,
+)
 from scoring.lm.served.cache import ResponseCache, cache_key
+from scoring.lm.served.egress import EgressRefused, PinnedTransport
+from scoring.lm.served.errors import (
+    BadAnswer,
+    CostCapReached,
+    EndpointBlocked,
+    EndpointError,
+    EndpointUnavailable,
+    ModelChanged,
+    RequestRefused,
+)
 from scoring.lm.served.limits import Limiter, MemoryLimiter, acquire
 from scoring.lm.served.spec import EndpointSpec, Usage
 
 logger = logging.getLogger(__name__)
 
-MAX_MESSAGE = 300  # characters of a server's error message kept in ours
-ENDPOINT_WIDE = (401, 403, 404)  # refusals that no request of the batch can escape
-
-
-class EndpointError(Exception):
-    """Something went wrong talking to an endpoint; the message is safe to show."""
-
-
-class EndpointUnavailable(EndpointError):
-    """The endpoint kept failing (5xx, 429, timeouts, no connection) past the retries."""
-
-
-class RequestRefused(EndpointError):
-    """The endpoint answered a request with a 4xx other than 429: the request is at fault
-    (a prompt longer than the model's context, a parameter it does not take), or, for
-    401/403/404 (:attr:`endpoint_wide`), the endpoint's settings (key, model id, URL)."""
-
-    def __init__(self, message: str, status: int) -> None:
-        super().__init__(message)
-        self.status = status
-
-    @property
-    def endpoint_wide(self) -> bool:
-        return self.status in ENDPOINT_WIDE
-
-
-class ModelChanged(EndpointError):
-    """The server answered from another model version (``system_fingerprint``) than the
-    one the client expects: its answers would mix two models, so nothing more is sent
-    and the answer is not cached."""
-
-
-class CostCapReached(EndpointError):
-    """Sending the request would take the spending past the cost cap.
-
-    ``partial`` (set by the model backends) holds the results finished before the cap,
-    aligned with the requests (``None`` where nothing was scored)."""
-
-    partial: list[Any] | None = None
+ERROR_BODY_BYTES = 64 * 1024  # of an error answer, read for its message, the rest left
+MAX_LABEL = 200  # characters kept of a version or model name a server reports
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -89,58 +85,6 @@ class Call:
 
 
 Outcome = dict[str, Any] | EndpointError
-
-
-def estimate_tokens(body: dict[str, Any]) -> tuple[int, int]:
-    """(prompt, completion) tokens a request may use, for limits and the cost cap: the
-    prompt's characters / 3 (few tokenizers do better than 3 characters a token on
-    English) and the requested ``max_tokens`` times ``n``."""
-    prompt = body.get("prompt", "")
-    messages = body.get("messages", ())
-    chars = len(prompt) if isinstance(prompt, str) else len(json.dumps(prompt))
-    chars += sum(len(str(m.get("content", ""))) for m in messages if isinstance(m, dict))
-    n = int(body.get("n") or 1)
-    out = body.get("max_tokens")
-    completion = (16 if out is None else int(out)) * n
-    return chars // 3 + 1, completion
-
-
-def retry_after(response: httpx.Response) -> float | None:
-    """Seconds from a ``Retry-After`` header (seconds or an HTTP date), or ``None``."""
-    value = response.headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
-def server_message(response: httpx.Response) -> str:
-    """The error text a server put in its answer (OpenAI's ``{"error": {"message"}}``,
-    vLLM's ``{"message"}``, or the raw body), cut short."""
-    text = response.text
-    try:
-        data = response.json()
-    except ValueError:
-        data = None
-    if isinstance(data, dict):
-        error = data.get("error")
-        if isinstance(error, dict) and error.get("message"):
-            text = str(error["message"])
-        elif isinstance(error, str):
-            text = error
-        elif data.get("message"):
-            text = str(data["message"])
-        elif data.get("detail"):
-            text = str(data["detail"])
-    text = " ".join(text.split())
-    return text[:MAX_MESSAGE] + ("…" if len(text) > MAX_MESSAGE else "")
 
 
 class _Batch:
@@ -183,8 +127,8 @@ class ServedClient:
     ) -> None:
         if max_retries < 0:
             raise ValueError("max_retries cannot be negative")
-        if cost_cap is not None and cost_cap < 0:
-            raise ValueError("the cost cap cannot be negative")
+        if cost_cap is not None and not cost_cap >= 0:
+            raise ValueError("the cost cap must be a number, not negative")
         self.spec = spec
         self.limiter: Limiter = limiter if limiter is not None else MemoryLimiter()
         self.cache = cache
@@ -209,16 +153,35 @@ class ServedClient:
 
     def run(self, calls: Sequence[Call], *, use_cache: bool = True) -> list[Outcome]:
         """Send ``calls`` concurrently; one outcome per call, in order: the parsed answer
-        or the :class:`EndpointError` that ended it. Runs its own event loop (in a
-        helper thread when the caller is already inside one)."""
+        or the :class:`EndpointError` that ended it. Identical calls are sent once. The
+        cache is read before and written after, in this thread, in bulk."""
         if not calls:
             return []
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.arun(calls, use_cache=use_cache))
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            return pool.submit(asyncio.run, self.arun(calls, use_cache=use_cache)).result()
+        keys: list[str] = []
+        unique: dict[str, tuple[str, dict[str, Any]]] = {}
+        for call in calls:
+            body = {"model": self.spec.model_id, **call.body}
+            keys.append(self.key_of(call.route, body))
+            unique.setdefault(keys[-1], (call.route, body))
+        cache = self.cache if use_cache else None
+        found = cache.get_many(list(unique)) if cache is not None else {}
+        for answer in found.values():
+            self._note(answer)
+        with self._lock:
+            self.usage.cache_hits += len(found)
+        todo = {key: request for key, request in unique.items() if key not in found}
+        answers = self._in_loop(self._send_all(todo)) if todo else {}
+        if cache is not None:
+            fresh = {key: a for key, a in answers.items() if not isinstance(a, EndpointError)}
+            if fresh:
+                cache.set_many(fresh)
+        outcomes: dict[str, Outcome] = {**found, **answers}
+        return [outcomes[key] for key in keys]
+
+    def key_of(self, route: str, body: dict[str, Any]) -> str:
+        """The cache key of a request (``body`` with the model id)."""
+        spec = self.spec
+        return cache_key(spec.model_id, body, route, spec.model_version, spec.cache_scope)
 
     def post(self, route: str, body: dict[str, Any], *, use_cache: bool = True) -> dict[str, Any]:
         """One request; its answer, or its error raised."""
@@ -227,71 +190,95 @@ class ServedClient:
             raise outcome
         return outcome
 
+    def get(self, route: str) -> dict[str, Any] | None:
+        """``GET route`` (say ``/v1/models``), once, uncached and unlimited, within the
+        same bounds as every request: its JSON object, or ``None`` when the server gives
+        none (a probe's optional question)."""
+
+        async def once() -> dict[str, Any] | None:
+            async with self._http() as http:
+                try:
+                    status, _, content = await self._exchange(http, "GET", route, None)
+                    data = strict_json(content)
+                except (httpx.HTTPError, TimeoutError, EgressRefused, TooLarge, Unreadable):
+                    return None
+                except (ValueError, RecursionError):  # not JSON
+                    return None
+            return data if status == 200 and isinstance(data, dict) else None
+
+        return self._in_loop(once())
+
+    @staticmethod
+    def _in_loop(coroutine: Coroutine[Any, Any, T]) -> T:
+        """Run ``coroutine`` on a private event loop (in a helper thread when the caller
+        is already inside one)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(coroutine)
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            return pool.submit(asyncio.run, coroutine).result()
+
     def _headers(self) -> dict[str, str]:
-        headers = {"User-Agent": "concordia-served/1"}
+        headers = {"User-Agent": "concordia-served/1", "Accept-Encoding": "identity"}
         if self.spec.api_key:
             headers["Authorization"] = f"Bearer {self.spec.api_key}"
         return headers
 
-    def get(self, route: str) -> dict[str, Any] | None:
-        """``GET route`` (say ``/v1/models``), once, uncached and unlimited: its JSON
-        object, or ``None`` when the server gives none (a probe's optional question)."""
-        headers = self._headers()
-        try:
-            response = httpx.get(self.spec.root + route, headers=headers, timeout=self.spec.timeout)
-            data = response.json() if response.status_code == 200 else None
-        except (httpx.HTTPError, ValueError):
-            return None
-        return data if isinstance(data, dict) else None
+    def _http(self) -> httpx.AsyncClient:
+        """A client of the endpoint: no redirects followed, no proxy from the
+        environment for a researcher's endpoint (it would bypass the policy), which is
+        reached through :class:`~scoring.lm.served.egress.PinnedTransport`."""
+        spec = self.spec
+        limits = httpx.Limits(
+            max_connections=spec.max_concurrency,
+            max_keepalive_connections=spec.max_concurrency,
+        )
+        transport: httpx.AsyncBaseTransport = httpx.AsyncHTTPTransport(
+            limits=limits, trust_env=spec.trusted
+        )
+        if spec.egress is not None:
+            transport = PinnedTransport(spec.egress, transport)
+        return httpx.AsyncClient(
+            base_url=spec.root,
+            headers=self._headers(),
+            timeout=httpx.Timeout(spec.timeout),
+            transport=transport,
+            follow_redirects=False,
+            trust_env=spec.trusted,
+        )
 
     # -- the async engine ---------------------------------------------------------------
 
-    async def arun(self, calls: Sequence[Call], *, use_cache: bool = True) -> list[Outcome]:
-        """The async form of :meth:`run`. Identical calls in one batch are sent once."""
-        headers = self._headers()
-        limits = httpx.Limits(
-            max_connections=self.spec.max_concurrency,
-            max_keepalive_connections=self.spec.max_concurrency,
-        )
-        async with httpx.AsyncClient(
-            base_url=self.spec.root,
-            headers=headers,
-            timeout=httpx.Timeout(self.spec.timeout),
-            limits=limits,
-        ) as http:
+    async def _send_all(self, todo: dict[str, tuple[str, dict[str, Any]]]) -> dict[str, Outcome]:
+        async with self._http() as http:
             batch = _Batch(http, self.spec.max_concurrency)
-            first: dict[str, asyncio.Task[Outcome]] = {}
-            tasks: list[asyncio.Task[Outcome]] = []
-            for call in calls:
-                body = {"model": self.spec.model_id, **call.body}
-                key = cache_key(self.spec.model_id, body, call.route, self.spec.model_version)
-                if key not in first:
-                    first[key] = asyncio.create_task(
-                        self._one(batch, call.route, body, key, use_cache)
-                    )
-                tasks.append(first[key])
-            await asyncio.gather(*first.values())
-        return [task.result() for task in tasks]
+            tasks = {
+                key: asyncio.create_task(self._one(batch, route, body))
+                for key, (route, body) in todo.items()
+            }
+            await asyncio.gather(*tasks.values())
+        return {key: task.result() for key, task in tasks.items()}
 
-    async def _one(
-        self, batch: _Batch, route: str, body: dict[str, Any], key: str, use_cache: bool
-    ) -> Outcome:
+    async def _one(self, batch: _Batch, route: str, body: dict[str, Any]) -> Outcome:
         try:
-            if use_cache and self.cache is not None:
-                found = await asyncio.to_thread(self.cache.get, key)
-                if found is not None:
-                    with self._lock:
-                        self.usage.cache_hits += 1
-                    self._note(found)
-                    return found
-            answer = await self._send(batch, route, body)
+            return await self._send(batch, route, body)
         except EndpointError as exc:
             with self._lock:
                 self.usage.failures += 1
             return exc
-        if use_cache and self.cache is not None:
-            await asyncio.to_thread(self.cache.set, key, answer)
-        return answer
+
+    async def _exchange(
+        self, http: httpx.AsyncClient, method: str, route: str, body: dict[str, Any] | None
+    ) -> tuple[int, httpx.Headers, bytes]:
+        """(status, headers, body) of one exchange, all of it within the timeout; the
+        body read while it streams, up to the size cap (an error's, up to a little)."""
+        async with asyncio.timeout(self.spec.timeout):
+            async with http.stream(method, route, json=body) as response:
+                ok = response.status_code == 200
+                cap = self.spec.max_response_bytes if ok else ERROR_BODY_BYTES
+                content = await read_capped(response, cap, truncate=not ok)
+                return response.status_code, response.headers, content
 
     def _check_cost(self, body: dict[str, Any]) -> float:
         """Reserve the request's estimated cost; raise when the cap would be passed."""
@@ -309,6 +296,17 @@ class ServedClient:
                 )
             self._reserved_cost += estimate
         return estimate
+
+    def _no_answer(self, detail: str) -> str:
+        """What a failed exchange says: the detail for an operator's endpoint; for a
+        researcher's, one sentence whatever happened (refused, cut, silent), so failures
+        tell nothing of what listens where."""
+        if self.spec.trusted:
+            return detail
+        return (
+            "no complete answer (the connection was refused or cut, or the answer took "
+            f"longer than the {self.spec.timeout:g} s timeout)"
+        )
 
     async def _send(self, batch: _Batch, route: str, body: dict[str, Any]) -> dict[str, Any]:
         spec = self.spec
@@ -330,25 +328,41 @@ class ServedClient:
                         raise batch.abort
                     started = time.perf_counter()
                     try:
-                        response = await batch.http.post(route, json=body)
-                    except httpx.TimeoutException:
-                        reason, wait, last = "timeout", None, f"no answer within {spec.timeout:g} s"
+                        status, headers, content = await self._exchange(
+                            batch.http, "POST", route, body
+                        )
+                    except EgressRefused as exc:
+                        batch.abort = EndpointBlocked(f"{what} was not sent: {exc}")
+                        raise batch.abort from None
+                    except TooLarge:
+                        raise BadAnswer(
+                            f"{what}: the answer is larger than {spec.max_response_bytes} "
+                            "bytes; it was not read further"
+                        ) from None
+                    except Unreadable:
+                        raise BadAnswer(
+                            f"{what}: the answer is in a content encoding that cannot be read"
+                        ) from None
+                    except (TimeoutError, httpx.TimeoutException):
+                        reason, wait = "timeout", None
+                        last = self._no_answer(f"no answer within {spec.timeout:g} s")
                     except httpx.TransportError as exc:
-                        reason, wait, last = "connect", None, f"{type(exc).__name__}"
+                        reason, wait, last = "connect", None, self._no_answer(type(exc).__name__)
                     else:
                         seconds = time.perf_counter() - started
-                        status = response.status_code
                         if status == 200:
                             try:
-                                return self._accept(response, seconds, what)
+                                return self._accept(content, seconds, what, body)
                             except ModelChanged as exc:
                                 batch.abort = exc
                                 raise
-                        last = f"{status}: {self._scrub(server_message(response))}"
+                        last = str(status)
+                        if spec.trusted:
+                            last += f": {self._scrub(server_message(content))}"
                         if status == 429:
-                            reason, wait = "429", retry_after(response)
+                            reason, wait = "429", retry_after(headers)
                         elif status >= 500:
-                            reason, wait = "5xx", retry_after(response)
+                            reason, wait = "5xx", retry_after(headers)
                         else:
                             raise self._refused(what, last, status, batch)
             finally:
@@ -363,9 +377,9 @@ class ServedClient:
             delay = self._backoff(attempt, wait)
             logger.info("%s: %s; retry %d in %.2f s", what, last, attempt + 1, delay)
             await asyncio.sleep(delay)
+        over = f" over {time.monotonic() - first_failure:.0f} s" if spec.trusted else ""
         error = EndpointUnavailable(
-            f"{what} failed {attempt + 1} times in a row over "
-            f"{time.monotonic() - first_failure:.0f} s; the last answer: {last}"
+            f"{what} failed {attempt + 1} times in a row{over}; the last answer: {last}"
         )
         batch.abort = error
         raise error
@@ -376,6 +390,8 @@ class ServedClient:
             403: " (does the API key allow this model?)",
             404: " (is the model id served there, and the base URL right?)",
         }.get(status, "")
+        if 300 <= status < 400:
+            hint = " (it redirects, and redirects are not followed: give the final URL)"
         error = RequestRefused(f"{what} was refused{hint}: {last}", status)
         if error.endpoint_wide:
             batch.abort = error
@@ -387,20 +403,23 @@ class ServedClient:
         with self._lock:
             return self._rng.uniform(0.0, min(self.backoff_max, self.backoff_base * 2**attempt))
 
-    def _accept(self, response: httpx.Response, seconds: float, what: str) -> dict[str, Any]:
+    def _accept(
+        self, content: bytes, seconds: float, what: str, body: dict[str, Any]
+    ) -> dict[str, Any]:
         try:
-            data = response.json()
-        except ValueError as exc:
-            raise EndpointError(f"{what} answered 200 with a body that is not JSON") from exc
+            data = strict_json(content)
+        except (ValueError, RecursionError):
+            raise BadAnswer(
+                f"{what} answered 200 with a body that is not JSON (NaN and Infinity are not)"
+            ) from None
         if not isinstance(data, dict):
-            raise EndpointError(f"{what} answered 200 with JSON that is not an object")
-        usage = data.get("usage") or {}
-        prompt = int(usage.get("prompt_tokens") or 0)
-        completion = int(usage.get("completion_tokens") or 0)
+            raise BadAnswer(f"{what} answered 200 with JSON that is not an object")
+        prompt, completion, implausible = counted_usage(data.get("usage"), body, what)
         with self._lock:
             self.usage.add_response(seconds, prompt, completion, self.spec.cost(prompt, completion))
+            self.usage.implausible += implausible
         self._note(data)
-        found = str(data.get("system_fingerprint") or "")
+        found = str(data.get("system_fingerprint") or "")[:MAX_LABEL]
         if self.expected_fingerprint and found and found != self.expected_fingerprint:
             raise ModelChanged(
                 f"{what} answered from model version {found!r}, not "
@@ -412,9 +431,9 @@ class ServedClient:
         """Keep the model version the server reports (provenance)."""
         with self._lock:
             if data.get("system_fingerprint"):
-                self.fingerprints.add(str(data["system_fingerprint"]))
+                self.fingerprints.add(str(data["system_fingerprint"])[:MAX_LABEL])
             if data.get("model"):
-                self.models_seen.add(str(data["model"]))
+                self.models_seen.add(str(data["model"])[:MAX_LABEL])
 
     def _scrub(self, text: str) -> str:
         key = self.spec.api_key

@@ -12,6 +12,11 @@ one interface:
   exclusive ``fcntl`` lock (the embedded default);
 * :class:`RedisLimiter`: every worker of a deployment, through one Lua script that
   Redis runs atomically.
+
+Slots (:class:`Slots`) bound how many workers serve one key at once (an endpoint, or
+a researcher's endpoints): :meth:`Slots.take` holds one of ``limit`` slots for ``ttl``
+seconds (renewed while the holder works, so a killed holder's slot frees itself), in
+the same three stores.
 """
 
 from __future__ import annotations
@@ -22,6 +27,9 @@ import json
 import os
 import threading
 import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -188,3 +196,155 @@ async def acquire(
             return waited
         await asyncio.sleep(wait)
         waited += wait
+
+
+# -- slots: at most ``limit`` holders of a key at once ----------------------------------
+
+
+@runtime_checkable
+class Slots(Protocol):
+    def take(self, key: str, limit: int, ttl: float) -> str | None:
+        """Hold one of ``key``'s ``limit`` slots for ``ttl`` seconds: its token, or None
+        when every slot is held."""
+        ...
+
+    def renew(self, key: str, token: str, ttl: float) -> bool:
+        """Hold the slot ``ttl`` seconds more (False: it had expired and was taken)."""
+        ...
+
+    def give_back(self, key: str, token: str) -> None:
+        """Free the slot."""
+        ...
+
+
+def take_slot(
+    held: dict[str, float], now: float, limit: int, ttl: float
+) -> tuple[dict[str, float], str | None]:
+    """The slot step shared by the memory and file stores: the holders left after the
+    expired ones go, and a new holder's token (None: all ``limit`` slots are held)."""
+    alive = {token: until for token, until in held.items() if until > now}
+    if len(alive) >= limit:
+        return alive, None
+    token = uuid.uuid4().hex
+    alive[token] = now + ttl
+    return alive, token
+
+
+class MemorySlots:
+    """Slots in this process's memory."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, dict[str, float]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, key: str, limit: int, ttl: float) -> str | None:
+        with self._lock:
+            self._held[key], token = take_slot(self._held.get(key, {}), time.time(), limit, ttl)
+        return token
+
+    def renew(self, key: str, token: str, ttl: float) -> bool:
+        with self._lock:
+            held = self._held.get(key, {})
+            if held.get(token, 0.0) <= time.time():
+                return False
+            held[token] = time.time() + ttl
+        return True
+
+    def give_back(self, key: str, token: str) -> None:
+        with self._lock:
+            self._held.get(key, {}).pop(token, None)
+
+
+class FileSlots:
+    """Slots in a JSON file shared by every process on the machine (``fcntl`` lock)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    @contextmanager
+    def _state(self) -> Iterator[dict[str, dict[str, float]]]:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            with os.fdopen(os.dup(fd), "r+", encoding="utf-8") as fh:
+                raw = fh.read()
+                try:
+                    data = json.loads(raw) if raw.strip() else {}
+                except json.JSONDecodeError:
+                    data = {}
+                if not isinstance(data, dict):
+                    data = {}
+                yield data
+                fh.seek(0)
+                fh.truncate()
+                fh.write(json.dumps(data))
+                fh.flush()
+        finally:
+            os.close(fd)
+
+    def take(self, key: str, limit: int, ttl: float) -> str | None:
+        with self._state() as data:
+            data[key], token = take_slot(dict(data.get(key) or {}), time.time(), limit, ttl)
+        return token
+
+    def renew(self, key: str, token: str, ttl: float) -> bool:
+        with self._state() as data:
+            held = dict(data.get(key) or {})
+            if float(held.get(token, 0.0)) <= time.time():
+                return False
+            held[token] = time.time() + ttl
+            data[key] = held
+        return True
+
+    def give_back(self, key: str, token: str) -> None:
+        with self._state() as data:
+            held = dict(data.get(key) or {})
+            held.pop(token, None)
+            data[key] = held
+
+
+# KEYS[1]: the key's sorted set (token -> expiry, on Redis's clock); ARGV: limit, ttl, token
+_TAKE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
+redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[2])) + 60)
+return 1
+"""
+_RENEW = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local expires = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[2]))
+if not expires or expires <= now then return 0 end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[1]), ARGV[2])
+redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[1])) + 60)
+return 1
+"""
+
+
+class RedisSlots:
+    """Slots in Redis: a sorted set per key, stepped by Lua scripts (atomic)."""
+
+    def __init__(self, client: Any, prefix: str = "concordia:slots:") -> None:
+        self.client = client
+        self.prefix = prefix
+        self._take = client.register_script(_TAKE)
+        self._renew = client.register_script(_RENEW)
+
+    @classmethod
+    def from_url(cls, url: str, prefix: str = "concordia:slots:") -> RedisSlots:
+        return cls(redis.Redis.from_url(url), prefix)
+
+    def take(self, key: str, limit: int, ttl: float) -> str | None:
+        token = uuid.uuid4().hex
+        taken = self._take(keys=[self.prefix + key], args=[limit, ttl, token])
+        return token if int(taken) else None
+
+    def renew(self, key: str, token: str, ttl: float) -> bool:
+        return bool(int(self._renew(keys=[self.prefix + key], args=[ttl, token])))
+
+    def give_back(self, key: str, token: str) -> None:
+        self.client.zrem(self.prefix + key, token)

@@ -15,7 +15,9 @@ tokens, bypassing the response cache:
   exactly, so a target's tokens can be taken by character offsets.
 
 A refusal (a 4xx) means "not available"; an endpoint that is down or refuses the key or
-the model raises, so a probe never records a broken endpoint as a weak one.
+the model raises, so a probe never records a broken endpoint as a weak one, and so does
+one whose answers cannot be read (:class:`~scoring.lm.served.errors.BadAnswer`: never a
+crash that leaves the probe unfinished).
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from scoring.lm.served.client import Call, EndpointError, RequestRefused, ServedClient
+from scoring.lm.served.client import Call, ServedClient
+from scoring.lm.served.errors import BadAnswer, EndpointError, RequestRefused
 from scoring.lm.served.spec import Capabilities
 
 logger = logging.getLogger(__name__)
@@ -60,7 +63,7 @@ def _chat_top(client: ServedClient, seen: dict[str, str]) -> int:
             },
         )
         if answer and answer.get("system_fingerprint"):
-            seen["fingerprint"] = str(answer["system_fingerprint"])
+            seen["fingerprint"] = str(answer["system_fingerprint"])[:200]
         try:
             content = answer["choices"][0]["logprobs"]["content"] if answer else None
             if content and content[0].get("top_logprobs"):
@@ -119,7 +122,7 @@ def _model_version(client: ServedClient, seen: dict[str, str]) -> tuple[str, str
             and entry.get("id") == client.spec.model_id
             and entry.get("root")
         ):
-            return str(entry["root"]), "root"
+            return str(entry["root"])[:200], "root"
     return "", ""
 
 
@@ -165,6 +168,16 @@ def _samples(client: ServedClient, seed: int | None) -> list[str] | None:
 
 def probe(client: ServedClient) -> Capabilities:
     """The endpoint's capabilities (about a dozen tiny requests)."""
+    try:
+        return _probe(client)
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        raise BadAnswer(
+            f"the answers of {client.spec.host} cannot be read as an OpenAI-compatible "
+            f"server's ({type(exc).__name__})"
+        ) from exc
+
+
+def _probe(client: ServedClient) -> Capabilities:
     notes: list[str] = []
     plain = _samples(client, None)
     sampling_n = plain is not None and len(plain) == 2

@@ -9,8 +9,34 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 from urllib.parse import urlsplit
 
+from scoring.lm.served.egress import EgressPolicy
+
 PROTOCOLS = ("openai",)
 RETRY_REASONS = ("429", "5xx", "timeout", "connect")
+# The bounds of an endpoint's settings (forms, API, command and the engine check them):
+# a finite value a real deployment needs, never one that holds a worker for ever or
+# overflows a cost.
+BOUNDS: dict[str, tuple[float, float]] = {
+    "max_concurrency": (1, 256),  # requests in flight per client (one io process)
+    "rpm": (1, 1_000_000),  # requests a minute
+    "tpm": (1, 1_000_000_000),  # tokens a minute
+    "timeout": (0.1, 600.0),  # seconds, the whole request: connect, send, every byte back
+    "price_in": (0.0, 10_000.0),  # per million tokens
+    "price_out": (0.0, 10_000.0),
+}
+MAX_RESPONSE_BYTES = 16 * 1024 * 1024  # an answer's body, read while it streams
+
+
+def out_of_bounds(name: str, value: float | None) -> str | None:
+    """Why ``value`` is not a valid ``name`` (:data:`BOUNDS`), or None."""
+    if value is None:
+        return None if name in ("rpm", "tpm") else f"{name} is required"
+    low, high = BOUNDS[name]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return f"{name} must be a finite number"
+    if not low <= value <= high:
+        return f"{name} must be between {low:g} and {high:g}, not {value:g}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -21,7 +47,16 @@ class EndpointSpec:
     accepted and dropped). ``max_concurrency`` bounds the requests in flight from one
     client; ``rpm`` and ``tpm`` (requests and tokens per minute, ``None``: no limit) are
     enforced across processes by a shared limiter. ``timeout`` is per request, in
-    seconds. Prices are per million tokens. The API key never appears in ``repr``.
+    seconds: the whole exchange (connect, send, headers and every byte of the answer),
+    which is read while it streams and refused past ``max_response_bytes``. Prices are
+    per million tokens. Each setting is within :data:`BOUNDS`. The API key never
+    appears in ``repr``.
+
+    ``egress`` (a researcher's endpoint): where the client may connect
+    (:class:`~scoring.lm.served.egress.EgressPolicy`, checked again at connect time);
+    None: an operator's endpoint, trusted (it may run on an internal host, and its
+    error messages are quoted in ours). ``cache_scope`` names who answers and for whom
+    (cache keys hold it, so no other server's answer is ever taken for this one's).
     """
 
     base_url: str
@@ -35,6 +70,9 @@ class EndpointSpec:
     price_out: float = 0.0
     protocol: str = "openai"
     model_version: str = ""  # what the probe found the server reports (cache keys hold it)
+    egress: EgressPolicy | None = field(default=None, repr=False)
+    cache_scope: str = ""
+    max_response_bytes: int = MAX_RESPONSE_BYTES
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.base_url)
@@ -42,16 +80,12 @@ class EndpointSpec:
             raise ValueError(f"base_url must be an http(s) URL, not {self.base_url!r}")
         if not self.model_id:
             raise ValueError("model_id is required")
-        if self.max_concurrency < 1:
-            raise ValueError("max_concurrency must be at least 1")
-        for name in ("rpm", "tpm"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ValueError(f"{name} must be at least 1 (or None for no limit)")
-        if not (self.timeout > 0):
-            raise ValueError("timeout must be above 0 seconds")
-        if self.price_in < 0 or self.price_out < 0:
-            raise ValueError("prices cannot be negative")
+        for name in BOUNDS:
+            problem = out_of_bounds(name, getattr(self, name))
+            if problem:
+                raise ValueError(problem)
+        if self.max_response_bytes < 1024:
+            raise ValueError("max_response_bytes must be at least 1024")
         if self.protocol not in PROTOCOLS:
             raise ValueError(f"protocol must be one of {PROTOCOLS}")
 
@@ -65,6 +99,11 @@ class EndpointSpec:
     def host(self) -> str:
         """The host (and port) alone: what provenance records of the URL."""
         return urlsplit(self.base_url).netloc.rsplit("@", 1)[-1]
+
+    @property
+    def trusted(self) -> bool:
+        """An operator's endpoint: no egress policy, its own error messages quoted."""
+        return self.egress is None
 
     @property
     def limiter_key(self) -> str:
@@ -138,7 +177,9 @@ def _quantile(sorted_values: list[float], q: float) -> float | None:
 class Usage:
     """What a client spent: HTTP requests answered, tokens, retries by reason (``429``,
     ``5xx``, ``timeout``, ``connect``), answers taken from the cache, latencies of the
-    answered requests (seconds) and their cost."""
+    answered requests (seconds) and their cost. ``implausible``: answers whose reported
+    usage could not be true (fewer prompt tokens than the prompt's characters allow,
+    more than its bytes), counted at the client's own estimate instead."""
 
     requests: int = 0
     prompt_tokens: int = 0
@@ -146,6 +187,7 @@ class Usage:
     retries: dict[str, int] = field(default_factory=lambda: dict.fromkeys(RETRY_REASONS, 0))
     cache_hits: int = 0
     failures: int = 0
+    implausible: int = 0
     cost: float = 0.0
     latencies: list[float] = field(default_factory=list)
 
@@ -182,6 +224,7 @@ class Usage:
             "retries": dict(self.retries),
             "cache_hits": self.cache_hits,
             "failures": self.failures,
+            "implausible": self.implausible,
             "cost": self.cost,
             "latency_p50": self.p50,
             "latency_p95": self.p95,

@@ -1,15 +1,20 @@
 """Served endpoints. The API key is write-only: accepted on create, stored encrypted,
-answered only as ``has_api_key``."""
+answered only as ``has_api_key``. An endpoint created here is the writer's own: it never
+reads its key from the workers' environment (``api_key_env`` is read-only: a shared
+endpoint's, set by an operator), and its host must resolve to a public address (or one the operator
+allows); limits and prices are within their documented bounds."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from rest_framework import serializers
 
 from studies.api.serializers.types import StrictJsonTypes
 from studies.models import Endpoint
 from studies.models.endpoints import LIMIT_FIELDS
+from studies.services.catalog import endpoint_policy
 from studies.services.catalog.endpoints import EndpointProblem, create_endpoint
 
 # what the schema states of a base URL: http(s), a host of letters, digits, dots and
@@ -57,7 +62,15 @@ class EndpointSerializer(StrictJsonTypes, serializers.ModelSerializer):  # type:
             "probe_error",
             "created_at",
         ]
-        read_only_fields = ["probed_at", "probe_requested_at", "probe_error", "created_at"]
+        # api_key_env: a shared endpoint's, set by an operator; an endpoint created here
+        # is the writer's own and sends its own key (api_key)
+        read_only_fields = [
+            "api_key_env",
+            "probed_at",
+            "probe_requested_at",
+            "probe_error",
+            "created_at",
+        ]
 
     def validate_name(self, name: str) -> str:
         """Names are unique per owner: the writer's own endpoints only are checked."""
@@ -65,6 +78,15 @@ class EndpointSerializer(StrictJsonTypes, serializers.ModelSerializer):  # type:
         if Endpoint.objects.filter(owner=user, name=name).exists():
             raise serializers.ValidationError(f"You already have an endpoint named {name!r}.")
         return name
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        user = self.context["request"].user
+        candidate = Endpoint(owner=user, base_url=attrs.get("base_url", ""))
+        try:
+            endpoint_policy.check_endpoint(candidate)
+        except ValidationError as exc:
+            raise serializers.ValidationError(exc.message_dict) from exc
+        return attrs
 
     def create(self, validated_data: dict[str, Any]) -> Endpoint:
         data = dict(validated_data)

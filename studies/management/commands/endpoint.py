@@ -1,11 +1,14 @@
 """``python manage.py endpoint add NAME --base-url URL --model-id ID [--api-key-env VAR |
 --api-key-stdin] [--owner USERNAME] [--max-concurrency N] [--rpm N] [--tpm N]
 [--price-in X --price-out Y] [--timeout S] [--no-probe] [--keep-existing]``, ``endpoint probe NAME
-[--owner USERNAME]``, ``endpoint list``.
+[--owner USERNAME]``, ``endpoint list``, ``endpoint rekey``.
 
 A key is never an argument (the process list would show it): ``--api-key-env`` names
-the variable the workers read it from, ``--api-key-stdin`` reads it from standard input
-and stores it encrypted."""
+the variable the workers read it from (a shared endpoint's only, one that
+``ENDPOINT_KEY_ENV_ALLOWED`` lists; it is bound to this base URL), ``--api-key-stdin``
+reads it from standard input and stores it encrypted. ``rekey`` encrypts every stored
+key again with the current ``ENDPOINT_KEY`` (after a rotation: the old key kept in
+``ENDPOINT_KEY_PREVIOUS`` until it has run)."""
 
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from studies.services.catalog.endpoints import (
     create_endpoint,
     find_endpoint,
     probe_endpoint,
+    rekey_endpoints,
 )
 
 
@@ -57,6 +61,7 @@ class Command(BaseCommand):
         probe.add_argument("name")
         probe.add_argument("--owner", help="whose endpoint (default: the shared one)")
         sub.add_parser("list", help="every endpoint, with what its probe found")
+        sub.add_parser("rekey", help="encrypt every stored key again with ENDPOINT_KEY")
 
     def handle(self, *args: Any, **opts: Any) -> None:
         try:
@@ -119,6 +124,15 @@ class Command(BaseCommand):
                 found = f"probe failed: {endpoint.probe_error}"
             self.stdout.write(
                 f"{endpoint.pk}\t{endpoint.name}\t{owner}\t{self._where(endpoint)}\t{found}"
+            )
+
+    def do_rekey(self, opts: dict[str, Any]) -> None:
+        done, unreadable = rekey_endpoints()
+        self.stdout.write(f"{done} stored key(s) encrypted again with the current ENDPOINT_KEY")
+        if unreadable:
+            raise CommandError(
+                f"{len(unreadable)} stored key(s) no key can read (endpoints "
+                f"{', '.join(unreadable)}): store them again"
             )
 
     def _where(self, endpoint: Endpoint) -> str:

@@ -1,21 +1,24 @@
 """Served endpoints: create one, probe what it can do, find one by name for a user, and
 turn one into the scoring engine's :class:`~scoring.lm.served.EndpointSpec` (with its
-key: the one place a stored key is decrypted), with the deployment's shared rate
-limiter and the database's response cache.
+key: the one place a stored key is decrypted; its egress policy and cache scope), with
+the deployment's shared rate limiter and the database's response cache.
 
 The key never leaves this module but in the spec's request header: messages name the
 endpoint, its host and model, never the key (:func:`scrub` takes it out of any text
-that passed a server).
+that passed a server). What an endpoint may be (its key's source, its host) is
+:mod:`.endpoint_policy`'s; how many workers it may hold, :mod:`.endpoint_slots`'s.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from cryptography.fernet import InvalidToken
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
@@ -35,9 +38,13 @@ from scoring.lm.served import (
     probe,
 )
 from studies.models import Dataset, Endpoint, Output, ServedResponse
-from studies.models.endpoints import LIMIT_FIELDS, KeyUnavailable
+from studies.models.endpoints import LIMIT_FIELDS, KeyUnavailable, rekeyed
 from studies.permissions import visible_endpoints
 from studies.services import queue
+from studies.services.catalog import endpoint_policy, endpoint_slots
+
+PROBE_TIMEOUT = 30.0  # seconds, at most, per probe request (tiny ones): a slow server
+PROBE_SLOT_SECONDS = 1800.0  # the lease of a probe's slot (given back when it ends)
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +70,9 @@ def create_endpoint(
     protocol: str = Endpoint.Protocol.OPENAI,
     **limits: Any,
 ) -> Endpoint:
-    """Save a new endpoint (validated; its key encrypted). ``owner`` None: shared."""
+    """Save a new endpoint (validated, the key and egress policies included; its key
+    encrypted; an environment key bound to its URL). ``owner`` None: shared. The
+    operator's shell and the API call it (the API never passes ``api_key_env``)."""
     unknown = set(limits) - set(LIMIT_FIELDS)
     if unknown:
         raise TypeError(f"unknown endpoint settings: {', '.join(sorted(unknown))}")
@@ -82,8 +91,10 @@ def create_endpoint(
         raise EndpointProblem(f"There is already a {whose} endpoint named {name!r}.")
     try:
         endpoint.full_clean()
+        endpoint_policy.check_endpoint(endpoint)
     except ValidationError as exc:
         raise EndpointProblem(_messages(exc)) from exc
+    endpoint_policy.bind_key_env(endpoint)
     try:
         with transaction.atomic():
             endpoint.save()
@@ -115,7 +126,8 @@ def find_endpoint(name: str, user: Any = None) -> Endpoint:
 
 
 def api_key_of(endpoint: Endpoint, environ: Mapping[str, str] | None = None) -> str | None:
-    """The key requests send: the stored one, else the environment variable's."""
+    """The key requests send: the stored one, else the environment variable's when the
+    key policy allows it for this endpoint and its URL (else nothing is sent at all)."""
     try:
         stored = endpoint.api_key()
     except KeyUnavailable as exc:
@@ -123,6 +135,9 @@ def api_key_of(endpoint: Endpoint, environ: Mapping[str, str] | None = None) -> 
     if stored:
         return stored
     if endpoint.api_key_env:
+        refused = endpoint_policy.env_key_refusal(endpoint)
+        if refused:
+            raise EndpointProblem(f"Endpoint {endpoint.name!r}: {refused}")
         value = (os.environ if environ is None else environ).get(endpoint.api_key_env)
         if not value:
             raise EndpointProblem(
@@ -133,9 +148,22 @@ def api_key_of(endpoint: Endpoint, environ: Mapping[str, str] | None = None) -> 
     return None
 
 
-def spec_of(endpoint: Endpoint, *, model_version: str | None = None) -> EndpointSpec:
-    """The scoring engine's spec of ``endpoint``, with its key (never logged or shown);
-    ``model_version`` (default: what its last probe found) keys its cached responses."""
+def cache_scope(endpoint: Endpoint, data_owner: int | None = None) -> str:
+    """Who answers (the host, and the researcher whose endpoint it is, or "shared") and
+    for whom (``data_owner``, the researcher whose dataset the requests carry; None: the
+    operator's): no other server's answer is taken for this one's, and a cache hit tells
+    nobody what another researcher's data asked."""
+    whose = "shared" if endpoint.owner_id is None else f"user:{endpoint.owner_id}"
+    return f"{whose}@{endpoint.host}|for:{data_owner if data_owner is not None else 'operator'}"
+
+
+def spec_of(
+    endpoint: Endpoint, *, model_version: str | None = None, data_owner: int | None = None
+) -> EndpointSpec:
+    """The scoring engine's spec of ``endpoint``, with its key (never logged or shown),
+    its egress policy (a researcher's) and its cache scope (``data_owner``: whose dataset
+    a run scores); ``model_version`` (default: what its last probe found) keys its
+    cached responses."""
     if model_version is None:
         model_version = str((endpoint.capabilities or {}).get("model_version") or "")
     try:
@@ -151,9 +179,27 @@ def spec_of(endpoint: Endpoint, *, model_version: str | None = None) -> Endpoint
             price_out=endpoint.price_out,
             protocol=endpoint.protocol,
             model_version=model_version,
+            egress=endpoint_policy.egress_of(endpoint),
+            cache_scope=cache_scope(endpoint, data_owner),
+            max_response_bytes=settings.CONCORDIA["SERVED_MAX_RESPONSE_BYTES"],
         )
     except ValueError as exc:
         raise EndpointProblem(f"Endpoint {endpoint.name!r}: {exc}") from exc
+
+
+def rekey_endpoints() -> tuple[int, list[str]]:
+    """Every stored key encrypted again with the current endpoint key: (how many, the
+    names of those no key can read)."""
+    done, unreadable = 0, []
+    for endpoint in Endpoint.objects.exclude(api_key_encrypted=""):
+        try:
+            token = rekeyed(endpoint.api_key_encrypted)
+        except InvalidToken:
+            unreadable.append(endpoint.name)
+            continue
+        Endpoint.objects.filter(pk=endpoint.pk).update(api_key_encrypted=token)
+        done += 1
+    return done, unreadable
 
 
 def scrub(text: str, endpoint: Endpoint) -> str:
@@ -176,22 +222,20 @@ def shared_limiter() -> Limiter:
 
 class DatabaseCache:
     """The response cache in the database (:class:`~studies.models.ServedResponse`),
-    shared by every worker and kept across runs."""
+    shared by every worker and kept across runs; one query to read a batch, one to
+    write it, from the caller's thread and its connection."""
 
-    def get(self, key: str) -> dict[str, Any] | None:
-        return ServedResponse.lookup(key)
+    def get_many(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        return ServedResponse.lookup_many(list(keys))
 
-    def set(self, key: str, value: dict[str, Any]) -> None:
-        ServedResponse.objects.update_or_create(
-            key=key, defaults={"response": value, "model_id": str(value.get("model") or "")[:200]}
+    def set_many(self, values: Mapping[str, dict[str, Any]]) -> None:
+        rows = [
+            ServedResponse(key=key, response=value, model_id=str(value.get("model") or "")[:200])
+            for key, value in values.items()
+        ]
+        ServedResponse.objects.bulk_create(
+            rows, update_conflicts=True, unique_fields=["key"], update_fields=["response"]
         )
-
-
-def client_of(endpoint: Endpoint, *, cost_cap: float | None = None) -> ServedClient:
-    """A client of ``endpoint`` with the shared limiter and the database cache."""
-    return ServedClient(
-        spec_of(endpoint), limiter=shared_limiter(), cache=DatabaseCache(), cost_cap=cost_cap
-    )
 
 
 def request_probe(endpoint: Endpoint) -> None:
@@ -203,27 +247,44 @@ def request_probe(endpoint: Endpoint) -> None:
 
 
 def probe_job(endpoint_id: int) -> str:
-    """What the Celery task runs: probe, store the findings or the error."""
+    """What the Celery task runs: probe (holding one of the endpoint's slots; when none is
+    free, the probe is sent again a little later), store the findings or the error."""
     endpoint = Endpoint.objects.filter(pk=endpoint_id).first()
     if endpoint is None:
         return "endpoint gone"
-    try:
-        probe_endpoint(endpoint)
-    except EndpointProblem as exc:
-        return str(exc)
+    with endpoint_slots.held(endpoint, PROBE_SLOT_SECONDS) as slot:
+        if slot is None:
+            queue.send(
+                queue.PROBE_ENDPOINT,
+                endpoint_id,
+                queue="io",
+                countdown=endpoint_slots.RETRY_SECONDS,
+            )
+            return f"{endpoint.name}: its slots are taken; sent again"
+        try:
+            probe_endpoint(endpoint)
+        except EndpointProblem as exc:
+            return str(exc)
     return f"probed {endpoint.name}"
 
 
 def probe_endpoint(endpoint: Endpoint, client: ServedClient | None = None) -> Capabilities:
-    """Ask the endpoint what it can do (a dozen tiny requests) and store the findings;
-    a failure is stored as the probe's error and raised. ``client``: the one to ask
+    """Ask the endpoint what it can do (a dozen tiny requests, each within
+    ``PROBE_TIMEOUT``) and store the findings; a failure (any: the probe never stays
+    "requested") is stored as the probe's error and raised. ``client``: the one to ask
     with (a run's, which counts the requests as the run's own)."""
     try:
         if client is None:
-            client = ServedClient(spec_of(endpoint), limiter=shared_limiter(), max_retries=2)
+            spec = spec_of(endpoint)
+            spec = dataclasses.replace(spec, timeout=min(spec.timeout, PROBE_TIMEOUT))
+            client = ServedClient(spec, limiter=shared_limiter(), max_retries=2)
         found = probe(client)
-    except (EndpointError, EndpointProblem) as exc:
-        message = scrub(str(exc), endpoint)
+    except Exception as exc:
+        if isinstance(exc, EndpointError | EndpointProblem):
+            message = scrub(str(exc), endpoint)
+        else:  # a fault of ours: logged with its traceback, said without details
+            log.exception("the probe of endpoint %s failed", endpoint.pk)
+            message = f"the probe stopped on an unexpected error ({type(exc).__name__})"
         Endpoint.objects.filter(pk=endpoint.pk).update(probe_error=message, probe_requested_at=None)
         endpoint.probe_error, endpoint.probe_requested_at = message, None
         raise EndpointProblem(
@@ -244,10 +305,11 @@ def probe_endpoint(endpoint: Endpoint, client: ServedClient | None = None) -> Ca
     return found
 
 
-def capabilities_of(endpoint: Endpoint) -> Capabilities:
-    """The stored findings; probed now when the endpoint was never probed."""
+def stored_capabilities(endpoint: Endpoint) -> Capabilities | None:
+    """What the last probe found; None when the endpoint was never probed (a web request
+    never probes: a run waits for its probe in the worker)."""
     if endpoint.probed_at is None or not endpoint.capabilities:
-        return probe_endpoint(endpoint)
+        return None
     return Capabilities.from_dict(endpoint.capabilities)
 
 

@@ -9,8 +9,11 @@ and declares the queue its runs go to.
 
 from __future__ import annotations
 
+import json
 import logging
+import math
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -20,18 +23,28 @@ from django.db.models import Sum
 from django.utils import timezone
 
 import studies.services.runs.shards as shards
-from scoring.lm.served import CostCapReached, EndpointUnavailable, ModelChanged, RequestRefused
+from scoring.lm.served import (
+    CostCapReached,
+    EndpointBlocked,
+    EndpointUnavailable,
+    ModelChanged,
+    RequestRefused,
+)
 from scoring.metrics.base import Item, ScoreResult
 from studies.models import Dataset, MetricRun, MetricScore, Output, RunShard
 from studies.services import queue
 from studies.services.runs.model import record_engine as record_engine  # where tests find it
 from studies.services.runs.registry import queue_for, runner
+from studies.services.runs.served import settle_probe
 from studies.services.runs.shards import LOADING, SCORING, set_phase
 from studies.services.runs.types import ModelFactory, Plan, RunError, Scorer
 
 log = logging.getLogger(__name__)
 # the task of each queue
 TASKS = {"cpu": queue.RUN_METRIC_CPU, "gpu": queue.RUN_METRIC, "io": queue.RUN_METRIC_IO}
+# failures of the endpoint, not of a document: the whole run stops or waits
+ENDPOINT_WIDE = (EndpointUnavailable, CostCapReached, ModelChanged, EndpointBlocked)
+Keepalive = Callable[[], None]
 
 
 def enqueue_run(run: MetricRun) -> None:
@@ -111,6 +124,7 @@ def execute_run(
     shard: int | None = None,
     fan_out: bool = False,
     queue: str | None = None,
+    keepalive: Keepalive | None = None,
 ) -> str:
     """Claim a PENDING run (or join a RUNNING one that has shards left) and score its
     shards until none is left to claim; safe to call twice.
@@ -118,6 +132,7 @@ def execute_run(
     ``shard``: the shard this message names, claimed first. ``fan_out`` (the worker's
     task): once the model is loaded, send one more message per pending shard so other
     workers join. ``model_factory`` replaces the metric's own model loader (tests).
+    ``keepalive`` is called before each chunk (a held slot's lease renewed).
     """
     now = timezone.now()
     claimed = MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.PENDING).update(
@@ -137,15 +152,10 @@ def execute_run(
             prefer=shard,
             fan_out=fan_out,
             queue=queue,
+            keepalive=keepalive,
         )
-    except EndpointUnavailable as exc:  # back to PENDING: the sweeper sends it again
-        log.warning("run %s: its endpoint is unavailable; pending again: %s", run_id, exc)
-        MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.RUNNING).update(
-            status=MetricRun.Status.PENDING,
-            error=f"Waiting for the endpoint (the run is retried; scores so far are kept): {exc}",
-            heartbeat_at=timezone.now(),
-        )
-        return "pending: endpoint unavailable"
+    except EndpointUnavailable as exc:  # back to PENDING, or FAILED past the patience
+        return _wait_for_endpoint(run, exc)
     except CostCapReached as exc:  # stopped: every finished document's scores stay
         MetricRun.objects.filter(pk=run_id).update(
             status=MetricRun.Status.FAILED,
@@ -168,6 +178,40 @@ def execute_run(
         return "failed" if failed else "ended before the error"
 
 
+def _wait_for_endpoint(run: MetricRun, exc: EndpointUnavailable) -> str:
+    """The run's endpoint did not answer: back to PENDING (the sweeper sends it again),
+    the scores so far kept; unless no score has been written for
+    ``SERVED_GIVE_UP_SECONDS`` since the endpoint first failed it (``timings``'
+    ``unavailable_since``, cleared by every written chunk): then FAILED with the reason,
+    and Resume tries again."""
+    now = time.time()
+    patience = float(settings.CONCORDIA["SERVED_GIVE_UP_SECONDS"])
+    with transaction.atomic():
+        row = MetricRun.objects.select_for_update().only("timings").get(pk=run.pk)
+        timings = dict(row.timings or {})
+        since = float(timings.setdefault("unavailable_since", now))
+        MetricRun.objects.filter(pk=run.pk).update(timings=timings)
+    waited = now - since
+    running = MetricRun.objects.filter(pk=run.pk, status=MetricRun.Status.RUNNING)
+    if waited >= patience:
+        log.warning("run %s: its endpoint kept failing for %.0f s; failed: %s", run.pk, waited, exc)
+        if running.update(
+            status=MetricRun.Status.FAILED,
+            error=f"The endpoint did not answer for {waited:.0f} s (SERVED_GIVE_UP_SECONDS: "
+            f"{patience:g}): {exc}. The scores so far are kept; Resume tries again.",
+            finished_at=timezone.now(),
+        ):
+            _ended(run)
+        return "failed: endpoint unavailable"
+    log.warning("run %s: its endpoint is unavailable; pending again: %s", run.pk, exc)
+    running.update(
+        status=MetricRun.Status.PENDING,
+        error=f"Waiting for the endpoint (the run is retried; scores so far are kept): {exc}",
+        heartbeat_at=timezone.now(),
+    )
+    return "pending: endpoint unavailable"
+
+
 def _ended(run: MetricRun) -> None:
     """The run ended (succeeded, failed, stopped or cancelled): a new data version, and a
     light worker writes the dataset's columnar snapshot of it (a message the broker does
@@ -180,6 +224,7 @@ def _prepare(run: MetricRun, todo: list[Output], model_factory: ModelFactory | N
     found = runner(run.metric)
     if found is None:
         raise RunError(f"no scorer for the metric {run.metric!r}")
+    settle_probe(run, found.served)  # an endpoint never probed is probed here, not in a request
     return found.prepare(run, todo, model_factory)
 
 
@@ -201,6 +246,7 @@ def _score_shards(
     prefer: int | None,
     fan_out: bool,
     queue: str | None = None,
+    keepalive: Keepalive | None = None,
 ) -> str:
     outputs = outputs_of(run.dataset, run.config.get("limit_docs"), run.config.get("doc_keys"))
     if leader:  # the run was PENDING: nobody holds a shard, so none is lost by reopening
@@ -222,19 +268,40 @@ def _score_shards(
         prefer = None
         keys = set(shard.doc_keys)
         todo = [o for o in remaining if o.document.doc_key in keys]
-        if not _score_shard(run, shard, todo, scorer, chunk_outputs):
+        if not _score_shard(run, shard, todo, scorer, chunk_outputs, keepalive):
             shards.release(shard)
             return "cancelled"
         shards.finish(shard)
     if not shards.all_done(run):
         return "shards done"  # others still hold shards; the last to finish ends the run
+    return _finish(run)
+
+
+def _finish(run: MetricRun) -> str:
+    """The run's last shard is done: SUCCEEDED, unless more than ``RUN_MAX_ERROR_SHARE``
+    of its outputs got no score (a server answering garbage, a database refusing
+    connections): then FAILED, saying how many and why, the scores kept, and Resume
+    scores the failed outputs again. Never a SUCCEEDED run made of errors."""
+    rows = MetricScore.objects.filter(run=run)
+    done = rows.count()  # every worker's, all committed
+    failed = rows.filter(value__isnull=True)
+    n_failed = failed.count()
+    share = float(settings.CONCORDIA["RUN_MAX_ERROR_SHARE"])
+    if done and n_failed > share * done:
+        first = str(failed.order_by("pk").values_list("error", flat=True).first() or "")
+        error = (
+            f"{n_failed} of {done} outputs got no score (more than {share:.0%}); the first "
+            f"error: {first[:300]}. The {done - n_failed} scores are kept; Resume scores the "
+            "failed outputs again."
+        )
+        status, said = MetricRun.Status.FAILED, "failed: mostly errors"
+    else:
+        error, status, said = "", MetricRun.Status.SUCCEEDED, "succeeded"
     MetricRun.objects.filter(pk=run.pk, status=MetricRun.Status.RUNNING).update(
-        status=MetricRun.Status.SUCCEEDED,
-        finished_at=timezone.now(),
-        done=MetricScore.objects.filter(run=run).count(),  # every worker's, all committed
+        status=status, finished_at=timezone.now(), done=done, error=error
     )
     _ended(run)  # tables label runs by status: no cached "running" row
-    return "succeeded"
+    return said
 
 
 def _next_shard(run: MetricRun, worker: str, prefer: int | None) -> RunShard | None:
@@ -270,7 +337,12 @@ def _start_timings(run: MetricRun, done: int, prepare_s: float) -> None:
 
 
 def _score_shard(
-    run: MetricRun, shard: RunShard, todo: list[Output], scorer: Scorer, chunk_outputs: int
+    run: MetricRun,
+    shard: RunShard,
+    todo: list[Output],
+    scorer: Scorer,
+    chunk_outputs: int,
+    keepalive: Keepalive | None = None,
 ) -> bool:
     """Score a shard's outputs chunk by chunk (by default one document each, so progress
     moves per document and a cancel stops after the current one); False when the run is
@@ -281,13 +353,15 @@ def _score_shard(
     for chunk in chunks_by_document(todo, chunk_outputs):
         if not MetricRun.objects.filter(pk=run.pk, status=MetricRun.Status.RUNNING).exists():
             return False
+        if keepalive is not None:
+            keepalive()
         items = [item_of(o) for o in chunk]
         if slow:
             time.sleep(slow)
         started = time.perf_counter()
         try:
             results = scorer(items)
-        except (EndpointUnavailable, CostCapReached, ModelChanged):
+        except ENDPOINT_WIDE:
             raise  # the endpoint, not the document: the whole run stops or waits
         except RequestRefused as exc:
             if exc.endpoint_wide:  # its key, model or URL: no document can succeed
@@ -316,9 +390,27 @@ def chunks_by_document(outputs: list[Output], size: int) -> list[list[Output]]:
     return chunks
 
 
+def storable(result: ScoreResult) -> ScoreResult:
+    """``result``, or its error when it cannot be stored as it is: a value that is not a
+    finite number, details that are not plain JSON (NaN, Infinity, other types). Such a
+    value is the output's located error, never a database error."""
+    problem = ""
+    if result.value is not None and not (
+        isinstance(result.value, int | float) and math.isfinite(result.value)
+    ):
+        problem = f"the metric gave {result.value!r}, not a finite number"
+    else:
+        try:
+            json.dumps(result.details, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            problem = f"the metric's details cannot be stored ({exc})"
+    return ScoreResult(result.key, None, error=problem) if problem else result
+
+
 def _write(run: MetricRun, shard: RunShard, results: list[ScoreResult], seconds: float) -> None:
     """Save a chunk's scores, count them on the shard, and update the run's progress and
     rates (over every worker: scores done, tokens summed over the shards, wall time)."""
+    results = [storable(r) for r in results]
     rows = [
         MetricScore(run=run, output_id=r.key, value=r.value, details=r.details, error=r.error or "")
         if r.value is not None
@@ -334,6 +426,7 @@ def _write(run: MetricRun, shard: RunShard, results: list[ScoreResult], seconds:
         row = MetricRun.objects.select_for_update().only("timings", "started_at").get(pk=run.pk)
         done = MetricScore.objects.filter(run=run).count()
         timings = dict(row.timings or {})
+        timings.pop("unavailable_since", None)  # a chunk written: the endpoint answers
         wall = max((timezone.now() - (row.started_at or timezone.now())).total_seconds(), 1e-9)
         tokens = int(run.shards.aggregate(t=Sum("tokens"))["t"] or 0)
         this_attempt = done - int(timings.get("done_at_start", 0))
@@ -421,12 +514,25 @@ def outcome(run: MetricRun) -> str:
 
 
 def resume_run(run: MetricRun, *, force: bool = False, enqueue: bool = True) -> bool:
-    """Put a failed, cancelled or stalled run back to PENDING; its scores are kept."""
+    """Put a failed, cancelled or stalled run back to PENDING; its scores are kept and
+    its failed outputs (rows without a value) are scored again."""
     if not (force or can_resume(run)):
         return False
     with transaction.atomic():
+        failed = MetricScore.objects.filter(run=run, value__isnull=True)
+        docs = set(failed.values_list("output__document__doc_key", flat=True))
+        if docs:
+            failed.delete()
+            shards.reopen_documents(run, docs)
+        row = MetricRun.objects.select_for_update().only("timings").get(pk=run.pk)
+        timings = {k: v for k, v in (row.timings or {}).items() if k != "unavailable_since"}
         MetricRun.objects.filter(pk=run.pk).update(
-            status=MetricRun.Status.PENDING, finished_at=None, error="", heartbeat_at=timezone.now()
+            status=MetricRun.Status.PENDING,
+            finished_at=None,
+            error="",
+            heartbeat_at=timezone.now(),
+            timings=timings,
+            done=MetricScore.objects.filter(run=run).count(),
         )
         if enqueue:
             enqueue_run(run)

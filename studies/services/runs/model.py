@@ -6,6 +6,7 @@ runs package (runner modules import it)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from django.db import transaction
@@ -16,7 +17,7 @@ from scoring.lm.precision import PRECISIONS
 from studies.models import AspectVersion, Dataset, MetricRun
 from studies.services.catalog import endpoints
 from studies.services.catalog.model_catalog import fingerprint, resolve_model
-from studies.services.runs.served import load_served_model
+from studies.services.runs.served import load_served_model, served_label
 from studies.services.runs.types import RunError, RunRequest
 
 
@@ -33,23 +34,26 @@ def model_config(
         raise RunError(f"Unknown precision {precision!r}; use {', '.join(PRECISIONS)}.")
     served: dict[str, Any] = {}
     if request.endpoint:
-        if request.cost_cap is not None and request.cost_cap < 0:
-            raise RunError("The cost cap cannot be negative.")
-        try:  # the stored probe's findings (probed now if never): the model's version
+        if request.cost_cap is not None and not (
+            math.isfinite(request.cost_cap) and request.cost_cap >= 0
+        ):
+            raise RunError("The cost cap must be a finite number, not negative.")
+        try:  # the stored probe's findings: the model's version
             endpoint = endpoints.find_endpoint(request.endpoint, user)
-            found = endpoints.capabilities_of(endpoint)
         except endpoints.EndpointProblem as exc:
             raise RunError(str(exc)) from exc
-        version = found.version_label
+        found = endpoints.stored_capabilities(endpoint)
         location, files = "", {}
-        model_label = f"{endpoint.name}@{version}" if version else endpoint.name
         model = endpoint.model_id
+        model_label = served_label(endpoint.name, found)
         served = {
             "endpoint": endpoints.describe(endpoint),
-            "model_version": found.model_version,
-            "model_version_source": found.version_source,
+            "model_version": found.model_version if found else "",
+            "model_version_source": found.version_source if found else "",
             "cost_cap": request.cost_cap,
         }
+        if found is None:  # never probed: the worker probes before the run scores
+            served["awaiting_probe"] = True
     else:
         location, model_label = resolve_model(model)
         files = fingerprint(location)

@@ -27,8 +27,8 @@ def start_run(
     The model must be allowed (:func:`check_model`) where the metric's runner names one;
     ``local_paths`` (the operator's shell, never a web request) also accepts any local
     path or hub id. A run on a served endpoint (``request.endpoint``: one the user may
-    use) is refused here, before it starts, when the endpoint's probe found it lacks
-    what the metric needs.
+    use) is refused here, before it starts, when the endpoint's stored probe found it
+    lacks what the metric needs (never probed: the worker probes and refuses it).
     """
     found = runner(request.metric)
     if found is None:
@@ -55,14 +55,14 @@ def start_run(
 
 
 def check_served(found: Runner, plan: Plan) -> Endpoint:
-    """Refuse a run the endpoint cannot serve, from its stored probe (probed now if it
-    never was), naming what it lacks."""
+    """Refuse a run the endpoint cannot serve, from its stored probe, naming what it
+    lacks. An endpoint never probed is not probed here (a web request never waits on a
+    server): the worker probes it before the run scores, and refuses the run then."""
     frozen = plan.config["endpoint"]
     endpoint = Endpoint.objects.get(pk=frozen["id"])
-    try:
-        capabilities = endpoints.capabilities_of(endpoint)
-    except endpoints.EndpointProblem as exc:
-        raise RunError(str(exc)) from exc
+    capabilities = endpoints.stored_capabilities(endpoint)
+    if capabilities is None:
+        return endpoint
     missing = found.served(plan.config, capabilities) if found.served else "no runs on endpoints"
     if missing:
         raise RunError(f"The endpoint {endpoint.name!r} cannot run {plan.label}: {missing}.")

@@ -8,7 +8,7 @@ A leaf of the runs package, beside :mod:`.model` (which loads through it)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from scoring.lm.served import Call, EndpointUnavailable, ServedClient, ServedModel
+from scoring.lm.served import Call, Capabilities, EndpointUnavailable, ServedClient, ServedModel
 from scoring.lm.served.client import Outcome
 from scoring.lm.served.spec import _quantile
 from studies.models import Endpoint, MetricRun
@@ -25,7 +25,8 @@ from studies.services.runs.types import RunError
 
 MAX_RETRIES = 6  # per request, before the endpoint counts as unavailable (tests lower it)
 KEPT_LATENCIES = 2000  # the latest request latencies a run keeps for its p50/p95
-COUNTS = ("requests", "prompt_tokens", "completion_tokens", "cache_hits", "failures")
+COUNTS = ("requests", "prompt_tokens", "completion_tokens", "cache_hits", "failures", "implausible")
+Needs = Callable[[dict[str, Any], Capabilities], str]  # a runner's served needs: what is missing
 
 
 class RunClient(ServedClient):
@@ -109,6 +110,44 @@ def endpoint_of(run: MetricRun) -> Endpoint:
     return found
 
 
+def served_label(name: str, capabilities: Capabilities | None) -> str:
+    """The model part of a served run's label: the endpoint and its model's version."""
+    version = capabilities.version_label if capabilities else ""
+    return f"{name}@{version}" if version else name
+
+
+def settle_probe(run: MetricRun, needs: Needs | None) -> None:
+    """A run started on an endpoint never probed (the web request that started it did
+    not probe): probe it here, in the worker, refuse the run when the endpoint lacks what
+    its metric ``needs`` (saying what), and freeze the model version found into the run's
+    configuration and label, as a probed endpoint's run has from its start."""
+    if not run.config.get("awaiting_probe"):
+        return
+    endpoint = endpoint_of(run)
+    try:
+        found = endpoints.stored_capabilities(endpoint) or endpoints.probe_endpoint(endpoint)
+    except endpoints.EndpointProblem as exc:
+        if exc.unavailable:  # down now: the run waits (pending) and is sent again later
+            raise EndpointUnavailable(str(exc)) from exc
+        raise RunError(str(exc)) from exc
+    missing = needs(run.config, found) if needs else "it runs on no endpoint"
+    if missing:
+        raise RunError(f"The endpoint {endpoint.name!r} cannot run {run.label}: {missing}.")
+    config = dict(run.config)
+    config.pop("awaiting_probe")
+    old_label = config["model_label"]
+    config.update(
+        model_version=found.model_version,
+        model_version_source=found.version_source,
+        model_label=served_label(endpoint.name, found),
+    )
+    parts = run.label.split(":")
+    if len(parts) > 1 and parts[1] == old_label:  # metric:model_label:…
+        parts[1] = config["model_label"]
+    run.config, run.label = config, ":".join(parts)
+    MetricRun.objects.filter(pk=run.pk).update(config=config, label=run.label)
+
+
 def load_served_model(run: MetricRun) -> ServedModel:
     """The run's served model: the endpoint probed again before the run scores when its
     last probe is older than ``SERVED_PROBE_MAX_AGE_SECONDS`` (the probe's requests
@@ -127,7 +166,7 @@ def load_served_model(run: MetricRun) -> ServedModel:
     try:
         client = RunClient(
             run.pk,
-            endpoints.spec_of(endpoint, model_version=started_on),
+            endpoints.spec_of(endpoint, model_version=started_on, data_owner=run.dataset.owner_id),
             limiter=endpoints.shared_limiter(),
             cache=endpoints.DatabaseCache(),
             cost_cap=None if cap is None else max(0.0, float(cap) - spent),
@@ -135,10 +174,15 @@ def load_served_model(run: MetricRun) -> ServedModel:
             patience=float(settings.CONCORDIA["SERVED_PATIENCE_SECONDS"]),
         )
         max_age = timedelta(seconds=settings.CONCORDIA["SERVED_PROBE_MAX_AGE_SECONDS"])
-        if endpoint.probed_at is None or timezone.now() - endpoint.probed_at > max_age:
+        stored = endpoints.stored_capabilities(endpoint)
+        if (
+            stored is None
+            or endpoint.probed_at is None
+            or (timezone.now() - endpoint.probed_at > max_age)
+        ):
             capabilities = endpoints.probe_endpoint(endpoint, client)
         else:
-            capabilities = endpoints.capabilities_of(endpoint)
+            capabilities = stored
     except endpoints.EndpointProblem as exc:
         if exc.unavailable:  # down now: the run waits (pending) and is sent again later
             raise EndpointUnavailable(str(exc)) from exc

@@ -114,6 +114,15 @@ def reopen(run: MetricRun) -> int:
     return run.shards.exclude(status=RunShard.Status.DONE).update(status=RunShard.Status.PENDING)
 
 
+def reopen_documents(run: MetricRun, doc_keys: set[str]) -> int:
+    """The DONE shards holding any of ``doc_keys`` back to PENDING (their failed outputs
+    are scored again on resume)."""
+    again = [
+        s.pk for s in run.shards.filter(status=RunShard.Status.DONE) if doc_keys & set(s.doc_keys)
+    ]
+    return RunShard.objects.filter(pk__in=again).update(status=RunShard.Status.PENDING)
+
+
 def stale(before: datetime, run: MetricRun | None = None) -> list[RunShard]:
     """RUNNING shards of RUNNING runs (of ``run``) whose worker has not written since
     ``before``."""
