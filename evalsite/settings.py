@@ -223,6 +223,8 @@ def _redis_db(number: int) -> str:
 
 
 if CELERY_BROKER_URL.startswith("filesystem://"):
+    # kombu's filesystem transport with whole messages and one reader each (evalsite/broker.py)
+    CELERY_BROKER_TRANSPORT = "evalsite.broker:Transport"
     for sub in ("queue", "processed", "control"):
         (_broker_dir / sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
