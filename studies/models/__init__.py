@@ -12,7 +12,7 @@ the project import them from (``from studies.models import Dataset``).
 from studies.models.aspects import Aspect, AspectVersion, TaskKind, aspect_key
 from studies.models.datasets import Dataset, Document, Judgment, Output
 from studies.models.endpoints import Endpoint, ServedResponse
-from studies.models.jobs import ImportJob, WorkerHeartbeat
+from studies.models.jobs import ImportJob, WorkerHeartbeat, WorkerNode
 from studies.models.prompts import EvaluationSteps, PromptTemplate, PromptTemplateVersion
 from studies.models.runs import AllowedModel, MetricRun, MetricScore, RunShard
 from studies.models.studies import Study, StudyMember
@@ -41,5 +41,6 @@ __all__ = [
     "TaskKind",
     "VersionedModel",
     "WorkerHeartbeat",
+    "WorkerNode",
     "aspect_key",
 ]

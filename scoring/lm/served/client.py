@@ -201,6 +201,10 @@ class ServedClient:
         self._rng = rng or random.Random()
         self._lock = threading.Lock()
         self._reserved_cost = 0.0
+        # an outage while it lasts: when requests began failing (time.time(), None while
+        # they succeed) and the last failure, for whoever watches the client (a run page)
+        self.failing_since: float | None = None
+        self.last_failure = ""
 
     def __repr__(self) -> str:
         return f"ServedClient({self.spec!r})"
@@ -339,6 +343,7 @@ class ServedClient:
                         seconds = time.perf_counter() - started
                         status = response.status_code
                         if status == 200:
+                            self.failing_since = None
                             try:
                                 return self._accept(response, seconds, what)
                             except ModelChanged as exc:
@@ -356,6 +361,9 @@ class ServedClient:
                     self._reserved_cost -= reserved
             now = time.monotonic()
             first_failure = first_failure or now
+            with self._lock:
+                self.failing_since = self.failing_since or time.time()
+                self.last_failure = last
             if attempt >= self.max_retries and now - first_failure >= self.patience:
                 break
             with self._lock:
