@@ -109,3 +109,8 @@ def serving(states: Iterable[WorkerState], queues: Iterable[str]) -> list[Worker
     """The workers (any state) that take any of ``queues``."""
     wanted = set(queues)
     return [s for s in states if wanted & set(s.queues)]
+
+
+def anyone_serves(queue_name: str) -> bool:
+    """Whether a worker alive now takes ``queue_name`` (a waiting page says so if not)."""
+    return any(s.alive for s in serving(worker_states(), [queue_name]))

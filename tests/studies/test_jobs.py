@@ -192,6 +192,8 @@ def test_each_lane_shows_its_workers_and_a_lane_nobody_serves_says_so(world, cas
     assert "No worker alive serves this lane" in page and "no worker serves this lane" in page
     assert "killed by SIGKILL; restarting in 1 s" in page
     assert page.count('class="worker alive"') == 3  # model, quick, io
+    import_page = client.get(f"/imports/{upload.url.rstrip('/').rsplit('/', 1)[1]}/")
+    assert "No light worker is alive now" in import_page.content.decode()
 
 
 def test_a_worker_is_alive_while_it_beats_not_answering_after_missed_beats_then_dead(cast):

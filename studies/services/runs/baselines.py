@@ -138,6 +138,8 @@ def prepare_bertscore(
     return score
 
 
+SENTINEL_PAGE = "studies/partials/run_about_sentinel.html"  # what the run page says of one
+
 ROUGE = Runner(
     names=rouge.ROUGE_TYPES,
     label="ROUGE-1/2/L",
@@ -172,6 +174,7 @@ LENGTH = Runner(
     build=build_length,
     prepare=prepare_length,
     queue="quick",
+    page=SENTINEL_PAGE,
 )
 RANDOM = Runner(
     names=("random",),
@@ -180,5 +183,6 @@ RANDOM = Runner(
     build=build_random,
     prepare=prepare_random,
     queue="quick",
+    page=SENTINEL_PAGE,
 )
 RUNNERS = (ROUGE, SACREBLEU, BERTSCORE, LENGTH, RANDOM)
