@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from celery import Celery
+from celery.signals import worker_ready
 
 FOLDER = Path(os.environ.get("BENCH_BROKER_DIR", "bench-broker"))
 
@@ -37,3 +39,9 @@ def record(message: str, pad: str = "") -> None:
     """Append the message's id to this worker process's record (one line each)."""
     with (FOLDER / f"got-{os.getpid()}.txt").open("a") as fh:
         fh.write(f"{message}\n")
+
+
+@worker_ready.connect
+def ready(sender: Any, **kwargs: Any) -> None:
+    """Say the worker is up (the bench sends once every worker is)."""
+    (FOLDER / f"ready-{os.getpid()}").touch()

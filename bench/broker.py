@@ -17,8 +17,8 @@ For each: ``--workers`` real ``celery worker`` processes (solo pool, acks late, 
 1, as the app runs them) take one queue while ``--senders`` processes send ``--messages``
 in all, each with ``--pad`` bytes of payload, and ``--load`` processes keep the CPUs busy.
 Every task appends its message's id to its worker's record. The senders start once
-every worker is ready. Printed: messages received, lost (sent, never run), duplicated
-(run twice), worker deaths (a worker process that ended before the bench stopped it;
+every worker is ready. Printed: messages received, left queued (never taken, as when
+the workers died), lost (neither run nor queued), duplicated (run twice), worker deaths (a worker process that ended before the bench stopped it;
 ``Unrecoverable error`` in its log), and the seconds and messages per second until the
 last message ran (or, when workers died, until nothing had moved for ``--stall``
 seconds, or ``--limit`` seconds passed: a lone surviving worker of kombu's transport
@@ -92,7 +92,7 @@ def measure(transport: str, args: argparse.Namespace, root: Path) -> dict[str, A
         cmd = [
             sys.executable,
             *("-m", "celery", "-A", "_broker_app", "worker", "-Q", "bench", "--pool=solo"),
-            *("--loglevel=INFO", "--without-gossip", "--without-mingle"),
+            *("--loglevel=WARNING", "--without-gossip", "--without-mingle"),
             *("--without-heartbeat", "-n", f"bench-{transport}-{k}@%h"),
         ]
         with logs[-1].open("wb") as log:
@@ -100,7 +100,7 @@ def measure(transport: str, args: argparse.Namespace, root: Path) -> dict[str, A
                 subprocess.Popen(cmd, cwd=BENCH, env=env, stdout=log, stderr=subprocess.STDOUT)
             )
     deadline = time.monotonic() + 120
-    while not all("ready." in log.read_text(errors="replace") for log in logs):
+    while len(list(folder.glob("ready-*"))) < len(workers):
         if time.monotonic() > deadline or any(w.poll() is not None for w in workers):
             raise SystemExit("the workers did not start: " + logs[0].read_text()[-2000:])
         time.sleep(0.2)
@@ -141,11 +141,13 @@ def measure(transport: str, args: argparse.Namespace, root: Path) -> dict[str, A
     got = _received(folder)
     unrecoverable = sum(log.read_text().count("Unrecoverable error") for log in logs)
     seconds = finished - started
+    queued = len(list((folder / "queue").glob("*.msg")))  # never taken: nobody left to
     return {
         "transport": transport,
         "sent": len(ids),
         "received": len(got),
-        "lost": len(set(ids) - set(got)),
+        "queued": queued,
+        "lost": len(set(ids) - set(got)) - queued,
         "duplicated": sum(n - 1 for n in got.values() if n > 1),
         "deaths": deaths,
         "unrecoverable": unrecoverable,
@@ -163,7 +165,7 @@ def main() -> None:
     parser.add_argument("--load", type=int, default=2, help="busy processes beside them")
     parser.add_argument("--pad", type=int, default=4096, help="payload bytes per message")
     parser.add_argument("--stall", type=float, default=30.0, help="seconds without progress")
-    parser.add_argument("--limit", type=float, default=300.0, help="seconds per transport")
+    parser.add_argument("--limit", type=float, default=900.0, help="seconds per transport")
     parser.add_argument("--quick", action="store_true", help="2,000 messages")
     parser.add_argument("--transports", default=",".join(TRANSPORTS))
     args = parser.parse_args()
@@ -182,6 +184,7 @@ def main() -> None:
                 [
                     transport,
                     f"{found['received']}/{found['sent']}",
+                    str(found["queued"]),
                     str(found["lost"]),
                     str(found["duplicated"]),
                     f"{found['deaths']} ({found['unrecoverable']})",
@@ -194,6 +197,7 @@ def main() -> None:
         [
             "transport",
             "received",
+            "left queued",
             "lost",
             "duplicated",
             "worker deaths (Unrecoverable)",
