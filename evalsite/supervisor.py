@@ -73,12 +73,14 @@ class Supervisor:
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._watch, name="supervisor", daemon=True)
 
-    def start(self) -> None:
-        """Start every worker and the thread that watches them."""
+    def start(self, watch: bool = True) -> None:
+        """Start every worker and (``watch``) the thread that watches them; without it,
+        :meth:`check` is the caller's to call."""
         with self._lock:
             for worker in self.workers.values():
                 self._spawn(worker)
-        self._thread.start()
+        if watch:
+            self._thread.start()
 
     def pids(self) -> dict[str, int]:
         """Each worker's current process id (0 while it waits to start again)."""
