@@ -25,7 +25,7 @@ from studies.models import WorkerNode
 from studies.services.heartbeat import beat_until, interval
 
 log = logging.getLogger(__name__)
-MISSED_BEATS = 3  # silent this many beats: not answering
+MISSED_BEATS = 6  # silent this many beats (a minute by default): not answering
 DEAD_AFTER_S = 600  # silent this long: dead
 SHOWN_FOR = timedelta(days=1)  # a worker dead longer than this is no longer listed
 ALIVE, NOT_ANSWERING, DEAD = "alive", "not answering", "dead"
