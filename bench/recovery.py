@@ -122,9 +122,11 @@ class Stack:
         return proc
 
     def model_worker(self, name: str) -> subprocess.Popen[bytes]:
-        from evalsite.celery import MAINTENANCE_QUEUE, MODEL_QUEUES, worker_command
+        from evalsite.celery import MAINTENANCE_QUEUE, MODEL_QUEUES, QUICK_QUEUE, worker_command
 
-        queues = MODEL_QUEUES if self.layout == "own" else f"{MODEL_QUEUES},{MAINTENANCE_QUEUE}"
+        # the runs are ROUGE-L (queue quick) standing for a model's work
+        runs = f"{MODEL_QUEUES},{QUICK_QUEUE}"
+        queues = runs if self.layout == "own" else f"{runs},{MAINTENANCE_QUEUE}"
         return self.spawn(name, worker_command(f"{name}@%h", queues))
 
     def sweeper(self) -> subprocess.Popen[bytes]:

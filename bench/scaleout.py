@@ -90,7 +90,7 @@ class Workers:
         schedule = self.tmp / f"{name}-beat" if beat else None
         log = self.tmp / f"{name}.log"
         proc = subprocess.Popen(
-            worker_command(f"{name}@%h", queues="cpu", beat_schedule=schedule),
+            worker_command(f"{name}@%h", queues="quick", beat_schedule=schedule),
             cwd=REPO,
             env=self.env,
             stdout=log.open("wb"),
@@ -125,7 +125,7 @@ def one_run(dataset_id: int) -> tuple[float, object]:
 
     run = start_run(Dataset.objects.get(pk=dataset_id), RunRequest(metric="rougeL"), enqueue=False)
     started = time.perf_counter()
-    queue.send(queue.RUN_METRIC_CPU, run.pk)
+    queue.send(queue.RUN_METRIC_QUICK, run.pk)
     while MetricRun.objects.get(pk=run.pk).status not in ("succeeded", "failed", "cancelled"):
         time.sleep(0.05)
     return time.perf_counter() - started, MetricRun.objects.get(pk=run.pk)
@@ -179,7 +179,7 @@ def kill_one(tmp: Path, dataset_id: int) -> None:
         run = start_run(
             Dataset.objects.get(pk=dataset_id), RunRequest(metric="rougeL"), enqueue=False
         )
-        queue.send(queue.RUN_METRIC_CPU, run.pk)
+        queue.send(queue.RUN_METRIC_QUICK, run.pk)
         held = None
         deadline = time.monotonic() + 120
         while held is None:  # a shard held by the doomed worker (solo pool: its own pid)

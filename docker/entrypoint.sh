@@ -19,7 +19,8 @@
 #                        creates users admin/admin, researcher/researcher, annotator/annotator)
 #   WEB_CONCURRENCY      gunicorn worker processes (default 2)
 #   GUNICORN_TIMEOUT     gunicorn worker timeout in seconds (default 120)
-#   CELERY_QUEUES        queues the worker consumes (default cpu,gpu; light-worker: light)
+#   CELERY_QUEUES        queues the worker consumes (default cpu,gpu; quick-worker: quick;
+#                        light-worker: light; io-worker: io)
 #   CELERY_CONCURRENCY   worker processes (default: Celery's, one per CPU)
 #   LOG_LEVEL            also the Celery worker's log level (default INFO)
 set -euo pipefail

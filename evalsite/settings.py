@@ -239,6 +239,8 @@ def _redis_db(number: int) -> str:
 
 
 if CELERY_BROKER_URL.startswith("filesystem://"):
+    # kombu's filesystem transport with whole messages and one reader each (evalsite/broker.py)
+    CELERY_BROKER_TRANSPORT = "evalsite.broker:Transport"
     for sub in ("queue", "processed", "control"):
         (_broker_dir / sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
@@ -264,8 +266,9 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ACKS_LATE = True  # a worker killed mid-task leaves the message for another
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "light"
-# Queues: `gpu` model-based runs; `cpu` model-free runs and CPU training (the model
-# worker serves both); `light` imports and computed pages (matrices, diagnostics, plans,
+# Queues: `gpu` model-based runs; `cpu` BERTScore and CPU training (the model worker
+# serves both); `quick` the short model-free metrics (ROUGE, BLEU, chrF, length, random),
+# served by a worker of its own so that they never wait behind a model run; `light` imports and computed pages (matrices, diagnostics, plans,
 # agreement), served by a worker of its own so that they never wait behind model work;
 # `io` runs on served endpoints and their probes (a light worker, no model);
 # `maintenance` the sweeper alone, served by a light worker that runs beat and never a
@@ -275,6 +278,7 @@ CELERY_TASK_ROUTES = {
     "studies.tasks.run_metric": {"queue": "gpu"},
     "studies.tasks.generate_steps": {"queue": "gpu"},
     "studies.tasks.run_metric_cpu": {"queue": "cpu"},
+    "studies.tasks.run_metric_quick": {"queue": "quick"},
     "studies.tasks.run_metric_io": {"queue": "io"},
     "studies.tasks.probe_endpoint": {"queue": "io"},
     "studies.tasks.import_upload": {"queue": "light"},
@@ -334,9 +338,13 @@ CONCORDIA = {
     # whole documents per shard: the unit of work workers share (more shards, more workers)
     "RUN_SHARD_DOCUMENTS": env_int("RUN_SHARD_DOCUMENTS", 10, minimum=1),
     "MODEL_DIR": Path(env_str("CONCORDIA_MODEL_DIR") or DATA_DIR / "models"),
-    # A RUNNING run whose worker wrote no heartbeat (one per chunk) for this long is taken
-    # back by the sweeper; longer than the slowest chunk (or model load) on a slow worker.
+    # A RUNNING run whose worker wrote no heartbeat for this long is taken back by the
+    # sweeper (its worker died: a live one beats from a thread in every step).
     "RUN_LEASE_SECONDS": env_int("RUN_LEASE_SECONDS", 300, minimum=1),
+    # Every worker writes its own heartbeat this often (the jobs page: alive, not
+    # answering, dead), and a run's worker its run's, whatever step it is in (at least
+    # three times per RUN_LEASE_SECONDS)
+    "WORKER_HEARTBEAT_SECONDS": env_float("WORKER_HEARTBEAT_SECONDS", 10.0, minimum=0.1),
     # A PENDING run or import whose task has not started after this long is enqueued again
     # (then after 2×, 4×, … as long as it keeps waiting: a long queue is not a lost task).
     "PENDING_GRACE_SECONDS": env_int("PENDING_GRACE_SECONDS", 600, minimum=1),

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import socket
+from typing import Any
 
 from celery import Task, shared_task
+from celery.signals import worker_ready, worker_shutdown
 
 from studies.models import Dataset, WorkerHeartbeat
-from studies.services import imports, recovery
+from studies.services import imports, recovery, workers
 from studies.services.analysis import dashboards, diagnostics, planner, report_card, snapshot
 from studies.services.analysis.params import MatrixParams
 from studies.services.catalog.endpoints import probe_job
@@ -88,8 +90,15 @@ def run_metric(self: Task, run_id: int, shard: int | None = None) -> str:  # typ
 
 @shared_task(name="studies.tasks.run_metric_cpu", queue="cpu", acks_late=True, bind=True)
 def run_metric_cpu(self: Task, run_id: int, shard: int | None = None) -> str:  # type: ignore[type-arg]
-    """Execute (or join) a run of a metric that needs no language model (ROUGE, BLEU,
-    chrF, BERTScore)."""
+    """Execute (or join) a run of a metric that needs no language model but an encoder
+    (BERTScore)."""
+    return execute_run(run_id, shard=shard, fan_out=True, queue=_queue_of(self))
+
+
+@shared_task(name="studies.tasks.run_metric_quick", queue="quick", acks_late=True, bind=True)
+def run_metric_quick(self: Task, run_id: int, shard: int | None = None) -> str:  # type: ignore[type-arg]
+    """Execute (or join) a run of a short model-free metric (ROUGE, BLEU, chrF, length,
+    random): a worker of its own, so it never waits behind a model run."""
     return execute_run(run_id, shard=shard, fan_out=True, queue=_queue_of(self))
 
 
@@ -134,3 +143,15 @@ def sweep_stale_work() -> dict[str, int]:
     """Enqueue again runs and imports whose task was lost (sent by celery beat, run by the
     maintenance worker, which no run can keep busy)."""
     return recovery.sweep_stale_work()
+
+
+@worker_ready.connect
+def announce_worker(sender: Any, **kwargs: Any) -> None:
+    """A worker is up: its row on the jobs page, renewed by a thread of its own."""
+    workers.start_presence(sender.hostname, sender.app.amqp.queues.consume_from)
+
+
+@worker_shutdown.connect
+def retire_worker(sender: Any, **kwargs: Any) -> None:
+    """A worker stops (a warm shutdown): the jobs page says so at once."""
+    workers.stopped(sender.hostname, "stopped (shut down)")

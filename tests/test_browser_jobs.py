@@ -1,8 +1,10 @@
 """Light work never waits behind model work (issue: an upload sat "Pending" for minutes
-while a learned metric trained). With the real worker layout of the demo (a model
-worker, a light worker, …) busy on a long GPTScore run, an upload imports and a matrix
-computes within seconds, and the jobs page shows the run, its progress and ETA, with the
-"waiting" messages linking to it. Real workers, real Chromium."""
+while a learned metric trained), nor does a short metric (issue 43: a 10-s ROUGE-L run
+waited 34 min behind GPTScore and G-Eval). With the real worker layout of the demo (a
+model worker, a quick worker, a light worker, …) busy on a long GPTScore run, a ROUGE-L
+run sent after it finishes first, an upload imports and a matrix computes within
+seconds, and the jobs page shows each lane's worker alive, the run, its progress and
+ETA, with the "waiting" messages linking to it. Real workers, real Chromium."""
 
 from __future__ import annotations
 
@@ -81,11 +83,21 @@ def test_an_upload_and_a_matrix_finish_in_seconds_while_a_long_model_run_holds_t
     )
     try:
         _wait(lambda: MetricRun.objects.get(pk=long_run.pk).done >= 20, 120)
+        rouge = start_run(  # sent after the long run, on the same dataset: done first
+            Dataset.objects.get(name="long"), RunRequest(metric="rougeL"), user=cast["owner"]
+        )
+        rouge_seconds = _wait(lambda: MetricRun.objects.get(pk=rouge.pk).is_finished, 120)
+        assert MetricRun.objects.get(pk=rouge.pk).status == "succeeded"
+        assert MetricRun.objects.get(pk=long_run.pk).status == "running"
 
         researcher = Watched(browser, live_server.url)
         researcher.log_in("owner")
         page = researcher.page
         researcher.open("/jobs/")
+        for lane in ("model", "quick", "light", "io"):  # each lane's worker reports itself
+            expect(page.locator(f"#lane-{lane} li.worker.alive").first).to_be_visible(
+                timeout=30_000
+            )
         run_row = page.locator("#lane-model tr.job[data-kind=run]")
         expect(run_row).to_contain_text("running", timeout=10_000)
         expect(run_row).to_contain_text(f"/ {LONG_DOCS * 10}")
@@ -123,8 +135,9 @@ def test_an_upload_and_a_matrix_finish_in_seconds_while_a_long_model_run_holds_t
         assert researcher.problems == [], researcher.problems
         with capsys.disabled():
             print(
-                f"\nlight work beside a model run: import {import_seconds:.1f} s, matrix "
-                f"{matrix_seconds:.1f} s; the run at {long_run.done}/{long_run.total}"
+                f"\nlight work beside a model run: ROUGE-L {rouge_seconds:.1f} s, import "
+                f"{import_seconds:.1f} s, matrix {matrix_seconds:.1f} s; the run at "
+                f"{long_run.done}/{long_run.total}"
             )
         assert ImportJob.objects.get(dataset=quick).status == "succeeded"
         page.close()  # no poll reaches the server once the test's database is gone

@@ -142,7 +142,11 @@ class ProgressSerializer(serializers.Serializer):  # type: ignore[type-arg]
 
 
 class AgreementSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    agreement = serializers.DictField(allow_null=True, help_text="null while a worker computes it")
+    agreement = serializers.DictField(
+        allow_null=True,
+        help_text="null while a worker computes it; with stale: true (and 202), the latest "
+        "result, older than the latest answers, while a worker computes the current one",
+    )
 
 
 class AssignmentSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]

@@ -161,7 +161,8 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     )
     def agreement(self, request: Request, pk: Any = None) -> Response:
         result = agreement.available_agreement(self.get_object())
-        return Response({"agreement": result}, status=200 if result is not None else 202)
+        current = result is not None and not result.get("stale")
+        return Response({"agreement": result}, status=200 if current else 202)
 
 
 @extend_schema_view(

@@ -4,8 +4,12 @@ Spearman ρ, and each annotator against the mean of the others; beside them each
 annotator's MACE competence (:mod:`.competence`), the annotators flagged on gold items,
 and for a pairwise campaign the position bias (:mod:`.position`).
 
-Results are cached under the dataset's data version (every stored answer bumps it); a
-small campaign is computed in the request, a large one by a worker while the page polls.
+Results are cached under the dataset's data version (every stored answer bumps it). The
+first time, a small campaign is computed in the request and a larger one by a worker while
+the page polls; after that, a page whose data moved on shows the campaign's latest result,
+marked as older than the latest answers, while the light worker computes the new one: the
+campaign page never computes α and MACE in the request of a busy campaign, whose every
+answer would have it compute them again (7–8.5 s under load in issue 43).
 """
 
 from __future__ import annotations
@@ -30,10 +34,10 @@ from studies.services import queue
 from studies.services.jobs import track
 
 RESAMPLES = 1000
-# answers; above this a worker computes the agreement. Krippendorff's α with 1,000
-# resamples takes ~0.25 s per aspect at 300 answers and ~0.6 s at 1,500 (this 2-core CPU),
-# so a page stays near a second below it.
-INLINE_LIMIT = 1500
+# answers; above this a worker computes a campaign's first agreement. Krippendorff's α with
+# 1,000 resamples takes ~0.25 s per aspect at 300 answers on this 2-core CPU, MACE as much
+# again: a first page stays under a second below it. Later ones show the latest result.
+INLINE_LIMIT = 300
 VERSION = 3  # of the cached result's contents (2: competence, gold flags, position bias;
 # 3: competence by variational Bayes)
 
@@ -105,26 +109,37 @@ def cache_key(campaign: Campaign) -> str:
     return campaign_cache_key("agreement", campaign, RESAMPLES, VERSION)
 
 
+def _latest_key(campaign: Campaign) -> str:
+    """The campaign's latest result, whatever data version it was computed on."""
+    return f"agreement-latest:{campaign.pk}:{campaign.created_at.isoformat()}:{VERSION}"
+
+
 def compute_and_cache(campaign: Campaign) -> dict[str, Any]:
     key = cache_key(campaign)
     result = compute_agreement(campaign)
     cache.set(key, result)
+    cache.set(_latest_key(campaign), result)
     cache.delete(key + ":pending")
     return result
 
 
 def available_agreement(campaign: Campaign, user: Any = None) -> dict[str, Any] | None:
-    """The cached agreement, or one computed now for a small campaign; for a large one,
-    None after asking a worker (once) to compute it."""
+    """The agreement of the campaign's current answers from the cache; else its latest
+    result marked ``stale`` (with ``n_answers_now``) while a worker computes the current
+    one; else, the first time, one computed now for a small campaign, or None while a
+    worker computes it. A worker is asked once per data version."""
     key = cache_key(campaign)
     result: dict[str, Any] | None = cache.get(key)
     if result is not None:
         return result
-    if n_answers(campaign) <= INLINE_LIMIT:
+    latest: dict[str, Any] | None = cache.get(_latest_key(campaign))
+    if latest is None and n_answers(campaign) <= INLINE_LIMIT:
         return compute_and_cache(campaign)
     if cache.add(key + ":pending", True, 600):
         url = reverse("annotation:campaign-detail", args=[campaign.pk])
         title = f"agreement of campaign {campaign.name}"
         track(key + ":pending", "agreement", campaign.study.dataset, title, url, user)
         queue.send(queue.COMPUTE_AGREEMENT, campaign.pk)  # by name: services never import tasks
-    return None
+    if latest is None:
+        return None
+    return {**latest, "stale": True, "n_answers_now": n_answers(campaign)}

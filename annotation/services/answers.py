@@ -6,10 +6,18 @@ so the dashboards read them like imported ones); pairwise answers are
 a changed answer (an annotator back on an item they answered, while the campaign is
 open) updates the row and adds an :class:`AnswerRevision`. The optional comment on the
 item is the assignment's.
+
+The item page carries the revision of the answers it showed (:func:`revision_of`); a
+form sent with another revision than the stored one (a page kept in a second tab, or
+brought back by the browser's Back after a change) that would change an answer is
+refused, naming the stored and the sent value (:class:`StaleAnswers`), instead of
+silently putting the old answer back.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,7 +25,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.models import AnswerRevision, Assignment, Campaign, PairwiseJudgment
-from annotation.services.assignment import check_capacity, claim_next, lock_assignment
+from annotation.services.assignment import (
+    AnnotationError,
+    check_capacity,
+    claim_next,
+    lock_assignment,
+)
 from studies.models import Aspect, AspectVersion, Dataset, Judgment
 
 SIDES = {"left": "left", "right": "right", "tie": "tie"}
@@ -26,6 +39,24 @@ COMMENT_LENGTH = Assignment._meta.get_field("comment").max_length or 1000
 
 class InvalidAnswer(ValueError):
     """Answers that cannot be stored; nothing was written."""
+
+
+class StaleAnswers(AnnotationError):
+    """Answers sent from a page that showed an older revision of them; nothing was
+    written (409: the page comes back with the stored answers)."""
+
+
+def revision_of(stored: Mapping[int, Any]) -> str:
+    """A short token of an item's stored answers (``current_answers``), "" before the
+    first: the item page sends it back with the form."""
+    if not stored:
+        return ""
+    raw = json.dumps(sorted((int(k), _shown(v)) for k, v in stored.items()))
+    return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+def _shown(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def scale_points(aspect: Aspect) -> list[float]:
@@ -71,12 +102,17 @@ def parse_comment(raw: Any) -> str | None:
 
 
 def submit(
-    assignment_id: int, user: Any, answers: dict[int, Any], comment: str | None = None
+    assignment_id: int,
+    user: Any,
+    answers: dict[int, Any],
+    comment: str | None = None,
+    revision: str | None = None,
 ) -> bool:
     """Store the answers (see :func:`parse_answers`) and the comment (None: unchanged);
-    True if any answer changed."""
+    True if any answer changed. ``revision``: the one the sending page showed (None: not
+    checked)."""
     with transaction.atomic():
-        changed, dataset_id = _store(assignment_id, user, answers, comment)
+        changed, dataset_id = _store(assignment_id, user, answers, comment, revision)
         if changed:
             Dataset(pk=dataset_id).bump_data_version()
     return changed
@@ -88,13 +124,14 @@ def submit_and_claim(
     answers: dict[int, Any],
     campaign: Campaign,
     comment: str | None = None,
+    revision: str | None = None,
 ) -> tuple[bool, Assignment | None]:
     """Store the answers and lease the next item in one transaction (one commit).
 
     Locks come in the order every flow takes them: the assignment, the campaign (a first
     answer checks its lease under it), the dataset row last."""
     with transaction.atomic():
-        changed, dataset_id = _store(assignment_id, user, answers, comment)
+        changed, dataset_id = _store(assignment_id, user, answers, comment, revision)
         following = claim_next(campaign, user)
         if changed:
             Dataset(pk=dataset_id).bump_data_version()
@@ -102,13 +139,19 @@ def submit_and_claim(
 
 
 def _store(
-    assignment_id: int, user: Any, answers: dict[int, Any], comment: str | None
+    assignment_id: int,
+    user: Any,
+    answers: dict[int, Any],
+    comment: str | None,
+    revision: str | None = None,
 ) -> tuple[bool, int]:
     """Write the answers in the caller's transaction: (changed, the dataset to bump).
 
     A first answer sets the assignment's ``submitted_at`` and ``seconds`` (lease to first
     answer); a changed one leaves them and is dated by its revisions and judgments."""
     assignment = lock_assignment(assignment_id, user)
+    if revision is not None:  # under the lock: two tabs sending at once are ordered
+        _check_revision(assignment, answers, revision)
     now = timezone.now()
     if assignment.item.campaign.is_pairwise:
         changes = _store_pairwise(assignment, answers)
@@ -133,6 +176,29 @@ def _store(
     if fields:
         assignment.save(update_fields=fields)
     return bool(changes), assignment.item.campaign.study.dataset_id
+
+
+def _check_revision(assignment: Assignment, answers: dict[int, Any], revision: str) -> None:
+    """Refuse answers sent from a page that showed other stored answers than those now
+    stored, when they would change one (sending what is stored changes nothing)."""
+    stored = current_answers(assignment)
+    if revision_of(stored) == revision:
+        return
+    names = {a.pk: a.name for a in assignment.item.campaign.aspect_list()}
+    changed = [
+        f"{names.get(aspect, aspect)} is stored as {_shown(stored[aspect])}, "
+        f"and this page sent {_shown(value)}"
+        if aspect in stored
+        else f"{names.get(aspect, aspect)} was answered meanwhile"
+        for aspect, value in answers.items()
+        if aspect not in stored or _shown(stored[aspect]) != _shown(value)
+    ]
+    if changed:
+        raise StaleAnswers(
+            "Not saved: this item's answers changed after this page was shown (in another "
+            f"tab, or before you went back): {'; '.join(changed)}. The stored answers are "
+            "shown now; change them and Save change again to replace them."
+        )
 
 
 def versions_at(aspect_ids: list[int], when: Any) -> dict[int, int]:

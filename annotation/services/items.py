@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from annotation.models import Assignment, Campaign
-from annotation.services.answers import current_answers, scale_points
+from annotation.services.answers import current_answers, revision_of, scale_points
 from annotation.services.assignment import previous_answered
 from studies.models import Aspect
 
@@ -110,7 +110,8 @@ def item_context(
         )
     else:
         outputs = [("Output", item.output_a)]
-    answers = current_answers(assignment) if draft is None else draft
+    stored = current_answers(assignment)
+    answers = stored if draft is None else draft
     return {
         "campaign": campaign,
         "assignment": assignment,
@@ -123,4 +124,5 @@ def item_context(
         "comment": assignment.comment if comment is None else comment,
         "revisiting": assignment.status == Assignment.Status.DONE,
         "previous": previous_answered(assignment),
+        "revision": revision_of(stored),  # sent back: a form from an older page is refused
     }

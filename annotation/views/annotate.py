@@ -1,7 +1,10 @@
 """The annotator's pages: campaigns, guidelines, the item page and its answers.
 
 Every view looks the campaign up among the user's own invitations and the item among
-the user's own assignments, so anything else is a 404 whatever the link."""
+the user's own assignments, so anything else is a 404 whatever the link. The item and
+what its form answers are never stored by the browser (``Cache-Control: no-store``):
+Back shows the stored answers, not those of the page as it was; a form sent from an old
+page that would change an answer is refused, naming both values (``answers.StaleAnswers``)."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.models import Assignment, Campaign
@@ -95,6 +99,7 @@ def next_item(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @require_GET
+@never_cache
 @login_required
 def item(request: HttpRequest, pk: int, item: int) -> HttpResponse:
     campaign = _campaign(request, pk)
@@ -102,6 +107,7 @@ def item(request: HttpRequest, pk: int, item: int) -> HttpResponse:
 
 
 @require_POST
+@never_cache
 @login_required
 def submit(request: HttpRequest, pk: int, item: int) -> HttpResponse:
     campaign = _campaign(request, pk)
@@ -109,7 +115,10 @@ def submit(request: HttpRequest, pk: int, item: int) -> HttpResponse:
     try:
         given = answers.parse_answers(campaign, request.POST)
         comment = answers.parse_comment(request.POST.get("comment"))
-        _, following = answers.submit_and_claim(current.pk, request.user, given, campaign, comment)
+        revision = request.POST.get("revision")  # the stored answers the page showed
+        _, following = answers.submit_and_claim(
+            current.pk, request.user, given, campaign, comment, revision
+        )
     except answers.InvalidAnswer as exc:
         draft = {k: v for k, v in request.POST.items() if k.startswith("aspect-")}
         return _render_item(
@@ -129,6 +138,7 @@ def submit(request: HttpRequest, pk: int, item: int) -> HttpResponse:
 
 
 @require_POST
+@never_cache
 @login_required
 def skip(request: HttpRequest, pk: int, item: int) -> HttpResponse:
     campaign = _campaign(request, pk)

@@ -73,7 +73,8 @@ def campaign_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "annotation/partials/agreement.html",
             {"campaign": campaign, "agreement": result},
         )
-        return stop_polling_when(response, result is not None and bool(request.GET.get("poll")))
+        current = result is not None and not result.get("stale")
+        return stop_polling_when(response, current and bool(request.GET.get("poll")))
     return render(request, "annotation/campaign_detail.html", _detail(campaign, result))
 
 

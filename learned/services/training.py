@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from learned.models import TrainedMetric
@@ -28,6 +29,7 @@ from scoring.learned.scorer import context_of
 from scoring.learned.split import pairs_in
 from scoring.learned.train import TrainConfig, TrainState, fit
 from studies.models import Aspect, Dataset
+from studies.services import heartbeat
 from studies.services.runs.core import item_of
 
 log = logging.getLogger(__name__)
@@ -170,7 +172,10 @@ def execute_job(job_id: int) -> str:
     job = TrainedMetric.objects.select_related("dataset", "aspect").get(pk=job_id)
     run = _Job(job)
     try:
-        outcome = _train(run)
+        # the heartbeat from a thread in every phase: loading the backbone, the features,
+        # an epoch, the evaluation (Resume offers itself only once it stops)
+        with heartbeat.beating(lambda: _beat(job_id), heartbeat.interval(), f"training {job_id}"):
+            outcome = _train(run)
     except Cancelled:
         return "cancelled"
     except Exception as exc:  # the job ends FAILED with its error; its last checkpoint stays
@@ -182,6 +187,21 @@ def execute_job(job_id: int) -> str:
         )
         return "failed"
     return outcome
+
+
+def _beat(job_id: int) -> None:
+    """Renew a running job's ``progress["heartbeat"]`` (under the row's lock: the job's
+    own progress reports rewrite the whole entry)."""
+    with transaction.atomic():
+        row = (
+            TrainedMetric.objects.select_for_update()
+            .filter(pk=job_id, status=TrainedMetric.Status.RUNNING)
+            .only("progress")
+            .first()
+        )
+        if row is not None:
+            progress = {**(row.progress or {}), "heartbeat": timezone.now().isoformat()}
+            TrainedMetric.objects.filter(pk=job_id).update(progress=progress)
 
 
 def _train(run: _Job) -> str:

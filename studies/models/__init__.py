@@ -12,7 +12,7 @@ the project import them from (``from studies.models import Dataset``).
 from studies.models.aspects import Aspect, AspectVersion, TaskKind, aspect_key
 from studies.models.datasets import Dataset, Document, Judgment, Output
 from studies.models.endpoints import Endpoint, ServedResponse
-from studies.models.jobs import ImportJob, UnsentTask, WorkerHeartbeat
+from studies.models.jobs import ImportJob, UnsentTask, WorkerHeartbeat, WorkerNode
 from studies.models.prompts import (
     EvaluationSteps,
     PromptTemplate,
@@ -48,5 +48,6 @@ __all__ = [
     "UnsentTask",
     "VersionedModel",
     "WorkerHeartbeat",
+    "WorkerNode",
     "aspect_key",
 ]

@@ -1,4 +1,5 @@
-"""Work done by workers outside metric runs: upload imports and worker heartbeats."""
+"""Work done by workers outside metric runs (upload imports), worker heartbeats, and
+the workers themselves as the jobs page shows them."""
 
 from __future__ import annotations
 
@@ -100,3 +101,29 @@ class UnsentTask(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name}{tuple(self.args)} (unsent, {self.attempts} attempts)"
+
+
+class WorkerNode(models.Model):
+    """A Celery worker (one node, by its name) as it last reported itself: each one
+    writes its row every ``WORKER_HEARTBEAT_SECONDS`` from a thread of its own while it
+    runs, whatever its task is doing (:mod:`studies.services.workers`), and marks it
+    stopped when it shuts down; ``manage.py demo`` marks one its supervisor saw die."""
+
+    name = models.CharField(max_length=255, unique=True)  # the node name: light@host
+    hostname = models.CharField(max_length=255)
+    pid = models.PositiveIntegerField()
+    queues = models.CharField(max_length=255, help_text="The queues it takes, comma-separated.")
+    started_at = models.DateTimeField()
+    seen_at = models.DateTimeField(help_text="Its last heartbeat.")
+    stopped_at = models.DateTimeField(null=True, blank=True)
+    stop_reason = models.CharField(max_length=300, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"worker {self.name} ({self.queues})"
+
+    @property
+    def queue_list(self) -> list[str]:
+        return [q for q in self.queues.split(",") if q]

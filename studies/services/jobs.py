@@ -1,10 +1,16 @@
-"""The jobs page: the work queued and running in the workers, lane by lane.
+"""The jobs page: the work queued and running in the workers, lane by lane, and the
+workers themselves.
 
 A lane is what one worker of the layout that ``manage.py demo`` and compose run takes
-in turn (:data:`LANES`): the model worker's ``cpu`` and ``gpu`` queues, the light
-worker's imports and computed pages, the io worker's served runs. Within a lane, queued
-work is shown in the order it was sent, with the work ahead of it, so "Pending" always
-says what it waits for.
+in turn (:data:`evalsite.celery.LANES`): the model worker's ``cpu`` and ``gpu`` queues,
+the quick worker's short metrics, the light worker's imports and computed pages, the io
+worker's served runs. Within a lane, queued work is shown in the order the worker will
+take it, with the work ahead of it, so "Pending" always says what it waits for: each
+queue's messages in the order they were sent, and a worker on two queues takes one from
+each in turn (kombu's fair cycle on the filesystem broker, the rotating BRPOP on Redis).
+Each lane lists its workers as alive, not answering or dead with their last heartbeat
+(:mod:`.workers`); while none is alive, its queued work says that nothing serves it
+instead of when it starts.
 
 Sources: metric runs and imports (rows), what other apps register in
 :data:`studies.hooks.job_sources` (learned metrics in training), and the computed pages
@@ -17,7 +23,7 @@ run", so that positions add up without telling what others study.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -25,20 +31,23 @@ from django.core.cache import cache
 from django.urls import reverse
 from django.utils import timezone
 
+from evalsite.celery import LANES as LANE_QUEUES
 from studies import hooks
 from studies.hooks import Job
 from studies.models import Dataset, ImportJob, MetricRun
 from studies.permissions import visible_datasets
+from studies.services import workers
 from studies.services.runs import eta
 from studies.services.runs.registry import queue_for
 
-# queue → the lane (one worker) that serves it, as local_workers and compose lay them out
-LANES = {"gpu": "model", "cpu": "model", "light": "light", "io": "io"}
-LANE_LABELS = {
-    "model": "Model worker (queues cpu, gpu): metric runs and training",
+LANE_LABELS = {  # the lanes the page shows (the sweeper's has nothing to queue)
+    "model": "Model worker (queues cpu, gpu): model-based metric runs and training",
+    "quick": "Quick worker (queue quick): ROUGE, BLEU, chrF and the model-free sentinels",
     "light": "Light worker (queue light): imports and computed pages",
     "io": "io worker (queue io): runs on served endpoints",
 }
+# queue → the lane (one worker) that serves it, as local_workers and compose lay them out
+LANES = {queue: lane for lane, queues in LANE_QUEUES.items() for queue in queues}
 _TRACKED = "jobs:computations"  # the cache key of the computed pages being computed
 _TRACK_SECONDS = 600
 
@@ -48,6 +57,12 @@ class Lane:
     name: str
     label: str
     jobs: list[Job]
+    workers: list[workers.WorkerState] = field(default_factory=list)
+
+    @property
+    def served(self) -> bool:
+        """Whether a worker alive now takes the lane's queues."""
+        return any(w.alive for w in self.workers)
 
 
 def _runs() -> Iterable[Job]:
@@ -133,14 +148,34 @@ def all_jobs() -> list[Job]:
     return found
 
 
-def _placed(jobs: list[Job]) -> list[Job]:
+def in_turn(queued: list[Job], queues: tuple[str, ...], last: str | None) -> list[Job]:
+    """Queued jobs in the order a worker on ``queues`` takes them: each queue's in the
+    order sent, one from each non-empty queue in turn, starting after ``last`` (the
+    queue it took its latest job from)."""
+    by_queue = {
+        q: sorted((j for j in queued if j.queue == q), key=lambda j: j.queued_at) for q in queues
+    }
+    others = sorted((j for j in queued if j.queue not in by_queue), key=lambda j: j.queued_at)
+    turn = (queues.index(last) + 1) % len(queues) if last in queues else 0
+    order: list[Job] = []
+    while any(by_queue.values()):
+        ready = by_queue[queues[turn]]
+        if ready:
+            order.append(ready.pop(0))
+        turn = (turn + 1) % len(queues)
+    return order + others
+
+
+def _placed(jobs: list[Job], queues: tuple[str, ...], served: bool = True) -> list[Job]:
     """The lane's jobs in order, running first, each queued one with its position, the
-    number of jobs ahead of it and, when everything ahead has an ETA, when it starts."""
+    number of jobs ahead of it and, when everything ahead has an ETA and a worker serves
+    the lane, when it starts."""
     running = sorted((j for j in jobs if j.running), key=lambda j: j.started_at or j.queued_at)
-    queued = sorted((j for j in jobs if not j.running), key=lambda j: j.queued_at)
+    last = running[-1].queue if running else None
+    queued = in_turn([j for j in jobs if not j.running], queues, last)
     placed: list[Job] = list(running)
     wait: float | None = sum(j.eta_seconds or 0 for j in running)
-    if any(j.eta_seconds is None for j in running):
+    if any(j.eta_seconds is None for j in running) or not served:
         wait = None
     for position, job in enumerate(queued, start=1):
         placed.append(
@@ -151,7 +186,8 @@ def _placed(jobs: list[Job]) -> list[Job]:
 
 
 def lanes_for(user: Any) -> list[Lane]:
-    """The lanes with their jobs as ``user`` may see them (see the module docstring)."""
+    """The lanes with their jobs as ``user`` may see them (see the module docstring) and
+    their workers."""
     shown = set(visible_datasets(user).values_list("pk", flat=True))
     by_lane: dict[str, list[Job]] = {name: [] for name in LANE_LABELS}
     for job in all_jobs():
@@ -159,7 +195,14 @@ def lanes_for(user: Any) -> list[Lane]:
         if job.dataset_id is None and job.owner_id is None:
             mine = user.is_staff
         by_lane[LANES.get(job.queue, "model")].append(job if mine else job.hidden())
-    return [Lane(name, LANE_LABELS[name], _placed(jobs)) for name, jobs in by_lane.items()]
+    states = workers.worker_states()
+    lanes = []
+    for name, jobs in by_lane.items():
+        queues = LANE_QUEUES[name]
+        serving = workers.serving(states, queues)
+        placed = _placed(jobs, queues, any(w.alive for w in serving))
+        lanes.append(Lane(name, LANE_LABELS[name], placed, serving))
+    return lanes
 
 
 def as_rows(lanes: list[Lane]) -> list[dict[str, Any]]:

@@ -24,7 +24,8 @@ from studies.models import UnsentTask
 log = logging.getLogger(__name__)
 
 RUN_METRIC = "studies.tasks.run_metric"  # language-model metrics, queue gpu
-RUN_METRIC_CPU = "studies.tasks.run_metric_cpu"  # the baselines, queue cpu
+RUN_METRIC_CPU = "studies.tasks.run_metric_cpu"  # BERTScore, queue cpu
+RUN_METRIC_QUICK = "studies.tasks.run_metric_quick"  # ROUGE, BLEU, chrF…, queue quick
 RUN_METRIC_IO = "studies.tasks.run_metric_io"  # runs on a served endpoint, queue io
 PROBE_ENDPOINT = "studies.tasks.probe_endpoint"  # what a served endpoint can do, queue io
 IMPORT_UPLOAD = "studies.tasks.import_upload"  # queue light

@@ -6,7 +6,8 @@ takes it (a Redis restart without persistence, a purged queue: the run stays PEN
 :func:`sweep_stale_work` runs periodically (celery beat) and
 
 - puts a RUNNING metric run whose heartbeat is older than ``RUN_LEASE_SECONDS`` back to
-  PENDING and enqueues it (every worker on it is gone; its held shards reopen);
+  PENDING and enqueues it (every worker on it is gone: a live one beats from a thread
+  whatever step it is in; its held shards reopen);
 - puts a RUNNING shard whose worker has not written for ``RUN_LEASE_SECONDS`` back to
   PENDING and sends a message for it, while other workers go on with the run's other
   shards;
@@ -19,6 +20,10 @@ takes it (a Redis restart without persistence, a purged queue: the run stays PEN
   ``IMPORT_LEASE_SECONDS``;
 - sends again the messages that could not be sent when their transaction committed
   (:func:`studies.services.queue.resend_unsent`: the broker did not answer then).
+
+Each recovery records its reason by cause: "no heartbeat for N s while <the step it was
+in>" for running work, "queued longer than N s …" (saying whether any worker is alive on
+its queue) for work that only waited.
 
 Each change is a conditional UPDATE on the status and heartbeat read, so two sweepers (or
 a worker writing at that moment) never both act. Enqueueing twice is harmless: a run or
@@ -39,9 +44,11 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from studies.models import ImportJob, MetricRun, RunShard
-from studies.services import dbsessions, queue
+from studies.services import dbsessions, queue, workers
 from studies.services.runs import enqueue_run, run_lease, shards
 from studies.services.runs.core import send_shard
+from studies.services.runs.registry import queue_for
+from studies.services.runs.shards import SCORING
 
 log = logging.getLogger(__name__)
 MAX_BACKOFF_DOUBLINGS = 6  # at most 64 × the grace period between two re-enqueues
@@ -67,11 +74,16 @@ def sweep_stale_work(now: datetime | None = None) -> dict[str, int]:
         counts["running_shards"] += _recover_shard(shard, now)
     for run in _older(runs.filter(status=MetricRun.Status.RUNNING), now - run_lease()):
         seconds = (now - run.last).total_seconds()
-        counts["running_runs"] += _recover_run(run, f"no heartbeat for {seconds:.0f} s", now)
+        doing = (run.timings or {}).get("phase") or SCORING
+        reason = f"no heartbeat for {seconds:.0f} s while {doing}: its worker died"
+        counts["running_runs"] += _recover_run(run, reason, now)
+    states = workers.worker_states(now)
     for run in _older(runs.filter(status=MetricRun.Status.PENDING), now - grace):
-        if run.last < now - _backoff(grace, len(run.provenance.get("recoveries", []))):
-            seconds = (now - run.last).total_seconds()
-            counts["pending_runs"] += _recover_run(run, f"not started {seconds:.0f} s", now)
+        waited = _backoff(grace, len(run.provenance.get("recoveries", [])))
+        if run.last < now - waited:
+            queued = queue_for(run.metric, run.config)
+            reason = _queued_reason(now - run.last, waited, queued, states)
+            counts["pending_runs"] += _recover_run(run, reason, now)
 
     jobs = ImportJob.objects.all()
     sessions = dbsessions.open_sessions()
@@ -81,11 +93,13 @@ def sweep_stale_work(now: datetime | None = None) -> dict[str, int]:
                 reason = "its worker's database session ended (a database restart?)"
                 counts["running_imports"] += _recover_job(job, now, reason, connection=True)
     for job in _older(jobs.filter(status=ImportJob.Status.RUNNING), now - import_lease):
-        reason = f"running {(now - job.last).total_seconds():.0f} s (IMPORT_LEASE_SECONDS)"
+        seconds = (now - job.last).total_seconds()
+        reason = f"importing for {seconds:.0f} s, longer than the {import_lease.total_seconds():.0f} s lease"
         counts["running_imports"] += _recover_job(job, now, reason)
     for job in _older(jobs.filter(status=ImportJob.Status.PENDING), now - grace):
-        if job.last < now - _backoff(grace, job.recoveries):
-            reason = f"not started {(now - job.last).total_seconds():.0f} s"
+        waited = _backoff(grace, job.recoveries)
+        if job.last < now - waited:
+            reason = _queued_reason(now - job.last, waited, "light", states)
             counts["pending_imports"] += _recover_job(job, now, reason)
     if any(counts.values()):
         log.warning("sweeper recovered lost work: %s", counts)
@@ -103,6 +117,23 @@ def _older(rows: QuerySet, before: datetime) -> QuerySet:  # type: ignore[type-a
 
 def _backoff(grace: timedelta, recoveries: int) -> timedelta:
     return grace * 2 ** min(recoveries, MAX_BACKOFF_DOUBLINGS)
+
+
+def _queued_reason(
+    waited: timedelta, limit: timedelta, queue_name: str, states: list[workers.WorkerState]
+) -> str:
+    """Why a queued run or import is sent again: how long it waited, and whether any
+    worker is alive on its queue (else its message may be fine: nobody takes it)."""
+    alive = [s for s in workers.serving(states, [queue_name]) if s.alive]
+    why = (
+        "its message was lost or is behind others"
+        if alive
+        else f"no worker alive on the queue {queue_name}"
+    )
+    return (
+        f"queued longer than {limit.total_seconds():.0f} s "
+        f"({waited.total_seconds():.0f} s) without a worker taking it: {why}"
+    )
 
 
 def _recover_run(run: MetricRun, reason: str, now: datetime) -> int:

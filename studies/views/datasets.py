@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET
 from studies.forms import UploadForm
 from studies.models import ImportJob, Judgment
 from studies.permissions import may_change_dataset, visible_datasets
+from studies.services import workers
 from studies.services.imports import UploadNotStored, create_import_job, export_dataset
 from studies.services.imports.records import FORMATS
 from studies.services.runs.labels import distinct_labels, with_traits
@@ -108,4 +109,6 @@ def import_detail(request: HttpRequest, pk: int) -> HttpResponse:
     job = get_object_or_404(jobs, pk=pk)
     partial = wants_partial(request)
     template = "studies/partials/import_status.html" if partial else "studies/import_detail.html"
-    return stop_polling_when(render(request, template, {"job": job}), partial and job.is_finished)
+    waiting = job.status == ImportJob.Status.PENDING
+    context = {"job": job, "unserved": waiting and not workers.anyone_serves("light")}
+    return stop_polling_when(render(request, template, context), partial and job.is_finished)

@@ -26,6 +26,7 @@ from studies.services.runs import (
     derive_variant,
     eta,
     label_of,
+    outage,
     outcome,
     page_of,
     phase,
@@ -86,6 +87,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "eta": seconds_left,
         "eta_minutes": None if seconds_left is None else max(1, round(seconds_left / 60)),
         "phase": phase(run),
+        "outage": outage(run),
         "outcome": outcome(run),
         "about": page_of(run.metric),  # the run page's part on its metric, and its label
         "metric_label": label_of(run.metric),

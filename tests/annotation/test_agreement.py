@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.urls import reverse
 
 from annotation.services import agreement, answers, assignment
 from studies.models import Aspect
@@ -73,3 +74,40 @@ def test_a_large_campaign_is_left_to_a_worker_once(make_campaign, annotators, mo
     assert sent == [("annotation.tasks.compute_agreement", campaign.pk)]
     assert tasks.compute_agreement_task(campaign.pk).startswith("12 answers")
     assert agreement.available_agreement(campaign)["n_answers"] == 12
+
+
+def test_a_new_answer_shows_the_latest_agreement_while_a_worker_computes_it_again(
+    make_campaign, annotators, cast, client, monkeypatch
+):
+    """Issue 43: the campaign page computed α and MACE in the request after every answer
+    (7–8.5 s under load); it shows the latest result, marked, and a worker computes the
+    new one, once per data version."""
+    from annotation import tasks
+    from studies.services import queue
+
+    campaign = make_campaign(overlap=2, aspect_codes=("COH",))
+    answer(campaign, annotators[0], dict.fromkeys(range(12), 3))
+    first = agreement.available_agreement(campaign)  # small, never computed: in the request
+    assert first is not None and first["n_answers"] == 12 and "stale" not in first
+    sent: list[tuple[object, ...]] = []
+    monkeypatch.setattr(queue, "send", lambda name, *args: sent.append((name, *args)))
+
+    def in_a_request(*args, **kwargs):  # type: ignore[no-untyped-def]
+        pytest.fail("the agreement was computed in the request")
+
+    monkeypatch.setattr(agreement, "compute_agreement", in_a_request)
+    lease = assignment.claim_next(campaign, annotators[1])
+    answers.submit(lease.pk, annotators[1], {Aspect.objects.get(code="COH").pk: 4})
+    shown = agreement.available_agreement(campaign)
+    assert shown is not None and shown["stale"] and shown["n_answers"] == 12
+    assert shown["n_answers_now"] == 13
+    client.force_login(cast["owner"])
+    page = client.get(reverse("annotation:campaign-detail", args=[campaign.pk])).content.decode()
+    assert 'id="agreement-stale"' in page and "Computed on 12 answers; there are 13 now" in page
+    api = client.get(f"/api/campaigns/{campaign.pk}/agreement/")
+    assert api.status_code == 202 and api.json()["agreement"]["stale"] is True
+    assert sent == [("annotation.tasks.compute_agreement", campaign.pk)]  # asked once
+    monkeypatch.undo()
+    assert tasks.compute_agreement_task(campaign.pk).startswith("13 answers")
+    fresh = agreement.available_agreement(campaign)
+    assert fresh is not None and fresh["n_answers"] == 13 and "stale" not in fresh

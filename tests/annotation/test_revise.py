@@ -191,3 +191,57 @@ def test_the_api_reads_and_changes_the_comment(make_campaign, cast):
         {"item": lease.item_id, "annotator": "annotator", "comment": "again"}
     ]
     assert Judgment.objects.filter(annotator=user).count() == 2  # one per aspect
+
+
+def test_a_stale_form_sent_after_a_change_is_refused_naming_both_values(
+    client, make_campaign, cast
+):
+    """Issue 43: Back after "Save change" showed the old answer, and Enter put it back
+    silently. The page carries the revision it showed; an older one that would change an
+    answer is refused, and the page comes back with the stored answer."""
+    campaign = make_campaign(aspect_codes=("COH",))
+    user = cast["annotator"]
+    (earlier,) = answer_items(campaign, user, 1, value=2)
+    assignment.claim_next(campaign, user)
+    client.force_login(user)
+    url = item_url(campaign, earlier)
+    old_page = client.get(url, **HTMX)
+    assert "no-store" in old_page["Cache-Control"]  # never kept by the browser
+    shown = old_page.content.decode()
+    old = answers.revision_of(answers.current_answers(earlier))
+    assert f'name="revision" value="{old}"' in shown
+    assert "Change your answer and press Save change" in shown and "Save change" in shown
+    changed = client.post(
+        item_url(campaign, earlier, "submit"), {**form_data(campaign, "5"), "revision": old}
+    )
+    assert changed.status_code == 302  # saved (the page showed what was stored)
+    output = earlier.item.output_a_id
+    assert Judgment.objects.get(output_id=output, annotator=user).value == 5.0
+
+    # the old page again (a second tab, or Back): its Enter sends 2 with the old revision
+    stale = client.post(
+        item_url(campaign, earlier, "submit"),
+        {**form_data(campaign, "2"), "revision": old},
+        **HTMX,
+    )
+    assert stale.status_code == 409
+    text = stale.content.decode()
+    assert "Coherence is stored as 5, and this page sent 2" in text
+    assert 'value="5" tabindex="-1" data-key="5" checked' in text  # the stored answer shown
+    assert "no-store" in stale["Cache-Control"]
+    assert Judgment.objects.get(output_id=output, annotator=user).value == 5.0  # unchanged
+    fresh = answers.revision_of({Aspect.objects.get(code="COH").pk: 5.0})
+    assert f'name="revision" value="{fresh}"' in text
+    # sent again from the page now shown, the change goes through
+    again = client.post(
+        item_url(campaign, earlier, "submit"),
+        {**form_data(campaign, "2"), "revision": fresh},
+        **HTMX,
+    )
+    assert again.status_code == 200
+    assert Judgment.objects.get(output_id=output, annotator=user).value == 2.0
+    # the same answer as stored from an old page changes nothing and is not refused
+    same = client.post(
+        item_url(campaign, earlier, "submit"), {**form_data(campaign, "2"), "revision": old}
+    )
+    assert same.status_code == 302

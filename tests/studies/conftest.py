@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from celery import Celery
 
-from evalsite.celery import MAINTENANCE_QUEUE, MODEL_QUEUES
+from evalsite.celery import MAINTENANCE_QUEUE, QUICK_QUEUE
 from studies.models import Dataset, MetricRun, MetricScore
 from studies.services.imports import ImportOptions, import_file
 from studies.services.runs import RunRequest, start_run
@@ -77,9 +77,9 @@ class Workers:
             }
 
     def start(
-        self, name: str, queues: str = MODEL_QUEUES, beat: bool = False
+        self, name: str, queues: str = QUICK_QUEUE, beat: bool = False
     ) -> subprocess.Popen[bytes]:
-        """A worker on ``queues`` (a model worker by default), running beat if ``beat``."""
+        """A worker on ``queues`` (the quick lane, ROUGE-L's, by default), running beat if ``beat``."""
         from evalsite.celery import worker_command
 
         schedule = self.data_dir / f"{name}-beat-schedule" if beat else None

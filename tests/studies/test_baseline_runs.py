@@ -78,12 +78,12 @@ def test_rouge_starts_three_runs_on_the_cpu_queue_with_a_frozen_config(
     with django_capture_on_commit_callbacks(execute=True):
         runs = start_runs(dataset, RunRequest(metric="rouge"))
     assert [r.label for r in runs] == ["rouge1:mean", "rouge2:mean", "rougeL:mean"]
-    assert sent == [("studies.tasks.run_metric_cpu", r.pk) for r in runs]
-    assert settings.CELERY_TASK_ROUTES["studies.tasks.run_metric_cpu"]["queue"] == "cpu"
+    assert sent == [("studies.tasks.run_metric_quick", r.pk) for r in runs]
+    assert settings.CELERY_TASK_ROUTES["studies.tasks.run_metric_quick"]["queue"] == "quick"
     config = runs[0].config
     assert config["stemming"] is True and config["reference_aggregation"] == "mean"
     assert config["versions"]["rouge-score"] == "0.1.2" and runs[0].total == 12
-    assert tasks.run_metric_cpu.queue == "cpu"
+    assert tasks.run_metric_quick.queue == "quick"
 
 
 def test_a_rouge_run_stores_the_engines_scores_and_a_second_call_writes_nothing(dataset):

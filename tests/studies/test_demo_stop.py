@@ -1,4 +1,4 @@
-"""``manage.py demo`` runs a model worker and light ones (the sweeper with beat, io, light)
+"""``manage.py demo`` runs a model worker and light ones (the sweeper with beat, io, light, quick)
 and stops them however it is stopped: Ctrl+C, SIGTERM or SIGHUP (a real demo process with
 its real workers, on the embedded defaults)."""
 
@@ -17,34 +17,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import free_port
+from tests.processes import alive as _alive
+from tests.processes import children as _children
+from tests.processes import queues_of as _queues_of
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
-
-
-def _queues_of(pid: int) -> tuple[str, bool]:
-    """The queues a worker process consumes (its ``-Q``) and whether it runs beat (``-B``)."""
-    argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
-    return argv[argv.index("-Q") + 1], "-B" in argv
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")
@@ -81,12 +58,13 @@ def test_stopping_the_demo_with_sigterm_stops_its_workers(tmp_path, stop):
         queues = sorted(_queues_of(w) for w in workers)
         # the sweeper's queue has a worker of its own (with beat), never the model worker;
         # runs on served endpoints (io), imports and computed pages (light) have light
-        # ones of their own too
+        # ones of their own too, and so do the short metrics (quick)
         assert queues == [
             ("cpu,gpu", False),
             ("io", False),
             ("light", False),
             ("maintenance", True),
+            ("quick", False),
         ], queues
         demo.send_signal(stop)
         demo.wait(timeout=60)

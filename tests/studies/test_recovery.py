@@ -60,9 +60,10 @@ def test_a_running_run_without_heartbeat_for_a_lease_is_put_back_and_enqueued_on
     }
     run.refresh_from_db()
     assert run.status == "pending" and run.heartbeat_at == now
-    assert sent == [("studies.tasks.run_metric_cpu", run.pk)]
+    assert sent == [("studies.tasks.run_metric_quick", run.pk)]
     (entry,) = run.provenance["recoveries"]
-    assert entry["was"] == "running" and entry["reason"] == f"no heartbeat for {lease + 5} s"
+    assert entry["was"] == "running"
+    assert entry["reason"] == f"no heartbeat for {lease + 5} s while scoring: its worker died"
     # Swept again at once: it was just enqueued, so nothing happens.
     assert not any(sweep(now, django_capture_on_commit_callbacks).values())
     assert len(sent) == 1
@@ -99,7 +100,7 @@ def test_a_pending_run_whose_task_vanished_is_enqueued_again_with_backoff(
     assert sweep(first + grace * 2.1, django_capture_on_commit_callbacks)["pending_runs"] == 1
     run.refresh_from_db()
     assert [e["was"] for e in run.provenance["recoveries"]] == ["pending", "pending"]
-    assert sent == [("studies.tasks.run_metric_cpu", run.pk)] * 2
+    assert sent == [("studies.tasks.run_metric_quick", run.pk)] * 2
     # The recovered run then runs as usual and keeps its log.
     assert execute_run(run.pk) == "succeeded"
     run.refresh_from_db()
@@ -134,7 +135,8 @@ def test_the_run_page_shows_the_recoveries(
     sweep(now, django_capture_on_commit_callbacks)
     client.force_login(cast["owner"])
     page = client.get(reverse("studies:run-detail", args=[run.pk])).content.decode()
-    assert "Recovered automatically 1 time" in page and "no heartbeat for 3600 s" in page
+    assert "Sent again by the sweeper 1 time" in page and "no heartbeat for 3600 s" in page
+    assert "its task was lost" not in page
 
 
 def test_import_jobs_pending_or_stuck_running_are_enqueued_again_and_import_once(
@@ -166,4 +168,30 @@ def test_import_jobs_pending_or_stuck_running_are_enqueued_again_and_import_once
     assert sent == [("studies.tasks.import_upload", job.pk)] * 3
     assert run_import_job(job.pk) == "succeeded" and run_import_job(job.pk) == "not pending"
     page = client.get(reverse("studies:import-detail", args=[job.pk])).content.decode()
-    assert "it was enqueued again 2 times" in page and "was pending, not started" in page
+    assert "Sent again by the sweeper 2 times" in page and "was pending, queued longer than" in page
+    assert f"was running, importing for {lease.total_seconds() * 1.1:.0f} s" in page
+
+
+def test_recoveries_say_their_cause_the_step_without_heartbeat_or_the_wait_in_the_queue(
+    run, sent, settings, django_capture_on_commit_callbacks
+):
+    """Issue 43: "Recovered automatically (its task was lost)" for a run that was only
+    queued; now the reason names the cause."""
+    now = timezone.now()
+    lease = settings.CONCORDIA["RUN_LEASE_SECONDS"]
+    writing = {"phase": "writing evaluation steps"}
+    age(MetricRun, run.pk, status="running", heartbeat_at=now - timedelta(seconds=lease + 44))
+    MetricRun.objects.filter(pk=run.pk).update(timings=writing)
+    sweep(now, django_capture_on_commit_callbacks)
+    grace = settings.CONCORDIA["PENDING_GRACE_SECONDS"] * 2  # doubled after one recovery
+    later = now + timedelta(seconds=grace + 30)
+    sweep(later, django_capture_on_commit_callbacks)  # it waited in the queue since
+    run.refresh_from_db()
+    died, waited = (e["reason"] for e in run.provenance["recoveries"])
+    assert (
+        died == f"no heartbeat for {lease + 44} s while writing evaluation steps: its worker died"
+    )
+    assert waited == (
+        f"queued longer than {grace} s ({grace + 30} s) without a worker taking it: "
+        "no worker alive on the queue quick"
+    )

@@ -5,7 +5,8 @@ in-flight messages; and the sweeper runs while the only model worker is busy.
 
 Each test's workers use a broker of their own (a filesystem folder, or that Redis), so the
 session's worker fixture never takes their messages; the database is the tests' one.
-As the demo runs them, model workers serve ``cpu,gpu`` and a maintenance worker serves the
+As the demo runs them, the runs' workers serve their lane's queue (ROUGE-L: ``quick``) and
+a maintenance worker serves the
 sweeper's queue with celery beat embedded (``worker -Q maintenance -B``), which sends the
 sweeper every second, with a lease and a grace period of a few seconds.
 TEST_SLOW_CHUNK_SECONDS makes each chunk of five outputs take 0.25 s, so a run of 150
@@ -34,7 +35,7 @@ pytestmark = [
     pytest.mark.usefixtures("defaults_restored"),
     pytest.mark.worker,
 ]
-TASK = "studies.tasks.run_metric_cpu"
+TASK = "studies.tasks.run_metric_quick"  # ROUGE-L: the quick queue
 
 
 @pytest.fixture
@@ -55,7 +56,7 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_sweeper_finishes_the_run(ru
     w = workers(PENDING_GRACE_SECONDS="600")  # only the lease can bring it back here
     doomed = w.start("doomed")
     w.start_maintenance()
-    w.app.send_task(TASK, args=[run.pk], queue="cpu")
+    w.app.send_task(TASK, args=[run.pk], queue="quick")
     wait_for(lambda: len(scores(run)) >= 20, 90, w.logs)
     w.kill(doomed)
     run.refresh_from_db()
@@ -75,9 +76,9 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_sweeper_finishes_the_run(ru
 
 def test_a_pending_run_whose_message_was_purged_is_enqueued_again_and_finishes(run, workers):
     w = workers()
-    w.app.send_task(TASK, args=[run.pk], queue="cpu")
+    w.app.send_task(TASK, args=[run.pk], queue="quick")
     with w.app.connection_for_write() as conn:
-        assert conn.default_channel.queue_purge("cpu") == 1  # the message is gone
+        assert conn.default_channel.queue_purge("quick") == 1  # the message is gone
     w.start("after-purge")
     w.start_maintenance()
     wait_for(lambda: MetricRun.objects.get(pk=run.pk).status == "succeeded", 120, w.logs)
@@ -97,16 +98,16 @@ def test_the_compose_beat_service_runs_the_sweeper_with_no_other_worker(run, wor
     )
     banner = (w.data_dir / "beat.log").read_text()
     assert "[queues]" in banner and ".> maintenance " in banner  # and no other queue
-    assert ".> cpu " not in banner and ".> gpu " not in banner
+    assert ".> cpu " not in banner and ".> gpu " not in banner and ".> quick " not in banner
 
 
 def test_append_only_redis_keeps_a_queued_task_across_a_restart(run, redis_server, workers):
     w = workers(redis_server.start(appendonly=True))  # as docker/compose.yml runs it
-    w.app.send_task(TASK, args=[run.pk], queue="cpu")
-    assert redis_server.client().llen("cpu") == 1
+    w.app.send_task(TASK, args=[run.pk], queue="quick")
+    assert redis_server.client().llen("quick") == 1
     time.sleep(1.5)  # appendfsync everysec
     redis_server.start(appendonly=True)
-    assert redis_server.client().llen("cpu") == 1  # still queued
+    assert redis_server.client().llen("quick") == 1  # still queued
 
 
 def test_redis_restarts_without_persistence_mid_run_and_every_run_still_finishes(
@@ -118,13 +119,13 @@ def test_redis_restarts_without_persistence_mid_run_and_every_run_still_finishes
     )
     w.start("through-restart")
     w.start_maintenance()
-    w.app.send_task(TASK, args=[run.pk], queue="cpu")
-    w.app.send_task(TASK, args=[second.pk], queue="cpu")  # waits behind the first
+    w.app.send_task(TASK, args=[run.pk], queue="quick")
+    w.app.send_task(TASK, args=[second.pk], queue="quick")  # waits behind the first
     wait_for(lambda: len(scores(run)) >= 20, 90, w.logs)
     assert MetricRun.objects.get(pk=second.pk).status == "pending"
     restarted = timezone.now()
     redis_server.start(appendonly=False)  # the queued message(s) of `second` are lost
-    assert redis_server.client().llen("cpu") == 0
+    assert redis_server.client().llen("quick") == 0
     for pk in (run.pk, second.pk):
         wait_for(lambda pk=pk: MetricRun.objects.get(pk=pk).status == "succeeded", 120, w.logs)
         assert MetricScore.objects.filter(run_id=pk).count() == 150
@@ -147,7 +148,7 @@ def test_the_sweeper_runs_on_its_own_queue_while_the_only_model_worker_is_busy(
     )
     model = w.start("model")
     w.start_maintenance()
-    w.app.send_task(TASK, args=[run.pk], queue="cpu")  # 30 chunks of 1 s
+    w.app.send_task(TASK, args=[run.pk], queue="quick")  # 30 chunks of 1 s
     wait_for(lambda: len(scores(run)) >= 5, 90, w.logs)  # the model worker is busy
     lost = start_run(run.dataset, RunRequest(metric="rouge1"), enqueue=False)  # never sent
 

@@ -275,3 +275,20 @@ def test_the_command_adds_and_scores_the_sentinels_once(dataset, tiny_model):
         stdout=again,
     )
     assert again.getvalue().count("already there") == 3 and runs.count() == 3
+
+
+def test_each_sentinel_runs_page_says_what_it_is_not_a_reference_metric(
+    client, dataset, cast, tiny_model
+):
+    """Issue 43: the length and random runs' pages read "… against the document's
+    references", as a ROUGE run's does."""
+    added = add_sentinels(dataset, model=tiny_model, local_paths=True, seed=3, enqueue=False)
+    client.force_login(cast["owner"])
+    pages = {run.metric: client.get(f"/runs/{run.pk}/").content.decode() for run in added.created}
+    assert set(pages) == {"length", "random", "gptscore"}
+    for page in pages.values():
+        assert "A sentinel baseline (Perrella et al. 2024)" in page
+        assert "against the document" not in page
+    assert "each output's length in tokens (whitespace-separated words)" in pages["length"]
+    assert "fixed by the seed 3" in pages["random"]
+    assert "GPTScore of the output alone, without its source" in pages["gptscore"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import threading
 import time
 from datetime import timedelta
 
@@ -17,6 +18,7 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connections
 from django.utils import timezone
 
 from studies.models import Dataset, Endpoint, MetricRun, MetricScore, ServedResponse
@@ -280,6 +282,21 @@ def test_a_redeployed_model_is_a_different_run_and_never_mixes_with_the_old_one(
     assert Endpoint.objects.get(name="vllm").capabilities["model_version"] == "judge-v3"
 
 
+def _watch_outage(run_id: int, seen: list[dict[str, object]], seconds: float = 120) -> None:
+    """Record the outage the run's heartbeat notes (timings["outage"]) once it shows."""
+    deadline = time.monotonic() + seconds
+    try:
+        while time.monotonic() < deadline:
+            timings = MetricRun.objects.filter(pk=run_id).values_list("timings", flat=True)
+            found = (timings.first() or {}).get("outage")
+            if found:
+                seen.append(found)
+                return
+            time.sleep(0.2)
+    finally:
+        connections.close_all()
+
+
 def test_a_run_finishes_after_its_server_is_killed_and_started_again(
     demo, vllm_server: Served, fault_proxy: FaultProxy, celery_worker_process
 ):
@@ -297,7 +314,11 @@ def test_a_run_finishes_after_its_server_is_killed_and_started_again(
         assert 6 <= run.done < run.total, (run.done, run.status, run.error)
         server.kill()  # mid-run, as a crash would
         killed_at = run.done
+        outages: list[dict[str, object]] = []  # what the run page showed meanwhile
+        watching = threading.Thread(target=_watch_outage, args=(run.pk, outages))
+        watching.start()
         server.start()  # the same port; the io worker keeps retrying meanwhile
+        watching.join(timeout=120)
     finally:
         server.start()  # the session's later tests need it (a no-op when it runs)
     run = wait_finished(run)
@@ -307,6 +328,8 @@ def test_a_run_finishes_after_its_server_is_killed_and_started_again(
     assert len(set(rows.values_list("output_id", flat=True))) == 24  # one score per output
     retries = run.usage["retries"]
     assert retries["connect"] + retries["timeout"] + retries["5xx"] >= 1
+    # while the server was down, its run page said so ("server not answering since …")
+    assert outages and outages[0]["last"] in ("ConnectError", "ReadError", "RemoteProtocolError")
     print(
         f"\nserver killed after {killed_at} of {run.total} outputs: the run finished with "
         f"{rows.count()} scores, retries {retries}"

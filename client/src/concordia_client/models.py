@@ -219,7 +219,7 @@ class Job:
     shows only its kind and place."""
 
     SCHEMA: ClassVar[str] = "Job"
-    lane: str  # the worker that takes it: model, light or io
+    lane: str  # the worker that takes it: model, quick, light or io
     kind: str
     title: str
     url: str

@@ -145,6 +145,10 @@ class ServedClient:
         self._rng = rng or random.Random()
         self._lock = threading.Lock()
         self._reserved_cost = 0.0
+        # an outage while it lasts: when requests began failing (time.time(), None while
+        # they succeed) and the last failure, for whoever watches the client (a run page)
+        self.failing_since: float | None = None
+        self.last_failure = ""
 
     def __repr__(self) -> str:
         return f"ServedClient({self.spec!r})"
@@ -351,6 +355,7 @@ class ServedClient:
                     else:
                         seconds = time.perf_counter() - started
                         if status == 200:
+                            self.failing_since = None
                             try:
                                 return self._accept(content, seconds, what, body)
                             except ModelChanged as exc:
@@ -370,6 +375,9 @@ class ServedClient:
                     self._reserved_cost -= reserved
             now = time.monotonic()
             first_failure = first_failure or now
+            with self._lock:
+                self.failing_since = self.failing_since or time.time()
+                self.last_failure = last
             if attempt >= self.max_retries and now - first_failure >= self.patience:
                 break
             with self._lock:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from studies.services.jobs import LANE_LABELS
+
 
 class JobSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    lane = serializers.ChoiceField(
-        choices=["model", "light", "io"], help_text="the worker that takes it"
-    )
+    lane = serializers.ChoiceField(choices=list(LANE_LABELS), help_text="the worker that takes it")
     kind = serializers.CharField(help_text="run, import, training, matrix, diagnostics, plan…")
     title = serializers.CharField(help_text="another researcher's work: its kind only")
     url = serializers.CharField(allow_blank=True, help_text="its page ('' when not yours)")
@@ -26,5 +26,7 @@ class JobSerializer(serializers.Serializer):  # type: ignore[type-arg]
     )
     ahead = serializers.IntegerField(help_text="jobs before it in its lane, running ones included")
     starts_in = serializers.FloatField(
-        allow_null=True, help_text="seconds until it starts, when everything ahead has an ETA"
+        allow_null=True,
+        help_text="seconds until it starts, when everything ahead has an ETA and a worker "
+        "alive serves its lane",
     )

@@ -95,7 +95,8 @@ class RunSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
     eta_seconds = serializers.SerializerMethodField()
     can_resume = serializers.SerializerMethodField()
     phase = serializers.SerializerMethodField(
-        help_text='"loading model" or "scoring" while running; empty otherwise.'
+        help_text='"loading model" ("connecting to the endpoint" on a served endpoint), '
+        '"writing evaluation steps" or "scoring" while running; empty otherwise.'
     )
     is_partial = serializers.BooleanField(
         read_only=True, help_text="Ended without scoring every output (cancelled, failed)."

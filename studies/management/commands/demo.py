@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import subprocess
 import time
 from typing import Any
 
@@ -20,10 +19,12 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
-from evalsite.celery import local_workers, workers_ready_signals
+from evalsite.celery import local_workers, node_name, workers_ready_signals
+from evalsite.supervisor import Supervisor, describe_exit
 from studies import hooks
 from studies.demo_data import write_demo_jsonl
 from studies.models import Aspect, Dataset, Study, StudyMember
+from studies.services import workers
 from studies.services.imports import ImportOptions, import_file
 from studies.services.studies import CREATE_ANNOTATORS
 
@@ -43,9 +44,9 @@ def _exit_on_signal(signum: int, frame: Any) -> None:
 
 class Command(BaseCommand):
     help = (
-        "Load the synthetic demo study, then run the web server and four Celery workers (the "
-        "model worker; light ones for imports and computed pages, for served endpoints, and "
-        "for beat and the sweeper)."
+        "Load the synthetic demo study, then run the web server and five Celery workers (the "
+        "model worker; ones that load no model for the short metrics, imports and computed "
+        "pages, served endpoints, and beat with the sweeper), restarting any that dies."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -67,10 +68,15 @@ class Command(BaseCommand):
             return
         for stop in (signal.SIGTERM, signal.SIGHUP):  # not only Ctrl+C: the workers stop too
             signal.signal(stop, _exit_on_signal)
-        workers = [
-            subprocess.Popen(cmd, cwd=settings.BASE_DIR, env=os.environ.copy())
-            for cmd in local_workers("demo", settings.DATA_DIR / "celerybeat-schedule")
-        ]
+        commands = local_workers("demo", settings.DATA_DIR / "celerybeat-schedule")
+        supervisor = Supervisor(
+            {node_name(cmd): cmd for cmd in commands},
+            cwd=settings.BASE_DIR,
+            env=os.environ.copy(),
+            say=self.say,
+            on_exit=self.worker_exited,
+        )
+        supervisor.start()
         try:
             self.wait_for_worker()
             host, _, port = opts["addr"].rpartition(":")
@@ -83,13 +89,15 @@ class Command(BaseCommand):
             )
             call_command("runserver", opts["addr"], use_reloader=False)
         finally:
-            for worker in workers:
-                worker.send_signal(signal.SIGTERM)
-            for worker in workers:
-                try:
-                    worker.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    worker.kill()
+            supervisor.stop()
+
+    def say(self, line: str) -> None:
+        """A line of the demo's output (the supervisor's: a worker died, restarts)."""
+        self.stdout.write(self.style.WARNING(line))
+
+    def worker_exited(self, name: str, code: int, restart_in: float) -> None:
+        """The jobs page shows the worker dead at once, not after its heartbeats lapse."""
+        workers.stopped(name, f"{describe_exit(code)}; restarting in {restart_in:g} s")
 
     @transaction.atomic
     def setup_demo(self) -> None:

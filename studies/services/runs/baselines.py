@@ -1,6 +1,7 @@
-"""Runs of the classic baselines on the ``cpu`` queue: ROUGE-1/2/L, BLEU, chrF and
-BERTScore-style similarity, all against the document's references; and the sentinels
-that need no model, output length and a seeded random score. One runner per family."""
+"""Runs of the classic baselines: ROUGE-1/2/L, BLEU, chrF (the ``quick`` queue: seconds,
+no model) and BERTScore-style similarity (``cpu``: an encoder), all against the
+document's references; and the sentinels that need no model, output length and a seeded
+random score (``quick``). One runner per family."""
 
 from __future__ import annotations
 
@@ -137,6 +138,8 @@ def prepare_bertscore(
     return score
 
 
+SENTINEL_PAGE = "studies/partials/run_about_sentinel.html"  # what the run page says of one
+
 ROUGE = Runner(
     names=rouge.ROUGE_TYPES,
     label="ROUGE-1/2/L",
@@ -145,7 +148,7 @@ ROUGE = Runner(
     hint="(three runs)",
     build=build_rouge,
     prepare=prepare_rouge,
-    queue="cpu",
+    queue="quick",
     fields=frozenset({"references"}),
 )
 SACREBLEU = Runner(
@@ -154,7 +157,7 @@ SACREBLEU = Runner(
     labels={"bleu": "BLEU", "chrf": "chrF"},
     build=build_sacrebleu,
     prepare=prepare_sacrebleu,
-    queue="cpu",
+    queue="quick",
 )
 BERTSCORE = Runner(
     names=("bertscore",),
@@ -170,7 +173,8 @@ LENGTH = Runner(
     hint="(sentinel)",
     build=build_length,
     prepare=prepare_length,
-    queue="cpu",
+    queue="quick",
+    page=SENTINEL_PAGE,
 )
 RANDOM = Runner(
     names=("random",),
@@ -178,6 +182,7 @@ RANDOM = Runner(
     hint="(sentinel)",
     build=build_random,
     prepare=prepare_random,
-    queue="cpu",
+    queue="quick",
+    page=SENTINEL_PAGE,
 )
 RUNNERS = (ROUGE, SACREBLEU, BERTSCORE, LENGTH, RANDOM)

@@ -14,7 +14,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -22,6 +22,7 @@ from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
+import studies.services.runs.served as served
 import studies.services.runs.shards as shards
 from scoring.lm.served import (
     CostCapReached,
@@ -32,16 +33,21 @@ from scoring.lm.served import (
 )
 from scoring.metrics.base import Item, ScoreResult
 from studies.models import Dataset, MetricRun, MetricScore, Output, RunShard
-from studies.services import queue
+from studies.services import heartbeat, queue
 from studies.services.runs.model import record_engine as record_engine  # where tests find it
 from studies.services.runs.registry import queue_for, runner
 from studies.services.runs.served import settle_probe
-from studies.services.runs.shards import LOADING, SCORING, set_phase
+from studies.services.runs.shards import CONNECTING, LOADING, SCORING, set_phase
 from studies.services.runs.types import ModelFactory, Plan, RunError, Scorer
 
 log = logging.getLogger(__name__)
 # the task of each queue
-TASKS = {"cpu": queue.RUN_METRIC_CPU, "gpu": queue.RUN_METRIC, "io": queue.RUN_METRIC_IO}
+TASKS = {
+    "cpu": queue.RUN_METRIC_CPU,
+    "gpu": queue.RUN_METRIC,
+    "io": queue.RUN_METRIC_IO,
+    "quick": queue.RUN_METRIC_QUICK,
+}
 # failures of the endpoint, not of a document: the whole run stops or waits
 ENDPOINT_WIDE = (EndpointUnavailable, CostCapReached, ModelChanged, EndpointBlocked)
 Keepalive = Callable[[], None]
@@ -143,18 +149,24 @@ def execute_run(
         return "not pending"
     if not claimed and not shards.has_work(run):
         return "not pending"  # a second delivery, or every shard is taken
+    worker = shards.worker_name()
+    every = heartbeat.interval(run_lease().total_seconds())
     try:
-        return _score_shards(
-            run,
-            model_factory,
-            chunk_outputs or settings.CONCORDIA["RUN_CHUNK_OUTPUTS"],
-            leader=bool(claimed),
-            prefer=shard,
-            fan_out=fan_out,
-            queue=queue,
-            keepalive=keepalive,
-        )
+        # the run's heartbeat (and its shards') from a thread, whatever step this worker
+        # is in: loading, connecting, writing steps, scoring a long document
+        with heartbeat.beating(lambda: _beat(run_id, worker), every, f"run {run_id}"):
+            return _score_shards(
+                run,
+                model_factory,
+                chunk_outputs or settings.CONCORDIA["RUN_CHUNK_OUTPUTS"],
+                leader=bool(claimed),
+                prefer=shard,
+                fan_out=fan_out,
+                queue=queue,
+                keepalive=keepalive,
+            )
     except EndpointUnavailable as exc:  # back to PENDING, or FAILED past the patience
+        note_outage(run_id, served.outage(run_id))
         return _wait_for_endpoint(run, exc)
     except CostCapReached as exc:  # stopped: every finished document's scores stay
         MetricRun.objects.filter(pk=run_id).update(
@@ -212,6 +224,41 @@ def _wait_for_endpoint(run: MetricRun, exc: EndpointUnavailable) -> str:
     return "pending: endpoint unavailable"
 
 
+def _beat(run_id: int, worker: str) -> None:
+    """One heartbeat of a run this worker executes: the run's, the shards it holds, and
+    whether its endpoint is answering (see :func:`note_outage`)."""
+    now = timezone.now()
+    MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.RUNNING).update(heartbeat_at=now)
+    shards.renew(run_id, worker, now)
+    note_outage(run_id, served.outage(run_id))
+
+
+def note_outage(run_id: int, found: dict[str, Any] | None) -> None:
+    """Record in the run's ``timings["outage"]`` that its served endpoint stopped
+    answering (since when, the last failure) while the clients retry, or that it answers
+    again (the entry goes); written only when it changes."""
+    current = MetricRun.objects.filter(pk=run_id).values_list("timings", flat=True).first()
+    if current is None or (current or {}).get("outage") == found:
+        return
+    with transaction.atomic():
+        row = MetricRun.objects.select_for_update().only("timings").get(pk=run_id)
+        timings = dict(row.timings or {})
+        if found:
+            timings["outage"] = found
+        else:
+            timings.pop("outage", None)
+        MetricRun.objects.filter(pk=run_id).update(timings=timings)
+
+
+def outage(run: MetricRun) -> dict[str, Any] | None:
+    """For the run page: since when the served endpoint of a running or waiting run has
+    not answered (a datetime) and the last failure; None while it answers."""
+    found = (run.timings or {}).get("outage")
+    if not found or run.is_finished:
+        return None
+    return {"since": datetime.fromtimestamp(found["since"], tz=UTC), "last": found["last"]}
+
+
 def _ended(run: MetricRun) -> None:
     """The run ended (succeeded, failed, stopped or cancelled): a new data version, and a
     light worker writes the dataset's columnar snapshot of it (a message the broker does
@@ -255,7 +302,7 @@ def _score_shards(
     scored = set(MetricScore.objects.filter(run=run).values_list("output_id", flat=True))
     remaining = [o for o in outputs if o.pk not in scored]
     if leader:
-        set_phase(run, LOADING)
+        set_phase(run, CONNECTING if run.config.get("endpoint") else LOADING)
     started = time.perf_counter()
     scorer = _prepare(run, remaining, model_factory)
     if leader:
@@ -489,8 +536,9 @@ def eta(run: MetricRun) -> float | None:
 
 
 def phase(run: MetricRun) -> str:
-    """What a run is doing, for its page: "loading model" while RUNNING before its
-    first document of this attempt, "scoring" after; "" when not running."""
+    """What a run is doing, for its page: "loading model" ("connecting to the endpoint"
+    for a served run) while RUNNING before its first document of this attempt, "writing
+    evaluation steps" (G-Eval), "scoring" after; "" when not running."""
     if run.status != MetricRun.Status.RUNNING:
         return ""
     return str((run.timings or {}).get("phase") or SCORING)

@@ -8,6 +8,7 @@ A leaf of the runs package, beside :mod:`.model` (which loads through it)."""
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
@@ -27,6 +28,8 @@ MAX_RETRIES = 6  # per request, before the endpoint counts as unavailable (tests
 KEPT_LATENCIES = 2000  # the latest request latencies a run keeps for its p50/p95
 COUNTS = ("requests", "prompt_tokens", "completion_tokens", "cache_hits", "failures", "implausible")
 Needs = Callable[[dict[str, Any], Capabilities], str]  # a runner's served needs: what is missing
+# this process's clients of each run, which the run's heartbeat asks about an outage
+_clients: dict[int, weakref.WeakSet[RunClient]] = {}
 
 
 class RunClient(ServedClient):
@@ -35,6 +38,7 @@ class RunClient(ServedClient):
     def __init__(self, run_id: int, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.run_id = run_id
+        _clients.setdefault(run_id, weakref.WeakSet()).add(self)
         self._saved: dict[str, Any] = {
             **dict.fromkeys(COUNTS, 0),
             "cost": 0.0,
@@ -71,6 +75,17 @@ class RunClient(ServedClient):
                 dict(row.usage or {}), delta, cost, retries, latencies, fingerprints, models
             )
             MetricRun.objects.filter(pk=self.run_id).update(usage=merged)
+
+
+def outage(run_id: int) -> dict[str, Any] | None:
+    """The outage this process's clients of run ``run_id`` are in while they retry:
+    ``since`` (epoch seconds of the first failure in a row) and the ``last`` failure;
+    None while their requests succeed."""
+    failing = [c for c in list(_clients.get(run_id, ())) if c.failing_since is not None]
+    if not failing:
+        return None
+    first = min(failing, key=lambda c: c.failing_since or 0.0)
+    return {"since": round(first.failing_since or 0.0, 3), "last": first.last_failure}
 
 
 def add_usage(

@@ -147,7 +147,10 @@ def take_back(shard: RunShard, now: datetime, by: str = "the sweeper") -> bool:
         "was": "running",
         "shard": shard.index,
         "by": by,
-        "reason": f"no heartbeat for {seconds:.0f} s from {shard.worker} (shard {shard.index})",
+        "reason": (
+            f"no heartbeat for {seconds:.0f} s while scoring shard {shard.index} "
+            f"(worker {shard.worker})"
+        ),
     }
     with transaction.atomic():
         if not RunShard.objects.filter(
@@ -170,9 +173,18 @@ def summary(run: MetricRun) -> dict[str, int]:
     return counts
 
 
-# what a RUNNING run is doing (its timings["phase"], on its page): loading its model,
+# what a RUNNING run is doing (its timings["phase"], on its page): loading its model (a
+# run on a served endpoint: connecting to it, which probes it when its probe is old),
 # writing G-Eval's evaluation steps, then scoring
-LOADING, WRITING_STEPS, SCORING = "loading model", "writing evaluation steps", "scoring"
+LOADING, CONNECTING = "loading model", "connecting to the endpoint"
+WRITING_STEPS, SCORING = "writing evaluation steps", "scoring"
+
+
+def renew(run_id: int, worker: str, now: datetime) -> int:
+    """Renew the leases of the shards of run ``run_id`` that ``worker`` holds."""
+    return RunShard.objects.filter(
+        run_id=run_id, worker=worker, status=RunShard.Status.RUNNING
+    ).update(heartbeat_at=now)
 
 
 def set_phase(run: MetricRun, phase: str) -> None:

@@ -17,7 +17,9 @@ from studies.models import AspectVersion, Dataset, MetricRun, Output
 
 Scorer = Callable[[list[Item]], list[ScoreResult]]
 ModelFactory = Callable[[MetricRun], Any]  # replaces a runner's own model loader (tests)
-Queue = Literal["cpu", "gpu", "io"]  # the Celery queue a run goes to (served endpoints: io)
+# the Celery queue a run goes to: gpu (language models), cpu (encoders), quick (the short
+# model-free metrics), io (served endpoints)
+Queue = Literal["cpu", "gpu", "io", "quick"]
 # what a served endpoint lacks for a run's frozen configuration ("" if nothing)
 ServedCheck = Callable[[dict[str, Any], Capabilities], str]
 ABOUT_PAGE = "studies/partials/run_about.html"  # the run page's part on a run's metric

@@ -54,11 +54,13 @@ from studies.services.runs.registry import runner
 
 def is_judge(run: RunInfo, all_runs: bool = False) -> bool:
     """A run that gets rows: not a sentinel, and (unless ``all_runs``) not one of the
-    reference-based baselines (their runner is a ``cpu`` one; imported runs count)."""
+    reference-based baselines (their runner's queue is ``quick`` or, for an encoder's,
+    ``cpu``; imported runs count)."""
     if run.sentinel:
         return False
     found = runner(run.metric)
-    return all_runs or run.kind == MetricRun.Kind.IMPORTED or found is None or found.queue != "cpu"
+    baseline = found is not None and found.queue in ("cpu", "quick")
+    return all_runs or run.kind == MetricRun.Kind.IMPORTED or not baseline
 
 
 class _Context:

@@ -12,6 +12,7 @@ from django.core.cache import cache
 from django.urls import reverse
 
 from studies.models import Dataset
+from studies.services import heartbeat
 from studies.services.analysis.matrix_cost import is_cheap, matrix_size
 from studies.services.analysis.report_card.card import compute_card
 from studies.services.analysis.report_card.params import CardParams
@@ -45,14 +46,26 @@ def progress(dataset: Dataset, params: CardParams) -> dict[str, int] | None:
     return found
 
 
+def progress_seconds() -> float:
+    """How long the progress entry (the "being computed" mark) outlives its computer's
+    last heartbeat: a worker that died is noticed, and the card asked again, this soon."""
+    return max(3 * heartbeat.interval(), 1.0)
+
+
 def compute_and_cache(dataset: Dataset, params: CardParams) -> dict[str, Any]:
     key = params.key(dataset)
+    latest = {"done": 0, "total": 0}
 
     def report(done: int, total: int) -> None:
-        cache.set(key + ":progress", {"done": done, "total": total}, 600)
+        latest.update(done=done, total=total)
+        cache.set(key + ":progress", dict(latest), progress_seconds())
+
+    def beat() -> None:  # a phase with no progress to report (the matrix) still beats
+        cache.set(key + ":progress", dict(latest), progress_seconds())
 
     try:
-        card = compute_card(dataset, params, report)
+        with heartbeat.beating(beat, heartbeat.interval(), f"report card {key}"):
+            card = compute_card(dataset, params, report)
     finally:
         cache.delete(key + ":progress")
     cache.set(key, card)
@@ -79,7 +92,7 @@ def available_card(dataset: Dataset, params: CardParams, user: Any = None) -> di
 def request_card(dataset: Dataset, params: CardParams, user: Any = None) -> bool:
     """Enqueue the computation unless one is under way; True if enqueued."""
     key = params.key(dataset) + ":progress"
-    if not cache.add(key, {"done": 0, "total": 0}, 600):
+    if not cache.add(key, {"done": 0, "total": 0}, 600):  # the worker's beats take over
         return False
     url = reverse("studies:dataset-report-card", args=[dataset.pk]) + "?" + params.query
     track(key, "report card", dataset, f"judge report card of {dataset.name}", url, user)
