@@ -16,7 +16,8 @@ import pytest
 pytest_plugins = ["tests.served"]  # the real vLLM server and the fault proxy
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED_DATA = ROOT.parent / "shared" / "data"
+# ../shared/data beside the checkout (CI); CONCORDIA_SHARED_DATA names it elsewhere (a worktree)
+SHARED_DATA = Path(os.environ.get("CONCORDIA_SHARED_DATA") or ROOT.parent / "shared" / "data")
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless",

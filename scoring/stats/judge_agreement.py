@@ -28,13 +28,16 @@ standard error a jackknife over its documents), or percentile, or BCa (bias-corr
 and accelerated). On 1000 simulated studies of 40 documents the studentized intervals
 covered 0.943–0.964 at nominal 0.95, the percentile and BCa ones 0.929–0.949 (see
 :func:`interval`). Resamples whose statistic is undefined are left out and counted.
+An interval is never wider than the statistic's range: the studentized one can reach
+past it on few documents (κ's [−1.24, 4.98] on a handful of pairs), and is then cut to
+it and marked ``clipped``.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -67,13 +70,16 @@ class Estimate:
     """A statistic with its bootstrap interval (NaN when undefined or not asked for).
 
     ``n`` is what it was computed on: pairs of answers, or for α the pairable answers;
-    ``n_undefined`` resamples had no defined value and were left out of the interval."""
+    ``n_undefined`` resamples had no defined value and were left out of the interval;
+    ``clipped``: the interval reached past the statistic's range (:data:`RANGES`) and
+    was cut to it (the studentized bootstrap can, on few documents)."""
 
     value: float
     low: float
     high: float
     n: float
     n_undefined: int = 0
+    clipped: bool = False
 
 
 @dataclass(frozen=True)
@@ -118,6 +124,24 @@ def without_ties(table: npt.ArrayLike) -> FloatArray:
 
 
 METHODS: tuple[Interval, ...] = ("studentized", "percentile", "bca")
+# The range of each statistic: a share of agreeing pairs lies in [0, 1]; Cohen's κ
+# (weighted or not) and Gwet's AC1 (its chance agreement is at most ½) in [−1, 1];
+# Krippendorff's α is at most 1 and, with its small-sample correction, above −1 (−1 + 1/N
+# for two coders disagreeing on all N units; 20,000 random small tables reached −0.77).
+SHARE = (0.0, 1.0)
+CHANCE_CORRECTED = (-1.0, 1.0)
+
+
+def bounded(found: Estimate, limits: tuple[float, float] | None) -> Estimate:
+    """``found`` with its interval cut to the statistic's range ``limits`` (and
+    ``clipped`` set when it had to be): a percentile interval never leaves it, the
+    studentized one can on few documents, where it says the data hardly bound it."""
+    if limits is None or not (math.isfinite(found.low) and math.isfinite(found.high)):
+        return found
+    low, high = max(found.low, limits[0]), min(found.high, limits[1])
+    if low == found.low and high == found.high:
+        return found
+    return replace(found, low=min(low, high), high=max(low, high), clipped=True)
 
 
 def interval(
@@ -128,9 +152,11 @@ def interval(
     confidence: float = 0.95,
     method: Interval = "studentized",
     n: float | None = None,
+    limits: tuple[float, float] | None = None,
 ) -> Estimate:
     """``statistic`` of the documents' tables (documents × q × q) summed, with a bootstrap
-    interval over ``plan``'s resampled documents (none when ``plan`` is None).
+    interval over ``plan``'s resampled documents (none when ``plan`` is None), cut to
+    the statistic's range ``limits`` when given (:func:`bounded`).
 
     ``studentized`` (the bootstrap-t: each resample's deviation from the estimate over
     its own jackknife standard error by documents) covered 0.943–0.964 at nominal 0.95
@@ -138,6 +164,17 @@ def interval(
     0.929–0.947 and ``bca`` 0.931–0.949 (``bench/judge_agreement_coverage.py``). It
     costs a jackknife per resample: D statistics on each of the B resamples (about
     0.15 s for the six pointwise statistics at D = 40, B = 500)."""
+    return bounded(_interval(tables, statistic, plan, confidence, method, n), limits)
+
+
+def _interval(
+    tables: FloatArray,
+    statistic: Statistic,
+    plan: Resamples | None,
+    confidence: float,
+    method: Interval,
+    n: float | None,
+) -> Estimate:
     if method not in METHODS:
         raise ValueError(f"unknown interval {method!r}: use one of {', '.join(METHODS)}")
     if not 0.0 < confidence < 1.0:
@@ -332,7 +369,15 @@ def pointwise_agreement(
         tables: FloatArray, statistic: Statistic, n: float | None = None, among: bool = False
     ) -> Estimate:
         plan = drawn if annotator_intervals or not among else None
-        return interval(tables, statistic, plan, confidence=confidence, method=method, n=n)
+        return interval(
+            tables,
+            statistic,
+            plan,
+            confidence=confidence,
+            method=method,
+            n=n,
+            limits=CHANCE_CORRECTED,
+        )
 
     n_hh = float(t.human_human.sum()) / 2.0
     return PointwiseAgreement(
@@ -375,7 +420,10 @@ def pairwise_agreement(
     drawn = _plan(t, rng, resamples, plan)
 
     def run(tables: FloatArray, statistic: Statistic, n: float) -> Estimate:
-        return interval(tables, statistic, drawn, confidence=confidence, method=method, n=n)
+        limits = CHANCE_CORRECTED if statistic is cohen_kappa else SHARE
+        return interval(
+            tables, statistic, drawn, confidence=confidence, method=method, n=n, limits=limits
+        )
 
     jh, hh = t.judge_human, t.human_human  # hh holds each pair twice, once per order
     n_jh, n_hh = float(jh.sum()), float(hh.sum()) / 2.0
