@@ -16,9 +16,11 @@ from concordia_client._version import __version__
 from concordia_client.errors import (
     AuthenticationError,
     BadRequest,
+    ComputationFailed,
     ImportFailed,
     RunCancelled,
     RunFailed,
+    ServerError,
     Timeout,
 )
 from concordia_client.models import (
@@ -422,11 +424,14 @@ class Client:
         weights: Weights | None = None,
         mincov: float | None = None,
         source: str | None = None,
+        retry: bool = False,
         timeout: float = 300.0,
     ) -> CorrelationMatrix:
         """The metric × aspect correlation matrix, as the dataset's page shows it (the
         server's defaults: sample level, Spearman, macro average, bootstrap intervals).
-        While a worker computes a large one the server answers 202; this waits for it."""
+        While a worker computes a large one the server answers 202; this waits for it.
+        When computing it failed this raises :class:`ComputationFailed` (with the
+        server's error id); ``retry=True`` asks the server to compute it again."""
         query = {
             "level": level,
             "coef": coef,
@@ -437,6 +442,7 @@ class Client:
             "weights": weights,
             "mincov": mincov,
             "source": source,
+            "retry": retry or None,
         }
         answer = self._computed(ops.CORRELATIONS, _id(dataset), query, timeout)
         return build(CorrelationMatrix, answer.json())
@@ -455,9 +461,11 @@ class Client:
         weights: Weights | None = None,
         mincov: float | None = None,
         source: str | None = None,
+        retry: bool = False,
         timeout: float = 300.0,
     ) -> str:
-        """The correlation table as the page exports it: CSV, JSON or LaTeX (booktabs)."""
+        """The correlation table as the page exports it: CSV, JSON or LaTeX (booktabs);
+        failures as :meth:`correlations`."""
         query = {
             "file_format": file_format,
             "level": level,
@@ -469,6 +477,7 @@ class Client:
             "weights": weights,
             "mincov": mincov,
             "source": source,
+            "retry": retry or None,
         }
         return self._computed(ops.CORRELATIONS_EXPORT, _id(dataset), query, timeout).text
 
@@ -483,12 +492,15 @@ class Client:
         aspects: Sequence[str] = (),
         runs: str | None = None,
         sort: str | None = None,
+        retry: bool = False,
         timeout: float = 300.0,
     ) -> dict[str, Any]:
         """The judge report card, as the dataset's page shows it: one row per judge run
         and aspect with its correlation and interval beside the human ceiling, agreement,
         the alternative-annotator test at ``eps``, biases, cost and a verdict. While a
-        worker computes it the server answers 202; this waits for it."""
+        worker computes it the server answers 202; this waits for it. When computing it
+        failed this raises :class:`ComputationFailed` (with the server's error id);
+        ``retry=True`` asks the server to compute it again."""
         query = {
             "level": level,
             "coef": coef,
@@ -497,6 +509,7 @@ class Client:
             "aspects": ",".join(aspects) or None,
             "runs": runs,
             "sort": sort,
+            "retry": retry or None,
         }
         answer = self._computed(ops.REPORT_CARD, _id(dataset), query, timeout, "report card")
         return dict(answer.json())
@@ -509,10 +522,25 @@ class Client:
         timeout: float,
         what: str = "correlations",
     ) -> httpx.Response:
-        """The answer once it is not 202 (computing), asking again as Retry-After says."""
+        """The answer once it is not 202 (computing), asking again as Retry-After says
+        (a ``retry`` is sent once: the polls that follow only wait); a failed computation
+        raises :class:`ComputationFailed`."""
         deadline = time.monotonic() + timeout
         while True:
-            response = self._http.send(op, {"id": dataset}, query=query)
+            try:
+                response = self._http.send(op, {"id": dataset}, query=query)
+            except ServerError as exc:
+                if isinstance(exc.body, dict) and exc.body.get("error_id"):
+                    raise ComputationFailed(
+                        exc.status,
+                        exc.detail,
+                        exc.errors,
+                        method=exc.method,
+                        url=exc.url,
+                        body=exc.body,
+                    ) from None
+                raise
+            query = {**query, "retry": None}
             if response.status_code != 202:
                 return response
             self._pause(
