@@ -16,11 +16,9 @@ from concordia_client._version import __version__
 from concordia_client.errors import (
     AuthenticationError,
     BadRequest,
-    ComputationFailed,
     ImportFailed,
     RunCancelled,
     RunFailed,
-    ServerError,
     Timeout,
 )
 from concordia_client.models import (
@@ -430,8 +428,7 @@ class Client:
         """The metric × aspect correlation matrix, as the dataset's page shows it (the
         server's defaults: sample level, Spearman, macro average, bootstrap intervals).
         While a worker computes a large one the server answers 202; this waits for it.
-        When computing it failed this raises :class:`ComputationFailed` (with the
-        server's error id); ``retry=True`` asks the server to compute it again."""
+        A failed computation raises ``ComputationFailed``; ``retry=True`` computes again."""
         query = {
             "level": level,
             "coef": coef,
@@ -498,9 +495,8 @@ class Client:
         """The judge report card, as the dataset's page shows it: one row per judge run
         and aspect with its correlation and interval beside the human ceiling, agreement,
         the alternative-annotator test at ``eps``, biases, cost and a verdict. While a
-        worker computes it the server answers 202; this waits for it. When computing it
-        failed this raises :class:`ComputationFailed` (with the server's error id);
-        ``retry=True`` asks the server to compute it again."""
+        worker computes it the server answers 202; this waits for it. Failures as
+        :meth:`correlations`."""
         query = {
             "level": level,
             "coef": coef,
@@ -523,23 +519,10 @@ class Client:
         what: str = "correlations",
     ) -> httpx.Response:
         """The answer once it is not 202 (computing), asking again as Retry-After says
-        (a ``retry`` is sent once: the polls that follow only wait); a failed computation
-        raises :class:`ComputationFailed`."""
+        (a ``retry`` is sent once: the polls that follow only wait)."""
         deadline = time.monotonic() + timeout
         while True:
-            try:
-                response = self._http.send(op, {"id": dataset}, query=query)
-            except ServerError as exc:
-                if isinstance(exc.body, dict) and exc.body.get("error_id"):
-                    raise ComputationFailed(
-                        exc.status,
-                        exc.detail,
-                        exc.errors,
-                        method=exc.method,
-                        url=exc.url,
-                        body=exc.body,
-                    ) from None
-                raise
+            response = self._http.send(op, {"id": dataset}, query=query)
             query = {**query, "retry": None}
             if response.status_code != 202:
                 return response

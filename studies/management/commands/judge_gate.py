@@ -12,6 +12,7 @@ imports no model library; ``bench/judge_gate_speed.py`` measures a call."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -63,6 +64,9 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=0)
 
     def handle(self, *args: Any, **opts: Any) -> None:
+        # a CI log shows the verdict alone (a first call writes the dataset's snapshot,
+        # which a worker logs); --verbosity 2 shows the rest
+        logging.disable(logging.INFO if opts["verbosity"] < 2 else logging.NOTSET)
         try:
             result = judge_gate(
                 opts["run"],
@@ -79,6 +83,8 @@ class Command(BaseCommand):
             )
         except GateError as exc:
             raise CommandError(f"{exc.argument}: {exc}", returncode=2) from exc
+        finally:
+            logging.disable(logging.NOTSET)
         self.stdout.write(result.summary)
         for reason in result.reasons:
             self.stdout.write(f"  - {reason}")
