@@ -18,6 +18,7 @@ from scoring.stats.alttest import (
     TOO_FEW_ITEMS,
     accuracy,
     alt_test,
+    at_least,
     benjamini_yekutieli,
     neg_rmse,
     neg_rmse_plain,
@@ -218,3 +219,18 @@ def test_the_plain_python_rmse_gives_the_same_verdicts_as_numpys():
             slow = alt_test(judge, annotations, epsilon=0.15, metric="neg_rmse")
             assert fast.winning_rate == slow.winning_rate
             assert fast.per_annotator == slow.per_annotator
+
+
+@pytest.mark.parametrize("metric", [neg_rmse_plain, "neg_rmse"])
+def test_a_tie_of_one_decimal_answers_is_a_tie_however_the_rmse_is_summed(metric):
+    # left-out annotator h answers 4.2, the judge 1.8, the others 4.5, 1.5 and 3: the
+    # squared differences are the same numbers (0.09, 7.29, 1.44 against 7.29, 0.09,
+    # 1.44), but summed in this order the plain RMSE of one came out a bit apart
+    items = [f"i{k}" for k in range(30)]
+    others = {"a": 4.5, "b": 1.5, "c": 3.0}
+    answers = {name: dict.fromkeys(items, value) for name, value in others.items()}
+    answers["h"] = dict.fromkeys(items, 4.2)
+    found = alt_test(dict.fromkeys(items, 1.8), answers, epsilon=0.1, metric=metric)
+    tested = {t.annotator: t for t in found.per_annotator}
+    assert tested["h"].rho_judge == tested["h"].rho_human == 1.0
+    assert at_least(-1.2, -1.2 - 1e-15) and not at_least(-1.2, -1.19)
