@@ -12,7 +12,9 @@ draw counts and tables, and every resample is computed exactly.
   Krippendorff's α with the judge as one more annotator. Beside them, the same
   statistics among the annotators: κ and AC1 over the pairs of annotators on the same
   item (each pair in both orders, so κ's two marginals are the pooled annotators'), α
-  of the annotators alone.
+  of the annotators alone. With missing answers this pools the pairs (an item answered
+  by m annotators adds m(m − 1)/2 of them); irrCAC's multi-rater AC1 averages each
+  item's agreement instead, so the two differ unless every item has as many answers.
 * **Pairwise judges** (:func:`pairwise_agreement`; answers ``PREFERS_A`` = 1, ``TIE`` = 0,
   ``PREFERS_B`` = −1): agreement as the MT-Bench paper defines it (Zheng et al., NeurIPS
   2023, and its code, FastChat's ``llm_judge/compute_agreement.py``): the share of (judge vote, human vote)
