@@ -12,8 +12,8 @@ are summed into a wins matrix ``W`` (``W[i, j]``: i's wins over j) per document.
   (the log-likelihood Σ Wᵢⱼ log σ(θᵢ − θⱼ) is concave; steps halved until it grows),
   with Wᵢ i's total wins and Nᵢⱼ = Wᵢⱼ + Wⱼᵢ the comparisons of i and j; it converges
   to the maximum whenever one exists (Hunter's 2004 MM iteration finds the same one,
-  in thousands of steps where Newton takes tens). The strengths are identified by centring the
-  log-strengths at mean 0. The maximum exists exactly when the directed graph
+  in thousands of steps where Newton takes tens). The strengths are identified by
+  centring the log-strengths at mean 0. The maximum exists exactly when the directed graph
   of wins (an arc i → j when Wᵢⱼ > 0) is strongly connected (Ford 1957): a system
   that never loses, or a group that never loses to the rest, has no finite strength,
   and the fit is then undefined (NaN).
@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from scipy import special
 
 from scoring.stats.ranking import FloatArray, Groups, IntArray
 from scoring.stats.resampling import Resamples, Unit, draw_resamples
@@ -141,7 +142,7 @@ def _newton(wins: FloatArray, tolerance: float, max_iterations: int) -> FloatArr
         if not active.any():
             break
         t, w, g = theta[active], wins[active], games[active]
-        p = 1.0 / (1.0 + np.exp(t[:, None, :] - t[:, :, None]))  # p[i, j] = P(i beats j)
+        p = special.expit(t[:, :, None] - t[:, None, :])  # p[i, j] = P(i beats j)
         gradient = total[active] - np.sum(g * p, axis=2)
         weight = g * p * (1.0 - p)
         laplacian = -weight
