@@ -225,6 +225,7 @@ AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_LOCKOUT_CALLABLE = "studies.throttling.lockout_response"  # says which lock holds
 AXES_USERNAME_FORM_FIELD = "username"
+AXES_VERBOSE = False  # no start-up banner on every command's and worker's stderr
 
 # --- Celery ---------------------------------------------------------------------------
 _broker_dir = DATA_DIR / "broker"

@@ -345,13 +345,25 @@ class PairwiseReportForm(forms.Form):
     def __init__(self, *args: Any, sources: list[tuple[str, str]], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["against"].choices = [("", "none"), *sources]
+        # what the report compares with when nothing was chosen, and the control shows it
+        self.fields["against"].initial = "likert" if any(v == "likert" for v, _ in sources) else ""
 
     def options(self) -> dict[str, Any]:
         """The report's options: the defaults (every Likert judgment, margin 0, votes by
-        the averaged preference) unless the query chose others."""
-        data = self.cleaned_data if self.is_bound and self.is_valid() else {}
+        the averaged preference) unless the query chose others; a field the query got
+        wrong counts as not chosen (its error shows beside the control, which then
+        shows the first choice, "none": so no agreement is shown for it either)."""
+        if not self.is_bound:
+            return {
+                "source": self.fields["against"].initial,
+                "margin": 0.0,
+                "rule": "average",
+                "interval": "studentized",
+            }
+        self.is_valid()
+        data = self.cleaned_data
         return {
-            "source": data.get("against", "likert") if self.is_bound else "likert",
+            "source": data.get("against") or "",
             "margin": data.get("margin") or 0.0,
             "rule": data.get("rule") or "average",
             "interval": data.get("interval") or "studentized",

@@ -6,10 +6,12 @@ from pathlib import Path
 from typing import Any
 
 import factory
+import numpy as np
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.utils import timezone
 
+from annotation.models import Campaign, Item, PairwiseJudgment
 from scoring.lm.served import Capabilities
 from studies import models
 from studies.demo_data import write_demo_jsonl
@@ -90,3 +92,78 @@ def probed_endpoint(endpoint: models.Endpoint, **found: Any) -> models.Endpoint:
     endpoint.probed_at = timezone.now()
     endpoint.save()
     return endpoint
+
+
+def pairwise_judge_run(
+    dataset: models.Dataset, aspect: str, pairs: list[tuple[int, int, list[float], list[float]]]
+) -> models.MetricRun:
+    """A finished pairwise judge run on ``aspect`` (a code) from its verdicts: per pair
+    (first output id, second output id, the distribution with the first shown as A,
+    the distribution with it shown as B), stored as :mod:`studies.services.runs.
+    pairwise` stores them (on the first output, with the mean preference as value)."""
+    outputs = {pk for first, second, _, _ in pairs for pk in (first, second)}
+    run = MetricRunFactory(
+        dataset=dataset,
+        label=f"pairwise:judge-model:{aspect}:all",
+        metric="pairwise",
+        status="succeeded",
+        config={"aspect": aspect, "ties": False, "model_label": "judge-model"},
+        done=len(outputs),
+        total=len(outputs),
+        aspect_version=next(
+            (a.current_version() for a in models.Aspect.objects.filter(code=aspect)[:1]), None
+        ),
+    )
+    details: dict[int, list[dict[str, Any]]] = {}
+    preference: dict[int, list[float]] = {}
+    for first, second, ab, ba in pairs:
+        details.setdefault(first, []).append({"vs": second, "ab": ab, "ba": ba})
+        first_wins = (ab[0] + ba[1]) / 2
+        preference.setdefault(first, []).append(first_wins)
+        preference.setdefault(second, []).append(1 - first_wins)
+    models.MetricScore.objects.bulk_create(
+        models.MetricScore(
+            run=run,
+            output_id=pk,
+            value=float(np.mean(values)),
+            details={"pairs": details.get(pk, []), "n_pairs": len(values)},
+        )
+        for pk, values in preference.items()
+    )
+    return run
+
+
+def pairwise_campaign(
+    dataset: models.Dataset,
+    owner: Any,
+    aspect: models.Aspect,
+    pairs: list[tuple[models.Output, models.Output]],
+    answers: list[tuple[Any, int, str]],
+) -> Campaign:
+    """A pairwise campaign on ``dataset`` with one item per pair (output a, output b) and
+    the answers (annotator, item index, choice ``a``/``b``/``tie``)."""
+    study = models.Study.objects.create(name="preferences", dataset=dataset, owner=owner)
+    campaign = Campaign.objects.create(study=study, name="pairs", mode="pairwise")
+    campaign.aspects.add(aspect)
+    items = Item.objects.bulk_create(
+        Item(
+            campaign=campaign,
+            document=a.document,
+            output_a=a,
+            output_b=b,
+            system_key=f"{a.system_id} vs {b.system_id}",
+            position=k,
+        )
+        for k, (a, b) in enumerate(pairs)
+    )
+    PairwiseJudgment.objects.bulk_create(
+        PairwiseJudgment(
+            item=items[k],
+            aspect=aspect,
+            annotator=who,
+            choice=choice,
+            left_output=items[k].output_a,
+        )
+        for who, k, choice in answers
+    )
+    return campaign

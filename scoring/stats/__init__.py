@@ -27,6 +27,7 @@ from scoring.stats.coverage import Coverage, coverage, scored
 from scoring.stats.group_correlations import DocRanks, doc_ranks
 from scoring.stats.judgments import Aggregate, AggregatedJudgments, aggregate_judgments
 from scoring.stats.kendall import ColumnOrder, column_order, kendall_from_orders
+from scoring.stats.kendall_within import DocCodes, doc_codes, kendall_within
 from scoring.stats.pairwise import TieCalibration
 from scoring.stats.ranking import Groups, rank_rows, ranks_within
 from scoring.stats.resampling import (
@@ -59,8 +60,11 @@ from scoring.stats.significance import (
 
 __all__ = [
     "ColumnOrder",
+    "DocCodes",
     "DocRanks",
+    "doc_codes",
     "doc_ranks",
+    "kendall_within",
     "column_order",
     "kendall_from_orders",
     "TIE_COEFFICIENTS",

@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from scoring.stats.ranking import FloatArray
+from scoring.stats.scales import point_index
 
 Weights = Literal["identity", "linear", "quadratic"]
 AlphaLevel = Literal["nominal", "ordinal", "interval", "ratio"]
@@ -145,17 +146,17 @@ def krippendorff_alpha_from_coincidences(
 
 def answer_counts(ratings: npt.ArrayLike, values: npt.ArrayLike) -> FloatArray:
     """Units × q: how many raters gave each of the scale's ``values`` on each unit
-    (``ratings`` is raters × units, NaN = no answer). An answer off the scale is an
-    error."""
+    (``ratings`` is raters × units, NaN = no answer). An answer is a scale point to
+    :func:`scoring.stats.scales.point_index`'s tolerance (a mean of three answers, 7 / 3,
+    is the point 2⅓ however it was computed); an answer off the scale is an error."""
     r = np.asarray(ratings, dtype=np.float64)
     if r.ndim == 1:
         r = r[None, :]
     v = np.asarray(values, dtype=np.float64)
     given = ~np.isnan(r)
-    position = np.searchsorted(v, r[given])
-    position = np.minimum(position, v.size - 1)
-    if not np.array_equal(v[position], r[given]):
-        off = np.unique(r[given][v[position] != r[given]])
+    position = point_index(r[given], v)
+    if np.any(position < 0):
+        off = np.unique(r[given][position < 0])
         raise ValueError(f"answers off the scale {v.tolist()}: {off.tolist()[:5]}")
     units = np.nonzero(given)[1]
     counts = np.zeros((r.shape[1], v.size))

@@ -41,6 +41,7 @@ from scoring.stats.draws import Resamples
 from scoring.stats.label_tables import LabelSet, label_counts
 from scoring.stats.ranking import FloatArray, Groups
 from scoring.stats.table_intervals import (
+    SHARE,
     Estimate,
     Interval,
     document_plan,
@@ -223,6 +224,7 @@ def calibration(
         method=method,
         n=n_pairs,
         reasons=[why, why, why],
+        limits=[SHARE, SHARE, (0.0, 2.0)],  # the multiclass Brier score lies in [0, 2]
     )
     return Calibration(
         target=chosen,

@@ -34,6 +34,7 @@ from scoring.stats.group_correlations import (
     row_correlations,
 )
 from scoring.stats.kendall import ColumnOrder, kendall_from_orders
+from scoring.stats.kendall_within import DocCodes
 from scoring.stats.pairwise import (
     CALIBRATION_MAX_PAIRS,
     RightPairs,
@@ -147,13 +148,15 @@ def sample_level(
     options: Options = DEFAULT_OPTIONS,
     right: FloatArray | None = None,
     ranks: tuple[DocRanks, DocRanks] | None = None,
+    codes: tuple[DocCodes, DocCodes] | None = None,
 ) -> SampleLevel:
     """The per-document values and their weighted mean (scored outputs only); for PDP
     the pooled pairs of every document instead of a mean. ``right``: acc23's or τ23's
     pairs right per document at ``options.epsilon``, already counted; ``ranks``: x's and
-    y's ranks within the documents, already computed (Spearman)."""
+    y's ranks within the documents, already computed (Spearman); ``codes``: their
+    dense ranks within the documents, already computed (Kendall's τ-b, τ-c)."""
     if right is None:
-        per_doc = group_correlations(x, y, groups, coefficient, options, ranks)
+        per_doc = group_correlations(x, y, groups, coefficient, options, ranks, codes)
     else:
         per_doc = _tie_counts_to_rows(right, groups.sizes, coefficient)
     values = per_doc.values(policy)
@@ -254,6 +257,7 @@ def correlate(
     ranks: tuple[DocRanks, DocRanks] | None = None,
     orders: tuple[ColumnOrder, ColumnOrder] | None = None,
     totals: tuple[FloatArray, FloatArray] | None = None,
+    codes: tuple[DocCodes, DocCodes] | None = None,
 ) -> CorrelationResult:
     """Correlate metric scores with human judgments, aligned by output.
 
@@ -274,7 +278,9 @@ def correlate(
     (else the valid outputs are ranked here, as without them); the value is the same.
     ``orders``, both sides' :func:`~scoring.stats.kendall.column_order`, does the same
     for a dataset-level τ-b or τ-c (:func:`~scoring.stats.kendall.kendall_from_orders`),
-    and ``totals``, both sides' :func:`system_totals`, for the system level.
+    ``codes``, both sides' :func:`~scoring.stats.kendall_within.doc_codes`, for a
+    sample-level τ-b or τ-c, and ``totals``, both sides' :func:`system_totals`, for the
+    system level.
     """
     x, y = _aligned(metric, human, coefficient, level, average)
     doc_groups = None if docs is None else as_groups(docs, x.size, "docs")
@@ -292,7 +298,10 @@ def correlate(
         xs, ys = (x, y) if all_valid else (x[valid], y[valid])
         counted = _calibrated_counts(calibration, coefficient, options, groups)
         given = ranks if all_valid else None
-        sample = sample_level(xs, ys, groups, coefficient, policy, average, options, counted, given)
+        coded = codes if all_valid else None
+        sample = sample_level(
+            xs, ys, groups, coefficient, policy, average, options, counted, given, coded
+        )
         per_doc = sample.per_doc
         used = per_doc.n >= 2 if sample.weights is None else ~np.isnan(sample.values)
         n_used = int(used.sum())
@@ -493,6 +502,7 @@ def intercorrelation(
     options: Options = DEFAULT_OPTIONS,
     ranks: Sequence[DocRanks | None] | None = None,
     orders: Sequence[ColumnOrder | None] | None = None,
+    codes: Sequence[DocCodes | None] | None = None,
 ) -> FloatArray:
     """Aspects × aspects correlation matrix of human judgments.
 
@@ -502,7 +512,8 @@ def intercorrelation(
     i ≤ j takes aspect j as the human side).
     The diagonal is computed too: 1, or less under ``ZERO`` where constant documents
     count as 0, and NaN where an aspect has no usable group. ``ranks``: each aspect's
-    ranks within ``docs`` where known, ``orders`` its sort order (see :func:`correlate`).
+    ranks within ``docs`` where known, ``orders`` its sort order, ``codes`` its dense
+    ranks within ``docs`` (see :func:`correlate`).
     """
     scores = np.asarray(human, dtype=np.float64)
     if scores.ndim != 2:
@@ -515,6 +526,7 @@ def intercorrelation(
         for j in range(i, n_aspects):
             pair = None if ranks is None else _both(ranks[i], ranks[j])
             sort = None if orders is None else _both(orders[i], orders[j])
+            coded = None if codes is None else _both(codes[i], codes[j])
             result = correlate(
                 scores[i],
                 scores[j],
@@ -526,6 +538,7 @@ def intercorrelation(
                 options=options,
                 ranks=pair,
                 orders=sort,
+                codes=coded,
             )
             matrix[i, j] = matrix[j, i] = result.value
     return matrix

@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 import scipy.stats
 
+from scoring.stats.kendall_within import DocCodes, kendall_within
 from scoring.stats.pairwise import like_counts, right_pairs
 from scoring.stats.ranking import (
     BoolArray,
@@ -218,14 +219,23 @@ def group_correlations(
     coefficient: Coefficient,
     options: Options = DEFAULT_OPTIONS,
     ranks: tuple[DocRanks, DocRanks] | None = None,
+    codes: tuple[DocCodes, DocCodes] | None = None,
 ) -> GroupCorrelations:
     """The coefficient within each group, all groups at once (no NaN in x or y).
     Spearman's is always :func:`spearman_within` of the two columns' :func:`doc_ranks`
-    (``ranks``: those, when the caller has them: a matrix ranks each column once)."""
+    (``ranks``: those, when the caller has them: a matrix ranks each column once);
+    Kendall's τ-b and τ-c come from the two columns'
+    :func:`~scoring.stats.kendall_within.doc_codes` when the caller has them (the same
+    values)."""
     if coefficient is Coefficient.SPEARMAN:
         if ranks is None:
             ranks = (doc_ranks(x, groups), doc_ranks(y, groups))
         return spearman_within(*ranks)
+    if codes is not None and coefficient in (Coefficient.KENDALL_B, Coefficient.KENDALL_C):
+        variant = "b" if coefficient is Coefficient.KENDALL_B else "c"
+        tau, n = kendall_within(*codes, variant=variant)
+        flat = (codes[0].classes <= 1) | (codes[1].classes <= 1)
+        return GroupCorrelations(r=tau, n=n, constant=flat & (n >= 2), size=n.astype(np.float64))
     r = np.full(groups.n_groups, np.nan)
     constant = np.zeros(groups.n_groups, dtype=bool)
     size = groups.sizes.astype(np.float64)

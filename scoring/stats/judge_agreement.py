@@ -12,7 +12,9 @@ draw counts and tables, and every resample is computed exactly.
   Krippendorff's α with the judge as one more annotator. Beside them, the same
   statistics among the annotators: κ and AC1 over the pairs of annotators on the same
   item (each pair in both orders, so κ's two marginals are the pooled annotators'), α
-  of the annotators alone.
+  of the annotators alone. With missing answers this pools the pairs (an item answered
+  by m annotators adds m(m − 1)/2 of them); irrCAC's multi-rater AC1 averages each
+  item's agreement instead, so the two differ unless every item has as many answers.
 * **Pairwise judges** (:func:`pairwise_agreement`; answers ``PREFERS_A`` = 1, ``TIE`` = 0,
   ``PREFERS_B`` = −1): agreement as the MT-Bench paper defines it (Zheng et al., NeurIPS
   2023, and its code, FastChat's ``llm_judge/compute_agreement.py``): the share of (judge vote, human vote)
@@ -28,7 +30,9 @@ studentized by default (the bootstrap-t, each resample's standard error a jackkn
 its documents), or percentile, or BCa (bias-corrected and accelerated). On 1000
 simulated studies of 40 documents the studentized intervals covered 0.943–0.964 at
 nominal 0.95, the percentile and BCa ones 0.929–0.949. Resamples whose statistic is
-undefined are left out and counted.
+undefined are left out and counted. An interval is never wider than the statistic's
+range: the studentized one can reach past it on few documents (κ's [−1.24, 4.98] on a
+handful of pairs), and is then cut to it and marked ``clipped``.
 """
 
 from __future__ import annotations
@@ -53,10 +57,13 @@ from scoring.stats.agreement_tables import (
 from scoring.stats.position import PREFERS_A, PREFERS_B, TIE
 from scoring.stats.ranking import FloatArray, Groups
 from scoring.stats.resampling import Resamples
+from scoring.stats.table_intervals import CHANCE_CORRECTED as CHANCE_CORRECTED
 from scoring.stats.table_intervals import METHODS as METHODS
+from scoring.stats.table_intervals import SHARE as SHARE
 from scoring.stats.table_intervals import Estimate as Estimate
 from scoring.stats.table_intervals import Interval as Interval
 from scoring.stats.table_intervals import Statistic as Statistic
+from scoring.stats.table_intervals import bounded as bounded
 from scoring.stats.table_intervals import document_plan, documents
 from scoring.stats.table_intervals import interval as interval
 
@@ -184,7 +191,15 @@ def pointwise_agreement(
         tables: FloatArray, statistic: Statistic, n: float | None = None, among: bool = False
     ) -> Estimate:
         plan = drawn if annotator_intervals or not among else None
-        return interval(tables, statistic, plan, confidence=confidence, method=method, n=n)
+        return interval(
+            tables,
+            statistic,
+            plan,
+            confidence=confidence,
+            method=method,
+            n=n,
+            limits=CHANCE_CORRECTED,
+        )
 
     n_hh = float(t.human_human.sum()) / 2.0
     return PointwiseAgreement(
@@ -227,7 +242,10 @@ def pairwise_agreement(
     drawn = document_plan(t.docs, rng, resamples, plan)
 
     def run(tables: FloatArray, statistic: Statistic, n: float) -> Estimate:
-        return interval(tables, statistic, drawn, confidence=confidence, method=method, n=n)
+        limits = CHANCE_CORRECTED if statistic is cohen_kappa else SHARE
+        return interval(
+            tables, statistic, drawn, confidence=confidence, method=method, n=n, limits=limits
+        )
 
     jh, hh = t.judge_human, t.human_human  # hh holds each pair twice, once per order
     n_jh, n_hh = float(jh.sum()), float(hh.sum()) / 2.0

@@ -66,6 +66,8 @@ from scoring.stats.label_tables import (
 )
 from scoring.stats.ranking import FloatArray, Groups
 from scoring.stats.table_intervals import (
+    CHANCE_CORRECTED,
+    SHARE,
     Estimate,
     Interval,
     document_plan,
@@ -198,6 +200,8 @@ def statistics_of(
         method=method,
         n=n_pairs,
         reasons=reasons(total, labels, sides),
+        limits=[CHANCE_CORRECTED if name in ("kappa", "mcc") else SHARE for name in SCALARS]
+        + [SHARE] * (len(PER_LABEL) * q),
     )
     scalars = dict(zip(SCALARS, found[: len(SCALARS)], strict=True))
     per_label = {
@@ -372,6 +376,7 @@ def annotator_reliability(
             method=method,
             n=[float(total[1]), n_answers],
             reasons=[why, why],
+            limits=[CHANCE_CORRECTED, CHANCE_CORRECTED],
         )
     else:
 
@@ -386,6 +391,7 @@ def annotator_reliability(
             method=method,
             n=float(total[1]),
             reasons=[why],
+            limits=[CHANCE_CORRECTED],
         )
         (alpha_estimate,) = intervals(
             sum_by(codes, coincidences(counts), n_docs),
@@ -395,6 +401,7 @@ def annotator_reliability(
             method=method,
             n=n_answers,
             reasons=[why],
+            limits=[CHANCE_CORRECTED],
         )
     return Reliability(
         labels=labels,
@@ -450,6 +457,7 @@ def _pairs(
         method=method,
         n=[float(t.sum()) for t in totals],
         reasons=why,
+        limits=[CHANCE_CORRECTED] * len(chosen),
     )
     return tuple(
         AnnotatorPair(i, j, estimate, int(totals[p].sum()))

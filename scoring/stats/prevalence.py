@@ -40,6 +40,7 @@ from scoring.stats.label_tables import LabelSet, label_counts
 from scoring.stats.ppi import MIN_LABELLED, PPIResult, ppi_mean
 from scoring.stats.ranking import FloatArray, Groups
 from scoring.stats.table_intervals import (
+    SHARE,
     Estimate,
     Interval,
     document_plan,
@@ -229,6 +230,7 @@ def prevalence(
         method=method,
         n=[float(c) for c in counts],
         reasons=_reasons(total, labels),
+        limits=[SHARE] * 6,  # prevalences, sensitivity and specificity are shares
     )
     result = ppi_mean(prediction, share, tune=tune, confidence=confidence)
     human, by_judge, sensitivity, specificity, corrected, ppi = found

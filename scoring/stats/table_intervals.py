@@ -15,14 +15,17 @@ On 1000 simulated studies of 40 documents the studentized intervals covered 0.94
 at nominal 0.95, the percentile and BCa ones 0.929–0.949 (``bench/
 judge_agreement_coverage.py``). Resamples whose statistic is undefined are left out and
 counted. A statistic undefined on the whole data is NaN without interval, and its
-``reason`` (when the caller gives one) says why.
+``reason`` (when the caller gives one) says why. An interval is never wider than the
+statistic's range when the caller gives it (``limits``): the studentized one can reach
+past it on few documents (κ's [−1.24, 4.98] on a handful of pairs), and is then cut to
+it and marked ``clipped``.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -35,6 +38,14 @@ from scoring.stats.ranking import FloatArray, Groups
 Interval = Literal["studentized", "percentile", "bca"]
 Statistic = Callable[[FloatArray], FloatArray]
 METHODS: tuple[Interval, ...] = ("studentized", "percentile", "bca")
+Limits = tuple[float, float]
+# The range of each statistic: a share (of agreeing pairs, accuracy, recall, F1, …) lies
+# in [0, 1]; Cohen's κ (weighted or not), Gwet's AC1 (its chance agreement is at most ½)
+# and MCC in [−1, 1]; Krippendorff's α is at most 1 and, with its small-sample
+# correction, above −1 (−1 + 1/N for two coders disagreeing on all N units; 20,000
+# random small tables reached −0.77).
+SHARE: Limits = (0.0, 1.0)
+CHANCE_CORRECTED: Limits = (-1.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -52,6 +63,7 @@ class Estimate:
     n: float
     n_undefined: int = 0
     reason: str | None = None
+    clipped: bool = False  # the interval reached past the statistic's range and was cut
 
 
 def documents(docs: Groups | npt.ArrayLike, n_items: int) -> Groups:
@@ -73,6 +85,18 @@ def document_plan(
     return plan
 
 
+def bounded(found: Estimate, limits: Limits | None) -> Estimate:
+    """``found`` with its interval cut to the statistic's range ``limits`` (and
+    ``clipped`` set when it had to be): a percentile interval never leaves it, the
+    studentized one can on few documents, where it says the data hardly bound it."""
+    if limits is None or not (math.isfinite(found.low) and math.isfinite(found.high)):
+        return found
+    low, high = max(found.low, limits[0]), min(found.high, limits[1])
+    if low == found.low and high == found.high:
+        return found
+    return replace(found, low=min(low, high), high=max(low, high), clipped=True)
+
+
 def interval(
     tables: FloatArray,
     statistic: Statistic,
@@ -81,9 +105,11 @@ def interval(
     confidence: float = 0.95,
     method: Interval = "studentized",
     n: float | None = None,
+    limits: Limits | None = None,
 ) -> Estimate:
     """``statistic`` of the documents' tables (documents × …) summed, with a bootstrap
-    interval over ``plan``'s resampled documents (none when ``plan`` is None).
+    interval over ``plan``'s resampled documents (none when ``plan`` is None), cut to
+    the statistic's range ``limits`` when given (:func:`bounded`).
 
     ``studentized`` (the bootstrap-t: each resample's deviation from the estimate over
     its own jackknife standard error by documents) covered 0.943–0.964 at nominal 0.95
@@ -94,7 +120,8 @@ def interval(
     def vector(table: FloatArray) -> FloatArray:
         return np.asarray(statistic(table), dtype=np.float64)[..., None]
 
-    return intervals(tables, vector, plan, confidence=confidence, method=method, n=n)[0]
+    found = intervals(tables, vector, plan, confidence=confidence, method=method, n=n)
+    return bounded(found[0], limits)
 
 
 def intervals(
@@ -106,12 +133,14 @@ def intervals(
     method: Interval = "studentized",
     n: float | Sequence[float] | None = None,
     reasons: Sequence[str | None] | None = None,
+    limits: Sequence[Limits | None] | None = None,
 ) -> list[Estimate]:
     """Several statistics of the same per-document tables, each with its interval:
     ``statistic`` maps tables (… × table shape) to values (… × k), one per statistic,
     and the resampled and left-out tables are built once for all k. ``n`` (one or k
     sizes) defaults to the tables' total; ``reasons`` (k, or None) are put on the
-    estimates whose value is NaN."""
+    estimates whose value is NaN; ``limits`` (k, or None) are the statistics' ranges,
+    which their intervals are cut to (:func:`bounded`)."""
     t = np.asarray(tables, dtype=np.float64)
     if method not in METHODS:
         raise ValueError(f"unknown interval {method!r}: use one of {', '.join(METHODS)}")
@@ -137,14 +166,20 @@ def intervals(
         else:
             bounds = _quantiles(t, total, statistic, values, plan.doc_counts, levels, method)
         lows, highs, undefined = bounds
+    ranges = list(limits) if limits is not None else [None] * k
+    if len(ranges) != k:
+        raise ValueError("give one range (or None) per statistic")
     return [
-        Estimate(
-            float(values[j]),
-            float(lows[j]) if defined[j] else math.nan,
-            float(highs[j]) if defined[j] else math.nan,
-            sizes[j],
-            int(undefined[j]) if defined[j] else 0,
-            None if defined[j] else why[j],
+        bounded(
+            Estimate(
+                float(values[j]),
+                float(lows[j]) if defined[j] else math.nan,
+                float(highs[j]) if defined[j] else math.nan,
+                sizes[j],
+                int(undefined[j]) if defined[j] else 0,
+                None if defined[j] else why[j],
+            ),
+            ranges[j],
         )
         for j in range(k)
     ]

@@ -18,6 +18,8 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from studies.services.computed import Failure
+
 
 class ErrorSerializer(serializers.Serializer):  # type: ignore[type-arg]
     """The body of every 4xx answer."""
@@ -71,6 +73,17 @@ def error_response(
 ) -> Response:
     """An error answer built by a view (a service refused): same body as raised errors."""
     return Response({"detail": detail, "errors": errors or {}, **extra}, status=status)
+
+
+def computation_failed(failed: Failure, what: str) -> Response:
+    """500: computing a cached page (the matrix, a report card) failed; the body says why,
+    with the id the server's log has the traceback under (``retry=true`` asks again)."""
+    return error_response(
+        500,
+        f"{failed.message(what)} Ask with retry=true to compute it again.",
+        error_id=failed.error_id,
+        failed_at=failed.at,
+    )
 
 
 def form_errors(form: Any) -> exceptions.ValidationError:

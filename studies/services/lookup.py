@@ -1,9 +1,15 @@
-"""Finding a dataset from what an operator types on the shell: an id, ``owner/name``, or
-a name when only one owner has a dataset of that name."""
+"""Finding a dataset from what an operator types on the shell (an id, ``owner/name``, or
+a name when only one owner has a dataset of that name), and an aspect from a name as an
+import file or a command gives it (its code, name, stable key or an earlier name)."""
 
 from __future__ import annotations
 
-from studies.models import Dataset
+from typing import Any
+
+from django.db.models import F
+
+from studies.models import Aspect, Dataset, aspect_key
+from studies.permissions import owned_aspects
 
 
 class DatasetNotFound(LookupError):
@@ -53,3 +59,20 @@ def qualified_name(dataset: Dataset) -> str:
     """``owner/name`` (``-/name`` for an unowned dataset)."""
     owner = dataset.owner.get_username() if dataset.owner_id else "-"
     return f"{owner}/{dataset.name}"
+
+
+def aspect_names(owner: Any) -> dict[str, Aspect]:
+    """Name (lower-cased) → aspect, among the shared aspects and ``owner``'s own: codes,
+    names, stable keys and earlier names (aliases) all match; the owner's own first, so a
+    shared aspect's alias never hides them. What imports and ``judge_gate`` accept."""
+    names: dict[str, Aspect] = {}
+    for aspect in owned_aspects(owner).order_by(F("owner").asc(nulls_last=True), "pk"):
+        for name in sorted(aspect.file_names()):
+            names.setdefault(name, aspect)
+    return names
+
+
+def find_aspect(names: dict[str, Aspect], name: str) -> Aspect | None:
+    """The aspect ``name`` means in ``names`` (:func:`aspect_names`), as typed or as its
+    key (``"Semantic Coverage"`` → ``semantic_coverage``); None when none."""
+    return names.get(name.strip().lower()) or names.get(aspect_key(name))

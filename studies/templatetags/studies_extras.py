@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from django import template
@@ -16,6 +17,14 @@ register = template.Library()
 def researcher(user: Any) -> bool:
     """Whether ``user`` sees the researcher pages (the navigation shows only those)."""
     return is_researcher(user)
+
+
+@register.filter
+def finite(value: Any) -> Any:
+    """The value, or None for NaN and ±inf (so ``|default:"—"`` shows a dash, not "nan")."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 HEAT_STEPS = 20  # colour classes per sign, defined in static/css/heat.css

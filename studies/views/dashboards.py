@@ -5,7 +5,7 @@ dataset is computed by a worker while the page polls."""
 from __future__ import annotations
 
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 
 from scoring.stats import Level, unsupported
 from studies.permissions import visible_datasets
@@ -13,7 +13,12 @@ from studies.services.analysis import compare, dashboards, ppi, sentinels, table
 from studies.services.analysis.drilldown import drilldown
 from studies.services.analysis.params import COEFFICIENT_LABELS, COEFFICIENT_NAMES, MatrixParams
 from studies.services.contents import dataset_contents
-from studies.views.helpers import researcher_required, stop_polling_when, wants_partial
+from studies.views.helpers import (
+    not_computed,
+    researcher_required,
+    stop_polling_when,
+    wants_partial,
+)
 
 LEVELS = (("sample", "Sample-level"), ("dataset", "Dataset-level"), ("system", "System-level"))
 # (value, label, the levels where it exists: the page offers it only there)
@@ -43,16 +48,22 @@ def _dataset(request: HttpRequest, pk: int):  # type: ignore[no-untyped-def]
 
 @researcher_required
 def correlations(request: HttpRequest, pk: int) -> HttpResponse:
+    """The matrix (``POST``: *Try again* after a failed computation, then the page)."""
     dataset = _dataset(request, pk)
     params = MatrixParams.from_query(request.GET)
     problem = params.problem
+    if request.method == "POST" and not problem:
+        dashboards.try_again(dataset, params)
+        return redirect(request.get_full_path())
     result = None if problem else dashboards.available_matrix(dataset, params, request.user)
+    failed = None if result or problem else dashboards.failed(dataset, params)
     partial = wants_partial(request, "matrix")
     context = {
         "dataset": dataset,
         "params": params,
         "result": result,
         "problem": problem.message if problem else "",
+        "failed": failed,
         "rows": tables.matrix_rows(result, request.GET.get("sort")) if result else [],
         "sort": request.GET.get("sort", ""),
         "levels": LEVELS,
@@ -69,7 +80,9 @@ def correlations(request: HttpRequest, pk: int) -> HttpResponse:
     )
     return stop_polling_when(
         response,
-        partial and (result is not None or bool(problem)) and bool(request.GET.get("poll")),
+        partial
+        and (result is not None or bool(problem or failed))
+        and bool(request.GET.get("poll")),
     )
 
 
@@ -114,7 +127,8 @@ def correlation_paper(request: HttpRequest, pk: int) -> HttpResponse:
         return render(request, "studies/paper.html", {**context, "problem": params.problem.message})
     result = dashboards.available_matrix(dataset, params)
     if result is None:
-        return render(request, "studies/paper.html", {**context, "waiting": True})
+        failed = dashboards.failed(dataset, params)
+        return render(request, "studies/paper.html", {**context, "waiting": True, "failed": failed})
     sort = request.GET.get("sort", "")
     context |= {
         "gptscore": tables.gptscore_table(dataset, params),
@@ -136,11 +150,7 @@ def paper_export(request: HttpRequest, pk: int, file_format: str) -> HttpRespons
         message = params.problem.message if params.problem else "Unknown table."
         return HttpResponseBadRequest(message)
     if dashboards.available_matrix(dataset, params) is None:
-        return HttpResponse(
-            "The table is being computed; try again in a moment.",
-            status=503,
-            headers={"Retry-After": "5"},
-        )
+        return not_computed("correlation matrix", dashboards.failed(dataset, params))
     table = tables.paper_table(dataset, params, which, request.GET.get("sort"))
     ci = request.GET.get("ci") == "1"
     if file_format == "csv":
@@ -164,11 +174,7 @@ def correlation_export(request: HttpRequest, pk: int, file_format: str) -> HttpR
         return HttpResponseBadRequest(params.problem.message)
     result = dashboards.available_matrix(dataset, params)
     if result is None:
-        return HttpResponse(
-            "The table is being computed; try again in a moment.",
-            status=503,
-            headers={"Retry-After": "5"},
-        )
+        return not_computed("correlation matrix", dashboards.failed(dataset, params))
     content_type, render_table = EXPORTS[file_format]
     if file_format == "csv":
         body = tables.to_csv(result, raw=_raw(request))

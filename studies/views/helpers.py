@@ -1,6 +1,7 @@
 """What every app's views share (studies, annotation, learned): the researcher check,
-the choice between a page and its htmx partial, the answer that stops htmx polling, and
-the ``Vary: HX-Request`` header, set here once for every HTML response."""
+the choice between a page and its htmx partial, the answer that stops htmx polling, an
+export's answer while its table is not computed, and the ``Vary: HX-Request`` header,
+set here once for every HTML response."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.cache import patch_vary_headers
 
 from studies.permissions import is_researcher
+from studies.services.computed import Failure
 
 HTMX_STOP_POLLING = 286  # htmx stops polling on this status
 
@@ -42,6 +44,23 @@ def stop_polling_when(response: HttpResponse, finished: bool) -> HttpResponse:
     if finished:
         response.status_code = HTMX_STOP_POLLING
     return response
+
+
+def not_computed(what: str, failed: Failure | None) -> HttpResponse:
+    """An export's answer while its table is not in the cache: 503 while a worker
+    computes it (ask again), or 500 with why it failed and the error's id (asking again
+    changes nothing until someone tries again on its page)."""
+    if failed is not None:
+        return HttpResponse(
+            f"{failed.message(what)} Use “Try again” on its page to compute it again.",
+            status=500,
+            content_type="text/plain; charset=utf-8",
+        )
+    return HttpResponse(
+        f"The {what} is being computed; try again in a moment.",
+        status=503,
+        headers={"Retry-After": "5"},
+    )
 
 
 class VaryOnHtmxMiddleware:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 
 from studies.models import Dataset, Study
 from studies.permissions import visible_datasets
@@ -15,7 +15,12 @@ from studies.services import studies as study_service
 from studies.services.analysis import report_card
 from studies.services.analysis.report_card import CardParams
 from studies.views.dashboards import COEFFICIENTS, LEVELS
-from studies.views.helpers import researcher_required, stop_polling_when, wants_partial
+from studies.views.helpers import (
+    not_computed,
+    researcher_required,
+    stop_polling_when,
+    wants_partial,
+)
 
 CONFIDENCES = (("0.9", "90%"), ("0.95", "95%"), ("0.99", "99%"))
 EXPORTS = {
@@ -29,7 +34,11 @@ def _page(
     request: HttpRequest, dataset: Dataset, params: CardParams, study: Study | None
 ) -> HttpResponse:
     problem = params.problem
+    if request.method == "POST" and not problem:  # "Try again" after a failure
+        report_card.try_again(dataset, params)
+        return redirect(request.get_full_path())
     card = None if problem else report_card.available_card(dataset, params, request.user)
+    failed = None if card or problem else report_card.failed(dataset, params)
     sort = request.GET.get("sort", "")
     poll = request.GET.copy()
     poll["poll"] = "1"
@@ -42,6 +51,7 @@ def _page(
         "columns": report_card.COLUMNS,
         "sort": sort,
         "problem": problem.message if problem else "",
+        "failed": failed,
         "progress": None if card or problem else report_card.progress(dataset, params),
         "levels": LEVELS,
         "coefficients": COEFFICIENTS,
@@ -51,13 +61,14 @@ def _page(
     partial = wants_partial(request, "report-card")
     template = "studies/partials/report_card.html" if partial else "studies/report_card.html"
     response = render(request, template, context)
-    finished = partial and (card is not None or bool(problem)) and "poll" in request.GET
+    finished = partial and (card is not None or bool(problem or failed)) and "poll" in request.GET
     return stop_polling_when(response, finished)
 
 
 @researcher_required
 def dataset_report_card(request: HttpRequest, pk: int) -> HttpResponse:
-    """``?level=…&coef=…&eps=0.2&ci=0.95&aspects=COH,FLU&runs=all&sort=…``."""
+    """``?level=…&coef=…&eps=0.2&ci=0.95&aspects=COH,FLU&runs=all&sort=…`` (``POST``:
+    *Try again* after a failed computation)."""
     dataset = get_object_or_404(visible_datasets(request.user).select_related("task"), pk=pk)
     return _page(request, dataset, CardParams.from_query(request.GET), None)
 
@@ -74,18 +85,14 @@ def study_report_card(request: HttpRequest, pk: int) -> HttpResponse:
 @researcher_required
 def report_card_export(request: HttpRequest, pk: int, file_format: str) -> HttpResponse:
     """The card as CSV (``?raw=1``: text cells as stored), JSON or LaTeX, sorted as on
-    the page; 503 while a worker computes it."""
+    the page; 503 while a worker computes it, 500 with why when computing it failed."""
     dataset = get_object_or_404(visible_datasets(request.user), pk=pk)
     params = CardParams.from_query(request.GET)
     if params.problem:
         return HttpResponseBadRequest(params.problem.message)
     card = report_card.available_card(dataset, params, request.user)
     if card is None:
-        return HttpResponse(
-            "The report card is being computed; try again in a moment.",
-            status=503,
-            headers={"Retry-After": "5"},
-        )
+        return not_computed("report card", report_card.failed(dataset, params))
     sort = request.GET.get("sort")
     if file_format == "csv":
         body = report_card.to_csv(card, sort, raw=request.GET.get("raw") == "1")

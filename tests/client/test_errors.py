@@ -1,6 +1,6 @@
 """The client's errors against a live server (no worker): authentication, objects that are
-not yours, refused input, a file refused line by line, cancelling, a failed run and a
-wait that times out."""
+not yours, refused input, a file refused line by line, cancelling, a failed run, a
+wait that times out, and a report card that failed to compute."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from concordia_client import (
     AuthenticationError,
     BadRequest,
     Client,
+    ComputationFailed,
     Conflict,
     ImportFailed,
     NotFound,
@@ -22,6 +23,7 @@ from studies.models import Dataset, MetricRun
 from studies.services.tokens import token_for
 from tests.conftest import record
 from tests.factories import MetricRunFactory
+from tests.studies.report_card_data import build_panel
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("defaults_restored")]
 
@@ -106,3 +108,26 @@ def test_a_wait_that_outlasts_its_timeout_raises_timeout_with_the_last_state(api
     assert isinstance(raised.value, TimeoutError)
     assert len(seen) >= 2 and {(r.status, r.done, r.total) for r in seen} == {("pending", 0, 6)}
     assert raised.value.last == [seen[-1]]
+
+
+def test_a_report_card_that_fails_to_compute_raises_computation_failed_and_retry_computes_it(
+    api, cast, monkeypatch
+):
+    from studies.services.analysis.report_card import store
+
+    panel = build_panel(cast["owner"])
+    compute = store.compute_card
+
+    def off_scale(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise ValueError("answers off the scale [1.0, 1.333]: [2.0]")
+
+    monkeypatch.setattr(store, "compute_card", off_scale)
+    with pytest.raises(ComputationFailed, match="answers off the scale") as raised:
+        api.report_card(panel.dataset.pk, aspects=["COH"], timeout=5)
+    assert raised.value.status == 500 and len(raised.value.error_id) == 8
+    assert raised.value.error_id in str(raised.value)
+    monkeypatch.setattr(store, "compute_card", compute)
+    with pytest.raises(ComputationFailed):  # remembered: not computed again by itself
+        api.report_card(panel.dataset.pk, aspects=["COH"], timeout=5)
+    card = api.report_card(panel.dataset.pk, aspects=["COH"], retry=True, timeout=30)
+    assert len(card["rows"]) == 4

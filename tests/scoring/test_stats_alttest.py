@@ -19,6 +19,7 @@ from scoring.stats.alttest import (
     accuracy,
     alt_test,
     alt_test_labels,
+    at_least,
     benjamini_yekutieli,
     neg_rmse,
     neg_rmse_plain,
@@ -293,3 +294,18 @@ def test_alt_test_on_label_codes_equals_the_accuracy_alt_test_on_random_campaign
 def test_alt_test_on_label_codes_refuses_codes_that_are_not_labels():
     with pytest.raises(ValueError, match="whole numbers"):
         alt_test_labels([0.5], [[0.0], [1.0], [1.0]], ["a", "b", "c"], epsilon=0.1)
+
+
+@pytest.mark.parametrize("metric", [neg_rmse_plain, "neg_rmse"])
+def test_a_tie_of_one_decimal_answers_is_a_tie_however_the_rmse_is_summed(metric):
+    # left-out annotator h answers 4.2, the judge 1.8, the others 4.5, 1.5 and 3: the
+    # squared differences are the same numbers (0.09, 7.29, 1.44 against 7.29, 0.09,
+    # 1.44), but summed in this order the plain RMSE of one came out a bit apart
+    items = [f"i{k}" for k in range(30)]
+    others = {"a": 4.5, "b": 1.5, "c": 3.0}
+    answers = {name: dict.fromkeys(items, value) for name, value in others.items()}
+    answers["h"] = dict.fromkeys(items, 4.2)
+    found = alt_test(dict.fromkeys(items, 1.8), answers, epsilon=0.1, metric=metric)
+    tested = {t.annotator: t for t in found.per_annotator}
+    assert tested["h"].rho_judge == tested["h"].rho_human == 1.0
+    assert at_least(-1.2, -1.2 - 1e-15) and not at_least(-1.2, -1.19)

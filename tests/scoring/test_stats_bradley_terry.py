@@ -10,6 +10,7 @@ import pytest
 from scipy import optimize
 
 from scoring.stats.bradley_terry import (
+    MIN_DOCUMENTS,
     bradley_terry,
     log_likelihood,
     rank_systems,
@@ -84,7 +85,9 @@ def test_intervals_are_the_percentiles_of_the_fits_of_the_resampled_documents():
     groups = Groups.from_keys(docs)
     draws = np.array([[0, 0], [1, 1], [0, 1], [1, 0]], dtype=np.intp)
     plan = Resamples(Unit.DOCUMENTS, groups, None, draws, None)
-    result = rank_systems(docs, first, second, score, systems=("s0", "s1", "s2"), plan=plan)
+    result = rank_systems(
+        docs, first, second, score, systems=("s0", "s1", "s2"), plan=plan, min_documents=2
+    )
     _, per_doc = wins_by_document(docs, first, second, score, 3)
     # BT is unchanged by scaling the wins: a document drawn twice fits as drawn once
     fits = np.stack(
@@ -99,10 +102,54 @@ def test_intervals_are_the_percentiles_of_the_fits_of_the_resampled_documents():
 
 
 def test_a_seeded_bootstrap_repeats_and_counts_resamples_that_lose_a_system():
-    # system 2 is only in document "b": a resample without it has no finite fit
-    docs, first, second, score = ["a", "b"], [0, 1], [1, 2], [0.7, 0.6]
-    one = rank_systems(docs, first, second, score, rng=np.random.default_rng(5), resamples=200)
-    two = rank_systems(docs, first, second, score, rng=np.random.default_rng(5), resamples=200)
-    assert np.array_equal(one.low, two.low) and np.array_equal(one.high, two.high)
-    assert 0 < one.n_undefined < 200  # about three in four resamples miss a or b
-    assert np.all(one.low <= one.strength + 1e-12) and np.all(one.strength <= one.high + 1e-12)
+    # system 0 is only in document "a", system 3 only in "c": a resample without either
+    # has no finite fit, and 1 − 2 (2/3)³ + (1/3)³ = 44 % of them have both
+    docs, first, second, score = ["a", "b", "c"], [0, 1, 2], [1, 2, 3], [0.7, 0.6, 0.4]
+    kept = {"rng": np.random.default_rng(5), "resamples": 200, "min_documents": 3}
+    one = rank_systems(docs, first, second, score, **kept)
+    two = rank_systems(docs, first, second, score, **{**kept, "rng": np.random.default_rng(5)})
+    assert one.n_undefined == two.n_undefined and 0 < one.n_undefined < 200
+    # too few fits for an interval, and it says so
+    assert np.isnan(one.low).all() and np.isnan(one.high).all()
+    assert f"Only {200 - one.n_undefined} of 200 resamples" in one.problem
+    assert np.isfinite(one.strength).all()
+
+
+def test_too_few_documents_give_no_interval_rather_than_a_zero_width_one():
+    # every document gives the same wins: each resample fits the same strengths, and the
+    # percentiles would be zero-width intervals around them
+    docs = [f"d{k}" for k in range(4) for _ in range(3)]
+    first, second = [0, 1, 0] * 4, [1, 2, 2] * 4
+    found = rank_systems(
+        docs, first, second, [0.8, 0.6, 0.7] * 4, rng=np.random.default_rng(0), resamples=100
+    )
+    assert np.isfinite(found.strength).all()
+    assert np.isnan(found.low).all() and np.isnan(found.high).all()
+    assert f"4 documents: too few to resample for intervals (at least {MIN_DOCUMENTS})" in (
+        found.problem
+    )
+    many = [f"d{k}" for k in range(MIN_DOCUMENTS) for _ in range(3)]
+    enough = rank_systems(
+        many,
+        [0, 1, 0] * MIN_DOCUMENTS,
+        [1, 2, 2] * MIN_DOCUMENTS,
+        [0.8, 0.6, 0.7] * MIN_DOCUMENTS,
+        rng=np.random.default_rng(0),
+        resamples=100,
+    )
+    assert np.isfinite(enough.low).all() and enough.problem == ""
+
+
+def test_a_system_that_never_loses_is_named_instead_of_a_nan_strength():
+    found = rank_systems(
+        [f"d{k}" for k in range(12)],
+        [0, 1] * 6,
+        [1, 2] * 6,
+        [1.0, 0.6] * 6,  # s0 beats s1 outright every time
+        systems=("s0", "s1", "s2"),
+        rng=np.random.default_rng(0),
+        resamples=50,
+    )
+    assert np.isnan(found.strength).all() and np.isnan(found.low).all()
+    assert "Too few comparisons for Bradley–Terry strengths (never lost: s0" in found.problem
+    assert "the win rates still rank them" in found.problem

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scoring.stats.agreement import krippendorff_alpha
 from scoring.stats.agreement_tables import (
@@ -25,6 +27,9 @@ from scoring.stats.agreement_tables import (
 )
 from scoring.stats.judge_agreement import (
     VOTES,
+    Estimate,
+    PairwiseAgreement,
+    PointwiseAgreement,
     interval,
     judge_tables,
     pairwise_agreement,
@@ -305,3 +310,69 @@ def test_perfect_agreement_everywhere_has_a_point_interval():
     )
     assert (result.with_ties.low, result.with_ties.value, result.with_ties.high) == (1.0, 1.0, 1.0)
     assert result.kappa.value == 1.0 and result.human_kappa.value == 1.0
+
+
+# --- intervals stay within each statistic's range ----------------------------------------
+
+
+def _ranges(found: PointwiseAgreement | PairwiseAgreement) -> list[tuple[Estimate, float, float]]:
+    if isinstance(found, PairwiseAgreement):
+        return [
+            (found.with_ties, 0.0, 1.0),
+            (found.without_ties, 0.0, 1.0),
+            (found.kappa, -1.0, 1.0),
+            (found.human_with_ties, 0.0, 1.0),
+            (found.human_without_ties, 0.0, 1.0),
+            (found.human_kappa, -1.0, 1.0),
+        ]
+    return [
+        (e, -1.0, 1.0)
+        for e in (
+            found.quadratic_kappa,
+            found.gwet_ac1,
+            found.krippendorff_alpha,
+            found.human_quadratic_kappa,
+            found.human_gwet_ac1,
+            found.human_krippendorff_alpha,
+        )
+    ]
+
+
+def test_a_studentized_interval_past_the_range_is_cut_to_it_and_says_so():
+    # eight pairs in four documents: the bootstrap-t reached below −1 for κ, the
+    # agreement's below 0 (Cohen's κ of [−1.24, 4.98] on the pairs page)
+    judge = [1.0, 0.0, 0.0, -1.0, -1.0, -1.0, -1.0, -1.0]
+    humans = [[-1.0, 1.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0]]
+    found = pairwise_agreement(
+        judge, humans, [0, 0, 1, 1, 2, 2, 3, 3], rng=np.random.default_rng(0), resamples=200
+    )
+    assert found.kappa.clipped and found.kappa.low == -1.0
+    assert found.with_ties.clipped and found.with_ties.low == 0.0
+    plain = pairwise_agreement(
+        judge,
+        humans,
+        [0, 0, 1, 1, 2, 2, 3, 3],
+        rng=np.random.default_rng(0),
+        resamples=200,
+        method="percentile",
+    )
+    assert not plain.kappa.clipped  # percentiles of values in the range stay in it
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(2, 12), st.integers(1, 3))
+def test_every_interval_lies_within_its_statistics_range(seed, n_docs, n_annotators):
+    rng = np.random.default_rng(seed)
+    n = 2 * n_docs
+    docs = np.arange(n) // 2
+    humans = rng.integers(1, 4, size=(n_annotators, n)).astype(float)
+    humans[rng.random(humans.shape) < 0.2] = np.nan
+    judge = rng.integers(1, 4, size=n).astype(float)
+    votes = rng.choice(VOTES, size=(n_annotators, n))
+    for found in (
+        pointwise_agreement(judge, humans, docs, [1, 2, 3], rng=rng, resamples=60),
+        pairwise_agreement(rng.choice(VOTES, size=n), votes, docs, rng=rng, resamples=60),
+    ):
+        for estimate, low, high in _ranges(found):
+            for bound in (estimate.value, estimate.low, estimate.high):
+                assert math.isnan(bound) or low - 1e-12 <= bound <= high + 1e-12

@@ -18,7 +18,7 @@ from studies.models import (
     Output,
     TaskKind,
 )
-from tests.factories import MetricRunFactory, UserFactory
+from tests.factories import MetricRunFactory, UserFactory, pairwise_judge_run
 
 N_DOCS, N_SYSTEMS, N_SAMPLES = 8, 5, 10
 SCALE = [1, 2, 3, 4, 5]
@@ -152,23 +152,12 @@ def add_pairwise_run(panel: Panel) -> MetricRun:
     output shown first, one for the second), the others "the first one" whatever is
     shown (inconsistent: two verdicts for the first position). So 40 of its 80 pairs
     keep their verdict when swapped, and 120 of its 160 verdicts go to position A."""
-    total = N_DOCS * N_SYSTEMS
-    run = MetricRunFactory(
-        dataset=panel.dataset,
-        label="pairwise:judge-model:COH:all",
-        metric="pairwise",
-        status="succeeded",
-        config={"aspect": "COH", "ties": False, "model_label": "judge-model"},
-        done=total,
-        total=total,
-    )
     means = dict(panel.mean.scores.values_list("output_id", "value"))
     outputs = Output.objects.filter(document__dataset=panel.dataset).order_by("document", "pk")
     by_doc: dict[int, list[int]] = {}
     for output in outputs:
         by_doc.setdefault(output.document_id, []).append(output.pk)
-    details: dict[int, list[dict[str, Any]]] = {}
-    preference: dict[int, list[float]] = {}
+    pairs = []
     k = 0
     for ids in by_doc.values():
         for i, first in enumerate(ids):
@@ -179,17 +168,5 @@ def add_pairwise_run(panel: Panel) -> MetricRun:
                 else:  # by position
                     ab, ba = [0.8, 0.2], [0.8, 0.2]
                 k += 1
-                details.setdefault(first, []).append({"vs": second, "ab": ab, "ba": ba})
-                first_wins = (ab[0] + ba[1]) / 2
-                preference.setdefault(first, []).append(first_wins)
-                preference.setdefault(second, []).append(1 - first_wins)
-    MetricScore.objects.bulk_create(
-        MetricScore(
-            run=run,
-            output_id=pk,
-            value=float(np.mean(values)),
-            details={"pairs": details.get(pk, []), "n_pairs": len(values)},
-        )
-        for pk, values in preference.items()
-    )
-    return run
+                pairs.append((first, second, ab, ba))
+    return pairwise_judge_run(panel.dataset, "COH", pairs)

@@ -13,6 +13,7 @@ from studies.models import Aspect, Judgment
 from studies.services.imports import ImportOptions, ImportValidationError, import_file
 from studies.services.imports.scales import parse_ranges, rounded_range
 from tests.conftest import SHARED_DATA, record, row_counts
+from tests.studies.shared_datasets import LIKERT_FILES
 
 pytestmark = pytest.mark.django_db
 
@@ -207,32 +208,19 @@ def test_a_score_without_the_option_fails_the_upload_job_with_its_line(write_jso
 
 # --- the real datasets ------------------------------------------------------------------
 
-SHARED_FILES = {
-    # file: import_records options it needs (the data-to-text files score 1–6 against
-    # aspects defined on 1–5, and use 'quality', which is no default aspect)
-    "summeval": [],
-    "newsroom": [],
-    "realsumm": ["--create-aspects"],
-    "bagel": ["--create-aspects", "--widen-aspects"],
-    "sfhot": ["--create-aspects", "--widen-aspects"],
-    "sfres": [
-        "--create-aspects",
-        "--rescale",
-        "informativeness=1:6",
-        "--rescale",
-        "naturalness=1:6",
-    ],
-}
+# the files without per-annotator judgments, whole (each file's import options: the
+# data-to-text files score 1–6 against aspects defined on 1–5, and use 'quality')
+SHARED_FILES = ("summeval", "newsroom", "realsumm", "bagel", "sfhot", "sfres")
 
 
 @pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="../shared/data is not beside the repository")
 @pytest.mark.parametrize("name", sorted(SHARED_FILES))
 def test_every_shared_dataset_imports(name, capsys):
     path = SHARED_DATA / f"{name}.jsonl"
-    task = "data_to_text" if name in ("bagel", "sfhot", "sfres") else "summarization"
+    shared = LIKERT_FILES[name]
     lines = sum(1 for line in path.open(encoding="utf-8") if line.strip())
     call_command(
-        "import_records", str(path), "--dataset", name, "--task", task, *SHARED_FILES[name]
+        "import_records", str(path), "--dataset", name, "--task", shared.task, *shared.options
     )
     out = capsys.readouterr().out
     assert f"{lines} records into {name}" in out

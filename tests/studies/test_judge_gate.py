@@ -94,7 +94,7 @@ def test_a_bad_argument_is_named(panel, args, named):
     code, out = gate(*args)
     assert code == 2 and named in out
     if "XYZ" in args:
-        assert "(judged: COH, FLU)" in out
+        assert "(judged: COH, FLU; a code, name or key names one)" in out
 
 
 def test_the_accepted_run_must_be_another_run_of_the_same_dataset(panel, cast):
@@ -107,3 +107,61 @@ def test_the_accepted_run_must_be_another_run_of_the_same_dataset(panel, cast):
         "--run", str(panel.mean.pk), "--aspect", "COH", "--against", str(panel.mean.pk)
     )
     assert code == 2 and "compared with itself" in out
+
+
+def test_the_aspect_is_named_as_imports_name_it(panel):
+    from studies.models import Aspect
+
+    coherence = Aspect.objects.get(code="COH")
+    coherence.aliases = ["readability flow"]
+    coherence.save()
+    expected = gate("--run", str(panel.mean.pk), "--aspect", "COH", "--min-lower-bound", "0.3")
+    for name in ("coherence", "Coherence", "coh", "readability flow", "readability_flow"):
+        code, out = gate("--run", str(panel.mean.pk), "--aspect", name, "--min-lower-bound", "0.3")
+        assert (code, out) == expected, name
+    assert expected[0] == 0 and "on coherence" in expected[1]
+
+
+def test_a_run_covering_less_than_the_minimum_share_fails_saying_so(panel):
+    from studies.models import MetricScore
+
+    kept = list(panel.mean.scores.order_by("pk").values_list("pk", flat=True)[:4])  # 4 of 40
+    MetricScore.objects.filter(run=panel.mean).exclude(pk__in=kept).delete()
+    panel.dataset.bump_data_version()
+    args = ("--run", str(panel.mean.pk), "--aspect", "coherence", "--min-lower-bound", "-1")
+    code, out = gate(*args)
+    assert code == 1 and out.startswith(f"FAIL: run {panel.mean.pk} (mean judge)")
+    assert "it scored 4 of the 40 judged outputs (10%), less than --min-coverage 0.9" in out
+    code, out = gate(*args, "--min-coverage", "0.1")
+    assert code == 0 and "scored 4 of the 40 judged outputs (10%)" in out
+    code, out = gate(*args, "--min-coverage", "1.5")
+    assert code == 2 and "--min-coverage: 1.5 is not a share" in out
+
+
+def test_the_gate_logs_nothing_but_its_verdict(panel, caplog):
+    caplog.set_level("INFO")
+    code, _ = gate("--run", str(panel.mean.pk), "--aspect", "COH", "--min-lower-bound", "0.3")
+    assert code == 0 and not [r for r in caplog.records if r.levelno >= 20]
+
+
+def test_the_gates_code_path_imports_no_model_library_and_prints_nothing():
+    """A CI job starts it in a fresh process: Django set up, the command and its service
+    imported (its system checks are off: they import every view), no torch or
+    transformers, nothing on stderr."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import os, sys, django;"
+        "os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'evalsite.settings');"
+        "django.setup();"
+        "import studies.management.commands.judge_gate as command;"
+        "import studies.services.analysis.report_card.gate;"
+        "assert command.Command.requires_system_checks == [];"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'transformers'}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=False, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]" and done.stderr == ""

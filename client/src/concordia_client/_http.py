@@ -11,7 +11,15 @@ from typing import IO, Any
 
 import httpx
 
-from concordia_client.errors import ApiError, RateLimited, Timeout, TransportError, error_class
+from concordia_client.errors import (
+    ApiError,
+    ComputationFailed,
+    RateLimited,
+    ServerError,
+    Timeout,
+    TransportError,
+    error_class,
+)
 from concordia_client.operations import Operation
 
 log = logging.getLogger("concordia_client")
@@ -139,6 +147,8 @@ class Http:
             if isinstance(body.get("errors"), dict):
                 errors = body["errors"]
         cls = error_class(response.status_code)
+        if cls is ServerError and isinstance(body, dict) and body.get("error_id"):
+            cls = ComputationFailed  # a computed page failed; its body names the error
         kwargs: dict[str, Any] = {"method": op.method, "url": str(response.url), "body": body}
         if cls is RateLimited:
             kwargs["retry_after"] = retry_after(response)

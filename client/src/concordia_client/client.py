@@ -422,11 +422,13 @@ class Client:
         weights: Weights | None = None,
         mincov: float | None = None,
         source: str | None = None,
+        retry: bool = False,
         timeout: float = 300.0,
     ) -> CorrelationMatrix:
         """The metric × aspect correlation matrix, as the dataset's page shows it (the
         server's defaults: sample level, Spearman, macro average, bootstrap intervals).
-        While a worker computes a large one the server answers 202; this waits for it."""
+        While a worker computes a large one the server answers 202; this waits for it.
+        A failed computation raises ``ComputationFailed``; ``retry=True`` computes again."""
         query = {
             "level": level,
             "coef": coef,
@@ -437,6 +439,7 @@ class Client:
             "weights": weights,
             "mincov": mincov,
             "source": source,
+            "retry": retry or None,
         }
         answer = self._computed(ops.CORRELATIONS, _id(dataset), query, timeout)
         return build(CorrelationMatrix, answer.json())
@@ -455,9 +458,11 @@ class Client:
         weights: Weights | None = None,
         mincov: float | None = None,
         source: str | None = None,
+        retry: bool = False,
         timeout: float = 300.0,
     ) -> str:
-        """The correlation table as the page exports it: CSV, JSON or LaTeX (booktabs)."""
+        """The correlation table as the page exports it: CSV, JSON or LaTeX (booktabs);
+        failures as :meth:`correlations`."""
         query = {
             "file_format": file_format,
             "level": level,
@@ -469,6 +474,7 @@ class Client:
             "weights": weights,
             "mincov": mincov,
             "source": source,
+            "retry": retry or None,
         }
         return self._computed(ops.CORRELATIONS_EXPORT, _id(dataset), query, timeout).text
 
@@ -483,12 +489,14 @@ class Client:
         aspects: Sequence[str] = (),
         runs: str | None = None,
         sort: str | None = None,
+        retry: bool = False,
         timeout: float = 300.0,
     ) -> dict[str, Any]:
         """The judge report card, as the dataset's page shows it: one row per judge run
         and aspect with its correlation and interval beside the human ceiling, agreement,
         the alternative-annotator test at ``eps``, biases, cost and a verdict. While a
-        worker computes it the server answers 202; this waits for it."""
+        worker computes it the server answers 202; this waits for it. Failures as
+        :meth:`correlations`."""
         query = {
             "level": level,
             "coef": coef,
@@ -497,6 +505,7 @@ class Client:
             "aspects": ",".join(aspects) or None,
             "runs": runs,
             "sort": sort,
+            "retry": retry or None,
         }
         answer = self._computed(ops.REPORT_CARD, _id(dataset), query, timeout, "report card")
         return dict(answer.json())
@@ -509,10 +518,12 @@ class Client:
         timeout: float,
         what: str = "correlations",
     ) -> httpx.Response:
-        """The answer once it is not 202 (computing), asking again as Retry-After says."""
+        """The answer once it is not 202 (computing), asking again as Retry-After says
+        (a ``retry`` is sent once: the polls that follow only wait)."""
         deadline = time.monotonic() + timeout
         while True:
             response = self._http.send(op, {"id": dataset}, query=query)
+            query = {**query, "retry": None}
             if response.status_code != 202:
                 return response
             self._pause(

@@ -89,6 +89,16 @@ class ServerError(ApiError):
     """5xx: the server failed (503 after the client's retries)."""
 
 
+class ComputationFailed(ServerError):
+    """500: computing the correlation matrix or the report card failed on the server (the
+    data or the statistic, not the connection). ``error_id`` names the failure in the
+    server's log; asking again with ``retry=True`` computes it again."""
+
+    @property
+    def error_id(self) -> str:
+        return str((self.body or {}).get("error_id", "")) if isinstance(self.body, dict) else ""
+
+
 STATUS_ERRORS: dict[int, type[ApiError]] = {
     400: BadRequest,
     401: AuthenticationError,

@@ -11,7 +11,7 @@ JSON = "application/json"
 MULTIPART = "multipart/form-data"
 PAGES = frozenset({"page", "page_size"})
 MATRIX = frozenset(
-    {"level", "coef", "average", "ties", "ci", "flagged", "weights", "mincov", "source"}
+    {"level", "coef", "average", "ties", "ci", "flagged", "weights", "mincov", "source", "retry"}
 )
 
 
@@ -100,7 +100,7 @@ PAIRWISE = Operation(
 REPORT_CARD = Operation(
     "GET",
     "/api/datasets/{id}/report-card/",
-    frozenset({"level", "coef", "eps", "ci", "aspects", "runs", "sort"}),
+    frozenset({"level", "coef", "eps", "ci", "aspects", "runs", "sort", "retry"}),
 )
 RUN_SCORES = Operation("GET", "/api/runs/{id}/scores/", PAGES, response="RunScore")
 RUN_SCORES_EXPORT = Operation("GET", "/api/runs/{id}/scores/export/", frozenset({"file_format"}))

@@ -57,6 +57,11 @@ class MatrixQuerySerializer(JudgmentChoices):
         help_text="Coverage threshold in percent: a run that scored less of a column's "
         "judged outputs is marked partial, not ranked and never best.",
     )
+    retry = serializers.BooleanField(
+        default=False,
+        help_text="Compute it again after a failure (without it, a failed computation is "
+        "answered with its error, and nothing is computed again for an hour).",
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         refusal = unsupported(
@@ -210,6 +215,15 @@ class PendingSerializer(serializers.Serializer):  # type: ignore[type-arg]
 
     detail = serializers.CharField()
     progress = serializers.DictField(child=serializers.IntegerField(), allow_null=True)
+
+
+class ComputationFailedSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    """Computing the matrix or the report card failed (``retry=true`` computes it again)."""
+
+    detail = serializers.CharField()
+    errors = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
+    error_id = serializers.CharField(help_text="The id the server's log has the details under.")
+    failed_at = serializers.CharField()
 
 
 class PaperSerializer(serializers.Serializer):  # type: ignore[type-arg]

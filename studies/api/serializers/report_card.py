@@ -53,6 +53,11 @@ class ReportCardQuerySerializer(serializers.Serializer):  # type: ignore[type-ar
         required=False,
         help_text="A column, best first (-column: the other way).",
     )
+    retry = serializers.BooleanField(
+        default=False,
+        help_text="Compute it again after a failure (without it, a failed computation is "
+        "answered with its error, and nothing is computed again for an hour).",
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         refusal = unsupported(COEFFICIENT_NAMES[attrs["coef"]], Level(attrs["level"]))

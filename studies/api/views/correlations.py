@@ -14,9 +14,10 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from studies.api.errors import error_response
+from studies.api.errors import computation_failed, error_response
 from studies.api.permissions import IsResearcher
 from studies.api.serializers.correlations import (
+    ComputationFailedSerializer,
     DrilldownSerializer,
     ExportQuerySerializer,
     MatrixQuerySerializer,
@@ -60,7 +61,20 @@ def _params(
     return replace(params, ci=data["ci"]), data
 
 
+def _available(
+    dataset: Dataset, params: MatrixParams, data: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The matrix as the pages get it (``retry``: after forgetting a failure)."""
+    if data.get("retry"):
+        dashboards.try_again(dataset, params)
+    return dashboards.available_matrix(dataset, params)
+
+
 def _pending(dataset: Dataset, params: MatrixParams) -> Response:
+    """202 while a worker computes the matrix; 500 with why when computing it failed."""
+    failed = dashboards.failed(dataset, params)
+    if failed is not None:
+        return computation_failed(failed, "correlation matrix")
     body = {
         "detail": "A worker is computing the correlations; ask again in a few seconds.",
         "progress": dashboards.progress(dataset, params),
@@ -71,14 +85,14 @@ def _pending(dataset: Dataset, params: MatrixParams) -> Response:
 @extend_schema(
     summary="The metric × aspect correlation matrix",
     parameters=[MatrixQuerySerializer],
-    responses={200: MatrixSerializer, 202: PendingSerializer},
+    responses={200: MatrixSerializer, 202: PendingSerializer, 500: ComputationFailedSerializer},
 )
 @api_view(["GET"])
 @permission_classes([IsResearcher])
 def matrix(request: Request, pk: int) -> Response:
     dataset = dataset_or_404(request.user, pk)
-    params, _ = _params(request)
-    result = dashboards.available_matrix(dataset, params)
+    params, data = _params(request)
+    result = _available(dataset, params, data)
     if result is None:
         return _pending(dataset, params)
     return Response(
@@ -105,14 +119,14 @@ def cell(request: Request, pk: int, run: int, aspect: int) -> Response:
 @extend_schema(
     summary="The paper layouts: GPTScore's VAL/IST/IDM table, G-Eval's ρ/τ table, WMT's ranks",
     parameters=[MatrixQuerySerializer],
-    responses={200: PaperSerializer, 202: PendingSerializer},
+    responses={200: PaperSerializer, 202: PendingSerializer, 500: ComputationFailedSerializer},
 )
 @api_view(["GET"])
 @permission_classes([IsResearcher])
 def paper(request: Request, pk: int) -> Response:
     dataset = dataset_or_404(request.user, pk)
-    params, _ = _params(request)
-    result = dashboards.available_matrix(dataset, params)
+    params, data = _params(request)
+    result = _available(dataset, params, data)
     if result is None:
         return _pending(dataset, params)
     return Response(
@@ -132,6 +146,7 @@ def paper(request: Request, pk: int) -> Response:
         (200, "application/json"): OpenApiTypes.OBJECT,
         (200, "application/x-tex"): OpenApiTypes.STR,
         202: PendingSerializer,
+        500: ComputationFailedSerializer,
     },
 )
 @api_view(["GET"])
@@ -140,7 +155,7 @@ def paper(request: Request, pk: int) -> Response:
 def export(request: Request, pk: int) -> Any:
     dataset = dataset_or_404(request.user, pk)
     params, data = _params(request, ExportQuerySerializer)
-    result = dashboards.available_matrix(dataset, params)
+    result = _available(dataset, params, data)
     if result is None:
         return _pending(dataset, params)
     content_type, render_table = EXPORTS[data["file_format"]]

@@ -9,8 +9,9 @@ from rest_framework.decorators import api_view, permission_classes
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from studies.api.errors import computation_failed
 from studies.api.permissions import IsResearcher
-from studies.api.serializers.correlations import PendingSerializer
+from studies.api.serializers.correlations import ComputationFailedSerializer, PendingSerializer
 from studies.api.serializers.report_card import ReportCardQuerySerializer, ReportCardSerializer
 from studies.api.views.common import dataset_or_404, query_of
 from studies.models import Dataset
@@ -22,7 +23,7 @@ from studies.services.analysis.report_card import CardParams
 @extend_schema(
     summary="Can each judge replace the annotators? One row per judge run × aspect",
     parameters=[ReportCardQuerySerializer],
-    responses={200: ReportCardSerializer, 202: PendingSerializer},
+    responses={200: ReportCardSerializer, 202: PendingSerializer, 500: ComputationFailedSerializer},
 )
 @api_view(["GET"])
 @permission_classes([IsResearcher])
@@ -33,7 +34,7 @@ def report_card_view(request: Request, pk: int) -> Response:
 @extend_schema(
     summary="A study's report card: its dataset's card on the study's aspects",
     parameters=[ReportCardQuerySerializer],
-    responses={200: ReportCardSerializer, 202: PendingSerializer},
+    responses={200: ReportCardSerializer, 202: PendingSerializer, 500: ComputationFailedSerializer},
 )
 @api_view(["GET"])
 @permission_classes([IsResearcher])
@@ -45,7 +46,8 @@ def study_report_card_view(request: Request, pk: int) -> Response:
 
 def _card(request: Request, dataset: Dataset, only: tuple[str, ...] = ()) -> Response:
     """The card of ``dataset`` as the query asks (``only``: the study's aspects, all
-    judged ones when empty), or 202 while a worker computes it."""
+    judged ones when empty), or 202 while a worker computes it, or 500 with why when
+    computing it failed."""
     query = ReportCardQuerySerializer(data=query_of(request))
     query.is_valid(raise_exception=True)
     data = query.validated_data
@@ -59,7 +61,11 @@ def _card(request: Request, dataset: Dataset, only: tuple[str, ...] = ()) -> Res
     )
     if only:
         params = params.only(only)
+    if data["retry"]:
+        report_card.try_again(dataset, params)
     card = report_card.available_card(dataset, params, request.user)
+    if card is None and (failed := report_card.failed(dataset, params)) is not None:
+        return computation_failed(failed, "report card")
     if card is None:
         body = {
             "detail": "A worker is computing the report card; ask again in a few seconds.",

@@ -29,6 +29,9 @@ FLAG_OF = {"coefficient": "--coef", "tie_calibration": "--tie-calibration", "ave
 
 class Command(BaseCommand):
     help = "Print how well each metric run correlates with the human judgments, per aspect."
+    # its start-up is part of what a user waits for: no system checks (they import every
+    # URL, view and API module of the site)
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(

@@ -29,6 +29,7 @@ from studies.services.analysis.frames import (
 from studies.services.analysis.matrix import compute_matrix
 from studies.services.analysis.matrix_cost import is_cheap
 from studies.services.analysis.params import MatrixParams
+from studies.services.computed import Failure, clear_failure, failure, recording
 from studies.services.jobs import track
 
 log = logging.getLogger(__name__)
@@ -150,18 +151,35 @@ def progress(dataset: Dataset, params: MatrixParams) -> dict[str, int] | None:
     return value
 
 
+def failed(dataset: Dataset, params: MatrixParams) -> Failure | None:
+    """Why the last computation of this matrix failed, while that is remembered
+    (:mod:`studies.services.computed`)."""
+    return failure(params.key(dataset))
+
+
+def try_again(dataset: Dataset, params: MatrixParams) -> None:
+    """Forget the matrix's failure, so that the next request computes it again."""
+    clear_failure(params.key(dataset))
+
+
 def available_matrix(
     dataset: Dataset, params: MatrixParams, user: Any = None
 ) -> dict[str, Any] | None:
     """What a page may show now: the cached matrix, or one computed in the request when
     it is estimated cheap (:func:`~studies.services.analysis.matrix_cost.is_cheap`); else None
-    after asking a worker to compute it (for ``user``, as the jobs page says)."""
+    after asking a worker to compute it (for ``user``, as the jobs page says). None,
+    asking nothing, while a failure is recorded (:func:`failed`; a cheap matrix that
+    fails in the request is recorded the same way)."""
     result = cached_matrix(dataset, params)
-    if result is None and is_cheap(dataset, params):
-        result = compute_and_cache(dataset, params)
-    if result is None:
-        request_matrix(dataset, params, user)
-    return result
+    if result is not None or failed(dataset, params) is not None:
+        return result
+    if is_cheap(dataset, params):
+        try:
+            return compute_and_cache(dataset, params)
+        except Exception:  # recorded and logged with its id: the page shows it
+            return None
+    request_matrix(dataset, params, user)
+    return None
 
 
 def matrix_for(dataset: Dataset, params: MatrixParams) -> dict[str, Any]:
@@ -175,11 +193,14 @@ def compute_and_cache(dataset: Dataset, params: MatrixParams) -> dict[str, Any]:
     def report(done: int, total: int) -> None:
         cache.set(key + ":progress", {"done": done, "total": total}, 600)
 
-    frame = frame_for(dataset, params)
-    result = compute_matrix(frame, params, report)
-    result["ceiling"] = ceiling_row(dataset, frame, params)
+    try:
+        with recording(key):
+            frame = frame_for(dataset, params)
+            result = compute_matrix(frame, params, report)
+            result["ceiling"] = ceiling_row(dataset, frame, params)
+    finally:
+        cache.delete(key + ":progress")
     cache.set(key, result)
-    cache.delete(key + ":progress")
     return result
 
 

@@ -16,6 +16,7 @@ from scoring.stats import (
     ColumnOrder,
     CorrelationResult,
     DegeneratePolicy,
+    DocCodes,
     DocRanks,
     Groups,
     Level,
@@ -29,6 +30,7 @@ from scoring.stats import (
     column_order,
     correlate,
     coverage,
+    doc_codes,
     doc_ranks,
     draw_resamples,
     intercorrelation,
@@ -94,6 +96,7 @@ def cell_statistic(
         ranks=_given(prepared, DocRanks),
         orders=_given(prepared, ColumnOrder),
         totals=_totals(prepared),
+        codes=_given(prepared, DocCodes),
     )
 
 
@@ -105,7 +108,7 @@ class SystemTotals:
 
 
 # What a matrix computes once per column for the cells that share it.
-Prepared = DocRanks | ColumnOrder | SystemTotals | None
+Prepared = DocRanks | DocCodes | ColumnOrder | SystemTotals | None
 T = TypeVar("T")
 
 
@@ -114,11 +117,14 @@ def prepare_columns(
 ) -> list[Prepared]:
     """What each column's cells share, computed once per column, not once per cell (a
     run's column meets every aspect, an aspect's every run): for a sample-level
-    Spearman, its ranks within the documents; for a dataset-level τ-b or τ-c, its sort
-    order; at system level, its sum per system. A column with a missing value gets None (its cells work on the outputs both
-    sides have, as they always did), as does every column of another statistic."""
+    Spearman, its ranks within the documents; for a sample-level τ-b or τ-c, its dense
+    ranks within the documents; for a dataset-level τ-b or τ-c, its sort order; at
+    system level, its sum per system. A column with a missing value gets None (its cells
+    work on the outputs both sides have, as they always did), as does every column of
+    another statistic."""
     level, coefficient = params.level_enum, params.coefficient_enum
     sample_ranks = level is Level.SAMPLE and coefficient is Coefficient.SPEARMAN
+    sample_codes = level is Level.SAMPLE and coefficient in KENDALL_ORDERED
     dataset_order = level is Level.DATASET and coefficient in KENDALL_ORDERED
     system_sums = level is Level.SYSTEM and coefficient is not Coefficient.SPA
     found: list[Prepared] = []
@@ -126,6 +132,8 @@ def prepare_columns(
         complete = bool(np.isfinite(column).all())
         if complete and sample_ranks:
             found.append(doc_ranks(column, docs))
+        elif complete and sample_codes:
+            found.append(doc_codes(column, docs))
         elif complete and dataset_order:
             found.append(column_order(column))
         elif complete and system_sums:
@@ -247,6 +255,7 @@ def compute_matrix(
             policy=policy,
             ranks=_only(aspect_prepared, DocRanks, inter_coefficient is coefficient),
             orders=_only(aspect_prepared, ColumnOrder, inter_coefficient is coefficient),
+            codes=_only(aspect_prepared, DocCodes, inter_coefficient is coefficient),
         )
         if frame.aspects
         else np.zeros((0, 0))

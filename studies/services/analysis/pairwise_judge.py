@@ -140,6 +140,7 @@ class PairwiseSummary:
     resamples: int
     n_undefined: int  # resamples without a finite Bradley–Terry fit
     confidence: float
+    ranking_problem: str = ""  # why strengths or their intervals are missing
 
 
 def summary(
@@ -154,7 +155,8 @@ def summary(
     apart = [k for k in range(n) if pairs.first_system[k] != pairs.second_system[k]]
     systems: tuple[SystemResult, ...] = ()
     resamples = undefined = 0
-    if apart and len(names) >= 2:
+    problem = "" if apart and len(names) >= 2 else "No pair of two different systems: no ranking."
+    if not problem:
         ranking = rank_systems(
             [pairs.docs[k] for k in apart],
             [code[pairs.first_system[k]] for k in apart],
@@ -177,7 +179,7 @@ def summary(
             for k, name in enumerate(names)
         ]
         systems = tuple(sorted(rows, key=lambda r: (-_finite(r.strength), -r.win_rate, r.system)))
-        resamples, undefined = ranking.resamples, ranking.n_undefined
+        resamples, undefined, problem = ranking.resamples, ranking.n_undefined, ranking.problem
     consistency = position_consistency(pairs.ab, pairs.ba)
     first = first_position(pairs.ab, pairs.ba, confidence)
     share = first.share
@@ -203,6 +205,7 @@ def summary(
         resamples=resamples,
         n_undefined=undefined,
         confidence=confidence,
+        ranking_problem=problem,
     )
 
 
@@ -226,7 +229,8 @@ def _likert_votes(
 ) -> dict[str, dict[int, int]]:
     """Per annotator (``user:<id>`` or ``file:<name>``), per pair index, the preference
     its Likert scores of the two outputs give (a difference within ``margin``: a tie)."""
-    assert run.aspect_version is not None
+    if run.aspect_version is None:
+        raise PairwiseUnavailable("The run records no aspect: no Likert judgments to compare.")
     judged = Judgment.objects.filter(
         output__document__dataset=run.dataset,
         aspect_id=run.aspect_version.aspect_id,

@@ -13,7 +13,6 @@ from typing import Any
 
 from django.conf import settings
 from django.core.validators import slug_re
-from django.db.models import F
 
 import studies.services.imports.scales as scales
 from studies.models import Aspect, Dataset, TaskKind, aspect_key
@@ -21,6 +20,7 @@ from studies.permissions import owned_aspects
 from studies.services.imports.ids import Spellings, StoredRenames, stored_spellings
 from studies.services.imports.options import ImportOptions, ImportValidationError
 from studies.services.imports.records import LineError, Record, RecordError, read_records
+from studies.services.lookup import aspect_names, find_aspect
 
 MAX_REPORTED_ERRORS = 50
 # the name's rule is the model's (a slug), checked here too: a command or a worker's job
@@ -91,7 +91,7 @@ def _validate(path: Path, options: ImportOptions) -> _Plan:
             )
         )
 
-    lookup = _aspect_lookup(options.owner)
+    lookup = aspect_names(options.owner)
     aspects: dict[str, Aspect | None] = {}
     targets: dict[Any, str] = {}  # aspect (or the name it will be created with) -> file key
     observed: dict[str, list[float]] = {}
@@ -130,7 +130,7 @@ def _validate(path: Path, options: ImportOptions) -> _Plan:
                 outputs[key] = (item.line, digest)
             for name, value in item.human.items():
                 if name not in aspects:
-                    aspect = lookup.get(name.lower()) or lookup.get(aspect_key(name))
+                    aspect = find_aspect(lookup, name)
                     if aspect is None and not options.create_aspects:
                         report(
                             LineError(
@@ -269,17 +269,6 @@ def _as_written(item: Record) -> str:
 def _digest(*parts: str) -> bytes:
     """16 bytes standing for the texts: the validator keeps these, not the texts."""
     return hashlib.blake2b("\x00".join(parts).encode("utf-8"), digest_size=16).digest()
-
-
-def _aspect_lookup(owner: Any) -> dict[str, Aspect]:
-    """File name (lower-cased) → aspect, among the shared aspects and the owner's own:
-    codes, names, stable keys and earlier names (aliases) all match."""
-    lookup: dict[str, Aspect] = {}
-    # the owner's own first: a shared aspect's alias never hides them
-    for aspect in owned_aspects(owner).order_by(F("owner").asc(nulls_last=True), "pk"):
-        for name in sorted(aspect.file_names()):
-            lookup.setdefault(name, aspect)
-    return lookup
 
 
 def owned_dataset(name: str, owner: Any) -> Dataset | None:

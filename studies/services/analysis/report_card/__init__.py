@@ -9,7 +9,9 @@ from studies.services.analysis.report_card.store import (
     cached_card,
     card_for,
     compute_in_worker,
+    failed,
     progress,
+    try_again,
 )
 from studies.services.analysis.report_card.table import (
     COLUMNS,
@@ -27,10 +29,12 @@ __all__ = [
     "card_for",
     "compute_card",
     "compute_in_worker",
+    "failed",
     "is_judge",
     "progress",
     "sorted_rows",
     "to_csv",
     "to_json",
     "to_latex",
+    "try_again",
 ]

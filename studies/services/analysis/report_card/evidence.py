@@ -14,7 +14,7 @@ from scoring.stats import Groups, Resamples
 from scoring.stats.alttest import alt_test, neg_rmse_plain
 from scoring.stats.consistency import self_consistency
 from scoring.stats.judge_agreement import Estimate, pointwise_agreement
-from scoring.stats.scales import scale_points, to_scale
+from scoring.stats.scales import MAX_POINTS, scale_points, to_scale
 from studies.models import MetricRun, MetricScore
 from studies.services.analysis.frames import AspectInfo, ScoreFrame
 from studies.services.analysis.pairwise_judge import PairwiseUnavailable, summary
@@ -23,8 +23,8 @@ from studies.services.analysis.pairwise_judge import PairwiseUnavailable, summar
 MIN_ANNOTATORS = 3
 MIN_ITEMS = 30
 CONTINUOUS = (
-    "the annotators' scale has more than 20 points (or fewer than 2): agreement statistics "
-    "for ordinal scales do not apply"
+    f"the annotators' answers lie on no scale of 2 to {MAX_POINTS} evenly spaced points: "
+    "agreement statistics for ordinal scales do not apply"
 )
 
 
@@ -54,7 +54,14 @@ def annotator_matrix(
 
 
 def _estimate(found: Estimate) -> dict[str, Any]:
-    return {"value": num(found.value), "low": num(found.low), "high": num(found.high)}
+    """An agreement statistic for the card; ``clipped``: its interval was cut to the
+    statistic's range (see :func:`scoring.stats.judge_agreement.bounded`)."""
+    return {
+        "value": num(found.value),
+        "low": num(found.low),
+        "high": num(found.high),
+        "clipped": found.clipped,
+    }
 
 
 def agreement(

@@ -1,8 +1,11 @@
 """The judge gate (``manage.py judge_gate``): for teams that re-validate a judge whenever
-its prompt or model changes. It fails when the judge's lower confidence bound of its
-correlation with the humans (the matrix's statistic, percentile bootstrap on the matrix's
-resamples) falls below a threshold, or when it is significantly below an accepted run
-(one-sided paired bootstrap by document, both runs on the outputs both scored)."""
+its prompt or model changes. It fails when the judge scored less than a share of the
+aspect's judged outputs (``min_coverage``: a run over 3 % of a dataset says little of the
+rest), when its lower confidence bound of its correlation with the humans (the matrix's
+statistic, percentile bootstrap on the matrix's resamples) falls below a threshold, or
+when it is significantly below an accepted run (one-sided paired bootstrap by document,
+both runs on the outputs both scored). The aspect is named as imports name it: its
+code, name, key or an earlier name (:func:`studies.services.lookup.find_aspect`)."""
 
 from __future__ import annotations
 
@@ -13,12 +16,15 @@ import numpy as np
 
 from scoring.stats import Groups, Level, Unit, bootstrap_ci, draw_resamples
 from scoring.stats.consistency import correlation_change
+from scoring.stats.coverage import coverage
 from studies.models import Judgment, MetricRun
 from studies.services.analysis.dashboards import frame_for
 from studies.services.analysis.matrix import cell_statistic
 from studies.services.analysis.params import MatrixParams
+from studies.services.lookup import aspect_names, find_aspect
 
 ALPHA = 0.05
+MIN_COVERAGE = 0.9  # the share of the aspect's judged outputs a run must have scored
 
 
 class GateError(ValueError):
@@ -56,6 +62,7 @@ def judge_gate(
     *,
     against: int | None = None,
     min_lower_bound: float | None = None,
+    min_coverage: float = MIN_COVERAGE,
     level: str = "sample",
     coefficient: str = "spearman",
     confidence: float = 0.95,
@@ -63,8 +70,9 @@ def judge_gate(
     resamples: int = 1000,
     seed: int = 0,
 ) -> GateResult:
-    """Check run ``run_id`` on ``aspect`` (a code the run's dataset has judgments of);
-    :class:`GateError` for a bad argument. See the module's docstring."""
+    """Check run ``run_id`` on ``aspect`` (a name an import accepts for an aspect the
+    run's dataset has judgments of); :class:`GateError` for a bad argument. See the
+    module's docstring."""
     if min_lower_bound is None and against is None:
         raise GateError(
             "--min-lower-bound",
@@ -72,6 +80,8 @@ def judge_gate(
         )
     if min_lower_bound is not None and not -1.0 <= min_lower_bound <= 1.0:
         raise GateError("--min-lower-bound", f"{min_lower_bound:g} is not a correlation (−1 to 1)")
+    if not 0.0 <= min_coverage <= 1.0:
+        raise GateError("--min-coverage", f"{min_coverage:g} is not a share between 0 and 1")
     if not 0.0 < confidence < 1.0:
         raise GateError("--confidence", f"{confidence:g} is not a level between 0 and 1")
     if not 0.0 < alpha < 1.0:
@@ -88,17 +98,18 @@ def judge_gate(
     if params.problem is not None:
         raise GateError("--coef", params.problem.message)
     judged = Judgment.objects.filter(output__document__dataset=run.dataset)
-    found = judged.filter(aspect__code=aspect).values_list("aspect_id", flat=True).first()
-    if found is None:
+    named = find_aspect(aspect_names(run.dataset.owner), aspect)
+    if named is None or not judged.filter(aspect=named).exists():
         codes = sorted(set(judged.values_list("aspect__code", flat=True)))
         raise GateError(
             "--aspect",
             f"the dataset {run.dataset.name} has no judgments of the aspect {aspect!r} "
-            f"(judged: {', '.join(codes) or 'none'})",
+            f"(judged: {', '.join(codes) or 'none'}; a code, name or key names one)",
         )
+    found = named.pk
     pks = [run.pk] + ([accepted.pk] if accepted else [])
     frame = frame_for(run.dataset, params, only_runs=pks, only_aspects=[found])
-    return _check(frame, params, run, accepted, min_lower_bound, confidence, alpha)
+    return _check(frame, params, run, accepted, min_lower_bound, min_coverage, confidence, alpha)
 
 
 def _check(
@@ -107,6 +118,7 @@ def _check(
     run: MetricRun,
     accepted: MetricRun | None,
     min_lower_bound: float | None,
+    min_coverage: float,
     confidence: float,
     alpha: float,
 ) -> GateResult:
@@ -115,6 +127,17 @@ def _check(
     metric, human = frame.metrics[:, frame.run_index(run.pk)], frame.human[:, 0]
     name = f"run {run.pk} ({run.label}) on {aspect.name.lower()}"
     statistic = f"{params.label}, {params.level}-level"
+    covered = coverage(metric, human, docs)
+    scored = (
+        f"{covered.n_outputs} of the {covered.of_outputs} judged outputs "
+        f"({covered.share * 100:.0f}%)"
+    )
+    if covered.share < min_coverage:
+        reason = (
+            f"it scored {scored}, less than --min-coverage {min_coverage:g}: its correlation "
+            "would speak for the outputs it scored only"
+        )
+        return GateResult(False, f"FAIL: {name}", (reason,))
     result = cell_statistic(metric, human, aspect, params, docs, systems)
     if not np.isfinite(result.value):
         reason = f"its {statistic} is undefined: no outputs both scored and judged enough"
@@ -173,4 +196,5 @@ def _check(
             passed.append(f"not significantly below the accepted run ({compared})")
     if reasons:
         return GateResult(False, f"FAIL: {name}", tuple(reasons))
+    passed.append(f"scored {scored}")
     return GateResult(True, f"PASS: {name}: " + "; ".join(passed))

@@ -1,6 +1,8 @@
 """Where a report card comes from: the cache (keyed on the dataset's data version), the
 request for a small dataset, or the light worker, which the jobs page shows while it
-computes. Nothing slow runs in a web request."""
+computes. Nothing slow runs in a web request. A computation that fails is recorded
+(:mod:`studies.services.computed`): the page shows it and sends nothing again until
+someone tries again."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from studies.services import heartbeat
 from studies.services.analysis.matrix_cost import is_cheap, matrix_size
 from studies.services.analysis.report_card.card import compute_card
 from studies.services.analysis.report_card.params import CardParams
+from studies.services.computed import Failure, clear_failure, failure, recording
 from studies.services.jobs import track
 from studies.services.queue import COMPUTE_REPORT_CARD, send
 
@@ -52,6 +55,11 @@ def progress_seconds() -> float:
     return max(3 * heartbeat.interval(), 1.0)
 
 
+def failed(dataset: Dataset, params: CardParams) -> Failure | None:
+    """Why the last computation of this card failed, while that is remembered."""
+    return failure(params.key(dataset))
+
+
 def compute_and_cache(dataset: Dataset, params: CardParams) -> dict[str, Any]:
     key = params.key(dataset)
     latest = {"done": 0, "total": 0}
@@ -64,7 +72,7 @@ def compute_and_cache(dataset: Dataset, params: CardParams) -> dict[str, Any]:
         cache.set(key + ":progress", dict(latest), progress_seconds())
 
     try:
-        with heartbeat.beating(beat, heartbeat.interval(), f"report card {key}"):
+        with heartbeat.beating(beat, heartbeat.interval(), f"report card {key}"), recording(key):
             card = compute_card(dataset, params, report)
     finally:
         cache.delete(key + ":progress")
@@ -80,13 +88,23 @@ def card_for(dataset: Dataset, params: CardParams) -> dict[str, Any]:
 def available_card(dataset: Dataset, params: CardParams, user: Any = None) -> dict[str, Any] | None:
     """What a request may show now: the cached card, or one computed in the request when
     it is cheap; else None after asking the light worker for it (for ``user``, as the
-    jobs page says)."""
+    jobs page says). None, asking nothing, while a failure is recorded (:func:`failed`;
+    a cheap card that fails in the request is recorded the same way)."""
     found = cached_card(dataset, params)
-    if found is None and is_cheap_card(dataset, params):
-        found = compute_and_cache(dataset, params)
-    if found is None:
-        request_card(dataset, params, user)
-    return found
+    if found is not None or failed(dataset, params) is not None:
+        return found
+    if is_cheap_card(dataset, params):
+        try:
+            return compute_and_cache(dataset, params)
+        except Exception:  # recorded and logged with its id: the page shows it
+            return None
+    request_card(dataset, params, user)
+    return None
+
+
+def try_again(dataset: Dataset, params: CardParams) -> None:
+    """Forget the card's failure, so that the next request computes it again."""
+    clear_failure(params.key(dataset))
 
 
 def request_card(dataset: Dataset, params: CardParams, user: Any = None) -> bool:
