@@ -43,7 +43,7 @@ def test_a_redis_outage_as_a_run_finishes_leaves_it_succeeded_and_its_snapshot_f
     w.start("model")
     w.start("light", LIGHT_QUEUE)
     w.start_maintenance()
-    w.app.send_task(queue.RUN_METRIC_CPU, args=[run.pk], queue="cpu")
+    w.app.send_task(queue.RUN_METRIC_QUICK, args=[run.pk], queue="quick")  # ROUGE-L
     wait_for(lambda: len(scores(run)) >= 140, 120, w.logs)  # two chunks left
     redis_server.stop()
     # the worker tries the broker for about a second before it keeps the message
