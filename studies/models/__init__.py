@@ -9,8 +9,8 @@ One module per concern; every model is re-exported here, where Django and the re
 the project import them from (``from studies.models import Dataset``).
 """
 
-from studies.models.aspects import Aspect, AspectVersion, TaskKind, aspect_key
-from studies.models.datasets import Dataset, Document, Judgment, Output
+from studies.models.aspects import Aspect, AspectVersion, TaskKind, aspect_key, label_text
+from studies.models.datasets import Dataset, Document, Judgment, Output, PairwiseJudgment
 from studies.models.endpoints import Endpoint, ServedResponse
 from studies.models.jobs import ImportJob, UnsentTask, WorkerHeartbeat
 from studies.models.prompts import (
@@ -36,6 +36,7 @@ __all__ = [
     "MetricRun",
     "MetricScore",
     "Output",
+    "PairwiseJudgment",
     "PromptTemplate",
     "PromptTemplateVersion",
     "RunShard",
@@ -49,4 +50,5 @@ __all__ = [
     "VersionedModel",
     "WorkerHeartbeat",
     "aspect_key",
+    "label_text",
 ]
