@@ -173,8 +173,8 @@ class JudgmentAdmin(admin.ModelAdmin):
     raw_id_fields = ("output", "annotator")
 
 
-@admin.register(models.PairwiseJudgment)
-class PairwiseJudgmentAdmin(admin.ModelAdmin):
+@admin.register(models.ImportedPreference)
+class ImportedPreferenceAdmin(admin.ModelAdmin):
     list_display = ("output_a", "output_b", "aspect", "winner", "rater", "import_file")
     list_filter = ("aspect", "winner")
     list_select_related = ("output_a__document", "output_b__document", "aspect")

@@ -492,3 +492,10 @@ class AspectForm(forms.ModelForm):  # type: ignore[type-arg]
             "tasks",
             "source",
         ]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["kind"].required = False  # left out: the aspect's own (new: a scale)
+
+    def clean_kind(self) -> str:
+        return str(self.cleaned_data.get("kind") or self.instance.kind or Aspect.Kind.SCALE)

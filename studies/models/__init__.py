@@ -10,7 +10,7 @@ the project import them from (``from studies.models import Dataset``).
 """
 
 from studies.models.aspects import Aspect, AspectVersion, TaskKind, aspect_key, label_text
-from studies.models.datasets import Dataset, Document, Judgment, Output, PairwiseJudgment
+from studies.models.datasets import Dataset, Document, ImportedPreference, Judgment, Output
 from studies.models.endpoints import Endpoint, ServedResponse
 from studies.models.jobs import ImportJob, UnsentTask, WorkerHeartbeat
 from studies.models.prompts import (
@@ -32,11 +32,11 @@ __all__ = [
     "Endpoint",
     "EvaluationSteps",
     "ImportJob",
+    "ImportedPreference",
     "Judgment",
     "MetricRun",
     "MetricScore",
     "Output",
-    "PairwiseJudgment",
     "PromptTemplate",
     "PromptTemplateVersion",
     "RunShard",

@@ -213,17 +213,15 @@ class Aspect(VersionedModel):
             raise ValidationError(
                 {"anchors": 'Anchors must map scale points to labels, e.g. {"1": "bad"}.'}
             )
-        problems = label_problems(self.kind, self.labels, self.positive, self.ordered)
+        # what judgments forbid first: a judged aspect's kind is not a matter of its labels
+        refusal = judged_change_refusal(self) if self.pk is not None else {}
+        problems = refusal or label_problems(self.kind, self.labels, self.positive, self.ordered)
         if problems:
             raise ValidationError(problems)
         self.labels = [label_text(label) for label in self.labels]
         self.positive = label_text(self.positive) if self.positive else ""
         if self.is_labelled:  # as save() sets it, before the constraints are checked
             self.scale_min, self.scale_max = 0.0, float(len(self.labels) - 1)
-        if self.pk is not None:
-            refusal = judged_change_refusal(self)
-            if refusal:
-                raise ValidationError(refusal)
         if self.owner_id is not None:
             shared = Aspect.objects.filter(owner__isnull=True)
             for field in ("code", "name"):
@@ -283,7 +281,7 @@ def judged_change_refusal(aspect: Aspect) -> dict[str, str]:
                 "Create a new aspect instead."
             }
         return {}
-    if aspect.kind == Aspect.Kind.SCALE:
+    if aspect.kind == Aspect.Kind.SCALE or not isinstance(aspect.labels, list):
         return {}
     before, after = list(stored["labels"] or []), [label_text(x) for x in aspect.labels]
     moved = [k for k in range(len(before)) if k >= len(after) or after[k] != before[k]]

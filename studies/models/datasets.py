@@ -178,9 +178,10 @@ class Judgment(models.Model):
         return f"{self.rater} ({self.import_file})" if self.rater else f"import: {self.import_file}"
 
 
-class PairwiseJudgment(models.Model):
-    """One annotator's preference between two outputs of one document on one aspect,
-    imported from a pairs file: ``winner`` is ``a`` (``output_a`` is better), ``b`` or
+class ImportedPreference(models.Model):
+    """A pairwise human judgment: one annotator's preference between two outputs of one
+    document on one aspect, imported from a pairs file (a campaign's pairwise answers
+    are ``annotation.PairwiseJudgment``): ``winner`` is ``a`` (``output_a`` is better), ``b`` or
     ``tie``, in the order the file gives (the order the annotator saw them in, where the
     source says). The annotator is ``rater`` of ``import_file``, as for a
     :class:`Judgment`; lines that share the pair and the aspect are one item judged by
@@ -191,9 +192,11 @@ class PairwiseJudgment(models.Model):
         B = "b", "b"
         TIE = "tie", "tie"
 
-    output_a = models.ForeignKey(Output, on_delete=models.CASCADE, related_name="pairs_as_a")
-    output_b = models.ForeignKey(Output, on_delete=models.CASCADE, related_name="pairs_as_b")
-    aspect = models.ForeignKey(Aspect, on_delete=models.PROTECT, related_name="pairwise_judgments")
+    output_a = models.ForeignKey(Output, on_delete=models.CASCADE, related_name="preferences_as_a")
+    output_b = models.ForeignKey(Output, on_delete=models.CASCADE, related_name="preferences_as_b")
+    aspect = models.ForeignKey(
+        Aspect, on_delete=models.PROTECT, related_name="imported_preferences"
+    )
     winner = models.CharField(max_length=3, choices=Winner.choices)
     import_file = models.CharField(max_length=255)
     rater = models.CharField(max_length=MAX_RATER_LENGTH, blank=True, default="")
@@ -203,18 +206,18 @@ class PairwiseJudgment(models.Model):
     class Meta:
         constraints = [
             models.CheckConstraint(
-                condition=~Q(output_a=F("output_b")), name="pairwise_two_outputs"
+                condition=~Q(output_a=F("output_b")), name="preference_two_outputs"
             ),
             models.CheckConstraint(
-                condition=Q(winner__in=["a", "b", "tie"]), name="pairwise_winner_known"
+                condition=Q(winner__in=["a", "b", "tie"]), name="preference_winner_known"
             ),
-            models.CheckConstraint(condition=~Q(import_file=""), name="pairwise_from_a_file"),
+            models.CheckConstraint(condition=~Q(import_file=""), name="preference_from_a_file"),
             models.UniqueConstraint(
                 fields=["output_a", "output_b", "aspect", "import_file", "rater"],
-                name="pairwise_unique_per_import_rater",
+                name="preference_unique_per_import_rater",
             ),
         ]
-        indexes = [models.Index(fields=["aspect", "output_a"], name="pairwise_aspect_output")]
+        indexes = [models.Index(fields=["aspect", "output_a"], name="preference_aspect_output")]
 
     def __str__(self) -> str:
         return f"{self.output_a} vs {self.output_b} {self.aspect.code}: {self.winner}"

@@ -13,7 +13,7 @@ Human preferences come from one of three kinds of ``source``:
   (through :data:`studies.hooks.pairwise_campaigns`), each annotator's answer turned
   into the judged pair's frame;
 * ``pairs`` (every imported pairwise judgment of the aspect) or ``pairs:<file>`` (one
-  pairs file's): imported preferences (``PairwiseJudgment``), each annotator's (each
+  pairs file's): imported preferences (``ImportedPreference``), each annotator's (each
   rater of a file's) turned into the judged pair's frame;
 * ``likert`` (every judgment of the aspect) or ``likert:<source>`` (one of the
   dashboards' judgment sources: ``file:…``, ``import:…``, ``campaign:…``): each
@@ -41,7 +41,7 @@ from scoring.stats.pairwise_judge import (
     votes,
 )
 from studies import hooks
-from studies.models import Judgment, MetricRun, MetricScore, PairwiseJudgment
+from studies.models import ImportedPreference, Judgment, MetricRun, MetricScore
 from studies.services import annotators
 from studies.services.analysis.dashboards import judgment_sources, source_filter
 
@@ -236,7 +236,7 @@ def agreement_sources(run: MetricRun) -> list[tuple[str, str]]:
 def _imported_pairs(run: MetricRun) -> Any:
     """The imported pairwise judgments of the run's dataset on its aspect."""
     aspect = run.aspect_version.aspect_id if run.aspect_version_id else None
-    return PairwiseJudgment.objects.filter(
+    return ImportedPreference.objects.filter(
         output_a__document__dataset=run.dataset, aspect_id=aspect
     )
 

@@ -30,7 +30,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import IO, Any
 
-from studies.models import PairwiseJudgment
+from studies.models import ImportedPreference
 from studies.services.csvfile import restore_cell
 from studies.services.imports.errors import LineError, RecordError
 from studies.services.imports.labels import extra_keys, rater_id
@@ -45,7 +45,7 @@ from studies.services.imports.records import (
     normal_id,
 )
 
-WINNERS = tuple(PairwiseJudgment.Winner.values)  # a, b, tie
+WINNERS = tuple(ImportedPreference.Winner.values)  # a, b, tie
 PAIR_FIELDS = {
     "doc_id",
     "source",

@@ -492,6 +492,7 @@ def _csv_columns(header: list[str], max_metrics: int | None) -> _CsvColumns | Re
     metrics: dict[str, int] = {}
     raters: dict[tuple[str, str], int] = {}
     seen: dict[str, int] = {}  # a column's identity -> its position
+    spelling: dict[str, str] = {}  # an aspect's name (lower case) -> as its first column has it
     for position, name in enumerate(names):
         first = seen.setdefault(_column_identity(name), position) if name else position
         if first != position:  # one value would silently replace the other
@@ -508,9 +509,9 @@ def _csv_columns(header: list[str], max_metrics: int | None) -> _CsvColumns | Re
             if rater is None or not aspect:
                 errors.append(LineError(1, name, problem or "write human_<aspect>@<rater>"))
             else:
-                raters[(aspect, rater)] = position
+                raters[(spelling.setdefault(aspect.lower(), aspect), rater)] = position
         elif name.startswith("human_") and len(name) > 6:
-            human[name[6:]] = position
+            human[spelling.setdefault(name[6:].lower(), name[6:])] = position
         elif name.startswith("metric_") and len(name) > 7:
             metrics[name[7:]] = position
         elif name in ("doc_id", "system_id", "source", "output", "context"):

@@ -17,11 +17,11 @@ from studies.models import (
     Aspect,
     Dataset,
     Document,
+    ImportedPreference,
     Judgment,
     MetricRun,
     MetricScore,
     Output,
-    PairwiseJudgment,
     TaskKind,
     label_text,
 )
@@ -98,7 +98,7 @@ def _refresh_statistics(summary: ImportSummary) -> None:
         Output: summary.outputs["created"],
         Judgment: summary.judgments["created"],
         MetricScore: summary.metric_scores["created"],
-        PairwiseJudgment: summary.pairwise_judgments["created"],
+        ImportedPreference: summary.pairwise_judgments["created"],
     }
     with connection.cursor() as cursor:
         for model, rows in created.items():
@@ -355,7 +355,7 @@ class _ChunkWriter:
         known = {a for a, _b, _x, _r in wanted} - self.new_outputs
         existing: list[tuple[int, tuple[Any, ...], Any]] = []
         if known:
-            rows = PairwiseJudgment.objects.filter(
+            rows = ImportedPreference.objects.filter(
                 output_a_id__in=known, import_file=self.file_name
             )
             existing = [
@@ -366,7 +366,7 @@ class _ChunkWriter:
             ]
         now = timezone.now()
         self._upsert(
-            PairwiseJudgment,
+            ImportedPreference,
             existing,
             wanted,
             (
