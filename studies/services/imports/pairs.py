@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import json
 import unicodedata
 from dataclasses import dataclass
 from typing import IO, Any
@@ -102,11 +101,12 @@ def is_pairs_file(stream: IO[bytes], file_format: str, max_line_bytes: int) -> b
             if file_format == "csv":
                 header = next(csv.reader([text]), [])
                 return "winner" in {normal_id(cell) for cell in header}
-            try:
-                first = json.loads(text)
-            except ValueError:
-                return False
-            return isinstance(first, dict) and "winner" in first
+            first = _parse_json(0, "", text)  # bad JSON: read as records, to say where
+            return (
+                not isinstance(first, RecordError)
+                and isinstance(first[0], dict)
+                and ("winner" in first[0])
+            )
         return False
     finally:
         stream.seek(start)
