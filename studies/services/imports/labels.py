@@ -147,9 +147,12 @@ def _type_name(value: Any) -> str:
     return names.get(type(value), type(value).__name__)
 
 
-def stored_value(value: Value, aspect: Aspect) -> tuple[float | None, str]:
+def stored_value(
+    value: Value, aspect: Aspect, codes: dict[str, int] | None = None
+) -> tuple[float | None, str]:
     """What a judgment of ``aspect`` stores for ``value``: (the value, "") or (None,
-    why it cannot be stored). A scale aspect's range is checked by :mod:`.scales`."""
+    why it cannot be stored); ``codes``: the aspect's ``label_codes()``, when the caller
+    keeps them. A scale aspect's range is checked by :mod:`.scales`."""
     if not aspect.is_labelled:
         if isinstance(value, str):
             return None, (
@@ -157,7 +160,7 @@ def stored_value(value: Value, aspect: Aspect) -> tuple[float | None, str]:
                 f"{_range(aspect)})"
             )
         return value, ""
-    code = aspect.label_codes().get(label_text(value))
+    code = (aspect.label_codes() if codes is None else codes).get(label_text(value))
     if code is None:
         shown = label_text(value)
         return None, f"{shown!r} is not one of {', '.join(str(x) for x in aspect.labels)}"

@@ -60,11 +60,14 @@ class _Values:
         self.held: dict[str, list[LineError]] = {}  # human.<name>'s problems, kept back
         self.held_more: dict[str, int] = {}
         self.raters: dict[str, dict[str, int]] = {}  # name -> rater -> judgments
+        self.codes: dict[int, dict[str, int]] = {}  # a label aspect's label -> value
 
     def check(self, name: str, aspect: Aspect | None, value: Any, line: int, rater: str) -> None:
-        """One value of ``name`` (``rater``: whose, or None for ``human``)."""
-        where = f"annotators.{name}.{rater}" if rater else f"human.{name}"
-        seen = (self.rated if rater else self.human).setdefault(name, Observed())
+        """One value of ``name`` (``rater``: whose, or "" for ``human``)."""
+        store = self.rated if rater else self.human
+        seen = store.get(name)
+        if seen is None:
+            seen = store[name] = Observed()
         seen.add(value, line)
         if rater:
             given = self.raters.setdefault(name, {})
@@ -72,8 +75,11 @@ class _Values:
                 given[rater] = given.get(rater, 0) + 1
         if aspect is None:
             return  # to be created: its kind comes from every value (finish)
-        if aspect.is_labelled or isinstance(value, str):
-            problem = stored_value(value, aspect)[1]
+        if aspect.kind != Aspect.Kind.SCALE or isinstance(value, str):
+            codes = self.codes.get(aspect.pk)
+            if codes is None:
+                codes = self.codes[aspect.pk] = aspect.label_codes()
+            problem = stored_value(value, aspect, codes)[1]
         else:
             options = self.options
             problem = scales.out_of_scale(
@@ -81,6 +87,7 @@ class _Values:
             )
         if not problem:
             return
+        where = f"annotators.{name}.{rater}" if rater else f"human.{name}"
         error = LineError(line, where, problem)
         if rater:
             self.report(error)
