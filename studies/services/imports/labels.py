@@ -49,6 +49,8 @@ def read_value(value: Any) -> Value | None:
     """A human value as a file gives it: a finite number (also from text such as
     ``"3.5"``), else a label's text; None when it is neither (a boolean, a list, an
     object, an infinite number, empty text)."""
+    if value.__class__ is float:  # the common case first
+        return value if math.isfinite(value) else None
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
@@ -95,6 +97,8 @@ def extra_keys(obj: dict[str, Any], known: set[str]) -> tuple[tuple[str, ...], P
     false, null), which are left out and named in the summary (the shared files'
     ``document``, ``subset``); one holding an object or a list is a problem (a misspelt
     ``human``, most likely)."""
+    if obj.keys() <= known:
+        return (), []
     ignored, problems = [], []
     allowed = ", ".join(sorted(known))
     for name in sorted(set(obj) - known):
@@ -172,7 +176,7 @@ def _range(aspect: Aspect) -> str:
     return f"{low:g}–{high:g}"
 
 
-@dataclass
+@dataclass(slots=True)
 class Observed:
     """The values a file gives one name (only what deciding a new aspect's kind needs:
     how many numbers and their range, whether all are 0/1, the distinct labels up to
@@ -188,15 +192,19 @@ class Observed:
 
     def add(self, value: Value, line: int) -> None:
         self.count += 1
-        if isinstance(value, str):
+        if value.__class__ is str:
             if value not in self.labels and len(self.labels) <= MAX_LABELS:
-                self.labels[value] = line
+                self.labels[value] = line  # type: ignore[index]
             return
         if not self.numbers:
             self.number_line = line
         self.numbers += 1
-        self.low, self.high = min(self.low, value), max(self.high, value)
-        self.zero_one = self.zero_one and value in (0.0, 1.0)
+        if value < self.low:  # type: ignore[operator]
+            self.low = value  # type: ignore[assignment]
+        if value > self.high:  # type: ignore[operator]
+            self.high = value  # type: ignore[assignment]
+        if self.zero_one and value != 0.0 and value != 1.0:
+            self.zero_one = False
 
     @property
     def range(self) -> tuple[float, float]:

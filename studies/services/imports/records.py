@@ -348,8 +348,9 @@ def _record_from_mapping(number: int, obj: Any, *, suspect: bool) -> Record | Re
         references = []
     human = _scores(number, "human", obj.get("human", {}), errors, spelled)
     metrics = _scores(number, "metrics", obj.get("metrics", {}), errors, spelled)
-    annotators, found = read_annotators(obj.get("annotators"))
-    errors += [LineError(number, where, message) for where, message in problems + found]
+    annotators, found = read_annotators(obj["annotators"]) if "annotators" in obj else ({}, [])
+    if problems or found:
+        errors += [LineError(number, where, message) for where, message in problems + found]
     if errors:
         return RecordError(errors)
     return Record(

@@ -249,6 +249,7 @@ def _validate(path: Path, options: ImportOptions) -> _Plan:
         elif previous is None:
             outputs[key] = (item.line, digest)
 
+    check = values.check
     with path.open("rb") as stream:
         for item in _read(stream, options):
             if isinstance(item, RecordError):
@@ -267,13 +268,14 @@ def _validate(path: Path, options: ImportOptions) -> _Plan:
                 continue
             see_output(item, "output")
             for name, value in item.human.items():
-                values.check(
-                    name, aspect_of(name, f"human.{name}", item.line), value, item.line, ""
-                )
+                if name in aspects:  # the common case: no name to format
+                    check(name, aspects[name], value, item.line, "")
+                else:
+                    check(name, aspect_of(name, f"human.{name}", item.line), value, item.line, "")
             for name, given in item.annotators.items():
                 aspect = aspect_of(name, f"annotators.{name}", item.line)
                 for rater, value in sorted(given.items()):
-                    values.check(name, aspect, value, item.line, rater)
+                    check(name, aspect, value, item.line, rater)
             for name in item.metrics:
                 metrics.setdefault(name)
     plan = _Plan(aspects, {}, list(metrics), count)

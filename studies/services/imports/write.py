@@ -308,13 +308,16 @@ class _ChunkWriter:
         # by output, aspect, then rater: within an output and an aspect the judgments are
         # written (their ids given) in the raters' order, as files of one rater each
         # imported in that order would be
-        skip = self.per_annotator
+        skip, plain = self.per_annotator, not self.codes and not self.scale
+        aspects = {name: aspect.pk for name, aspect in self.aspects.items()}
         wanted: dict[tuple[int, int, str], float] = {}
         for r in records:
             output = output_ids[(r.doc_id, r.system_id)]
             for name, value in r.human.items():
-                if name not in skip:
-                    wanted[(output, self.aspects[name].pk, "")] = self._stored(name, value)
+                if name in skip:
+                    continue
+                stored = value if plain else self._stored(name, value)
+                wanted[(output, aspects[name], "")] = stored  # type: ignore[assignment]
             for name, given in r.annotators.items():
                 aspect = self.aspects[name].pk
                 for rater in sorted(given):
