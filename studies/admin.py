@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from studies import models
-from studies.forms import EndpointForm
+from studies.forms import AspectForm, EndpointForm
 from studies.services.catalog import endpoint_policy, endpoints
 
 
@@ -55,6 +55,9 @@ class AspectVersionInline(VersionInline):
         "definition",
         "scale_min",
         "scale_max",
+        "kind",
+        "labels",
+        "positive",
         "created_at",
         "created_by",
         "used_by_runs",
@@ -88,18 +91,20 @@ class TaskKindAdmin(admin.ModelAdmin):
 
 @admin.register(models.Aspect)
 class AspectAdmin(VersionedAdmin):
+    form = AspectForm  # labels one per line; kind and judged labels checked by the model
     list_display = (
         "code",
         "name",
         "key",
         "owner",
         "definition",
+        "kind",
         "scale_min",
         "scale_max",
         "version",
         "updated_at",
     )
-    list_filter = ("tasks", ("owner", admin.EmptyFieldListFilter))
+    list_filter = ("kind", "tasks", ("owner", admin.EmptyFieldListFilter))
     search_fields = ("code", "name", "key", "definition")
     filter_horizontal = ("tasks",)
     readonly_fields = ("key", "aliases", "version", "updated_at")
@@ -166,6 +171,14 @@ class JudgmentAdmin(admin.ModelAdmin):
     list_filter = ("aspect",)
     list_select_related = ("output__document", "aspect", "annotator")
     raw_id_fields = ("output", "annotator")
+
+
+@admin.register(models.ImportedPreference)
+class ImportedPreferenceAdmin(admin.ModelAdmin):
+    list_display = ("output_a", "output_b", "aspect", "winner", "rater", "import_file")
+    list_filter = ("aspect", "winner")
+    list_select_related = ("output_a__document", "output_b__document", "aspect")
+    raw_id_fields = ("output_a", "output_b")
 
 
 class StudyMemberInline(admin.TabularInline):

@@ -10,6 +10,7 @@ from rest_framework import serializers
 from annotation.forms import MAX_DB_INT
 from annotation.models import Assignment, Campaign
 from annotation.services.answers import COMMENT_LENGTH, current_answers
+from annotation.services.items import item_references
 from studies.api.serializers.types import StrictJsonTypes
 
 
@@ -196,7 +197,7 @@ class AssignmentSerializer(serializers.ModelSerializer):  # type: ignore[type-ar
             ],
         }
         if item.campaign.show_references:
-            content["references"] = item.document.references
+            content["references"] = item_references(item)
         return content
 
     @extend_schema_field(serializers.DictField())

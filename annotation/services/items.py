@@ -95,6 +95,14 @@ def controls(campaign: Campaign, answers: dict[int, Any]) -> list[AspectControl]
     return result
 
 
+def item_references(item: Any) -> list[str]:
+    """The references an item shows: a Likert item's output's own (an output that is
+    itself a reference is not shown against itself), else its document's."""
+    if item.output_b_id is None and item.output_a_id is not None:
+        return item.output_a.reference_texts()
+    return list(item.document.references or [])
+
+
 def item_context(
     assignment: Assignment, draft: dict[int, Any] | None = None, comment: str | None = None
 ) -> dict[str, Any]:
@@ -118,7 +126,7 @@ def item_context(
         "item": item,
         "document": document,
         "turns": turns(document.context),
-        "references": document.references if campaign.show_references else [],
+        "references": item_references(item) if campaign.show_references else [],
         "outputs": [{"label": label, "text": output.text} for label, output in outputs],
         "controls": controls(campaign, answers),
         "comment": assignment.comment if comment is None else comment,

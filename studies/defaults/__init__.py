@@ -21,6 +21,15 @@ def read_defaults() -> dict[str, Any]:
     return json.loads(DEFAULTS_FILE.read_text(encoding="utf-8"))
 
 
+KIND_FIELDS = ("kind", "labels", "positive", "ordered")  # optional in defaults.json
+
+
+def _kind_fields(row: dict[str, Any], has_kind: bool) -> dict[str, Any]:
+    """A default aspect's kind and labels (a scale unless ``defaults.json`` says so),
+    for models that have them."""
+    return {k: row[k] for k in KIND_FIELDS if k in row} if has_kind else {}
+
+
 def load_defaults(apps: Any) -> None:
     """Create the default rows that do not exist yet (idempotent)."""
     data = read_defaults()
@@ -32,6 +41,8 @@ def load_defaults(apps: Any) -> None:
     group_model = apps.get_model("auth", "Group")
     # the historical model of the first data migration has no owner or key yet
     has_owner = any(f.name == "owner" for f in aspect_model._meta.get_fields())
+    # nor a kind (binary and categorical aspects came with migration 0014)
+    has_kind = any(f.name == "kind" for f in aspect_model._meta.get_fields())
 
     for role in ROLE_GROUPS:
         group_model.objects.get_or_create(name=role)
@@ -56,6 +67,7 @@ def load_defaults(apps: Any) -> None:
             version=1,
             **({"key": aspect_key(row["name"])} if has_owner else {}),
             **{k: row[k] for k in ("name", "definition", "scale_min", "scale_max", "anchors")},
+            **_kind_fields(row, has_kind),
         )
         for row in data["aspects"]
         if row["code"] not in aspects
@@ -68,6 +80,7 @@ def load_defaults(apps: Any) -> None:
             aspect=aspect,
             version=1,
             **{k: row[k] for k in ("name", "definition", "scale_min", "scale_max", "anchors")},
+            **_kind_fields(row, has_kind),
         )
         aspect.tasks.set([tasks[code] for code in row["tasks"]])
         aspects[aspect.code] = aspect

@@ -9,8 +9,8 @@ One module per concern; every model is re-exported here, where Django and the re
 the project import them from (``from studies.models import Dataset``).
 """
 
-from studies.models.aspects import Aspect, AspectVersion, TaskKind, aspect_key
-from studies.models.datasets import Dataset, Document, Judgment, Output
+from studies.models.aspects import Aspect, AspectVersion, TaskKind, aspect_key, label_text
+from studies.models.datasets import Dataset, Document, ImportedPreference, Judgment, Output
 from studies.models.endpoints import Endpoint, ServedResponse
 from studies.models.jobs import ImportJob, UnsentTask, WorkerHeartbeat, WorkerNode
 from studies.models.prompts import (
@@ -32,6 +32,7 @@ __all__ = [
     "Endpoint",
     "EvaluationSteps",
     "ImportJob",
+    "ImportedPreference",
     "Judgment",
     "MetricRun",
     "MetricScore",
@@ -50,4 +51,5 @@ __all__ = [
     "WorkerHeartbeat",
     "WorkerNode",
     "aspect_key",
+    "label_text",
 ]

@@ -82,6 +82,13 @@ class Output(models.Model):
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="outputs")
     system_id = models.CharField(max_length=255)
     text = models.TextField()
+    references = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="This output's own references, where its line gave others than its "
+        "document's (an output that is itself a reference is scored against the others); "
+        "null: the document's.",
+    )
 
     class Meta:
         ordering = ["document", "system_id"]
@@ -92,10 +99,23 @@ class Output(models.Model):
     def __str__(self) -> str:
         return f"{self.document.doc_key}/{self.system_id}"
 
+    def reference_texts(self) -> list[str]:
+        """The references this output is scored against: its own, else its document's."""
+        own = self.references
+        return list(own) if own is not None else list(self.document.references or [])
+
+
+MAX_RATER_LENGTH = 100
+
 
 class Judgment(models.Model):
     """A human score of one output on one aspect, made by an annotator account or
-    imported from a file (``import_file`` names it)."""
+    imported from a file (``import_file`` names it; ``rater``, the file's annotator when
+    the file names one per judgment, else empty: the file as one annotator).
+
+    ``value`` is a number on a scale aspect's scale, or the position of a label in a
+    binary or categorical aspect's ``labels``. Who made it, as the analysis tells
+    annotators apart, is :func:`studies.services.annotators.identity`."""
 
     output = models.ForeignKey(Output, on_delete=models.CASCADE, related_name="judgments")
     aspect = models.ForeignKey(Aspect, on_delete=models.PROTECT, related_name="judgments")
@@ -108,6 +128,13 @@ class Judgment(models.Model):
         related_name="judgments",
     )
     import_file = models.CharField(max_length=255, blank=True, default="")
+    rater = models.CharField(
+        max_length=MAX_RATER_LENGTH,
+        blank=True,
+        default="",
+        help_text="An imported judgment's annotator, as the file names them (per file: "
+        "no account); empty when the file gives one value per output.",
+    )
     aspect_version = models.ForeignKey(
         "AspectVersion",
         null=True,
@@ -123,7 +150,7 @@ class Judgment(models.Model):
     class Meta:
         constraints = [
             models.CheckConstraint(
-                condition=(Q(annotator__isnull=False) & Q(import_file=""))
+                condition=(Q(annotator__isnull=False) & Q(import_file="") & Q(rater=""))
                 | (Q(annotator__isnull=True) & ~Q(import_file="")),
                 name="judgment_one_source",
             ),
@@ -134,9 +161,9 @@ class Judgment(models.Model):
                 name="judgment_unique_per_annotator",
             ),
             models.UniqueConstraint(
-                fields=["output", "aspect", "import_file"],
+                fields=["output", "aspect", "import_file", "rater"],
                 condition=Q(annotator__isnull=True),
-                name="judgment_unique_per_import",
+                name="judgment_unique_per_import_rater",
             ),
         ]
         indexes = [models.Index(fields=["aspect", "output"], name="judgment_aspect_output")]
@@ -146,4 +173,56 @@ class Judgment(models.Model):
 
     @property
     def made_by(self) -> str:
-        return self.annotator.get_username() if self.annotator_id else f"import: {self.import_file}"
+        if self.annotator_id:
+            return str(self.annotator.get_username())
+        return f"{self.rater} ({self.import_file})" if self.rater else f"import: {self.import_file}"
+
+
+class ImportedPreference(models.Model):
+    """A pairwise human judgment: one annotator's preference between two outputs of one
+    document on one aspect, imported from a pairs file (a campaign's pairwise answers
+    are ``annotation.PairwiseJudgment``): ``winner`` is ``a`` (``output_a`` is better), ``b`` or
+    ``tie``, in the order the file gives (the order the annotator saw them in, where the
+    source says). The annotator is ``rater`` of ``import_file``, as for a
+    :class:`Judgment`; lines that share the pair and the aspect are one item judged by
+    several annotators."""
+
+    class Winner(models.TextChoices):
+        A = "a", "a"
+        B = "b", "b"
+        TIE = "tie", "tie"
+
+    output_a = models.ForeignKey(Output, on_delete=models.CASCADE, related_name="preferences_as_a")
+    output_b = models.ForeignKey(Output, on_delete=models.CASCADE, related_name="preferences_as_b")
+    aspect = models.ForeignKey(
+        Aspect, on_delete=models.PROTECT, related_name="imported_preferences"
+    )
+    winner = models.CharField(max_length=3, choices=Winner.choices)
+    import_file = models.CharField(max_length=255)
+    rater = models.CharField(max_length=MAX_RATER_LENGTH, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=~Q(output_a=F("output_b")), name="preference_two_outputs"
+            ),
+            models.CheckConstraint(
+                condition=Q(winner__in=["a", "b", "tie"]), name="preference_winner_known"
+            ),
+            models.CheckConstraint(condition=~Q(import_file=""), name="preference_from_a_file"),
+            models.UniqueConstraint(
+                fields=["output_a", "output_b", "aspect", "import_file", "rater"],
+                name="preference_unique_per_import_rater",
+            ),
+        ]
+        indexes = [models.Index(fields=["aspect", "output_a"], name="preference_aspect_output")]
+
+    def __str__(self) -> str:
+        return f"{self.output_a} vs {self.output_b} {self.aspect.code}: {self.winner}"
+
+    @property
+    def vote(self) -> int:
+        """1 when ``output_a`` is better, 0 for a tie, -1 when ``output_b`` is."""
+        return {"a": 1, "tie": 0, "b": -1}[self.winner]

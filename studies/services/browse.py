@@ -343,9 +343,12 @@ def browse(
 
 
 def judgment_source(judgment: Judgment) -> str:
-    """Who made a judgment: the annotator's username, or the file it was imported from."""
+    """Who made a judgment: the annotator's username, or the file it was imported from
+    (with the rater the file names)."""
     if judgment.annotator_id:
-        return judgment.annotator.get_username()
+        return str(judgment.annotator.get_username())
+    if judgment.rater:
+        return f"{judgment.rater}, imported from {judgment.import_file}"
     return f"imported from {judgment.import_file}"
 
 
@@ -379,10 +382,16 @@ def output_details(output: Output) -> dict[str, Any]:
             "source": judgment_source(j),
             "annotator": j.annotator.get_username() if j.annotator_id else None,
             "import_file": j.import_file or None,
+            "rater": j.rater or None,
+            "label": j.aspect.label_of(j.value) if j.aspect.is_labelled else None,
             "updated_at": j.updated_at,
         }
         for j in output.judgments.select_related("aspect", "annotator").order_by(
-            "aspect__code", F("annotator__username").asc(nulls_last=True), "import_file", "pk"
+            "aspect__code",
+            F("annotator__username").asc(nulls_last=True),
+            "import_file",
+            "rater",
+            "pk",
         )
     ]
     means: dict[str, list[float]] = {}

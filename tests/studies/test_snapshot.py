@@ -372,3 +372,47 @@ def test_the_ceilings_judgments_are_the_same_on_either_path_with_an_annotator_le
     assert on[1] == off[1] == ["rater0", "rater2", "file file1.jsonl", "file file2.jsonl"]
     assert np.array_equal(on[0], off[0])
     assert on[0].shape[0] == Judgment.objects.exclude(annotator__in=left_out).count()
+
+
+def test_imported_raters_are_annotators_of_their_own_on_either_path(rich, write_jsonl, settings):
+    """A file's raters (one named like an account) are annotators apart from the file's
+    other raters, the accounts and the other files, read alike from both paths."""
+    dataset, annotators = rich
+    lines = []
+    for line in records(1)[:20]:
+        raters = {"rater0": float(len(lines) % 5 + 1), "zed": 3.0}
+        if len(lines) % 2:
+            raters["amy"] = 2.0
+        lines.append({**line, "human": {}, "annotators": {"coherence": raters}})
+    path = write_jsonl(lines, name="raters.jsonl")
+    options = ImportOptions(
+        dataset="rich",
+        task="summarization",
+        file_format="jsonl",
+        file_name=path.name,
+        owner=dataset.owner,
+    )
+    import_file(path, options)
+    dataset.refresh_from_db()
+    columnar, rows = both(dataset)
+    assert_same(columnar, rows)
+    on = ceiling.judgment_table(dataset, columnar, set())
+    settings.CONCORDIA = {**settings.CONCORDIA, "SNAPSHOTS": False}
+    off = ceiling.judgment_table(dataset, rows, set())
+    assert (
+        on[1]
+        == off[1]
+        == [
+            "rater0",
+            "rater1",
+            "rater2",
+            "file file1.jsonl",
+            "file file2.jsonl",
+            "amy (raters.jsonl)",
+            "rater0 (raters.jsonl)",
+            "zed (raters.jsonl)",
+        ]
+    )
+    assert np.array_equal(on[0], off[0])
+    per_code = np.bincount(on[0][:, 2].astype(np.int64), minlength=8)
+    assert per_code[5:].tolist() == [10, 20, 20]

@@ -170,6 +170,10 @@ class Aspect:
     definition: str = ""
     scale_min: float | None = None
     scale_max: float | None = None
+    kind: str = "scale"  # scale, binary or categorical
+    labels: list[str] = field(default_factory=list)  # a label judgment's value: its index
+    positive: str = ""  # binary: the positive label
+    ordered: bool = False  # categorical: whether the labels are ordered
     raw: Mapping[str, Any] = _raw()
 
 
@@ -266,6 +270,7 @@ class Judgment:
     source: str
     created_at: datetime
     import_file: str = ""
+    rater: str = ""  # an imported judgment's annotator, as its file names them
     raw: Mapping[str, Any] = _raw()
 
 

@@ -8,6 +8,7 @@ from rest_framework import serializers
 
 from studies.api.serializers.types import StrictJsonTypes, TaskField
 from studies.models import Aspect, AspectVersion, PromptTemplate, PromptTemplateVersion
+from studies.models.aspects import MAX_LABEL_LENGTH, MAX_LABELS
 
 
 class VersionedSerializer(StrictJsonTypes, serializers.ModelSerializer):  # type: ignore[type-arg]
@@ -38,6 +39,8 @@ class AspectVersionSerializer(serializers.ModelSerializer):  # type: ignore[type
         source="created_by.username", default=None, read_only=True, allow_null=True
     )
     anchors = serializers.DictField(child=serializers.CharField(), read_only=True)
+    kind = serializers.ChoiceField(choices=Aspect.Kind.choices, read_only=True)
+    labels = serializers.ListField(child=serializers.CharField(), read_only=True)
 
     class Meta:
         model = AspectVersion
@@ -48,14 +51,31 @@ class AspectVersionSerializer(serializers.ModelSerializer):  # type: ignore[type
             "scale_min",
             "scale_max",
             "anchors",
+            "kind",
+            "labels",
+            "positive",
+            "ordered",
             "created_at",
             "created_by",
         ]
 
 
 class AspectSerializer(VersionedSerializer):
+    """An aspect; ``kind`` says what a judgment is: a number on ``scale_min..scale_max``
+    (``scale``) or one of ``labels`` (``binary``, with ``positive``; ``categorical``,
+    ``ordered`` or not), stored as the label's index. A label aspect's scale is
+    ``0..len(labels) - 1``, set from its labels. Once judged, its kind is fixed and the
+    labels its judgments use keep their places (a 400 says why)."""
+
     tasks = TaskField(many=True, required=False)
     anchors = serializers.DictField(child=serializers.CharField(), required=False)
+    labels = serializers.ListField(
+        child=serializers.CharField(max_length=MAX_LABEL_LENGTH),
+        required=False,
+        max_length=MAX_LABELS,
+        help_text="Binary and categorical aspects: the labels in order; a judgment stores "
+        "its label's index.",
+    )
     versions = AspectVersionSerializer(many=True, read_only=True)
 
     class Meta:
@@ -71,6 +91,10 @@ class AspectSerializer(VersionedSerializer):
             "scale_min",
             "scale_max",
             "anchors",
+            "kind",
+            "labels",
+            "positive",
+            "ordered",
             "tasks",
             "source",
             "version",
@@ -82,7 +106,8 @@ class AspectSerializer(VersionedSerializer):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         low = attrs.get("scale_min", getattr(self.instance, "scale_min", 1))
         high = attrs.get("scale_max", getattr(self.instance, "scale_max", 5))
-        if low >= high:
+        kind = attrs.get("kind", getattr(self.instance, "kind", Aspect.Kind.SCALE))
+        if kind == Aspect.Kind.SCALE and low >= high:  # labels set a label aspect's scale
             raise serializers.ValidationError({"scale_max": ["Must be above scale_min."]})
         # an admin's write makes or changes an aspect of its owner (shared when new):
         # codes and names are unique per owner, which the field's own checks cannot say

@@ -132,6 +132,7 @@ class JudgmentSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
             "value",
             "annotator",
             "import_file",
+            "rater",
             "source",
             "created_at",
             "updated_at",

@@ -190,6 +190,7 @@ class JudgmentFilter(FilterSet):
         method="by_source",
     )
     import_file = django_filters.CharFilter()
+    rater = django_filters.CharFilter(help_text="An imported judgment's annotator.")
     annotator = django_filters.CharFilter(field_name="annotator__username")
     doc_key = django_filters.CharFilter(field_name="output__document__doc_key")
     system_id = django_filters.CharFilter(field_name="output__system_id")

@@ -54,9 +54,10 @@ class PairwiseQuery(serializers.Serializer):  # type: ignore[type-arg]
         default="likert",
         allow_blank=True,
         max_length=300,
-        help_text="Human preferences: 'likert' (every Likert judgment), 'likert:<source>' "
-        "(a dashboards source: file:…, import:…, campaign:…), 'pairwise:<campaign id>', "
-        "or empty for none.",
+        help_text="Human preferences: 'pairs' (every imported pairwise judgment), "
+        "'pairs:<file>' (one pairs file's), 'likert' (every Likert judgment), "
+        "'likert:<source>' (a dashboards source: file:…, import:…, campaign:…), "
+        "'pairwise:<campaign id>', or empty for none.",
     )
     margin = serializers.FloatField(
         default=0.0, min_value=0.0, help_text="Likert: a difference of at most this is a tie."

@@ -83,10 +83,15 @@ class Command(BaseCommand):
                 f"{summary.records} records into {summary.dataset} in {summary.seconds:.1f} s: "
                 f"documents {summary.documents}, outputs {summary.outputs}, "
                 f"judgments {summary.judgments}, metric scores {summary.metric_scores}"
+                + (
+                    f", pairwise judgments {summary.pairwise_judgments}"
+                    if any(summary.pairwise_judgments.values())
+                    else ""
+                )
                 + (f", new aspects {summary.aspects_created}" if summary.aspects_created else "")
             )
         )
-        for line in summary.scales + summary.merged:
+        for line in summary.scales + summary.notes + summary.merged:
             self.stdout.write(f"  {line}")
 
     @staticmethod

@@ -3,7 +3,8 @@ agrees with the mean of the others (leave one annotator out), at the matrix's le
 and with its statistic. A metric near the ceiling agrees with the humans about as well
 as they agree with each other; more annotation cannot show it doing much better.
 
-Annotators are the frame's: annotator accounts, and each import file as one annotator.
+Annotators are the frame's: annotator accounts, and imported annotators (each rater an
+import file names, or the file as one annotator: :mod:`studies.services.annotators`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from scoring.stats import Groups
 from scoring.stats.diagnostics import leave_one_out
 from studies import hooks
 from studies.models import Dataset, Judgment
+from studies.services import annotators
 from studies.services.analysis import snapshot
 from studies.services.analysis.frames import ScoreFrame, read_rows
 from studies.services.analysis.matrix import cell_statistic
@@ -42,25 +44,27 @@ def _judgments(
     dataset: Dataset, frame: ScoreFrame, excluded: set[int]
 ) -> tuple[dict[int, _Rated], list[str]]:
     """The judgments of each of the frame's aspects, and each annotator code's name:
-    annotator accounts by username, then each import file as one annotator. From the
-    dataset's snapshot when it has one for its current data (the frame was read from
-    it), else from the rows."""
+    annotator accounts by username, then the imported annotators (by file, then rater).
+    From the dataset's snapshot when it has one for its current data (the frame was read
+    from it), else from the rows."""
     written = snapshot.current(dataset)
     raw, names = (
         _from_rows(dataset, frame, excluded)
         if written is None
         else _from_snapshot(written, frame, excluded)
     )
-    # accounts (>0, by id) first, then files (<0: -(index + 1) in ``names``), by name
+    # accounts (>0, by id) first, then imported annotators (<0: -(index + 1) in
+    # ``names``), by file and rater
     accounts = np.unique(np.concatenate([a[1][a[1] > 0] for a in raw.values()] + [_NONE]))
     usernames = dict(
         get_user_model().objects.filter(pk__in=accounts.tolist()).values_list("pk", "username")
     )
     used = np.unique(np.concatenate([-a[1][a[1] < 0] - 1 for a in raw.values()] + [_NONE]))
-    files = sorted(str(names[k]) for k in used)
+    imported = annotators.sorted_imported(names[k] for k in used)
+    place = {source: k for k, source in enumerate(imported)}
     code_of_file = np.zeros(max(len(names), 1), dtype=np.int64)
     for k in used:
-        code_of_file[k] = accounts.size + files.index(str(names[k]))
+        code_of_file[k] = accounts.size + place[annotators.Imported(*names[k])]
     rated = {}
     for aspect, (output, annotator, value) in raw.items():
         who = np.where(
@@ -73,8 +77,8 @@ def _judgments(
         else:
             order = np.lexsort((output, who))
             rated[aspect] = _Rated(output[order], who[order], value[order])
-    labels = [str(usernames.get(int(pk), f"user {pk}")) for pk in accounts]
-    return rated, labels + [f"file {f}" for f in files]
+    labels = [annotators.name(int(pk), "", "", usernames.get(int(pk), "")) for pk in accounts]
+    return rated, labels + [source.name for source in imported]
 
 
 def judgment_table(
@@ -105,27 +109,34 @@ def _runs(ordered: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 _NONE = np.zeros(0, dtype=np.int64)
 Raw = dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]
+Sources = list[tuple[str, str]]  # imported annotators: (import file, rater)
 
 
-def _from_rows(dataset: Dataset, frame: ScoreFrame, excluded: set[int]) -> tuple[Raw, list[str]]:
-    """Per aspect, (output ids, annotators, values): an account by its id, a file as
-    -(index + 1) of its name among the names returned beside them; read from the rows."""
+def _from_rows(dataset: Dataset, frame: ScoreFrame, excluded: set[int]) -> tuple[Raw, Sources]:
+    """Per aspect, (output ids, annotators, values): an account by its id, an imported
+    annotator as -(index + 1) of its (file, rater) among those returned beside them; read
+    from the rows."""
     judged = Judgment.objects.filter(
         output__document__dataset=dataset, aspect_id__in=[a.pk for a in frame.aspects]
     )
     if excluded:
         judged = judged.exclude(annotator_id__in=excluded)
     found = read_rows(
-        judged.values_list("output_id", "aspect_id", "annotator_id", "import_file", "value")
+        judged.values_list(
+            "output_id", "aspect_id", "annotator_id", "import_file", "rater", "value"
+        )
     )
-    names: dict[str, int] = {}
+    names: dict[tuple[str, str], int] = {}
     who = np.array(
-        [a if a is not None else -(names.setdefault(f, len(names)) + 1) for _, _, a, f, _ in found],
+        [
+            a if a is not None else -(names.setdefault((f, r), len(names)) + 1)
+            for _, _, a, f, r, _ in found
+        ],
         dtype=np.int64,
     )
     outputs = np.array([r[0] for r in found], dtype=np.int64)
     aspects = np.array([r[1] for r in found], dtype=np.int64)
-    values = np.array([r[4] for r in found], dtype=np.float64)
+    values = np.array([r[5] for r in found], dtype=np.float64)
     raw: Raw = {}
     for aspect in frame.aspects:
         mask = aspects == aspect.pk
@@ -135,18 +146,19 @@ def _from_rows(dataset: Dataset, frame: ScoreFrame, excluded: set[int]) -> tuple
 
 def _from_snapshot(
     written: snapshot.Snapshot, frame: ScoreFrame, excluded: set[int]
-) -> tuple[Raw, list[str]]:
+) -> tuple[Raw, Sources]:
     """The same as :func:`_from_rows`, from the snapshot."""
-    names: dict[str, int] = {}
+    names: dict[tuple[str, str], int] = {}
     raw: Raw = {}
     for aspect in frame.aspects:
         found = written.judgments(aspect.pk)
-        index = np.array([names.setdefault(f, len(names)) for f in found.files], dtype=np.int64)
+        index = np.array([names.setdefault(s, len(names)) for s in found.sources], dtype=np.int64)
         keep = ~np.isin(found.annotator, list(excluded)) if excluded else slice(None)
+        imported = np.maximum(-found.annotator - 1, 0)  # the row's index in found.sources
         who = np.where(
             found.annotator > 0,
             found.annotator,
-            -(index[found.file_code] if index.size else found.file_code) - 1,
+            -(index[imported] if index.size else imported) - 1,
         )
         raw[aspect.pk] = (found.output_id[keep], who[keep], found.value[keep])
     snapshot.release_memory()

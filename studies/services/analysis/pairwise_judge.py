@@ -7,11 +7,14 @@ The judge's pairs are read from its scores' details (each output keeps the pairs
 the lower id of, with both orders' distributions: :mod:`studies.services.runs.pairwise`);
 a pair with a failed order is counted and left out.
 
-Human preferences come from one of two kinds of ``source``:
+Human preferences come from one of three kinds of ``source``:
 
 * ``pairwise:<campaign id>``: a pairwise campaign's answers on the run's aspect
   (through :data:`studies.hooks.pairwise_campaigns`), each annotator's answer turned
   into the judged pair's frame;
+* ``pairs`` (every imported pairwise judgment of the aspect) or ``pairs:<file>`` (one
+  pairs file's): imported preferences (``ImportedPreference``), each annotator's (each
+  rater of a file's) turned into the judged pair's frame;
 * ``likert`` (every judgment of the aspect) or ``likert:<source>`` (one of the
   dashboards' judgment sources: ``file:…``, ``import:…``, ``campaign:…``): each
   annotator's (each import file's) Likert scores of the pair's two outputs, turned into
@@ -38,11 +41,13 @@ from scoring.stats.pairwise_judge import (
     votes,
 )
 from studies import hooks
-from studies.models import Judgment, MetricRun, MetricScore
+from studies.models import ImportedPreference, Judgment, MetricRun, MetricScore
+from studies.services import annotators
 from studies.services.analysis.dashboards import judgment_sources, source_filter
 
 RESAMPLES = 1000
 CONFIDENCE = 0.95
+VOTES = {"a": 1, "tie": 0, "b": -1}  # an imported winner as a vote in its pair's frame
 
 
 class PairwiseUnavailable(ValueError):
@@ -220,15 +225,57 @@ def agreement_sources(run: MetricRun) -> list[tuple[str, str]]:
     likert += [
         (f"likert:{value}", f"Likert: {label}") for value, label in judgment_sources(dataset)
     ]
+    files = pair_files(run)
+    imported = [("pairs", "imported pairwise judgments (every file)")] if files else []
+    imported += [(f"pairs:{name}", f"imported pairwise judgments: {name}") for name in files]
     campaigns = hooks.pairwise_campaign_choices(dataset)
-    return likert + [(f"pairwise:{pk}", f"pairwise campaign {label}") for pk, label in campaigns]
+    return (
+        imported
+        + likert
+        + [(f"pairwise:{pk}", f"pairwise campaign {label}") for pk, label in campaigns]
+    )
+
+
+def _imported_pairs(run: MetricRun) -> Any:
+    """The imported pairwise judgments of the run's dataset on its aspect."""
+    aspect = run.aspect_version.aspect_id if run.aspect_version_id else None
+    return ImportedPreference.objects.filter(
+        output_a__document__dataset=run.dataset, aspect_id=aspect
+    )
+
+
+def pair_files(run: MetricRun) -> list[str]:
+    """The files imported pairwise judgments of the run's aspect came from, by name."""
+    found = _imported_pairs(run).order_by("import_file").values_list("import_file", flat=True)
+    return list(found.distinct())
+
+
+def _imported_votes(run: MetricRun, file: str, pairs: JudgedPairs) -> dict[str, dict[int, int]]:
+    """Per imported annotator, per pair index, its preference in the judged pair's frame
+    (``file`` "": every file's)."""
+    rows = _imported_pairs(run)
+    if file:
+        rows = rows.filter(import_file=file)
+    index = {(a, b): k for k, (a, b) in enumerate(zip(pairs.first, pairs.second, strict=True))}
+    found: dict[str, dict[int, int]] = defaultdict(dict)
+    for a, b, winner, import_file, rater in rows.values_list(
+        "output_a_id", "output_b_id", "winner", "import_file", "rater"
+    ).order_by("pk"):
+        vote = VOTES[winner]
+        who = annotators.key(None, import_file, rater)
+        if (a, b) in index:
+            found[who][index[(a, b)]] = vote
+        elif (b, a) in index:
+            found[who][index[(b, a)]] = -vote
+    return found
 
 
 def _likert_votes(
     run: MetricRun, source: str, margin: float, pairs: JudgedPairs
 ) -> dict[str, dict[int, int]]:
-    """Per annotator (``user:<id>`` or ``file:<name>``), per pair index, the preference
-    its Likert scores of the two outputs give (a difference within ``margin``: a tie)."""
+    """Per annotator (:func:`studies.services.annotators.key`), per pair index, the
+    preference its Likert scores of the two outputs give (a difference within
+    ``margin``: a tie)."""
     if run.aspect_version is None:
         raise PairwiseUnavailable("The run records no aspect: no Likert judgments to compare.")
     judged = Judgment.objects.filter(
@@ -240,11 +287,10 @@ def _likert_votes(
     if kept is not None:
         judged = judged.filter(kept)
     scores: dict[str, dict[int, float]] = defaultdict(dict)
-    for output, annotator, import_file, value in judged.values_list(
-        "output_id", "annotator_id", "import_file", "value"
+    for output, annotator, import_file, rater, value in judged.values_list(
+        "output_id", "annotator_id", "import_file", "rater", "value"
     ):
-        who = f"user:{annotator}" if annotator is not None else f"file:{import_file}"
-        scores[who][output] = value
+        scores[annotators.key(annotator, import_file, rater)][output] = value
     found: dict[str, dict[int, int]] = defaultdict(dict)
     for who, given in scores.items():
         for k, (a, b) in enumerate(zip(pairs.first, pairs.second, strict=True)):
@@ -274,6 +320,8 @@ def human_votes(
 ) -> dict[str, dict[int, int]]:
     """The human preferences of ``source`` on the judged pairs (see the module)."""
     kind, _, rest = source.partition(":")
+    if kind == "pairs":
+        return _imported_votes(run, rest, pairs)
     if kind == "pairwise":
         try:
             campaign = int(rest)
@@ -284,7 +332,9 @@ def human_votes(
         if not margin >= 0:
             raise PairwiseUnavailable("The margin must be 0 or more.")
         return _likert_votes(run, rest, margin, pairs)
-    raise PairwiseUnavailable(f"Unknown source {source!r}: use likert[:…] or pairwise:<id>.")
+    raise PairwiseUnavailable(
+        f"Unknown source {source!r}: use pairs[:…], likert[:…] or pairwise:<id>."
+    )
 
 
 def human_agreement(

@@ -6,9 +6,10 @@ collects located errors (:mod:`.validate`); only when there are none does the se
 write, in one transaction, in batches (:mod:`.write`, with the aspects it creates, widens
 or rescales into in :mod:`.aspects`). Re-importing a file updates changed values and
 creates no duplicates. Rows that are not in the file are left alone: an import only adds
-or updates. Files are read by :mod:`.records`, scores checked against their aspect's
-scale by :mod:`.scales`; an upload is a job a worker imports (:mod:`.jobs`); an export
-writes the same formats (:mod:`.export`).
+or updates. Files are read by :mod:`.records` (pairwise preference files by
+:mod:`.pairs`), human values checked against their aspect's kind by :mod:`.labels`
+(labels, raters) and its scale by :mod:`.scales`; an upload is a job a worker imports
+(:mod:`.jobs`); an export writes the same formats (:mod:`.export`).
 """
 
 from studies.services.imports.export import export_dataset, run_columns

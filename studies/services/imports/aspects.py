@@ -11,6 +11,7 @@ from django.db import IntegrityError, transaction
 import studies.services.imports.scales as scales
 from studies.models import Aspect, TaskKind
 from studies.permissions import owned_aspects
+from studies.services.imports.labels import NewKind
 from studies.services.imports.options import ImportOptions, ImportSummary, ImportValidationError
 from studies.services.imports.records import LineError
 from studies.services.imports.validate import _new_aspect_fields, _Plan
@@ -22,6 +23,7 @@ def _aspects(plan: _Plan, options: ImportOptions, summary: ImportSummary) -> dic
     for name, aspect in plan.aspects.items():
         low, high = plan.observed_range[name]
         if aspect is None:
+            kind = plan.kinds[name]
             scale_min, scale_max = scales.rounded_range(low, high)
             fields = _new_aspect_fields(name)
             aspect = Aspect(
@@ -30,6 +32,9 @@ def _aspects(plan: _Plan, options: ImportOptions, summary: ImportSummary) -> dic
                 definition=f"Imported from {options.file_name}; edit this definition.",
                 scale_min=scale_min,
                 scale_max=scale_max,
+                kind=kind.kind,
+                labels=list(kind.labels),
+                positive=kind.positive,
                 source=f"created by import of {options.file_name}",
             )
             aspect._changed_by = options.owner
@@ -37,16 +42,15 @@ def _aspects(plan: _Plan, options: ImportOptions, summary: ImportSummary) -> dic
                 with transaction.atomic():  # a savepoint: the import goes on after a clash
                     aspect.save()
             except IntegrityError:
-                aspect = _created_meanwhile(name, fields["key"], low, high, options)
+                aspect = _created_meanwhile(name, fields["key"], low, high, options, kind)
             else:
                 summary.aspects_created.append(aspect.code)
-                summary.scales.append(
-                    f"created {aspect.code} with the scale {scales.fmt_range(scale_min, scale_max)} "
-                    f"from the file's {name} values ({scales.fmt_range(low, high)})"
-                )
+                summary.scales.append(_created(aspect, name, kind, plan, low, high))
             aspect.tasks.add(task)
         elif (
             options.widen_aspects
+            and not aspect.is_labelled
+            and name in plan.valued  # an aspect pairs name alone has no values to hold
             and name.lower() not in options.rescale
             and not scales.holds(aspect, low, high)
         ):
@@ -55,12 +59,29 @@ def _aspects(plan: _Plan, options: ImportOptions, summary: ImportSummary) -> dic
     return resolved
 
 
+def _created(aspect: Aspect, name: str, kind: NewKind, plan: _Plan, low: float, high: float) -> str:
+    """What the summary says of an aspect the import created."""
+    if kind.kind == Aspect.Kind.SCALE and name not in plan.valued:
+        return (
+            f"created {aspect.code} with the scale {scales.fmt_range(low, high)}, the "
+            f"default: the file names {name} for pairwise preferences only"
+        )
+    if kind.kind == Aspect.Kind.SCALE:
+        return (
+            f"created {aspect.code} with the scale "
+            f"{scales.fmt_range(aspect.scale_min, aspect.scale_max)} "
+            f"from the file's {name} values ({scales.fmt_range(low, high)})"
+        )
+    return f"created {aspect.code}, {kind.describe()}, from the file's {name} values"
+
+
 def _created_meanwhile(
-    name: str, key: str, low: float, high: float, options: ImportOptions
+    name: str, key: str, low: float, high: float, options: ImportOptions, kind: NewKind
 ) -> Aspect:
     """The aspect another import of the same owner created for ``name`` between this
     import's validation and its write (two uploads at once): used when this file's
-    scores fit its scale, else a located error (the whole import is rolled back)."""
+    scores fit its scale (its labels), else a located error (the whole import is rolled
+    back)."""
     aspect = owned_aspects(options.owner).filter(owner=options.owner, key=key).first()
     field_name = f"human.{name}"
     if aspect is None:
@@ -75,7 +96,18 @@ def _created_meanwhile(
                 )
             ]
         )
-    if not scales.holds(aspect, low, high):
+    if aspect.kind != kind.kind or (aspect.is_labelled and list(kind.labels) != aspect.labels):
+        raise ImportValidationError(
+            [
+                LineError(
+                    0,
+                    field_name,
+                    f"another import created {aspect.code} at the same moment as another "
+                    "kind of aspect, or with other labels; import the file again",
+                )
+            ]
+        )
+    if not aspect.is_labelled and not scales.holds(aspect, low, high):
         raise ImportValidationError(
             [
                 LineError(

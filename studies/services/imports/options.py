@@ -53,10 +53,13 @@ class ImportSummary:
     outputs: dict[str, int] = field(default_factory=lambda: {"created": 0, "updated": 0})
     judgments: dict[str, int] = field(default_factory=lambda: {"created": 0, "updated": 0})
     metric_scores: dict[str, int] = field(default_factory=lambda: {"created": 0, "updated": 0})
+    pairwise_judgments: dict[str, int] = field(default_factory=lambda: {"created": 0, "updated": 0})
     aspects_created: list[str] = field(default_factory=list)
     metric_runs: list[str] = field(default_factory=list)
     scales: list[str] = field(default_factory=list)  # created, rescaled, widened: in words
     merged: list[str] = field(default_factory=list)  # ids spelled two ways, merged: in words
+    # the raters per aspect, human values not used, keys left out: in words
+    notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:

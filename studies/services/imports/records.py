@@ -8,11 +8,14 @@ nothing when there is any.
 JSONL, one output per line (see shared/data/README.md)::
 
     {"doc_id": "...", "system_id": "...", "source": "...", "references": ["..."],
-     "output": "...", "human": {"coherence": 4.0}, "metrics": {"rouge1": 0.41},
-     "context": ...}
+     "output": "...", "human": {"coherence": 4.0, "consistency": "pass"},
+     "annotators": {"consistency": {"ann1": "fail", "ann2": "pass"}},
+     "metrics": {"rouge1": 0.41}, "context": ...}
 
 CSV: ``doc_id, system_id, source, reference`` (or ``reference_1..n``), ``output``,
-``human_<aspect>...``, ``metric_<name>...``, optional ``context`` (JSON text).
+``human_<aspect>...``, ``human_<aspect>@<rater>...``, ``metric_<name>...``, optional
+``context`` (JSON text). Human values and extra keys: :mod:`.labels`. Pairwise
+preference files have their own layout (:mod:`.pairs`).
 """
 
 from __future__ import annotations
@@ -22,11 +25,19 @@ import json
 import math
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
 from studies.services.csvfile import restore_cell
+from studies.services.imports.errors import LineError, RecordError
+from studies.services.imports.labels import (
+    Value,
+    extra_keys,
+    rater_id,
+    read_annotators,
+    read_value,
+)
 
 FORMATS = ("jsonl", "csv")
 JSONL_FIELDS = {
@@ -36,6 +47,7 @@ JSONL_FIELDS = {
     "references",
     "output",
     "human",
+    "annotators",
     "metrics",
     "context",
 }
@@ -47,29 +59,6 @@ _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]*$")
 # NUL: PostgreSQL text cannot hold it; lone surrogates: not encodable as UTF-8.
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 _SUSPECT_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")  # \u0000, \ud800-\udfff
-_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]")
-
-
-@dataclass(frozen=True)
-class LineError:
-    """A located problem in an input file."""
-
-    line: int
-    field: str
-    message: str
-
-    def __str__(self) -> str:
-        # the job's errors keep this text; the Python client reads line and field back
-        # from it (client/src/concordia_client/models.py, ImportProblem.parse)
-        where = f"line {self.line}" if self.line else "file"
-        text = (
-            f"{where}, field '{self.field}': {self.message}"
-            if self.field
-            else f"{where}: {self.message}"
-        )
-        # a message quotes the file's own text, which may hold what no database column
-        # (the job's error list) can store
-        return _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 @dataclass(frozen=True)
@@ -82,20 +71,15 @@ class Record:
     source: str
     references: tuple[str, ...]
     output: str
-    human: dict[str, float] = field(default_factory=dict)
+    human: dict[str, Value] = field(default_factory=dict)  # a number, or a label
     metrics: dict[str, float] = field(default_factory=dict)
     context: Any = None
     # ids and score names written otherwise than they are read: (where, as written, as
     # read), where is doc_id, system_id, human or metrics (imports/ids.py)
     spelled: tuple[tuple[str, str, str], ...] = ()
-
-
-class RecordError(Exception):
-    """A line that cannot be turned into a record."""
-
-    def __init__(self, errors: list[LineError]) -> None:
-        super().__init__("; ".join(str(e) for e in errors))
-        self.errors = errors
+    # per aspect name, each rater's value ("annotators" of a line; CSV @ columns)
+    annotators: dict[str, dict[str, Value]] = field(default_factory=dict)
+    ignored: tuple[str, ...] = ()  # keys of the line left out (plain extra values)
 
 
 def normal_id(text: str) -> str:
@@ -114,18 +98,34 @@ def detect_format(file_name: str) -> str:
     raise ValueError(f"Cannot tell the format of {file_name!r}: use a .jsonl or .csv file.")
 
 
+@dataclass(frozen=True)
+class Layout:
+    """What a file's lines are: how a decoded JSONL line, and a CSV header and row, become
+    items (records here; :mod:`.pairs` has pairwise preferences)."""
+
+    from_mapping: Callable[..., Any]  # (line, object, suspect=) -> item or RecordError
+    csv_columns: Callable[[list[str], int | None], Any]  # (header, max_metrics) -> columns
+    from_row: Callable[[int, list[str], list[str], Any], Any]  # (line, row, header, columns)
+
+
 def read_records(
-    stream: IO[bytes], file_format: str, *, max_line_bytes: int, max_metrics: int | None = None
-) -> Iterator[Record | RecordError]:
-    """Yield a record, or a :class:`RecordError`, per data line of ``stream``.
+    stream: IO[bytes],
+    file_format: str,
+    *,
+    max_line_bytes: int,
+    max_metrics: int | None = None,
+    layout: Layout | None = None,
+) -> Iterator[Any]:
+    """Yield a record (an item of ``layout``), or a :class:`RecordError`, per data line.
 
     File-level problems (empty file, bad CSV header) are yielded as a RecordError too, and
     so is the metric name that takes a file past ``max_metrics`` names (None: no cap).
     """
+    layout = layout or RECORDS
     if file_format == "jsonl":
-        yield from _read_jsonl(stream, max_line_bytes, max_metrics)
+        yield from _read_jsonl(stream, max_line_bytes, max_metrics, layout)
     elif file_format == "csv":
-        yield from _read_csv(stream, max_line_bytes, max_metrics)
+        yield from _read_csv(stream, max_line_bytes, max_metrics, layout)
     else:
         raise ValueError(f"Unknown format {file_format!r}; expected one of {FORMATS}.")
 
@@ -174,8 +174,8 @@ def _lines(stream: IO[bytes], max_line_bytes: int) -> Iterator[tuple[int, str | 
 
 
 def _read_jsonl(
-    stream: IO[bytes], max_line_bytes: int, max_metrics: int | None
-) -> Iterator[Record | RecordError]:
+    stream: IO[bytes], max_line_bytes: int, max_metrics: int | None, layout: Layout
+) -> Iterator[Any]:
     seen_any = False
     metrics: set[str] = set()  # the names seen so far, up to the cap
     capped = False
@@ -191,7 +191,7 @@ def _read_jsonl(
         if isinstance(parsed, RecordError):
             yield parsed
             continue
-        item = _record_from_mapping(number, parsed[0], suspect=parsed[1])
+        item = layout.from_mapping(number, parsed[0], suspect=parsed[1])
         if isinstance(item, Record) and max_metrics is not None and not capped:
             new = [name for name in item.metrics if name not in metrics]
             if len(metrics) + len(new) > max_metrics:  # reported once, at the name past it
@@ -303,13 +303,7 @@ def _record_from_mapping(number: int, obj: Any, *, suspect: bool) -> Record | Re
     errors = _check_structure(number, obj) if suspect else []
     if errors:
         return RecordError(errors)
-    unknown = sorted(set(obj) - JSONL_FIELDS)
-    if unknown:
-        errors.append(
-            LineError(
-                number, unknown[0], f"unknown field (allowed: {', '.join(sorted(JSONL_FIELDS))})"
-            )
-        )
+    ignored, problems = extra_keys(obj, JSONL_FIELDS)
     values: dict[str, str] = {}
     for name in REQUIRED_FIELDS:
         if name not in obj or obj[name] is None:
@@ -354,6 +348,9 @@ def _record_from_mapping(number: int, obj: Any, *, suspect: bool) -> Record | Re
         references = []
     human = _scores(number, "human", obj.get("human", {}), errors, spelled)
     metrics = _scores(number, "metrics", obj.get("metrics", {}), errors, spelled)
+    annotators, found = read_annotators(obj["annotators"]) if "annotators" in obj else ({}, [])
+    if problems or found:
+        errors += [LineError(number, where, message) for where, message in problems + found]
     if errors:
         return RecordError(errors)
     return Record(
@@ -367,18 +364,20 @@ def _record_from_mapping(number: int, obj: Any, *, suspect: bool) -> Record | Re
         metrics=metrics,
         context=obj.get("context"),
         spelled=tuple(spelled),
+        annotators=annotators,
+        ignored=ignored,
     )
 
 
 def _scores(
     number: int, group: str, raw: Any, errors: list[LineError], spelled: list[tuple[str, str, str]]
-) -> dict[str, float]:
+) -> dict[str, Any]:
     if raw is None:
         return {}
     if not isinstance(raw, dict):
         errors.append(LineError(number, group, "expected an object of name: number"))
         return {}
-    scores: dict[str, float] = {}
+    scores: dict[str, Any] = {}
     written: dict[str, str] = {}  # name as read -> as written
     for written_name, value in raw.items():
         name = normal_id(written_name)
@@ -401,11 +400,12 @@ def _scores(
             spelled.append((group, written_name, name))
         if value is None:
             continue  # a missing score
-        number_value = _number(value)
-        if number_value is None:
-            errors.append(LineError(number, where, f"expected a number, got {value!r}"))
+        read = _number(value) if group == "metrics" else read_value(value)
+        if read is None:
+            wanted = "a number" if group == "metrics" else "a number or a label"
+            errors.append(LineError(number, where, f"expected {wanted}, got {value!r}"))
             continue
-        scores[name] = number_value
+        scores[name] = read
     return scores
 
 
@@ -433,11 +433,12 @@ class _CsvColumns:
     references: list[int]
     human: dict[str, int]
     metrics: dict[str, int]
+    raters: dict[tuple[str, str], int] = field(default_factory=dict)  # (aspect, rater)
 
 
 def _read_csv(
-    stream: IO[bytes], max_line_bytes: int, max_metrics: int | None
-) -> Iterator[Record | RecordError]:
+    stream: IO[bytes], max_line_bytes: int, max_metrics: int | None, layout: Layout
+) -> Iterator[Any]:
     problems: list[LineError] = []
 
     def text_lines() -> Iterator[str]:
@@ -460,7 +461,7 @@ def _read_csv(
     if header is None:
         yield RecordError([LineError(0, "", "the file is empty: no header and no records")])
         return
-    columns = _csv_columns(header, max_metrics)
+    columns = layout.csv_columns(header, max_metrics)
     if isinstance(columns, RecordError):
         yield columns
         return
@@ -476,7 +477,7 @@ def _read_csv(
         if not any(cell.strip() for cell in row):
             continue
         seen_any = True
-        yield _record_from_row(reader.line_num, row, header, columns)
+        yield layout.from_row(reader.line_num, row, header, columns)
     if problems:
         yield RecordError(problems)
     elif not seen_any:
@@ -490,7 +491,9 @@ def _csv_columns(header: list[str], max_metrics: int | None) -> _CsvColumns | Re
     references: list[tuple[int, int]] = []
     human: dict[str, int] = {}
     metrics: dict[str, int] = {}
+    raters: dict[tuple[str, str], int] = {}
     seen: dict[str, int] = {}  # a column's identity -> its position
+    spelling: dict[str, str] = {}  # an aspect's name (lower case) -> as its first column has it
     for position, name in enumerate(names):
         first = seen.setdefault(_column_identity(name), position) if name else position
         if first != position:  # one value would silently replace the other
@@ -501,8 +504,15 @@ def _csv_columns(header: list[str], max_metrics: int | None) -> _CsvColumns | Re
         ref = _REFERENCE_COLUMN.match(name)
         if ref:
             references.append((int(ref.group(1) or 0), position))
+        elif name.startswith("human_") and "@" in name:
+            aspect, _, written = name[6:].partition("@")
+            rater, problem = rater_id(written)
+            if rater is None or not aspect:
+                errors.append(LineError(1, name, problem or "write human_<aspect>@<rater>"))
+            else:
+                raters[(spelling.setdefault(aspect.lower(), aspect), rater)] = position
         elif name.startswith("human_") and len(name) > 6:
-            human[name[6:]] = position
+            human[spelling.setdefault(name[6:].lower(), name[6:])] = position
         elif name.startswith("metric_") and len(name) > 7:
             metrics[name[7:]] = position
         elif name in ("doc_id", "system_id", "source", "output", "context"):
@@ -512,8 +522,9 @@ def _csv_columns(header: list[str], max_metrics: int | None) -> _CsvColumns | Re
                 LineError(
                     1,
                     name,
-                    "unknown column (expected doc_id, system_id, source, "
-                    "reference or reference_N, output, human_<aspect>, metric_<name>, context)",
+                    "unknown column (expected doc_id, system_id, source, reference or "
+                    "reference_N, output, human_<aspect>, human_<aspect>@<rater>, "
+                    "metric_<name>, context)",
                 )
             )
     for required in REQUIRED_FIELDS:
@@ -525,13 +536,17 @@ def _csv_columns(header: list[str], max_metrics: int | None) -> _CsvColumns | Re
         errors.append(LineError(1, f"metric_{name}", message))
     if errors:
         return RecordError(errors)
-    return _CsvColumns(index, [p for _n, p in sorted(references)], human, metrics)
+    return _CsvColumns(index, [p for _n, p in sorted(references)], human, metrics, raters)
 
 
 def _column_identity(name: str) -> str:
     """What a header cell names: human score names match aspects case-insensitively (as
-    the import matches them), every other column exactly."""
-    return name.lower() if name.startswith("human_") else name
+    the import matches them; a rater's name after ``@`` exactly), every other column
+    exactly."""
+    if not name.startswith("human_"):
+        return name
+    aspect, at, rater = name.partition("@")
+    return aspect.lower() + at + rater
 
 
 def _duplicate_column(first: str, first_at: int, name: str, position: int) -> str:
@@ -555,6 +570,11 @@ def _record_from_row(
     obj["metrics"] = {
         name: (row[p] if row[p].strip() else None) for name, p in cols.metrics.items()
     }
+    if cols.raters:
+        given: dict[str, dict[str, str | None]] = {}
+        for (aspect, rater), p in cols.raters.items():
+            given.setdefault(aspect, {})[rater] = row[p] if row[p].strip() else None
+        obj["annotators"] = given
     # a CSV cell may hold a raw NUL; the context cell, anything a JSONL line may hold
     suspect = any("\x00" in cell for cell in row)
     if "context" in cols.index and row[cols.index["context"]].strip():
@@ -563,3 +583,6 @@ def _record_from_row(
             return context
         obj["context"], suspect = context[0], suspect or context[1]
     return _record_from_mapping(number, obj, suspect=suspect)
+
+
+RECORDS = Layout(_record_from_mapping, _csv_columns, _record_from_row)

@@ -18,11 +18,14 @@ import studies.services.imports.scales as scales
 from studies.models import Aspect, Dataset, TaskKind, aspect_key
 from studies.permissions import owned_aspects
 from studies.services.imports.ids import Spellings, StoredRenames, stored_spellings
+from studies.services.imports.labels import NewKind, Observed, new_kind, stored_value
 from studies.services.imports.options import ImportOptions, ImportValidationError
+from studies.services.imports.pairs import PAIRS, PairRecord, is_pairs_file
 from studies.services.imports.records import LineError, Record, RecordError, read_records
 from studies.services.lookup import aspect_names, find_aspect
 
 MAX_REPORTED_ERRORS = 50
+MAX_RATERS_LISTED = 1000  # raters (and keys left out) counted one by one per name
 # the name's rule is the model's (a slug), checked here too: a command or a worker's job
 # calls the service without a form, and a database does not check a SlugField
 _NAME_LENGTH = Dataset._meta.get_field("name").max_length or 100
@@ -33,23 +36,114 @@ class _Plan:
     """What validation learnt: how the file's names map to rows to be."""
 
     aspects: dict[str, Aspect | None]  # file key -> existing aspect, or None to create
-    observed_range: dict[str, list[float]]  # file key -> [min, max] of its scores
+    observed_range: dict[str, tuple[float, float]]  # file key -> (min, max) of its scores
     metrics: list[str]
     records: int
     notes: list[str] = field(default_factory=list)  # ids merged or normalised, in words
     renames: StoredRenames = field(default_factory=StoredRenames)
+    kinds: dict[str, NewKind] = field(default_factory=dict)  # file key -> what to create
+    per_annotator: set[str] = field(default_factory=set)  # file keys given by rater
+    said: list[str] = field(default_factory=list)  # human not used, keys left out: in words
+    valued: set[str] = field(default_factory=set)  # file keys given values (not pairs only)
 
 
-def _read(stream: Any, options: ImportOptions) -> Iterator[Record | RecordError]:
+class _Values:
+    """The human values of a file, checked against their aspects as they come: what each
+    name was given (to choose a new aspect's kind), the problems of ``human`` values (kept
+    back: they are dropped when the file gives the aspect per annotator), and the
+    judgments each rater gave."""
+
+    def __init__(self, options: ImportOptions, report: Any, more: Any) -> None:
+        self.options, self.report, self.more = options, report, more
+        self.human: dict[str, Observed] = {}
+        self.rated: dict[str, Observed] = {}
+        self.held: dict[str, list[LineError]] = {}  # human.<name>'s problems, kept back
+        self.held_more: dict[str, int] = {}
+        self.raters: dict[str, dict[str, int]] = {}  # name -> rater -> judgments
+        self.codes: dict[int, dict[str, int]] = {}  # a label aspect's label -> value
+
+    def check(self, name: str, aspect: Aspect | None, value: Any, line: int, rater: str) -> None:
+        """One value of ``name`` (``rater``: whose, or "" for ``human``)."""
+        store = self.rated if rater else self.human
+        seen = store.get(name)
+        if seen is None:
+            seen = store[name] = Observed()
+        seen.add(value, line)
+        if rater:
+            given = self.raters.setdefault(name, {})
+            if rater in given or len(given) < MAX_RATERS_LISTED:
+                given[rater] = given.get(rater, 0) + 1
+        if aspect is None:
+            return  # to be created: its kind comes from every value (finish)
+        if aspect.kind != Aspect.Kind.SCALE or isinstance(value, str):
+            codes = self.codes.get(aspect.pk)
+            if codes is None:
+                codes = self.codes[aspect.pk] = aspect.label_codes()
+            problem = stored_value(value, aspect, codes)[1]
+        else:
+            options = self.options
+            problem = scales.out_of_scale(
+                name, value, aspect, options.rescale, options.widen_aspects
+            )
+        if not problem:
+            return
+        where = f"annotators.{name}.{rater}" if rater else f"human.{name}"
+        error = LineError(line, where, problem)
+        if rater:
+            self.report(error)
+        elif len(self.held.setdefault(name, [])) < MAX_REPORTED_ERRORS:
+            self.held[name].append(error)
+        else:
+            self.held_more[name] = self.held_more.get(name, 0) + 1
+
+    def finish(self, aspects: dict[str, Aspect | None], plan: _Plan) -> None:
+        """Report what was kept back, choose the new aspects' kinds, say in words what
+        the summary should (``human`` values not used, the raters)."""
+        for name, errors in self.held.items():
+            if name not in self.rated:
+                for error in errors:
+                    self.report(error)
+                self.more(self.held_more.get(name, 0))
+        for name, aspect in aspects.items():
+            seen = self.rated.get(name) or self.human.get(name) or Observed()
+            plan.observed_range[name] = seen.range
+            if aspect is not None:
+                continue
+            kind, problem, line = new_kind(seen)
+            if kind is None:
+                given = "annotators" if name in self.rated else "human"
+                self.report(LineError(line, f"{given}.{name}", problem))
+            else:
+                plan.kinds[name] = kind
+        plan.per_annotator = set(self.rated)
+        plan.valued = set(self.rated) | set(self.human)
+        for name in sorted(self.rated):
+            given = self.raters.get(name, {})
+            shown = ", ".join(sorted(given)[:10]) + (", ..." if len(given) > 10 else "")
+            count = sum(given.values())
+            plan.said.append(
+                f"{name}: {count:,} judgments by {len(given)}"
+                f"{'+' if len(given) >= MAX_RATERS_LISTED else ''} annotators ({shown})"
+            )
+            unused = self.human.get(name)
+            if unused is not None:
+                plan.said.append(
+                    f"human.{name} was not used ({unused.count:,} values): the file gives "
+                    f"{name} per annotator (annotators.{name}), imported as their judgments"
+                )
+
+
+def _read(stream: Any, options: ImportOptions) -> Iterator[Record | PairRecord | RecordError]:
     cfg = settings.CONCORDIA
     limits = {
         "max_line_bytes": cfg["IMPORT_MAX_LINE_BYTES"],
         "max_metrics": cfg["IMPORT_MAX_METRICS"],
     }
-    return read_records(stream, options.file_format, **limits)
+    pairs = is_pairs_file(stream, options.file_format, limits["max_line_bytes"])
+    return read_records(stream, options.file_format, **limits, layout=PAIRS if pairs else None)
 
 
-def _valid_records(stream: Any, options: ImportOptions) -> Iterator[Record]:
+def _valid_records(stream: Any, options: ImportOptions) -> Iterator[Record | PairRecord]:
     for item in _read(stream, options):
         if isinstance(item, RecordError):  # the file changed between the two passes
             raise ImportValidationError(item.errors)
@@ -66,6 +160,10 @@ def _validate(path: Path, options: ImportOptions) -> _Plan:
             errors.append(error)
         else:
             more += 1
+
+    def count_more(n: int) -> None:
+        nonlocal more
+        more += n
 
     if not slug_re.match(options.dataset) or len(options.dataset) > _NAME_LENGTH:
         report(
@@ -94,13 +192,64 @@ def _validate(path: Path, options: ImportOptions) -> _Plan:
     lookup = aspect_names(options.owner)
     aspects: dict[str, Aspect | None] = {}
     targets: dict[Any, str] = {}  # aspect (or the name it will be created with) -> file key
-    observed: dict[str, list[float]] = {}
+    values = _Values(options, report, count_more)
     metrics: dict[str, None] = {}
-    documents: dict[str, tuple[int, bytes, bytes, bytes, bool]] = {}
+    documents: dict[str, tuple[int, bytes, bytes, bool]] = {}
     outputs: dict[bytes, tuple[int, bytes]] = {}
+    pairs: dict[bytes, tuple[int, str]] = {}  # a pair's judgment -> (line, winner)
+    ignored: dict[str, int] = {}  # keys left out -> lines
     spellings = Spellings()
     systems: set[str] = set()
     count = 0
+
+    def aspect_of(name: str, where: str, line: int) -> Aspect | None:
+        """The aspect a file's name means (None: one to create), reported once if unknown."""
+        if name in aspects:
+            return aspects[name]
+        aspect = find_aspect(lookup, name)
+        if aspect is None and not options.create_aspects:
+            report(
+                LineError(
+                    line,
+                    where,
+                    f"unknown aspect {name!r}; "
+                    "create it first, or import with --create-aspects (upload page: tick 'Create unknown aspects')",
+                )
+            )
+        aspects[name] = aspect
+        target = aspect.pk if aspect else _created_name(name).lower()
+        if target in targets:  # one value would silently replace the other
+            report(
+                LineError(
+                    line, where, f"names the same aspect as {targets[target]!r}; use one name"
+                )
+            )
+        targets.setdefault(target, name)
+        return aspect
+
+    def see_output(item: Record, field_name: str) -> None:
+        first = documents.get(item.doc_id)
+        spellings.see(item, (first[0], first[3]) if first else None)
+        systems.add(item.system_id)
+        _check_document(item, documents, report)
+        # 16-byte digests, not the strings: memory per output stays small
+        key = _digest(item.doc_id, item.system_id)
+        digest = _digest(item.output)
+        previous = outputs.get(key)
+        if previous and previous[1] != digest:
+            report(
+                LineError(
+                    item.line,
+                    field_name,
+                    f"doc_id {item.doc_id!r}, system_id "
+                    f"{item.system_id!r} is already on line {previous[0]} with a different "
+                    f"output{_as_written(item)}",
+                )
+            )
+        elif previous is None:
+            outputs[key] = (item.line, digest)
+
+    check = values.check
     with path.open("rb") as stream:
         for item in _read(stream, options):
             if isinstance(item, RecordError):
@@ -108,59 +257,29 @@ def _validate(path: Path, options: ImportOptions) -> _Plan:
                     report(error)
                 continue
             count += 1
-            first = documents.get(item.doc_id)
-            spellings.see(item, (first[0], first[4]) if first else None)
-            systems.add(item.system_id)
-            _check_document(item, documents, report)
-            # 16-byte digests, not the strings: memory per output stays small
-            key = _digest(item.doc_id, item.system_id)
-            digest = _digest(item.output)
-            previous = outputs.get(key)
-            if previous and previous[1] != digest:
-                report(
-                    LineError(
-                        item.line,
-                        "output",
-                        f"doc_id {item.doc_id!r}, system_id "
-                        f"{item.system_id!r} is already on line {previous[0]} with a different "
-                        f"output{_as_written(item)}",
-                    )
-                )
-            elif previous is None:
-                outputs[key] = (item.line, digest)
+            for name in item.ignored:
+                if name in ignored or len(ignored) < MAX_RATERS_LISTED:
+                    ignored[name] = ignored.get(name, 0) + 1
+            if isinstance(item, PairRecord):
+                see_output(item.a, "output_a")
+                see_output(item.b, "output_b")
+                aspect_of(item.aspect, "aspect", item.line)
+                _check_pair(item, pairs, report)
+                continue
+            see_output(item, "output")
             for name, value in item.human.items():
-                if name not in aspects:
-                    aspect = find_aspect(lookup, name)
-                    if aspect is None and not options.create_aspects:
-                        report(
-                            LineError(
-                                item.line,
-                                f"human.{name}",
-                                f"unknown aspect {name!r}; "
-                                "create it first, or import with --create-aspects (upload page: tick 'Create unknown aspects')",
-                            )
-                        )
-                    aspects[name] = aspect
-                    observed[name] = [value, value]
-                    target = aspect.pk if aspect else _created_name(name).lower()
-                    if target in targets:  # one value would silently replace the other
-                        report(
-                            LineError(
-                                item.line,
-                                f"human.{name}",
-                                f"names the same aspect as {targets[target]!r}; use one name",
-                            )
-                        )
-                    targets.setdefault(target, name)
-                low_high = observed[name]
-                low_high[0], low_high[1] = min(low_high[0], value), max(low_high[1], value)
-                problem = scales.out_of_scale(
-                    name, value, aspects[name], options.rescale, options.widen_aspects
-                )
-                if problem:
-                    report(LineError(item.line, f"human.{name}", problem))
+                if name in aspects:  # the common case: no name to format
+                    check(name, aspects[name], value, item.line, "")
+                else:
+                    check(name, aspect_of(name, f"human.{name}", item.line), value, item.line, "")
+            for name, given in item.annotators.items():
+                aspect = aspect_of(name, f"annotators.{name}", item.line)
+                for rater, value in sorted(given.items()):
+                    check(name, aspect, value, item.line, rater)
             for name in item.metrics:
                 metrics.setdefault(name)
+    plan = _Plan(aspects, {}, list(metrics), count)
+    values.finish(aspects, plan)
     for name in options.rescale:
         matched = [n for n in aspects if n.lower() == name]
         if not matched:
@@ -174,6 +293,8 @@ def _validate(path: Path, options: ImportOptions) -> _Plan:
                     "takes its scale from the file's values",
                 )
             )
+        elif aspects[matched[0]].is_labelled:  # type: ignore[union-attr]
+            report(LineError(0, "rescale", f"{name!r} is an aspect of labels, not a scale"))
     renames, clashes = stored_spellings(existing, set(documents), systems)
     for error in clashes:
         report(error)
@@ -182,7 +303,30 @@ def _validate(path: Path, options: ImportOptions) -> _Plan:
             report(error)
     if errors or more:
         raise ImportValidationError(errors, more)
-    return _Plan(aspects, observed, list(metrics), count, spellings.notes(), renames)
+    plan.notes, plan.renames = spellings.notes(), renames
+    if ignored:
+        listed = ", ".join(f"{name} ({n:,} lines)" for name, n in sorted(ignored.items()))
+        plan.said.append(f"keys left out (not part of the import format): {listed}")
+    return plan
+
+
+def _check_pair(item: PairRecord, pairs: dict[bytes, tuple[int, str]], report: Any) -> None:
+    """A judgment of a pair given twice (same sides, aspect and annotator) with another
+    winner is an error; given twice alike, it is one judgment."""
+    key = _digest(item.doc_id, item.a.system_id, item.b.system_id, item.aspect.lower(), item.rater)
+    previous = pairs.get(key)
+    if previous is None:
+        pairs[key] = (item.line, item.winner)
+    elif previous[1] != item.winner:
+        who = f"annotator {item.rater!r}" if item.rater else "the file"
+        report(
+            LineError(
+                item.line,
+                "winner",
+                f"{who} judged this pair on {item.aspect!r} already on line {previous[0]}, "
+                f"with the winner {previous[1]!r}",
+            )
+        )
 
 
 def _new_aspect_fields(name: str) -> dict[str, str]:
@@ -234,21 +378,18 @@ def _check_new_aspects(names: list[str], options: ImportOptions) -> list[LineErr
 
 
 def _check_document(
-    item: Record, documents: dict[str, tuple[int, bytes, bytes, bytes, bool]], report: Any
+    item: Record, documents: dict[str, tuple[int, bytes, bytes, bool]], report: Any
 ) -> None:
-    digests = (
-        _digest(item.source),
-        _digest(json.dumps(item.references)),
-        _digest(json.dumps(item.context, sort_keys=True)),
-    )
+    """A document's lines agree on its source and context. References may differ: the
+    document takes its first line's, an output whose line gives others keeps its own
+    (an output that is itself one of the references, scored against the others)."""
+    digests = (_digest(item.source), _digest(json.dumps(item.context, sort_keys=True)))
     first = documents.get(item.doc_id)
     if first is None:  # and whether it spelled its doc_id as it is read
         clean = not any(where == "doc_id" for where, _raw, _read in item.spelled)
         documents[item.doc_id] = (item.line, *digests, clean)
         return
-    for name, before, now in zip(
-        ("source", "references", "context"), first[1:4], digests, strict=True
-    ):
+    for name, before, now in zip(("source", "context"), first[1:3], digests, strict=True):
         if before != now:
             report(
                 LineError(

@@ -17,11 +17,13 @@ from studies.models import (
     Aspect,
     Dataset,
     Document,
+    ImportedPreference,
     Judgment,
     MetricRun,
     MetricScore,
     Output,
     TaskKind,
+    label_text,
 )
 from studies.services import queue
 from studies.services.imports.aspects import _aspects, _rescalers
@@ -31,10 +33,12 @@ from studies.services.imports.options import (
     ImportValidationError,
     _batched,
 )
+from studies.services.imports.pairs import PairRecord
 from studies.services.imports.records import LineError, Record
-from studies.services.imports.validate import _valid_records, _validate
+from studies.services.imports.validate import _Plan, _valid_records, _validate
 
 log = logging.getLogger(__name__)
+_KEEP = object()  # an output's stored references stay (its line gives none)
 
 
 def import_file(path: Path | str, options: ImportOptions) -> ImportSummary:
@@ -52,12 +56,13 @@ def import_file(path: Path | str, options: ImportOptions) -> ImportSummary:
     plan = _validate(path, options)
     summary = ImportSummary(dataset=options.dataset, records=plan.records)
     summary.merged = plan.notes + plan.renames.notes()
+    summary.notes = plan.said
     with transaction.atomic():
         dataset = _dataset(options)
         plan.renames.apply(dataset)  # stored ids spelled otherwise, merged with the file's
         aspects = _aspects(plan, options, summary)
         runs = _imported_runs(dataset, plan.metrics, options.file_name, summary)
-        writer = _ChunkWriter(dataset, aspects, runs, options.file_name, summary)
+        writer = _ChunkWriter(dataset, aspects, runs, options.file_name, summary, plan)
         writer.scale = _rescalers(plan, options, summary)
         slow = cfg["TEST_SLOW_CHUNK_SECONDS"]  # tests only: time to cut the database mid-import
         with path.open("rb") as stream:
@@ -93,6 +98,7 @@ def _refresh_statistics(summary: ImportSummary) -> None:
         Output: summary.outputs["created"],
         Judgment: summary.judgments["created"],
         MetricScore: summary.metric_scores["created"],
+        ImportedPreference: summary.pairwise_judgments["created"],
     }
     with connection.cursor() as cursor:
         for model, rows in created.items():
@@ -144,6 +150,11 @@ class _ChunkWriter:
     keys, document ids, output ids), so a batch costs the same whatever the table holds;
     existing rows come back as plain tuples, compared in Python, and only the rows whose
     value differs are written: a re-import of an unchanged file writes no row.
+
+    A record's human values go in as judgments of the file (rater "") unless the file
+    gives the aspect per annotator (then each rater's value is a judgment of its own); a
+    label is stored as its position in the aspect's labels. A pairs file's lines write
+    their two outputs, then the pairwise judgments.
     """
 
     def __init__(
@@ -153,27 +164,44 @@ class _ChunkWriter:
         runs: dict[str, MetricRun],
         file_name: str,
         summary: ImportSummary,
+        plan: _Plan | None = None,
     ) -> None:
         self.dataset = dataset
         self.aspects = aspects
         self.runs = runs
         self.file_name = file_name
         self.summary = summary
+        self.per_annotator = plan.per_annotator if plan else set()  # human.<key> not used
+        self.codes = {  # file key -> label -> stored value, for label aspects
+            name: aspect.label_codes() for name, aspect in aspects.items() if aspect.is_labelled
+        }
         self.scale: dict[str, Callable[[float], float]] = {}  # file key -> rescaling
         self.doc_ids: dict[str, int] = {}  # documents already written by this import
+        self.doc_refs: dict[str, list[str] | None] = {}  # their references (None: kept)
         self.new_outputs: set[int] = set()  # created in the current batch: nothing to look up
 
-    def write(self, chunk: list[Record]) -> None:
-        latest = {(r.doc_id, r.system_id): r for r in chunk}  # a repeated line: the last one wins
+    def write(self, chunk: list[Record] | list[PairRecord]) -> None:
+        pairs = [item for item in chunk if isinstance(item, PairRecord)]
+        sides = [side for pair in pairs for side in (pair.a, pair.b)]
+        # a repeated line: the last one wins
+        latest = {(r.doc_id, r.system_id): r for r in sides or chunk}  # type: ignore[union-attr]
         records = list(latest.values())
         new_docs = self._documents(records)
         output_ids = self._outputs(records, new_docs)
+        if pairs:
+            self._pairwise(pairs, output_ids)
+            return
         self._judgments(records, output_ids)
         self._metric_scores(records, output_ids)
 
     def _documents(self, records: list[Record]) -> set[int]:
-        """Create or update the batch's documents not seen yet; the ids of those created."""
-        wanted = {r.doc_id: r for r in records if r.doc_id not in self.doc_ids}
+        """Create or update the batch's documents not seen yet; the ids of those created.
+        A record without references (None: a pair's line that gives none) leaves the
+        stored document's references and context as they are."""
+        wanted: dict[str, Record] = {}  # a document's first line gives its references
+        for r in records:
+            if r.doc_id not in self.doc_ids:
+                wanted.setdefault(r.doc_id, r)
         if not wanted:
             return set()
         found = Document.objects.filter(dataset=self.dataset, doc_key__in=wanted).order_by()
@@ -185,13 +213,21 @@ class _ChunkWriter:
         }
         new, changed = [], []
         for key, r in wanted.items():
-            fields = {"source": r.source, "references": list(r.references), "context": r.context}
-            if key not in existing:
+            stored = existing.get(key)
+            fields = {
+                "source": r.source,
+                "references": list(r.references or ()),
+                "context": r.context,
+            }
+            if r.references is None and stored is not None:  # keep the document's own
+                fields["references"], fields["context"] = stored[1][1], stored[1][2]
+            self.doc_refs[key] = None if r.references is None else fields["references"]
+            if stored is None:
                 new.append(Document(dataset=self.dataset, doc_key=key, **fields))
                 continue
-            pk, stored = existing[key]
+            pk = stored[0]
             self.doc_ids[key] = pk
-            if stored != tuple(fields.values()):
+            if stored[1] != tuple(fields.values()):
                 changed.append(Document(pk=pk, doc_key=key, **fields))
         Document.objects.bulk_create(new)
         Document.objects.bulk_update(changed, ["source", "references", "context"])
@@ -211,58 +247,94 @@ class _ChunkWriter:
         new, changed = [], []
         for r in records:
             key = (self.doc_ids[r.doc_id], r.system_id)
+            own = self._own_references(r)
             if key not in existing:
-                new.append(Output(document_id=key[0], system_id=r.system_id, text=r.output))
+                output = Output(document_id=key[0], system_id=r.system_id, text=r.output)
+                output.references = None if own is _KEEP else own
+                new.append(output)
                 continue
-            pk, text = existing[key]
-            if text != r.output:
-                changed.append(Output(pk=pk, text=r.output))
+            pk, text, stored = existing[key]
+            if own is _KEEP:
+                own = stored
+            if text != r.output or stored != own:
+                changed.append(Output(pk=pk, text=r.output, references=own))
         Output.objects.bulk_create(new)
-        Output.objects.bulk_update(changed, ["text"])
+        Output.objects.bulk_update(changed, ["text", "references"])
         self.summary.outputs["created"] += len(new)
         self.summary.outputs["updated"] += len(changed)
         if any(o.pk is None for o in new):
             existing = self._existing_outputs({o.document_id for o in new} | doc_pks)
         else:
-            existing.update({(o.document_id, o.system_id): (o.pk, o.text) for o in new})
+            existing.update(
+                {(o.document_id, o.system_id): (o.pk, o.text, o.references) for o in new}
+            )
         self.new_outputs = {existing[(o.document_id, o.system_id)][0] for o in new}
         return {
             (r.doc_id, r.system_id): existing[(self.doc_ids[r.doc_id], r.system_id)][0]
             for r in records
         }
 
+    def _own_references(self, r: Record) -> list[str] | None | object:
+        """The references an output keeps as its own: None when its line's are its
+        document's; ``_KEEP`` (the stored ones stay) when its line gives none."""
+        refs = self.doc_refs[r.doc_id]
+        if r.references is None or refs is None:
+            return _KEEP
+        mine = list(r.references)
+        return None if mine == refs else mine
+
     @staticmethod
-    def _existing_outputs(doc_pks: set[int]) -> dict[tuple[int, str], tuple[int, str]]:
-        """(document id, system id) -> (output id, text) of those documents' outputs."""
+    def _existing_outputs(doc_pks: set[int]) -> dict[tuple[int, str], tuple[int, str, Any]]:
+        """(document id, system id) -> (output id, text, own references) of those
+        documents' outputs."""
         if not doc_pks:
             return {}
         rows = Output.objects.filter(document_id__in=doc_pks).order_by()
         return {
-            (doc, system): (pk, text)
-            for pk, doc, system, text in rows.values_list("pk", "document_id", "system_id", "text")
+            (doc, system): (pk, text, references)
+            for pk, doc, system, text, references in rows.values_list(
+                "pk", "document_id", "system_id", "text", "references"
+            )
         }
 
+    def _stored(self, name: str, value: float | str) -> float:
+        """What a judgment stores for a file's value of ``name`` (validated already)."""
+        codes = self.codes.get(name)
+        if codes is not None:
+            return float(codes[label_text(value)])
+        return self.scale[name](value) if name in self.scale else value  # type: ignore[arg-type]
+
     def _judgments(self, records: list[Record], output_ids: dict[tuple[str, str], int]) -> None:
-        wanted = {
-            (output_ids[(r.doc_id, r.system_id)], self.aspects[name].pk): (
-                self.scale[name](value) if name in self.scale else value
-            )
-            for r in records
-            for name, value in r.human.items()
-        }
+        # by output, aspect, then rater: within an output and an aspect the judgments are
+        # written (their ids given) in the raters' order, as files of one rater each
+        # imported in that order would be
+        skip, plain = self.per_annotator, not self.codes and not self.scale
+        aspects = {name: aspect.pk for name, aspect in self.aspects.items()}
+        wanted: dict[tuple[int, int, str], float] = {}
+        for r in records:
+            output = output_ids[(r.doc_id, r.system_id)]
+            for name, value in r.human.items():
+                if name in skip:
+                    continue
+                stored = value if plain else self._stored(name, value)
+                wanted[(output, aspects[name], "")] = stored  # type: ignore[assignment]
+            for name, given in r.annotators.items():
+                aspect = self.aspects[name].pk
+                for rater in sorted(given):
+                    wanted[(output, aspect, rater)] = self._stored(name, given[rater])
         if not wanted:
             return
-        known = {o for o, _a in wanted} - self.new_outputs
-        existing: list[tuple[int, int, int, float]] = []
+        known = {o for o, _a, _r in wanted} - self.new_outputs
+        existing: list[tuple[int, tuple[Any, ...], Any]] = []
         if known:
             # By output ids alone, and the annotator checked here: with "annotator IS NULL"
             # in the query, SQLite (without statistics) walks the annotator index, that is
             # every imported judgment of every dataset, once per batch.
             rows = Judgment.objects.filter(output_id__in=known, import_file=self.file_name)
             existing = [
-                (pk, output, aspect, value)
-                for pk, output, aspect, value, annotator in rows.order_by().values_list(
-                    "pk", "output_id", "aspect_id", "value", "annotator_id"
+                (pk, (output, aspect, rater), value)
+                for pk, output, aspect, rater, value, annotator in rows.order_by().values_list(
+                    "pk", "output_id", "aspect_id", "rater", "value", "annotator_id"
                 )
                 if annotator is None
             ]
@@ -271,9 +343,48 @@ class _ChunkWriter:
             Judgment,
             existing,
             wanted,
-            ("output_id", "aspect_id", "value", "import_file", "created_at", "updated_at"),
-            lambda key, value: (key[0], key[1], value, self.file_name, now, now),
+            ("output_id", "aspect_id", "rater", "value", "import_file", "created_at", "updated_at"),
+            lambda key, value: (*key, value, self.file_name, now, now),
             self.summary.judgments,
+        )
+
+    def _pairwise(self, pairs: list[PairRecord], output_ids: dict[tuple[str, str], int]) -> None:
+        """Upsert the batch's pairwise judgments (the winner is the value compared)."""
+        wanted: dict[tuple[int, int, int, str], str] = {}
+        for pair in pairs:
+            a = output_ids[(pair.a.doc_id, pair.a.system_id)]
+            b = output_ids[(pair.b.doc_id, pair.b.system_id)]
+            wanted[(a, b, self.aspects[pair.aspect].pk, pair.rater)] = pair.winner
+        known = {a for a, _b, _x, _r in wanted} - self.new_outputs
+        existing: list[tuple[int, tuple[Any, ...], Any]] = []
+        if known:
+            rows = ImportedPreference.objects.filter(
+                output_a_id__in=known, import_file=self.file_name
+            )
+            existing = [
+                (pk, (a, b, aspect, rater), winner)
+                for pk, a, b, aspect, rater, winner in rows.order_by().values_list(
+                    "pk", "output_a_id", "output_b_id", "aspect_id", "rater", "winner"
+                )
+            ]
+        now = timezone.now()
+        self._upsert(
+            ImportedPreference,
+            existing,
+            wanted,
+            (
+                "output_a_id",
+                "output_b_id",
+                "aspect_id",
+                "rater",
+                "winner",
+                "import_file",
+                "created_at",
+                "updated_at",
+            ),
+            lambda key, winner: (*key, winner, self.file_name, now, now),
+            self.summary.pairwise_judgments,
+            field="winner",
         )
 
     def _metric_scores(self, records: list[Record], output_ids: dict[tuple[str, str], int]) -> None:
@@ -285,12 +396,17 @@ class _ChunkWriter:
         if not wanted:
             return
         known = {o for _r, o in wanted} - self.new_outputs
-        existing: list[tuple[int, int, int, float]] = []
+        existing: list[tuple[int, tuple[Any, ...], Any]] = []
         if known:
             rows = MetricScore.objects.filter(
                 output_id__in=known, run_id__in={run for run, _o in wanted}
             )
-            existing = list(rows.order_by().values_list("pk", "run_id", "output_id", "value"))
+            existing = [
+                (pk, (run, output), value)
+                for pk, run, output, value in rows.order_by().values_list(
+                    "pk", "run_id", "output_id", "value"
+                )
+            ]
         self._upsert(
             MetricScore,
             existing,
@@ -303,14 +419,15 @@ class _ChunkWriter:
     @staticmethod
     def _upsert(
         model: Any,
-        existing: list[tuple[int, int, int, float]],
-        wanted: dict[tuple[int, int], float],
+        existing: list[tuple[int, tuple[Any, ...], Any]],
+        wanted: dict[Any, Any],
         columns: tuple[str, ...],
         build: Any,
         counts: dict[str, int],
+        field: str = "value",
     ) -> None:
-        """Create the missing rows of ``wanted`` and update those whose value changed;
-        ``existing`` holds (pk, key, key, value) of the rows already there.
+        """Create the missing rows of ``wanted`` and update those whose ``field`` (the
+        value) changed; ``existing`` holds (pk, key, value) of the rows already there.
 
         New rows go in with one ``executemany``: hundreds of thousands of judgments would
         spend most of the import building model instances and compiling their SQL. Rows
@@ -318,14 +435,14 @@ class _ChunkWriter:
         instance, for ``bulk_update``.
         """
         changed = []
-        for pk, first, second, value in existing:
-            if (first, second) not in wanted:
+        for pk, key, value in existing:
+            if key not in wanted:
                 continue
-            new_value = wanted.pop((first, second))
+            new_value = wanted.pop(key)
             if value != new_value:
-                changed.append(model(pk=pk, value=new_value))
+                changed.append(model(pk=pk, **{field: new_value}))
         _insert(model, columns, [build(key, value) for key, value in wanted.items()])
-        model.objects.bulk_update(changed, ["value"], batch_size=1000)
+        model.objects.bulk_update(changed, [field], batch_size=1000)
         counts["created"] += len(wanted)
         counts["updated"] += len(changed)
 

@@ -117,7 +117,7 @@ def item_of(output: Output) -> Item:
         doc_key=output.document.doc_key,
         source=output.document.source,
         hypothesis=output.text,
-        references=tuple(output.document.references or ()),
+        references=tuple(output.reference_texts()),  # its own, where its line gave them
         history=history,
     )
 

@@ -136,7 +136,7 @@ def _demonstration_pool(run: MetricRun) -> dict[str, gptscore.Demonstration]:
         by_doc[output.document.doc_key].append(output)
     for key, candidates in by_doc.items():
         best = max(candidates, key=lambda o: (means.get(o.pk, float("-inf")), -o.pk))
-        refs = best.document.references or [""]
+        refs = best.reference_texts() or [""]
         pool[key] = gptscore.Demonstration(
             source=best.document.source, hypothesis=best.text, reference=refs[0]
         )

@@ -21,6 +21,7 @@ from django.db.models import Q
 
 from scoring.stats import Aggregate, aggregate_judgments
 from studies.models import Dataset, Judgment, MetricScore, Output
+from studies.services import annotators
 from studies.services.analysis.frames.meta import aspect_infos, run_infos
 from studies.services.analysis.frames.types import JudgmentFilter, ScoreFrame
 
@@ -70,21 +71,23 @@ def frame_from_rows(
     aspects = aspect_infos(judged.order_by().values_list("aspect_id", flat=True).distinct())
     human = np.full((output_ids.size, len(aspects)), np.nan, order="F")
     found = read_rows(
-        judged.values_list("output_id", "aspect_id", "annotator_id", "import_file", "value", "pk")
+        judged.values_list(
+            "output_id", "aspect_id", "annotator_id", "import_file", "value", "pk", "rater"
+        )
     )
     if found:
         table = np.array(found, dtype=object)
         # by output, then id: the order means add up in, whatever order the database
         # returned (a snapshot stores them so)
         table = table[np.lexsort((table[:, 5].astype(np.int64), table[:, 0].astype(np.int64)))]
-        annotators = np.array(
+        who = np.array(
             [
-                f"u{a}" if a is not None else f"f:{f}"
-                for a, f in zip(table[:, 2], table[:, 3], strict=True)
+                annotators.key(a, f, r)
+                for a, f, r in zip(table[:, 2], table[:, 3], table[:, 6], strict=True)
             ],
             dtype=object,
         )
-        excluded = {f"u{pk}" for pk in exclude_annotators}
+        excluded = {annotators.key(pk, "", "") for pk in exclude_annotators}
         weights = None
         if judgment_weights is not None:
             weights = np.array(
@@ -97,7 +100,7 @@ def frame_from_rows(
             mask = table[:, 1] == aspect.pk
             result = aggregate_judgments(
                 table[mask, 0].astype(np.int64),
-                annotators[mask],
+                who[mask],
                 table[mask, 4].astype(np.float64),
                 method=aggregate,
                 exclude_annotators=excluded,

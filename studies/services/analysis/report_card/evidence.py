@@ -17,7 +17,12 @@ from scoring.stats.judge_agreement import Estimate, pointwise_agreement
 from scoring.stats.scales import MAX_POINTS, scale_points, to_scale
 from studies.models import MetricRun, MetricScore
 from studies.services.analysis.frames import AspectInfo, ScoreFrame
-from studies.services.analysis.pairwise_judge import PairwiseUnavailable, summary
+from studies.services.analysis.pairwise_judge import (
+    PairwiseUnavailable,
+    human_agreement,
+    pair_files,
+    summary,
+)
 
 # the alt-test's requirements (the paper's): three annotators per item, 30 items each
 MIN_ANNOTATORS = 3
@@ -220,6 +225,28 @@ def position_of(run: MetricRun, seed: int, confidence: float) -> dict[str, Any] 
         "n_first": found.n_first,
         "n_second": found.n_second,
         "n_position_ties": found.n_position_ties,
+    }
+
+
+def human_pairs_of(run: MetricRun, seed: int, confidence: float) -> dict[str, Any] | None:
+    """A pairwise judge run's agreement with the imported human preferences of its
+    aspect (MT-Bench agreement with and without ties, beside the annotators' among
+    themselves); None for another run, or where no pairs file was imported."""
+    if run.metric != "pairwise" or not pair_files(run):
+        return None
+    try:
+        found = human_agreement(
+            run, "pairs", seed=seed, n_resamples=200, confidence=confidence, interval="percentile"
+        )
+    except PairwiseUnavailable as exc:
+        return {"problem": str(exc)}
+    return {
+        "problem": None,
+        "n_items": found.n_items,
+        "with_ties": _estimate(found.with_ties),
+        "without_ties": _estimate(found.without_ties),
+        "human_with_ties": _estimate(found.human_with_ties),
+        "human_without_ties": _estimate(found.human_without_ties),
     }
 
 

@@ -156,24 +156,27 @@ def write_outputs(dataset: Dataset, path: Path) -> dict[str, Any]:
 def write_judgments(dataset: Dataset, path: Path) -> dict[str, Any]:
     """One file per aspect, the judgments by output then id (the order the row path's
     query meets them within an output, so means add up in the same order); the names of
-    the files judgments were imported from."""
+    the files judgments were imported from. An imported judgment's annotator is its
+    file and rater (:mod:`studies.services.annotators`)."""
     columns: dict[str, list[np.ndarray]] = {
-        k: [] for k in ("judgment_id", "output_id", "aspect_id", "annotator_id", "file", "value")
+        k: []
+        for k in ("judgment_id", "output_id", "aspect_id", "annotator_id", "file", "rater", "value")
     }
-    files = _Strings()
+    files, raters = _Strings(), _Strings()
     found = (
         Judgment.objects.filter(output__document__dataset=dataset)
         .annotate(who=Coalesce("annotator_id", Value(0)))
         .order_by()
-        .values_list("pk", "output_id", "aspect_id", "who", "import_file", "value")
+        .values_list("pk", "output_id", "aspect_id", "who", "import_file", "rater", "value")
     )
     for chunk in _chunks(found):
-        pks, outputs, aspects, annotators, names, values = zip(*chunk, strict=True)
+        pks, outputs, aspects, annotators, names, rater_names, values = zip(*chunk, strict=True)
         columns["judgment_id"].append(_ints(pks))
         columns["output_id"].append(_ints(outputs))
         columns["aspect_id"].append(_ints(aspects))
         columns["annotator_id"].append(_ints(annotators))
         columns["file"].append(files.codes(names))
+        columns["rater"].append(raters.codes(rater_names))
         columns["value"].append(_floats(values))
     if not columns["value"]:
         return {"aspects": {}, "files": [], "bytes": 0}
@@ -181,6 +184,8 @@ def write_judgments(dataset: Dataset, path: Path) -> dict[str, Any]:
     del columns
     file_names, position = files.sorted_codes()
     dictionary = pa.array(file_names, type=pa.string())
+    rater_names, rater_position = raters.sorted_codes()
+    rater_dictionary = pa.array(rater_names, type=pa.string())
     counts, size = {}, 0
     for aspect in np.unique(table["aspect_id"]).tolist():
         rows = np.flatnonzero(table["aspect_id"] == aspect)
@@ -194,6 +199,10 @@ def write_judgments(dataset: Dataset, path: Path) -> dict[str, Any]:
                     "annotator_id": pa.array(annotator, mask=annotator == 0),
                     "import_file": pa.DictionaryArray.from_arrays(
                         pa.array(position[table["file"][rows]].astype(np.int32)), dictionary
+                    ),
+                    "rater": pa.DictionaryArray.from_arrays(
+                        pa.array(rater_position[table["rater"][rows]].astype(np.int32)),
+                        rater_dictionary,
                     ),
                     "value": table["value"][rows],
                 }

@@ -11,7 +11,7 @@
             systems.parquet    system, system_id
             judgments/aspect_id=<id>/part-0.parquet
                                judgment_id, output_id, annotator_id (null: imported),
-                               import_file, value; by output, then judgment id
+                               import_file, rater, value; by output, then judgment id
             scores/run_id=<id>/part-0.parquet
                                output_id, value (scored outputs only, by output)
 
@@ -33,7 +33,7 @@ from typing import Any
 
 from django.conf import settings
 
-FORMAT = 2  # bump when the layout changes: snapshots of another format are rebuilt
+FORMAT = 3  # bump when the layout changes: snapshots of another format are rebuilt
 MANIFEST = "manifest.json"
 VERSION = re.compile(r"^v(\d{12})$")
 TEMPORARY = ".tmp-"  # a snapshot being written: v…<TEMPORARY><pid>-<random>

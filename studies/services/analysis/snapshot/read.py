@@ -32,7 +32,8 @@ def _numpy(column: pa.ChunkedArray, dtype: Any) -> np.ndarray:
 @dataclass(frozen=True)
 class Judgments:
     """One aspect's judgments, by output then judgment id: ``annotator`` is the
-    account's id, or ``-(k + 1)`` for the k-th import file (``files``: their names)."""
+    account's id, or ``-(k + 1)`` for the k-th imported annotator (``sources``: each
+    one's (import file, rater), sorted; :mod:`studies.services.annotators`)."""
 
     judgment_id: np.ndarray | None
     output_id: np.ndarray
@@ -40,6 +41,7 @@ class Judgments:
     value: np.ndarray
     files: list[str]
     file_code: np.ndarray  # each row's index in ``files`` (accounts: the index of "")
+    sources: list[tuple[str, str]] = field(default_factory=list)
 
     def from_file(self, name: str) -> np.ndarray:
         """The rows imported from the file ``name`` (no annotator)."""
@@ -95,25 +97,27 @@ class Snapshot:
 
     def judgments(self, aspect: int, *, ids: bool = False) -> Judgments:
         """The aspect's judgments (with their ids when ``ids``); none when it has none."""
-        columns = ["output_id", "annotator_id", "import_file", "value"]
+        columns = ["output_id", "annotator_id", "import_file", "rater", "value"]
         if str(aspect) not in self.manifest["aspects"]:
             empty = np.zeros(0, dtype=np.int64)
             return Judgments(empty if ids else None, empty, empty, np.zeros(0), [], empty)
         table = pq.read_table(
             judgments_file(self.path, aspect),
             columns=(["judgment_id"] if ids else []) + columns,
-            read_dictionary=["import_file"],
+            read_dictionary=["import_file", "rater"],
         )
         files, file_code = _dictionary_codes(table["import_file"])
+        sources, source_code = _sources(files, file_code, table["rater"])
         annotator = table["annotator_id"]
         accounts = np.asarray(annotator.fill_null(0).to_numpy(), dtype=np.int64)
         return Judgments(
             judgment_id=_numpy(table["judgment_id"], np.int64) if ids else None,
             output_id=_numpy(table["output_id"], np.int64),
-            annotator=np.where(accounts > 0, accounts, -(file_code + 1)),
+            annotator=np.where(accounts > 0, accounts, -(source_code + 1)),
             value=_numpy(table["value"], np.float64),
             files=files,
             file_code=file_code,
+            sources=sources,
         )
 
     def scores(self, run: int, output_ids: np.ndarray) -> np.ndarray:
@@ -130,6 +134,20 @@ class Snapshot:
         at = np.searchsorted(output_ids, ids)
         aligned[at] = values
         return aligned
+
+
+def _sources(
+    files: list[str], file_code: np.ndarray, rater: pa.ChunkedArray
+) -> tuple[list[tuple[str, str]], np.ndarray]:
+    """Each row's imported annotator, (file, rater), as a code into their sorted list."""
+    raters, rater_code = _dictionary_codes(rater)
+    width = max(len(raters), 1)
+    found, inverse = np.unique(file_code * width + rater_code, return_inverse=True)
+    pairs = [(files[int(c) // width], raters[int(c) % width] if raters else "") for c in found]
+    order = sorted(range(len(pairs)), key=pairs.__getitem__)
+    rank = np.empty(len(pairs), dtype=np.int64)
+    rank[order] = np.arange(len(pairs))
+    return [pairs[k] for k in order], rank[inverse.reshape(-1)] if pairs else inverse
 
 
 def _dictionary_codes(column: pa.ChunkedArray) -> tuple[list[str], np.ndarray]:
