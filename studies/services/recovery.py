@@ -18,7 +18,9 @@ takes it (a Redis restart without persistence, a purged queue: the run stays PEN
   transaction back; :mod:`.dbsessions`), else when it is older than
   ``IMPORT_LEASE_SECONDS``;
 - sends again the messages that could not be sent when their transaction committed
-  (:func:`studies.services.queue.resend_unsent`: the broker did not answer then).
+  (:func:`studies.services.queue.resend_unsent`: the broker did not answer then);
+- removes the resumable uploads that received nothing for ``UPLOAD_SESSION_SECONDS``,
+  with what they received (:func:`studies.services.uploads.remove_expired`).
 
 Each change is a conditional UPDATE on the status and heartbeat read, so two sweepers (or
 a worker writing at that moment) never both act. Enqueueing twice is harmless: a run or
@@ -39,7 +41,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from studies.models import ImportJob, MetricRun, RunShard
-from studies.services import dbsessions, queue
+from studies.services import dbsessions, queue, uploads
 from studies.services.runs import enqueue_run, run_lease, shards
 from studies.services.runs.core import send_shard
 
@@ -60,6 +62,7 @@ def sweep_stale_work(now: datetime | None = None) -> dict[str, int]:
         "pending_imports": 0,
         "running_shards": 0,
         "unsent_tasks": queue.resend_unsent(),
+        "expired_uploads": uploads.remove_expired(now),
     }
 
     runs = MetricRun.objects.filter(kind=MetricRun.Kind.COMPUTED)

@@ -27,6 +27,7 @@ from concordia_client.errors import (
     ServerError,
     Timeout,
     TransportError,
+    UploadInterrupted,
 )
 from concordia_client.models import (
     Aspect,
@@ -42,6 +43,7 @@ from concordia_client.models import (
     Run,
     RunRef,
     Score,
+    UploadSession,
 )
 
 __all__ = [
@@ -74,5 +76,7 @@ __all__ = [
     "ServerError",
     "Timeout",
     "TransportError",
+    "UploadInterrupted",
+    "UploadSession",
     "__version__",
 ]
