@@ -183,18 +183,26 @@
     return body;
   }
 
+  // Chunks aim at CHUNK_SECONDS each on the connection as measured (a slow uplink sends
+  // smaller ones, so that none outlasts the server's request timeout), and halve after a
+  // failure; between a quarter MiB (or the server's limit, if lower) and the server's limit.
+  const CHUNK_SECONDS = 10;
   async function sendChunks(file, session) {
+    const smallest = Math.min(262144, session.chunk_max);
     let offset = session.offset;
+    let size = session.chunk_max;
     showProgress(offset, file.size);
     while (offset < file.size) {
       const from = offset;
+      const started = Date.now();
       const response = await retried(async function () {
         const answer = await send(sessionUrl(session), {
           method: "PATCH",
           headers: headers({"Content-Type": OCTET, "Upload-Offset": String(from)}),
-          body: file.slice(from, Math.min(file.size, from + session.chunk_max)),
+          body: file.slice(from, Math.min(file.size, from + size)),
         });
         if (transient(answer)) {
+          size = Math.max(smallest, Math.floor(size / 2));
           // the chunk may have arrived in part: the next attempt starts where the server is
           const asked = await send(sessionUrl(session), {headers: headers()});
           if (asked !== null && asked.ok) {
@@ -208,6 +216,8 @@
       }, "sending byte " + from.toLocaleString());
       if (response.status === 204) {
         offset = Number(response.headers.get("Upload-Offset"));
+        const rate = (offset - from) / Math.max(0.001, (Date.now() - started) / 1000);
+        size = Math.max(smallest, Math.min(session.chunk_max, Math.floor(rate * CHUNK_SECONDS)));
       } else if (response.status === 409) {
         const body = await json(response);
         if (typeof body.offset !== "number") {

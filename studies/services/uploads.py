@@ -236,8 +236,9 @@ def _copy(
         except RequestDataTooBig as exc:  # a chunked body past REQUEST_MAX_BODY_BYTES
             os.ftruncate(fd, offset)
             raise PastDeclaredSize(str(exc)) from exc
-        except OSError:  # the connection broke: keep what arrived
-            log.info("upload %s: the body broke off after %s bytes", session.pk, written)
+        except Exception as exc:  # the server's: an OSError, gunicorn's parse errors…
+            # the connection broke: keep what arrived
+            log.info("upload %s: the body broke off after %s bytes: %s", session.pk, written, exc)
             return written
         if not piece:
             return written
