@@ -227,6 +227,8 @@ class Uploads:
                     offset = known
                 except (ApiError, TransportError, Timeout) as exc:
                     failures += 1
+                    if not _transient(exc) and not isinstance(exc, ServerError):
+                        raise  # refused (the session gone, the file changed): not resumable
                     if not _transient(exc) or failures > max_retries:
                         raise UploadInterrupted(session.id, offset, exc) from exc
                     offset = self._offset_after(session, offset, failures, exc)
