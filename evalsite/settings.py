@@ -324,6 +324,9 @@ CONCORDIA = {
     "IMPORT_MAX_LINE_BYTES": env_int("IMPORT_MAX_LINE_BYTES", 1024 * 1024, minimum=1024),
     "IMPORT_MAX_FILE_BYTES": env_int("IMPORT_MAX_FILE_BYTES", 512 * 1024 * 1024, minimum=1024),
     "IMPORT_BATCH_SIZE": env_int("IMPORT_BATCH_SIZE", 2000, minimum=1),
+    # A resumable upload (studies/services/uploads.py) that receives no chunk for this long
+    # is given up: the sweeper removes it and what it received.
+    "UPLOAD_SESSION_SECONDS": env_int("UPLOAD_SESSION_SECONDS", 24 * 3600, minimum=60),
     # aspects one import may create with "create unknown aspects" (a researcher's own)
     "IMPORT_MAX_NEW_ASPECTS": env_int("IMPORT_MAX_NEW_ASPECTS", 20, minimum=0),
     # metric names (each becomes an imported run) one file may hold: above the few dozen of

@@ -76,10 +76,27 @@ class IdsField(forms.ModelMultipleChoiceField):
         return super()._check_values(value)
 
 
-class UploadForm(forms.Form):
-    """Upload a JSONL or CSV file into a new or existing dataset."""
+def import_file_format(name: str) -> str:
+    """The import format of a file, from its name (a ValidationError naming the formats)."""
+    try:
+        return detect_format(name)
+    except ValueError as exc:
+        raise forms.ValidationError(str(exc)) from exc
 
-    file = forms.FileField(help_text="JSONL or CSV, UTF-8 (see the format help below).")
+
+def check_import_size(size: int) -> None:
+    """An import file's size: not empty, not above ``IMPORT_MAX_FILE_BYTES``."""
+    limit = settings.CONCORDIA["IMPORT_MAX_FILE_BYTES"]
+    if size > limit:
+        raise forms.ValidationError(upload_too_large(limit), code="too_large")
+    if size == 0:
+        raise forms.ValidationError("The file is empty.")
+
+
+class ImportFieldsForm(forms.Form):
+    """Where and how a file is imported: the upload page's fields besides the file, and
+    a resumable upload's (:class:`UploadSessionForm`)."""
+
     dataset = forms.SlugField(
         max_length=100, help_text="Name of a new dataset, or of one of your own datasets."
     )
@@ -110,25 +127,59 @@ class UploadForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.user = user
 
-    def clean_file(self) -> Any:
-        upload = self.cleaned_data["file"]
-        try:
-            self.file_format = detect_format(upload.name)
-        except ValueError as exc:
-            raise forms.ValidationError(str(exc)) from exc
-        limit = settings.CONCORDIA["IMPORT_MAX_FILE_BYTES"]
-        if upload.size > limit:
-            raise forms.ValidationError(upload_too_large(limit))
-        if upload.size == 0:
-            raise forms.ValidationError("The file is empty.")
-        return upload
-
     def clean_rescale(self) -> dict[str, list[float]]:
         try:
             ranges = parse_ranges(self.cleaned_data["rescale"])
         except ValueError as exc:
             raise forms.ValidationError(str(exc)) from exc
         return {name: list(bounds) for name, bounds in ranges.items()}
+
+
+class UploadForm(ImportFieldsForm):
+    """Upload a JSONL or CSV file into a new or existing dataset."""
+
+    file = forms.FileField(help_text="JSONL or CSV, UTF-8 (see the format help below).")
+    field_order = ["file"]
+
+    def clean_file(self) -> Any:
+        upload = self.cleaned_data["file"]
+        self.file_format = import_file_format(upload.name)
+        check_import_size(upload.size)
+        return upload
+
+
+class UploadSessionForm(ImportFieldsForm):
+    """A resumable upload's start: the file's name, size and (optionally) SHA-256, and the
+    upload page's import fields. ``too_large`` says the size is above the limit (413)."""
+
+    file_name = forms.CharField(max_length=255)
+    size = forms.IntegerField(min_value=0, max_value=MAX_ID)
+    sha256 = forms.RegexField(
+        regex=r"^[0-9a-fA-F]{64}$",
+        required=False,
+        error_messages={"invalid": "Give the SHA-256 as 64 hexadecimal digits."},
+    )
+    field_order = ["file_name", "size", "sha256"]
+    too_large = False
+
+    def clean_file_name(self) -> str:
+        name = self.cleaned_data["file_name"].replace("\\", "/").rsplit("/", 1)[-1].strip()
+        if not name:
+            raise forms.ValidationError("Name the file.")
+        self.file_format = import_file_format(name)
+        return name
+
+    def clean_size(self) -> int:
+        size: int = self.cleaned_data["size"]
+        try:
+            check_import_size(size)
+        except forms.ValidationError as exc:
+            self.too_large = exc.code == "too_large"
+            raise
+        return size
+
+    def clean_sha256(self) -> str:
+        return str(self.cleaned_data["sha256"]).lower()
 
 
 class RunForm(forms.Form):

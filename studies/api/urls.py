@@ -21,6 +21,7 @@ from studies.api.views import (
     ppi,
     report_card,
     runs,
+    uploads,
 )
 from studies.api.views.auth import TokenView
 from studies.api.views.studies import StudyViewSet
@@ -39,6 +40,7 @@ class Route(NamedTuple):
 data_routes = [
     Route("datasets", datasets.DatasetViewSet, "dataset"),
     Route("imports", datasets.ImportJobViewSet, "import"),
+    Route("uploads", uploads.UploadSessionViewSet, "upload-session"),
     Route("documents", catalog.DocumentViewSet, "document"),
     Route("outputs", catalog.OutputViewSet, "output"),
     Route("judgments", catalog.JudgmentViewSet, "judgment"),

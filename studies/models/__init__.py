@@ -21,6 +21,7 @@ from studies.models.prompts import (
 )
 from studies.models.runs import AllowedModel, MetricRun, MetricScore, RunShard
 from studies.models.studies import Study, StudyMember
+from studies.models.uploads import UploadSession
 from studies.models.versioning import Snapshot, VersionedModel
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "StudyMember",
     "TaskKind",
     "UnsentTask",
+    "UploadSession",
     "VersionedModel",
     "WorkerHeartbeat",
     "WorkerNode",

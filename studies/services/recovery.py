@@ -19,7 +19,9 @@ takes it (a Redis restart without persistence, a purged queue: the run stays PEN
   transaction back; :mod:`.dbsessions`), else when it is older than
   ``IMPORT_LEASE_SECONDS``;
 - sends again the messages that could not be sent when their transaction committed
-  (:func:`studies.services.queue.resend_unsent`: the broker did not answer then).
+  (:func:`studies.services.queue.resend_unsent`: the broker did not answer then);
+- removes the resumable uploads that received nothing for ``UPLOAD_SESSION_SECONDS``,
+  with what they received (:func:`studies.services.uploads.remove_expired`).
 
 Each recovery records its reason by cause: "no heartbeat for N s while <the step it was
 in>" for running work, "queued longer than N s …" (saying whether any worker is alive on
@@ -44,7 +46,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from studies.models import ImportJob, MetricRun, RunShard
-from studies.services import dbsessions, queue, workers
+from studies.services import dbsessions, queue, uploads, workers
 from studies.services.runs import enqueue_run, run_lease, shards
 from studies.services.runs.core import send_shard
 from studies.services.runs.registry import queue_for
@@ -67,6 +69,7 @@ def sweep_stale_work(now: datetime | None = None) -> dict[str, int]:
         "pending_imports": 0,
         "running_shards": 0,
         "unsent_tasks": queue.resend_unsent(),
+        "expired_uploads": uploads.remove_expired(now),
     }
 
     runs = MetricRun.objects.filter(kind=MetricRun.Kind.COMPUTED)

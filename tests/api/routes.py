@@ -20,7 +20,8 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from learned.models import TrainedMetric
-from studies.models import Aspect, Endpoint, PromptTemplate, StudyMember
+from studies.models import Aspect, Endpoint, PromptTemplate, StudyMember, TaskKind, UploadSession
+from studies.services.uploads import start_upload
 from tests.api.conftest import World
 from tests.factories import UserFactory
 
@@ -49,6 +50,7 @@ PK_RULES: tuple[tuple[str, Callable[[World], Any]], ...] = (
     (r"^api:assignment-", lambda w: w.lease.pk),
     (r"^api:learned-", lambda w: trained_metric(w).pk),
     (r"^api:endpoint-", lambda w: owners_endpoint(w).pk),
+    (r"^api:upload-session-", lambda w: owners_upload(w).pk),
     (r"^learned:", lambda w: trained_metric(w).pk),
 )
 
@@ -72,6 +74,19 @@ def owners_endpoint(world: World) -> Any:
         defaults={"base_url": "http://127.0.0.1:9", "model_id": "m"},
     )
     return found
+
+
+def owners_upload(world: World) -> Any:
+    """A resumable upload of the owner's, under way (theirs alone: nobody else reaches it)."""
+    found = UploadSession.objects.filter(owner=world.users["owner"], file_name="matrix.jsonl")
+    return found.first() or start_upload(
+        user=world.users["owner"],
+        file_name="matrix.jsonl",
+        file_format="jsonl",
+        size=100,
+        dataset_name="matrix",
+        task=TaskKind.objects.get(code="summarization"),
+    )
 
 
 GLOBAL_OBJECTS = (r"^api:(aspect|template)-",)  # everyone's: not the owner's to hide

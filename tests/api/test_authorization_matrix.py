@@ -70,6 +70,8 @@ OWNER_ONLY = (
 # The owner's upload (an import job) and served endpoint are theirs alone: collaborators
 # see the dataset, not them.
 UPLOADER_ONLY = (r"^(studies|api):(import|endpoint)-",)
+# A resumable upload under way is its uploader's alone: not even an admin reads or writes it.
+UPLOADER_ALONE = (r"^api:upload-session-",)
 
 
 def expected(route: Route) -> dict[str, str]:
@@ -102,6 +104,8 @@ def expected(route: Route) -> dict[str, str]:
         return {**table, "collaborator": FORBIDDEN, "owner": FORBIDDEN}
     if any(re.search(p, name) for p in OWNER_ONLY):
         return {**table, "collaborator": FORBIDDEN}
+    if owned and any(re.search(p, name) for p in UPLOADER_ALONE):
+        return {**table, "collaborator": HIDDEN, "admin": HIDDEN}
     if owned and any(re.search(p, name) for p in UPLOADER_ONLY):
         return {**table, "collaborator": HIDDEN}
     if name.startswith(("studies:", "annotation:", "api:", "learned:")):
@@ -159,6 +163,22 @@ def test_a_route_with_an_unknown_kwarg_fails_with_a_message(world):
     )
     with pytest.raises(pytest.fail.Exception, match="add it to kwarg_value"):
         kwarg_value(world, route, "widget")
+
+
+def test_the_resumable_upload_routes_are_walked_as_the_uploaders_alone(world):
+    names = {r.route.full_name: r for r in requests(world)}
+    for name in ("api:upload-session-detail", "api:upload-session-complete"):
+        assert expected(names[name].route) == {
+            **RESEARCH_API,
+            "collaborator": HIDDEN,
+            "other_researcher": HIDDEN,
+            "admin": HIDDEN,
+        }, name
+    assert names["api:upload-session-complete"].method == "post"
+    assert expected(names["api:upload-session-list"].route) == {
+        **RESEARCH_API,
+        "other_researcher": OK,
+    }
 
 
 def test_favicon_ico_is_the_pages_icon(client):

@@ -12,7 +12,7 @@ import string
 from typing import Any, get_args
 
 import pytest
-from concordia_client import client, models, operations
+from concordia_client import _uploads, client, models, operations
 from drf_spectacular.generators import SchemaGenerator
 
 pytestmark = pytest.mark.django_db
@@ -60,7 +60,13 @@ def test_each_operation_the_client_calls_is_in_the_schema_with_what_it_sends(sch
     assert path_args == {name for where, name in params if where == "path"}
     query = {name for where, name in params if where == "query"}
     assert op.query <= query, f"not in the schema: {sorted(op.query - query)}"
+    headers = {name for where, name in params if where == "header"}
+    assert op.headers <= headers, f"headers not in the schema: {sorted(op.headers - headers)}"
     body = schema["paths"][op.path][op.method.lower()].get("requestBody")
+    if op.content_type == operations.CHUNK:  # a raw body of bytes, no fields
+        assert body is not None and op.content_type in body["content"], body
+        assert body["content"][op.content_type]["schema"]["format"] == "binary"
+        return
     if not op.body:
         assert body is None or not body.get("required"), "the server needs a body"
         return
@@ -127,7 +133,11 @@ def test_the_choices_the_client_offers_are_the_schemas(schema, choices, op, name
 
 @pytest.mark.parametrize(
     ("choices", "component"),
-    [(models.RunStatus, "Run"), (models.ImportStatus, "ImportJob")],
+    [
+        (models.RunStatus, "Run"),
+        (models.ImportStatus, "ImportJob"),
+        (models.UploadStatus, "UploadSession"),
+    ],
 )
 def test_the_statuses_the_client_knows_are_the_schemas(schema, choices, component):
     status = schema["components"]["schemas"][component]["properties"]["status"]
@@ -135,7 +145,7 @@ def test_the_statuses_the_client_knows_are_the_schemas(schema, choices, componen
 
 
 def test_the_client_calls_every_operation_of_its_table_and_no_other_path():
-    source = inspect.getsource(client)
+    source = inspect.getsource(client) + inspect.getsource(_uploads)
     named = {name for name, value in vars(operations).items() if value in operations.OPERATIONS}
     assert named == set(re.findall(r"\bops\.([A-Z_]+)\b", source))
     assert not re.search(r"[\"']/api/", source)  # every path comes from the table

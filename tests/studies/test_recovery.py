@@ -57,6 +57,7 @@ def test_a_running_run_without_heartbeat_for_a_lease_is_put_back_and_enqueued_on
         "pending_imports": 0,
         "running_shards": 0,
         "unsent_tasks": 0,
+        "expired_uploads": 0,
     }
     run.refresh_from_db()
     assert run.status == "pending" and run.heartbeat_at == now

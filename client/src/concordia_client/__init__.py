@@ -28,6 +28,7 @@ from concordia_client.errors import (
     ServerError,
     Timeout,
     TransportError,
+    UploadInterrupted,
 )
 from concordia_client.models import (
     Aspect,
@@ -43,6 +44,7 @@ from concordia_client.models import (
     Run,
     RunRef,
     Score,
+    UploadSession,
 )
 
 __all__ = [
@@ -76,5 +78,7 @@ __all__ = [
     "ServerError",
     "Timeout",
     "TransportError",
+    "UploadInterrupted",
+    "UploadSession",
     "__version__",
 ]

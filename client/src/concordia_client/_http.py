@@ -85,22 +85,34 @@ class Http:
     def send(
         self,
         op: Operation,
-        path_args: Mapping[str, int] | None = None,
+        path_args: Mapping[str, int | str] | None = None,
         *,
         query: Mapping[str, QueryValue | None] | None = None,
         json: Mapping[str, Any] | None = None,
         form: Mapping[str, str] | None = None,
         files: Mapping[str, tuple[str, IO[bytes]]] | None = None,
+        content: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
         timeout: float | None = None,
         stream: bool = False,
     ) -> httpx.Response:
-        """The answer to one operation (2xx); any other status raises its ApiError."""
+        """The answer to one operation (2xx); any other status raises its ApiError.
+        ``content`` is a raw body of the operation's type, ``headers`` its header
+        parameters."""
         sent = {*(json or {}), *(form or {}), *(files or {})}
         if not sent <= op.body:
             raise ValueError(f"{op.method} {op.path} takes no field {sorted(sent - op.body)}")
+        if not set(headers or {}) <= op.headers:
+            unknown = sorted(set(headers or {}) - op.headers)
+            raise ValueError(f"{op.method} {op.path} takes no header {unknown}")
         url = op.url(**(path_args or {}))
         params = _query(op, query or {})
         extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
+        if content is not None:
+            extra["content"] = content
+            headers = {**(headers or {}), "Content-Type": str(op.content_type)}
+        if headers:
+            extra["headers"] = dict(headers)
         attempt = 0
         while True:
             for _, handle in (files or {}).values():

@@ -12,11 +12,11 @@ import httpx
 
 from concordia_client import operations as ops
 from concordia_client._http import Http, QueryValue, retry_after
+from concordia_client._uploads import StrPath, Uploads
 from concordia_client._version import __version__
 from concordia_client.errors import (
     AuthenticationError,
     BadRequest,
-    ImportFailed,
     RunCancelled,
     RunFailed,
     Timeout,
@@ -42,9 +42,7 @@ from concordia_client.models import (
 )
 
 T = TypeVar("T")
-StrPath = str | os.PathLike[str]
 ProgressCallback = Callable[[Run], None]
-SERVER_MAX_WAIT = 300.0  # the longest ?wait= an upload may ask for
 PAGE_SIZE = 1000  # the API's largest page
 
 
@@ -52,7 +50,7 @@ def _id(value: int | Dataset | Run | Aspect | ImportJob) -> int:
     return value if isinstance(value, int) else value.id
 
 
-class Client:
+class Client(Uploads):
     """A session with one Concordia server.
 
     ``url`` is the site's address (``http://127.0.0.1:8000``) and ``token`` your API
@@ -161,62 +159,6 @@ class Client:
             "system_id": system_id,
         }
         return self._pages(ops.JUDGMENTS, Judgment, query)
-
-    # -- uploads ---------------------------------------------------------------------
-
-    def upload(
-        self,
-        path: StrPath,
-        *,
-        dataset: str,
-        task: str | None = None,
-        create_aspects: bool = False,
-        wait: bool = True,
-        timeout: float = 600.0,
-    ) -> ImportJob:
-        """Upload a JSONL or CSV file (the import formats) into a new or existing dataset
-        of yours, named ``dataset``. With ``wait``, return once it is imported (a small
-        file is imported in the request, a larger one by a worker); a refused file raises
-        ImportFailed naming each problem's line and field, and nothing is written."""
-        path = Path(path)
-        deadline = time.monotonic() + timeout
-        server_wait = min(timeout, SERVER_MAX_WAIT) if wait else None
-        form = {"dataset": dataset, "create_aspects": "true" if create_aspects else "false"}
-        if task is not None:
-            form["task"] = task
-        with path.open("rb") as handle:
-            try:
-                response = self._http.send(
-                    ops.UPLOAD,
-                    query={"wait": server_wait},
-                    form=form,
-                    files={"file": (path.name, handle)},
-                    timeout=self.timeout + (server_wait or 0.0),
-                )
-            except BadRequest as exc:
-                if isinstance(exc.body, dict) and isinstance(exc.body.get("job"), dict):
-                    raise ImportFailed(build(ImportJob, exc.body["job"])) from None
-                raise
-        job = build(ImportJob, response.json())
-        if not wait:
-            return job
-        return self.wait_for_import(job, timeout=max(0.0, deadline - time.monotonic()))
-
-    def import_job(self, job: int | ImportJob) -> ImportJob:
-        return build(ImportJob, self._http.send(ops.IMPORT, {"id": _id(job)}).json())
-
-    def wait_for_import(
-        self, job: int | ImportJob, *, timeout: float = 600.0, poll_interval: float | None = None
-    ) -> ImportJob:
-        """The job once finished; raises ImportFailed if the server refused the file."""
-        current = job if isinstance(job, ImportJob) else self.import_job(job)
-        deadline = time.monotonic() + timeout
-        while not current.finished:
-            self._pause(deadline, poll_interval, f"import job {current.id}", current)
-            current = self.import_job(current)
-        if current.status == "failed":
-            raise ImportFailed(current)
-        return current
 
     # -- runs ------------------------------------------------------------------------
 

@@ -29,6 +29,21 @@ class Timeout(ConcordiaError, TimeoutError):
         self.last = last
 
 
+class UploadInterrupted(ConcordiaError):
+    """A resumable upload stopped before its end: the connection kept failing (``cause``)
+    after the client's retries. The server keeps what arrived (``offset`` bytes) until the
+    session expires; ``Client.resume_upload(exc.session, path)`` goes on from there."""
+
+    def __init__(self, session: str, offset: int, cause: Exception) -> None:
+        self.session = session
+        self.offset = offset
+        self.cause = cause
+        super().__init__(
+            f"upload {session} stopped at byte {offset:,}: {cause}; resume it with "
+            f"resume_upload({session!r}, path)"
+        )
+
+
 class ApiError(ConcordiaError):
     """The server answered with an error status."""
 

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin,
 
 RunStatus = Literal["pending", "running", "succeeded", "failed", "cancelled"]
 ImportStatus = Literal["pending", "running", "succeeded", "failed"]
+UploadStatus = Literal["receiving", "received", "completed"]
 Level = Literal["sample", "dataset", "system"]
 Coefficient = Literal[
     "acc23",
@@ -155,6 +156,29 @@ class ImportJob:
     def problems(self) -> list[ImportProblem]:
         """The errors, each with its line and field."""
         return [ImportProblem.parse(text) for text in self.errors]
+
+
+@dataclass(frozen=True)
+class UploadSession:
+    """A resumable upload: ``offset`` of ``size`` bytes received; ``job`` the import it
+    became once completed. ``chunk_max`` is the largest chunk the server takes."""
+
+    SCHEMA: ClassVar[str] = "UploadSession"
+    id: str
+    file_name: str
+    file_format: str
+    size: int
+    offset: int
+    sha256: str
+    dataset: str
+    task: str
+    create_aspects: bool
+    status: UploadStatus
+    job: int | None
+    chunk_max: int
+    created_at: datetime
+    expires_at: datetime
+    raw: Mapping[str, Any] = _raw()
 
 
 @dataclass(frozen=True)

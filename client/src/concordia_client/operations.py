@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 JSON = "application/json"
 MULTIPART = "multipart/form-data"
+CHUNK = "application/offset+octet-stream"  # a resumable upload's chunk (tus)
 PAGES = frozenset({"page", "page_size"})
 MATRIX = frozenset(
     {"level", "coef", "average", "ties", "ci", "flagged", "weights", "mincov", "source", "retry"}
@@ -25,8 +26,9 @@ class Operation:
     body: frozenset[str] = frozenset()
     content_type: str | None = None
     response: str | None = None  # the schema component the client reads (pages: the items')
+    headers: frozenset[str] = frozenset()  # the header parameters it sends
 
-    def url(self, **path_args: int) -> str:
+    def url(self, **path_args: int | str) -> str:
         return self.path.format(**path_args)
 
 
@@ -45,6 +47,19 @@ UPLOAD = Operation(
     "ImportJob",
 )
 IMPORT = Operation("GET", "/api/imports/{id}/", response="ImportJob")
+START_UPLOAD = Operation(
+    "POST",
+    "/api/uploads/",
+    body=frozenset({"file_name", "size", "sha256", "dataset", "task", "create_aspects"}),
+    content_type=JSON,
+    response="UploadSession",
+)
+UPLOAD_SESSION = Operation("GET", "/api/uploads/{id}/", response="UploadSession")
+UPLOAD_CHUNK = Operation(
+    "PATCH", "/api/uploads/{id}/", content_type=CHUNK, headers=frozenset({"Upload-Offset"})
+)
+COMPLETE_UPLOAD = Operation("POST", "/api/uploads/{id}/complete/", response="ImportJob")
+CANCEL_UPLOAD = Operation("DELETE", "/api/uploads/{id}/")
 ASPECTS = Operation("GET", "/api/aspects/", PAGES | {"code", "tasks__code"}, response="Aspect")
 JUDGMENTS = Operation(
     "GET",
@@ -116,6 +131,11 @@ OPERATIONS: tuple[Operation, ...] = (
     DATASET_EXPORT,
     UPLOAD,
     IMPORT,
+    START_UPLOAD,
+    UPLOAD_SESSION,
+    UPLOAD_CHUNK,
+    COMPLETE_UPLOAD,
+    CANCEL_UPLOAD,
     ASPECTS,
     JUDGMENTS,
     RUNS,
