@@ -472,6 +472,9 @@ SPECTACULAR_SETTINGS = {
         "AssignmentStatusEnum": "annotation.models.Assignment.Status",
         "CampaignModeEnum": "annotation.models.Campaign.Mode",
         "TrainingModeEnum": "learned.models.TrainedMetric.Mode",
+        "RunKindEnum": "studies.models.MetricRun.Kind",
+        "TemplateKindEnum": "studies.models.PromptTemplate.Kind",
+        "AspectKindEnum": "studies.models.Aspect.Kind",
     },
 }
 

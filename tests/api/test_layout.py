@@ -37,6 +37,7 @@ def test_the_project_router_registers_every_app_in_the_api_roots_order() -> None
     assert prefixes == [
         "datasets",
         "imports",
+        "uploads",
         "documents",
         "outputs",
         "judgments",

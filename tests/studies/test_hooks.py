@@ -14,7 +14,7 @@ import pytest
 from annotation import hooks as annotation_hooks
 from learned import hooks as learned_hooks
 from studies import hooks, tasks
-from studies.models import Aspect, Dataset, Study, TaskKind
+from studies.models import Aspect, Dataset, StepsGeneration, Study, TaskKind
 from studies.services import queue
 from studies.services.analysis import dashboards
 from studies.services.analysis.params import MatrixParams
@@ -137,5 +137,6 @@ def test_the_matrix_and_the_steps_are_enqueued_by_name(
     with django_capture_on_commit_callbacks(execute=True):
         steps.request_generation(task, version, seed=3, user=cast["owner"])
         assert len(sent) == 1  # once the transaction commits
-    args = (task.pk, version.pk, "default", 3, False, cast["owner"].pk, False)
+    request = StepsGeneration.objects.get(requested_by=cast["owner"])
+    args = (task.pk, version.pk, "default", 3, False, cast["owner"].pk, False, request.pk)
     assert sent[1] == (tasks.generate_steps.name, args, "gpu")
