@@ -84,6 +84,7 @@ class Command(BaseCommand):
         except KeyboardInterrupt:
             pass
         finally:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl+C must not orphan it
             server.stop()
             self.stdout.write("vLLM stopped")
 
