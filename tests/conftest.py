@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.served", "tests.adversary"]  # vLLM, the fault proxy, hostile servers
+# vLLM and the fault proxy, hostile servers, CI's passes and markers, the durations report
+pytest_plugins = ["tests.served", "tests.adversary", "tests.passes", "tests.durations"]
 
 ROOT = Path(__file__).resolve().parent.parent
 # ../shared/data beside the checkout ($CONCORDIA_SHARED_DATA: elsewhere, e.g. for a worktree)
