@@ -47,6 +47,8 @@ BACKEND = {
     ),
     "tests/studies/test_recovery.py": "the sweeper's row locks (select_for_update, skip_locked)",
     "tests/studies/test_shards.py": "shards claimed under row locks, one worker at a time",
+    "tests/studies/test_import_fuzz.py": "fuzzed files against PostgreSQL's stricter types "
+    "(NUL in text, integer ranges) and its rollback: no partial write",
 }
 # Left out of --quick: minutes of fuzzing or of matrices a change rarely touches (they
 # still run in CI's embedded pass and in the full suite).
