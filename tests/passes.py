@@ -14,9 +14,10 @@ Every test is marked by what it needs, by a rule rather than by hand:
 ``pytest --pass production`` selects the tests with any of those four markers (CI runs
 it on PostgreSQL + Redis); ``--pass embedded`` selects the others (CI runs it on SQLite
 and the filesystem broker). The two partition the suite (tests/test_passes.py checks it),
-so CI runs each test once, where it proves something. ``--quick`` leaves out the worker,
-browser and served tests and those listed in :data:`SLOW` (a developer's loop). Without
-either option the whole suite runs (the README's command).
+so CI runs each test once, where it proves something. ``--quick`` is the embedded pass
+without the tests listed in :data:`SLOW` (a developer's loop: no worker, browser, served
+or committing test, no minutes of fuzzing). Without either option the whole suite runs
+(the README's command).
 """
 
 from __future__ import annotations
@@ -50,12 +51,11 @@ BACKEND = {
     "tests/studies/test_import_fuzz.py": "fuzzed files against PostgreSQL's stricter types "
     "(NUL in text, integer ranges) and its rollback: no partial write",
 }
-# Left out of --quick: minutes of fuzzing or of matrices a change rarely touches (they
-# still run in CI's embedded pass and in the full suite).
+# Left out of --quick: minutes of walking every route or of a real model (they still run
+# in CI's embedded pass and in the full suite).
 SLOW = {
     "tests/api/test_access_sequences.py": "every route after every sharing step",
     "tests/api/test_authorization_matrix.py": "every route × every role",
-    "tests/studies/test_import_fuzz.py": "hypothesis: 200 fuzzed files",
     "tests/studies/test_real_model.py": "the real default model on SummEval",
     "tests/test_passes.py::test_the_embedded_and_the_production_pass_partition_the_suite": (
         "collects the whole suite"
@@ -75,7 +75,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--quick",
         action="store_true",
-        help="no worker, browser or served test, none of the slow ones (tests/passes.py)",
+        help="the embedded pass without its slow tests (tests/passes.py: SLOW)",
     )
     group.addoption(
         "--passes-report",
@@ -105,10 +105,7 @@ def in_production_pass(item: pytest.Item) -> bool:
 
 
 def selected(item: pytest.Item, ci_pass: str | None, quick: bool) -> bool:
-    if quick and (
-        any(item.get_closest_marker(name) for name in ("worker", "browser", "served"))
-        or _listed(item.nodeid, SLOW)
-    ):
+    if quick and (in_production_pass(item) or _listed(item.nodeid, SLOW)):
         return False
     if ci_pass is None:
         return True
