@@ -109,7 +109,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _worker_env() -> dict[str, str]:
+def worker_env() -> dict[str, str]:
     """The environment of a worker that uses the test database and the tests' broker."""
     from django.conf import settings
     from django.db import connection
@@ -157,7 +157,7 @@ def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[subpro
         with logs[-1].open("wb") as log:
             procs.append(
                 subprocess.Popen(
-                    cmd, cwd=ROOT, env=_worker_env(), stdout=log, stderr=subprocess.STDOUT
+                    cmd, cwd=ROOT, env=worker_env(), stdout=log, stderr=subprocess.STDOUT
                 )
             )
     proc = procs[0]
@@ -193,7 +193,7 @@ def extra_io_worker(celery_worker_process) -> Iterator[subprocess.Popen[bytes]]:
     log = settings.DATA_DIR / "test-worker-extra-io.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            worker_command(node, IO_QUEUE), cwd=ROOT, env=_worker_env(), stdout=out, stderr=out
+            worker_command(node, IO_QUEUE), cwd=ROOT, env=worker_env(), stdout=out, stderr=out
         )
     try:
         started = time.monotonic()

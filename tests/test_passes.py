@@ -69,7 +69,9 @@ class Item:
         (("backend",), "production", False),
     ],
 )
-def test_a_test_runs_in_one_pass_and_quick_is_the_embedded_one_less_the_slow_tests(markers, where, quick):
+def test_a_test_runs_in_one_pass_and_quick_is_the_embedded_one_less_the_slow_tests(
+    markers, where, quick
+):
     item = Item("tests/x/test_y.py::test_z", *markers)
     assert selected(item, where, quick=False)  # type: ignore[arg-type]
     other = "production" if where == "embedded" else "embedded"
