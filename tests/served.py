@@ -69,20 +69,6 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         server.stop()
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On PostgreSQL (CI's second pass) skip the served tests marked ``engine``: they
-    compare the scoring engine's numbers with no database at all, so the SQLite pass
-    has already run them exactly; the served runs through Django run in both passes."""
-    if not os.environ.get("DATABASE_URL", "").startswith(("postgres", "pgsql")):
-        return
-    skip = pytest.mark.skip(
-        reason="served engine only (no database): run in the SQLite pass, identical here"
-    )
-    for item in items:
-        if item.get_closest_marker("engine") and item.get_closest_marker("served"):
-            item.add_marker(skip)
-
-
 Fault = tuple[str, float]  # ("429", retry_after) | ("500", 0) | ("hang", seconds)
 
 

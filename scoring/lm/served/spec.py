@@ -164,7 +164,7 @@ class Capabilities:
         return cls(**values)
 
 
-def _quantile(sorted_values: list[float], q: float) -> float | None:
+def quantile(sorted_values: list[float], q: float) -> float | None:
     """Linear-interpolation quantile (numpy's default) of already sorted values."""
     if not sorted_values:
         return None
@@ -209,11 +209,11 @@ class Usage:
 
     @property
     def p50(self) -> float | None:
-        return _quantile(sorted(self.latencies), 0.5)
+        return quantile(sorted(self.latencies), 0.5)
 
     @property
     def p95(self) -> float | None:
-        return _quantile(sorted(self.latencies), 0.95)
+        return quantile(sorted(self.latencies), 0.95)
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready summary (latencies as p50/p95, not the list)."""

@@ -1,5 +1,10 @@
 """``python manage.py runtests [pytest args]``: run the whole test suite.
 
+``--pass embedded`` or ``--pass production`` runs one of CI's two passes, ``--quick`` the
+developer's loop (no worker, browser or served test; tests/passes.py says which test
+runs where). Chromium and vLLM are installed only when the selection has tests that
+use them (not for ``--quick`` nor ``--pass embedded``).
+
 Without DATABASE_URL / CELERY_BROKER_URL the suite runs on SQLite and the filesystem
 broker in ./data/test; CI sets them to PostgreSQL and Redis. Debian's Chromium is
 installed for the browser tests when it is missing and this user may run apt-get. vLLM's
@@ -35,12 +40,18 @@ class Command(BaseCommand):
         self.handle(pytest_args=argv[2:])
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        ensure_chromium(self.stdout.write)
+        needs_servers = selects_servers(opts["pytest_args"])
+        if needs_servers:
+            ensure_chromium(self.stdout.write)
         # the real default model, for the tests that run it (converted once, then cached)
         subprocess.run(
             [sys.executable, str(settings.BASE_DIR / "manage.py"), "install_model"], check=True
         )
-        if not os.environ.get("CONCORDIA_VLLM_URL") and not local_server.installed():
+        if (
+            needs_servers
+            and not os.environ.get("CONCORDIA_VLLM_URL")
+            and not local_server.installed()
+        ):
             self.stdout.write(
                 f"Installing {local_server.VLLM_PACKAGE} in {local_server.venv_dir()} for the "
                 "served tests (once; about 15 minutes)..."
@@ -54,6 +65,17 @@ class Command(BaseCommand):
         sys.stdout.flush()
         os.chdir(settings.BASE_DIR)
         os.execve(sys.executable, cmd, env)
+
+
+def selects_servers(pytest_args: list[str]) -> bool:
+    """Whether the selection may hold browser or served tests: not with ``--quick``, nor
+    with ``--pass embedded`` (the embedded pass has neither)."""
+    if "--quick" in pytest_args or "--pass=embedded" in pytest_args:
+        return False
+    return not any(
+        a == "--pass" and b == "embedded"
+        for a, b in zip(pytest_args, pytest_args[1:], strict=False)
+    )
 
 
 def ensure_chromium(say: Any) -> None:

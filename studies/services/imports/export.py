@@ -19,7 +19,7 @@ from django.db.models import Avg, Q
 
 from studies.models import Aspect, Dataset, Document, Judgment, MetricScore, Output
 from studies.services.csvfile import CsvWriter
-from studies.services.imports.options import _batched
+from studies.services.imports.options import batched
 
 
 def export_dataset(
@@ -124,7 +124,7 @@ def _rows(
     outputs: Any, human_columns: Human, runs: dict[int, str], chunk_size: int
 ) -> Iterator[tuple[Output, dict[str, Any], dict[str, float], dict[tuple[str, str], Any]]]:
     aspects, labelled, raters = human_columns
-    for chunk in _batched(outputs.iterator(chunk_size=chunk_size), chunk_size):
+    for chunk in batched(outputs.iterator(chunk_size=chunk_size), chunk_size):
         ids = [o.pk for o in chunk]
         human: dict[int, dict[str, Any]] = defaultdict(dict)
         for row in (

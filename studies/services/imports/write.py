@@ -26,16 +26,16 @@ from studies.models import (
     label_text,
 )
 from studies.services import queue
-from studies.services.imports.aspects import _aspects, _rescalers
+from studies.services.imports.aspects import rescalers, resolve_aspects
 from studies.services.imports.options import (
     ImportOptions,
     ImportSummary,
     ImportValidationError,
-    _batched,
+    batched,
 )
 from studies.services.imports.pairs import PairRecord
 from studies.services.imports.records import LineError, Record
-from studies.services.imports.validate import _Plan, _valid_records, _validate
+from studies.services.imports.validate import Plan, valid_records, validate_file
 
 log = logging.getLogger(__name__)
 _KEEP = object()  # an output's stored references stay (its line gives none)
@@ -53,20 +53,20 @@ def import_file(path: Path | str, options: ImportOptions) -> ImportSummary:
         raise ImportValidationError(
             [LineError(0, "", f"the file is larger than {cfg['IMPORT_MAX_FILE_BYTES']} bytes")]
         )
-    plan = _validate(path, options)
+    plan = validate_file(path, options)
     summary = ImportSummary(dataset=options.dataset, records=plan.records)
     summary.merged = plan.notes + plan.renames.notes()
     summary.notes = plan.said
     with transaction.atomic():
         dataset = _dataset(options)
         plan.renames.apply(dataset)  # stored ids spelled otherwise, merged with the file's
-        aspects = _aspects(plan, options, summary)
+        aspects = resolve_aspects(plan, options, summary)
         runs = _imported_runs(dataset, plan.metrics, options.file_name, summary)
         writer = _ChunkWriter(dataset, aspects, runs, options.file_name, summary, plan)
-        writer.scale = _rescalers(plan, options, summary)
+        writer.scale = rescalers(plan, options, summary)
         slow = cfg["TEST_SLOW_CHUNK_SECONDS"]  # tests only: time to cut the database mid-import
         with path.open("rb") as stream:
-            for chunk in _batched(_valid_records(stream, options), cfg["IMPORT_BATCH_SIZE"]):
+            for chunk in batched(valid_records(stream, options), cfg["IMPORT_BATCH_SIZE"]):
                 if slow:
                     time.sleep(slow)
                 writer.write(chunk)
@@ -164,7 +164,7 @@ class _ChunkWriter:
         runs: dict[str, MetricRun],
         file_name: str,
         summary: ImportSummary,
-        plan: _Plan | None = None,
+        plan: Plan | None = None,
     ) -> None:
         self.dataset = dataset
         self.aspects = aspects

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from studies.services.analysis.report_card.verdict import CAN, CANNOT, UNCLEAR
-from studies.services.analysis.tables import _fmt, _tex, sort_key, sort_rows
+from studies.services.analysis.tables import fmt, sort_key, sort_rows, tex_escape
 from studies.services.csvfile import csv_text, number
 
 VERDICT_ORDER = {CAN: 0, UNCLEAR: 1, CANNOT: 2}
@@ -239,9 +239,9 @@ def to_json(card: dict[str, Any], sort: str | None = None) -> str:
 
 def _ci(found: dict[str, Any] | None) -> str:
     found = found or {}
-    text = _fmt(found.get("value"))
+    text = fmt(found.get("value"))
     if text and found.get("low") is not None and found.get("high") is not None:
-        text += f" [{_fmt(found['low'], 2)}, {_fmt(found['high'], 2)}]"
+        text += f" [{fmt(found['low'], 2)}, {fmt(found['high'], 2)}]"
     return text or "--"
 
 
@@ -264,14 +264,14 @@ def to_latex(card: dict[str, Any], sort: str | None = None) -> str:
     ]
     for row in sorted_rows(card, sort):
         alt, agree, cost = row["alt_test"], row["agreement"], row["cost"]
-        omega = "--" if alt["problem"] else _fmt(alt["winning_rate"], 2)
+        omega = "--" if alt["problem"] else fmt(alt["winning_rate"], 2)
         if alt["passed"]:
             omega += r"$^\dagger$"
         cells = [
-            _tex(row["run"]["label"]) + (r"$^{S}$" if row["sentinel"]["fails"] else ""),
-            _tex(row["aspect"]["code"]),
+            tex_escape(row["run"]["label"]) + (r"$^{S}$" if row["sentinel"]["fails"] else ""),
+            tex_escape(row["aspect"]["code"]),
             _ci(row["correlation"]),
-            _fmt(row["correlation"]["ceiling"]) or "--",
+            fmt(row["correlation"]["ceiling"]) or "--",
             _ci(agree.get("kappa")),
             _ci(agree.get("ac1")),
             _ci(agree.get("alpha")),
