@@ -80,3 +80,20 @@ def test_a_test_runs_in_one_pass_and_quick_is_the_embedded_one_less_the_slow_tes
     assert selected(item, None, quick=True) is quick  # type: ignore[arg-type]
     slow = Item(next(iter(SLOW)) + "::test_z", *markers)
     assert not selected(slow, None, quick=True)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("args", "servers"),
+    [
+        ([], True),
+        (["-q", "-k", "import"], True),
+        (["--pass", "production"], True),
+        (["--pass", "embedded", "-q"], False),
+        (["--pass=embedded"], False),
+        (["--quick"], False),
+    ],
+)
+def test_runtests_installs_chromium_and_vllm_only_for_a_selection_that_uses_them(args, servers):
+    from studies.management.commands.runtests import selects_servers
+
+    assert selects_servers(args) is servers
