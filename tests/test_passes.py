@@ -80,3 +80,32 @@ def test_a_test_runs_in_one_pass_and_quick_is_the_embedded_one_less_the_slow_tes
     assert selected(item, None, quick=True) is quick  # type: ignore[arg-type]
     slow = Item(next(iter(SLOW)) + "::test_z", *markers)
     assert not selected(slow, None, quick=True)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("args", "servers"),
+    [
+        ([], True),
+        (["-q", "-k", "import"], True),
+        (["--pass", "production"], True),
+        (["--pass", "embedded", "-q"], False),
+        (["--pass=embedded"], False),
+        (["--quick"], False),
+    ],
+)
+def test_runtests_installs_chromium_and_vllm_only_for_a_selection_that_uses_them(args, servers):
+    from studies.management.commands.runtests import selects_servers
+
+    assert selects_servers(args) is servers
+
+
+def test_the_whole_suite_on_the_embedded_backends_runs_as_its_two_passes_at_once():
+    from studies.management.commands.runtests import splits
+
+    assert splits([], {}) and splits(["-q"], {})
+    assert not splits(["-q"], {"CONCORDIA_TESTS_SERIAL": "1"})
+    # a selection, or backends shared by both passes (one database, one broker): one process
+    assert not splits(["-k", "import"], {}) and not splits(["tests/api"], {})
+    assert not splits(["--pass", "embedded"], {}) and not splits(["--quick"], {})
+    assert not splits([], {"DATABASE_URL": "postgres://x/y"})
+    assert not splits([], {"CELERY_BROKER_URL": "redis://127.0.0.1:6379/0"})
