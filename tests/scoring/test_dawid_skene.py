@@ -24,8 +24,16 @@ good4 ee4 chicken, fraud eec parrot, fraud efb parrot, fraud f07 parrot, fraud e
 fraud ee4 parrot, fraud f05 parrot, careless efb parrot, careless ee8 goose,
 careless f02 parrot, careless f08 parrot, careless f07 parrot, careless efd goose"""
 SIMPLE_TRUTH = {
-    "eec": "goose", "f03": "goose", "f05": "goose", "efb": "parrot", "f02": "parrot",
-    "f08": "parrot", "f07": "parrot", "ee8": "chicken", "efd": "chicken", "ee4": "chicken",
+    "eec": "goose",
+    "f03": "goose",
+    "f05": "goose",
+    "efb": "parrot",
+    "f02": "parrot",
+    "f08": "parrot",
+    "f07": "parrot",
+    "ee8": "chicken",
+    "efd": "chicken",
+    "ee4": "chicken",
 }
 
 

@@ -42,8 +42,12 @@ def test_a_split_is_seeded_complete_and_stratified_by_score():
 
 def test_documents_without_a_score_are_split_too():
     keys = ["a", "b", "c", "d"]
-    parts = stratified_split(keys, [1.0, float("nan"), 2.0, float("nan")], {"tune": 1, "test": 1},
-                             np.random.default_rng(0))
+    parts = stratified_split(
+        keys,
+        [1.0, float("nan"), 2.0, float("nan")],
+        {"tune": 1, "test": 1},
+        np.random.default_rng(0),
+    )
     assert sorted(parts) == keys and Counter(parts.values()) == {"tune": 2, "test": 2}
 
 
@@ -90,8 +94,9 @@ def test_isotonic_equals_scikit_learn_and_platt_equals_logistic_regression():
     positive = (y >= 3).astype(float)
     model = LogisticRegression(C=1e9, tol=1e-10, max_iter=10000).fit(s[:, None], positive)
     fitted = platt(s, positive)
-    assert np.allclose(fitted.probability(probe), model.predict_proba(probe[:, None])[:, 1],
-                       atol=1e-5)
+    assert np.allclose(
+        fitted.probability(probe), model.predict_proba(probe[:, None])[:, 1], atol=1e-5
+    )
     assert sklearn.__version__
 
 
@@ -113,7 +118,9 @@ def test_mcc_delta_is_zero_for_the_same_judge_and_its_point_estimate_is_mcc():
     same = mcc_delta(np.random.default_rng(0), docs, start, start, truth, resamples=200)
     assert same.delta == 0 and same.low == same.high == 0
     d = mcc_delta(np.random.default_rng(0), docs, start, tuned, truth, resamples=500)
-    assert d.start == pytest.approx(mcc(start, truth)) and d.tuned == pytest.approx(mcc(tuned, truth))
+    assert d.start == pytest.approx(mcc(start, truth)) and d.tuned == pytest.approx(
+        mcc(tuned, truth)
+    )
     assert d.low < d.delta < d.high and d.low > 0 and d.n_documents == 30
 
 
@@ -123,12 +130,14 @@ def test_correlation_delta_point_is_the_difference_of_the_correlations():
     human = rng.normal(size=100)
     start = human + rng.normal(0, 2.0, 100)
     tuned = human + rng.normal(0, 0.3, 100)
-    d = correlation_delta(np.random.default_rng(0), docs, start, tuned, human,
-                          level=Level.DATASET, resamples=400)
+    d = correlation_delta(
+        np.random.default_rng(0), docs, start, tuned, human, level=Level.DATASET, resamples=400
+    )
     rho = [stats.spearmanr(x, human)[0] for x in (start, tuned)]
     assert d.delta == pytest.approx(rho[1] - rho[0])
     assert d.low < d.delta < d.high and d.low > 0
     sample = correlation_delta(np.random.default_rng(0), docs, start, tuned, human, resamples=100)
-    expected = correlate(tuned, human, level=Level.SAMPLE, coefficient=Coefficient.SPEARMAN,
-                         docs=docs).value
+    expected = correlate(
+        tuned, human, level=Level.SAMPLE, coefficient=Coefficient.SPEARMAN, docs=docs
+    ).value
     assert sample.tuned == pytest.approx(expected)
