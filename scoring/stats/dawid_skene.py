@@ -53,7 +53,8 @@ def _m_step(
     used[workers, answers] = True
     errors = np.where(used[:, :, None], np.maximum(errors, EPS), 0.0)
     totals = errors.sum(axis=1, keepdims=True)
-    return np.divide(errors, totals, out=np.zeros_like(errors), where=totals > 0)
+    out: FloatArray = np.divide(errors, totals, out=np.zeros_like(errors), where=totals > 0)
+    return out
 
 
 def _log_errors(errors: FloatArray, workers: IntArray, answers: IntArray) -> FloatArray:

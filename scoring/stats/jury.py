@@ -55,7 +55,8 @@ def weighted_mean(scores: npt.ArrayLike, weights: Sequence[float]) -> FloatArray
     present = np.isfinite(x) & (w > 0)
     total = (present * w).sum(axis=1)
     sums = np.where(present, x, 0.0) @ w
-    return np.divide(sums, total, out=np.full(x.shape[0], np.nan), where=total > 0)
+    out: FloatArray = np.divide(sums, total, out=np.full(x.shape[0], np.nan), where=total > 0)
+    return out
 
 
 def dawid_skene_labels(scores: npt.ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray]:
@@ -81,7 +82,7 @@ def combine(
 ) -> FloatArray:
     """One score per item by ``method`` (:data:`METHODS`)."""
     x = _matrix(scores)
-    empty = ~np.isfinite(x).any(axis=1)
+    empty = np.logical_not(np.isfinite(x).any(axis=1))
     safe = np.where(empty[:, None], 0.0, x)  # no all-NaN slice warnings; NaN put back below
     if method == "mean":
         out = np.nanmean(safe, axis=1)

@@ -16,6 +16,7 @@ records them and :meth:`ScoreMap.apply` reproduces it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -137,7 +138,11 @@ def threshold(scores: npt.ArrayLike, positive: npt.ArrayLike) -> ScoreMap:
 
 def fit(method: str, scores: npt.ArrayLike, human: npt.ArrayLike) -> ScoreMap:
     """Fit the map named ``method`` (:data:`METHODS`)."""
-    fitters = {"isotonic": isotonic, "platt": platt, "threshold": threshold}
+    fitters: dict[str, Callable[[npt.ArrayLike, npt.ArrayLike], ScoreMap]] = {
+        "isotonic": isotonic,
+        "platt": platt,
+        "threshold": threshold,
+    }
     if method not in fitters:
         raise ValueError(f"unknown map {method!r}: one of {', '.join(METHODS)}")
     return fitters[method](scores, human)
