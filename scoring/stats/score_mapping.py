@@ -1,9 +1,9 @@
 """Maps from a judge's score to the human scale, fitted on (score, human) pairs:
 
-* ``isotonic``: the non-decreasing step function closest in squared error (pool
-  adjacent violators over the distinct scores, equal scores pooled first, as
-  scikit-learn's ``IsotonicRegression``); between fitted scores it interpolates
-  linearly and outside them it holds the end values;
+* ``isotonic``: the monotone step function closest in squared error (pool adjacent
+  violators over the distinct scores, equal scores pooled first, as scikit-learn's
+  ``IsotonicRegression``; its direction the sign of Spearman's ρ unless given); between
+  fitted scores it interpolates linearly and outside them it holds the end values;
 * ``platt``: a binary aspect's probability of the positive label, ``1 / (1 + exp(−(a·s
   + b)))`` by maximum likelihood (Newton's method on the logistic loss with a tiny
   ridge so separable data still converge), read as a label at 0.5;
@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from scipy import stats
 
 from scoring.stats.ranking import FloatArray
 
@@ -69,9 +70,27 @@ def _pairs(scores: npt.ArrayLike, human: npt.ArrayLike) -> tuple[FloatArray, Flo
     return s[keep], y[keep]
 
 
-def isotonic(scores: npt.ArrayLike, human: npt.ArrayLike) -> ScoreMap:
-    """The least-squares non-decreasing map."""
+def isotonic(
+    scores: npt.ArrayLike, human: npt.ArrayLike, increasing: bool | None = None
+) -> ScoreMap:
+    """The least-squares monotone map: non-decreasing, or non-increasing where
+    ``increasing`` is False; None decides by the sign of Spearman's ρ on the pairs (as
+    scikit-learn's ``increasing="auto"``), so a judge that ranks backwards is turned
+    round rather than flattened."""
     s, y = _pairs(scores, human)
+    if increasing is None:
+        rho = stats.spearmanr(s, y)[0] if np.ptp(s) > 0 and np.ptp(y) > 0 else 0.0
+        increasing = not rho < 0
+    xs, fitted = _pool_adjacent_violators(s if increasing else -s, y)
+    if not increasing:
+        xs, fitted = -xs[::-1], fitted[::-1]
+    return ScoreMap(
+        "isotonic", {"x": xs.tolist(), "y": fitted.tolist(), "increasing": bool(increasing)}
+    )
+
+
+def _pool_adjacent_violators(s: FloatArray, y: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """The distinct scores and the non-decreasing least-squares fit at each."""
     xs, inverse = np.unique(s, return_inverse=True)
     weights = np.bincount(inverse).astype(np.float64)
     means = np.bincount(inverse, weights=y) / weights
@@ -89,8 +108,7 @@ def isotonic(scores: npt.ArrayLike, human: npt.ArrayLike) -> ScoreMap:
             mass[-2] = w2
             sizes[-2] += sizes[-1]
             del values[-1], mass[-1], sizes[-1]
-    fitted = np.repeat(values, sizes)
-    return ScoreMap("isotonic", {"x": xs.tolist(), "y": fitted.tolist()})
+    return xs, np.repeat(values, sizes).astype(np.float64)
 
 
 def platt(scores: npt.ArrayLike, positive: npt.ArrayLike, ridge: float = 1e-6) -> ScoreMap:

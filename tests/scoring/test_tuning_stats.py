@@ -91,6 +91,10 @@ def test_isotonic_equals_scikit_learn_and_platt_equals_logistic_regression():
     probe = np.linspace(-3, 3, 41)
     reference = IsotonicRegression(out_of_bounds="clip").fit(s, y).predict(probe)
     assert np.allclose(isotonic(s, y).apply(probe), reference)
+    backwards = IsotonicRegression(increasing="auto", out_of_bounds="clip").fit(-s, y)
+    turned = isotonic(-s, y)
+    assert turned.params["increasing"] is False
+    assert np.allclose(turned.apply(probe), backwards.predict(probe))
     positive = (y >= 3).astype(float)
     model = LogisticRegression(C=1e9, tol=1e-10, max_iter=10000).fit(s[:, None], positive)
     fitted = platt(s, positive)

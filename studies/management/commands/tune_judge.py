@@ -6,6 +6,7 @@ calibration), from the tuner's own declaration."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -77,3 +78,8 @@ class Command(BaseCommand):
             f"{d.tuned:.4f} on {d.n_documents} test documents, {d.n_outputs} outputs; "
             f"tune {result.tune_value:.4f}, gap {result.gap:+.4f})"
         )
+        if not math.isfinite(d.delta):
+            self.stdout.write(
+                "the Δ is undefined: a judge gives one score to every output of each test "
+                "document (or the humans do), so the statistic has no value there"
+            )

@@ -29,6 +29,18 @@ def free_label(dataset_id: int, label: str) -> str:
     return f"{label} #{n}"
 
 
+def json_safe(value: Any) -> Any:
+    """``value`` with every non-finite float as None (JSON has no NaN: an undefined
+    statistic is stored as null)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
+
+
 def save_derived_run(
     dataset: Dataset,
     *,
@@ -50,7 +62,7 @@ def save_derived_run(
             metric=metric,
             label=free_label(dataset.pk, label),
             kind=MetricRun.Kind.IMPORTED,
-            config={**config, "aspect": aspect.code},
+            config=json_safe({**config, "aspect": aspect.code}),
             aspect_version=aspect.current_version(),
             status=MetricRun.Status.SUCCEEDED,
             done=len(kept),
