@@ -10,16 +10,27 @@ import csv
 import io
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
+from django.urls import reverse
 from sklearn.metrics import cohen_kappa_score, f1_score, matthews_corrcoef, recall_score
 
 from studies.models import Aspect, Dataset, MetricRun, MetricScore, Output
-from studies.services.analysis.report_card import CardParams, compute_card, to_csv, to_latex
+from studies.services.analysis.dashboards import matrix_for
+from studies.services.analysis.drilldown import drilldown
+from studies.services.analysis.params import MatrixParams
+from studies.services.analysis.report_card import (
+    CardParams,
+    card_for,
+    compute_card,
+    to_csv,
+    to_latex,
+)
 from studies.services.imports import ImportOptions, import_file
 from tests.factories import MetricRunFactory
 
@@ -58,7 +69,9 @@ def _lines(seed: int = 3) -> list[dict[str, Any]]:
     return lines
 
 
-def _import(tmp_path: Path, lines: list[dict[str, Any]], name: str = "labels") -> Dataset:
+def _import(
+    tmp_path: Path, lines: list[dict[str, Any]], name: str = "labels", owner: Any = None
+) -> Dataset:
     path = tmp_path / f"{name}.jsonl"
     path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
     options = ImportOptions(
@@ -67,15 +80,16 @@ def _import(tmp_path: Path, lines: list[dict[str, Any]], name: str = "labels") -
         file_format="jsonl",
         file_name=path.name,
         create_aspects=True,
+        owner=owner,
     )
     import_file(path, options)  # type: ignore[arg-type]
     return Dataset.objects.get(name=name)
 
 
 @pytest.fixture
-def labelled(tmp_path):  # type: ignore[no-untyped-def]
+def labelled(tmp_path, cast):  # type: ignore[no-untyped-def]
     lines = _lines()
-    dataset = _import(tmp_path, lines)
+    dataset = _import(tmp_path, lines, owner=cast["owner"])
     return dataset, lines
 
 
@@ -199,6 +213,51 @@ def test_the_exports_and_the_page_carry_the_label_rows(labelled, client, cast):
     assert faithful and faithful[0]["label_primary"] == "mcc" and faithful[0]["mcc"]
     assert faithful[0]["tpr_low"] and faithful[0]["rogan_gladen_prevalence"]
     assert "MCC" in to_latex(card) and r"$\kappa$" in to_latex(card)
+
+
+def test_the_page_mixes_scale_and_label_rows_sortable_by_the_label_statistic(
+    labelled, client, cast
+):
+    dataset, _ = labelled
+    card_for(dataset, CardParams())  # as the light worker would have
+    client.force_login(cast["owner"])
+    url = reverse("studies:dataset-report-card", args=[dataset.pk])
+    response = client.get(url, {"sort": "label"})
+    body = response.content.decode()
+    assert 'id="sort-label"' in body and "card-label-primary" in body and "scale aspect" in body
+    assert "confusion-matrix" in body
+    values = [
+        r["labels"]["judge"][r["labels"]["primary"]]["value"]
+        for r in response.context["rows"]
+        if r["labels"] and r["labels"].get("judge")
+    ]
+    assert values and values == sorted(values, reverse=True)
+    header = body.split('id="report-card-table"')[1].split("</thead>")[0]
+    for row in body.split('class="card-row')[1:]:  # every row fills the header's columns
+        cells = re.sub(r"<details.*?</details>", "", row, flags=re.S).split("</tr>")[0]
+        spans = sum(int(n) - 1 for n in re.findall(r'colspan="(\d+)"', cells))
+        cell_tags = len(re.findall(r"<t[hd][ >]", cells))
+        assert cell_tags + spans == len(re.findall(r"<th[ >]", header))
+
+
+def test_the_matrix_and_the_drill_down_show_mcc_on_a_binary_aspect(labelled, client, cast):
+    dataset, _ = labelled
+    faithful = Aspect.objects.get(name__iexact="faithful")
+    params = MatrixParams(resamples=200)
+    matrix = matrix_for(dataset, params)
+    column = next(c for c in matrix["columns"] if c["aspect"]["pk"] == faithful.pk)
+    good = MetricRun.objects.get(dataset=dataset, metric="good")
+    cell = next(c for c in column["cells"] if c["run"] == good.pk)
+    row = _row(_card(dataset), "good", faithful.name)
+    assert column["statistic"] == "MCC"
+    assert cell["label"] == pytest.approx(row["labels"]["judge"]["mcc"]["value"], abs=1e-12)
+    assert column["label_ceiling"] == pytest.approx(row["labels"]["human"]["mcc"]["value"])
+    details = drilldown(dataset, good.pk, faithful.pk, params)
+    assert details is not None and details["labels"]["primary"] == "mcc"
+    assert details["labels"]["judge"]["mcc"]["value"] == pytest.approx(cell["label"])
+    client.force_login(cast["owner"])
+    page = client.get(reverse("studies:correlations-cell", args=[dataset.pk, good.pk, faithful.pk]))
+    assert b'id="cell-confusion"' in page.content and b"TPR" in page.content
 
 
 def gate(*args: str) -> tuple[int, str]:

@@ -13,8 +13,13 @@ from scoring.stats import Groups, draw_resamples
 from scoring.stats.labels import label_agreement
 from studies.models import MetricRun
 from studies.services.analysis.ceiling import judgment_table
-from studies.services.analysis.report_card.evidence import annotator_matrix
-from studies.services.analysis.report_card.pieces.labels import PRIMARY, label_set
+from studies.services.analysis.label_cells import (
+    PRIMARY,
+    annotator_matrix,
+    judge_problem,
+    label_codes,
+    label_set,
+)
 
 AGAINST = (
     "comparing with an accepted run is for scale aspects; on a label aspect the gate "
@@ -40,14 +45,11 @@ def label_check(
     labels, (key, name) = label_set(aspect), PRIMARY[aspect.kind]
     table, names = judgment_table(run.dataset, frame, set())
     humans, _ = annotator_matrix(table, names, frame, aspect)
-    q = labels.q
-    whole = np.isfinite(humans) & (humans == np.round(humans)) & (humans >= 0) & (humans < q)
-    humans = np.where(whole, humans, np.nan)
+    humans = label_codes(humans, labels.q)
     judge = frame.metrics[:, frame.run_index(run.pk)]
-    scored = np.isfinite(judge)
-    if (scored & ((judge != np.round(judge)) | (judge < 0) | (judge > q - 1))).any():
-        why = f"its scores are not the labels of {aspect.name.lower()} (0 to {q - 1})"
-        return name, [why], []
+    problem = judge_problem(judge, labels.q)
+    if problem:
+        return name, [problem], []
     docs = Groups.from_keys(frame.doc_codes)
     plan = draw_resamples(np.random.default_rng(seed), docs, resamples=resamples)
     found = label_agreement(judge, humans, docs, labels, plan=plan, confidence=confidence)

@@ -19,11 +19,17 @@ from rest_framework import serializers
 
 from scoring.stats.calibration import calibration
 from scoring.stats.label_tables import LabelSet
-from scoring.stats.labels import LabelStatistics, label_agreement
+from scoring.stats.labels import label_agreement
 from scoring.stats.prevalence import prevalence
-from scoring.stats.table_intervals import Estimate
 from studies.models import MetricRun, MetricScore
-from studies.services.analysis.frames import AspectInfo
+from studies.services.analysis.label_cells import (
+    PRIMARY,
+    estimate,
+    judge_problem,
+    label_codes,
+    label_set,
+    statistics,
+)
 from studies.services.analysis.report_card.context import RowInput
 from studies.services.analysis.report_card.evidence import num
 from studies.services.analysis.report_card.pieces.base import (
@@ -36,42 +42,8 @@ from studies.services.analysis.report_card.pieces.base import (
 )
 from studies.services.csvfile import number
 
-PRIMARY = {"binary": ("mcc", "MCC"), "categorical": ("kappa", "Cohen's κ")}
-SCALARS = ("accuracy", "kappa", "mcc", "macro_f1", "majority_share", "chance_agreement")
-BINARY = ("tpr", "tnr", "positive_precision", "positive_f1")
 NO_DISTRIBUTION = "the judge stored no distribution over the labels"
-
-
-def label_set(aspect: AspectInfo) -> LabelSet:
-    return LabelSet(aspect.labels, positive=aspect.positive or None, ordered=aspect.ordered)
-
-
-def _estimate(found: Estimate | None) -> dict[str, Any] | None:
-    if found is None:
-        return None
-    return {
-        "value": num(found.value),
-        "low": num(found.low),
-        "high": num(found.high),
-        "clipped": found.clipped,
-        "reason": found.reason,
-    }
-
-
-def _statistics(found: LabelStatistics) -> dict[str, Any]:
-    out = {name: _estimate(getattr(found, name)) for name in SCALARS}
-    if found.labels.is_binary:
-        out |= {name: _estimate(getattr(found, name)) for name in BINARY}
-    out["per_label"] = [
-        {
-            "label": found.labels.name(k),
-            "recall": _estimate(found.recall[k]),
-            "precision": _estimate(found.precision[k]),
-            "f1": _estimate(found.f1[k]),
-        }
-        for k in range(found.labels.q)
-    ]
-    return out
+_estimate, _statistics = estimate, statistics
 
 
 def distributions(run: MetricRun, output_ids: np.ndarray, labels: LabelSet) -> np.ndarray | None:
@@ -123,15 +95,10 @@ def compute(inp: RowInput) -> Row | None:
     labels, q = label_set(aspect), len(aspect.labels)
     base = {"kind": aspect.kind, "labels": list(aspect.labels), "positive": aspect.positive}
     base["primary"] = PRIMARY[aspect.kind][0]
-    judge, humans = inp.metric, inp.humans
-    whole = np.isfinite(humans) & (humans == np.round(humans)) & (humans >= 0) & (humans < q)
-    humans = np.where(whole, humans, np.nan)  # an annotator's differing repeats: no answer
-    scored = np.isfinite(judge)
-    if (scored & ((judge != np.round(judge)) | (judge < 0) | (judge > q - 1))).any():
-        return base | {
-            "problem": f"the judge's scores are not this aspect's labels (0 to {q - 1}): a "
-            "numeric metric meets a label aspect through a threshold chosen on another split"
-        }
+    judge, humans = inp.metric, label_codes(inp.humans, q)
+    problem = judge_problem(judge, q)
+    if problem:
+        return base | {"problem": problem}
     inp.scratch["labels"] = {"judge": judge, "humans": humans}
     c = inp.context
     confidence = c.params.confidence
