@@ -54,7 +54,9 @@ class Primary:
 class Piece:
     """One piece of a row's evidence. ``compute`` gives ``row[key]`` (a plain dict, or
     None where the piece says nothing of this judge); ``template`` renders its cells
-    (one ``<td>`` per column, the row as ``r``); ``header`` the non-sortable header
+    (one ``<td>`` per column, the row as ``r``: a template's name, or a
+    ``django.template.Template`` the piece's module builds, which ``{% include %}``
+    renders as well); ``header`` the non-sortable header
     cells where it has no columns; ``primary`` the statistic the verdict compares with
     the ceiling, for the aspect kinds it speaks for; ``caveat`` a sentence added to any
     verdict."""
@@ -62,7 +64,7 @@ class Piece:
     key: str
     compute: Callable[[RowInput], Any]
     serializer: type[serializers.Serializer]  # type: ignore[type-arg]
-    template: str
+    template: Any  # a template's name, or a Template object
     columns: tuple[Column, ...] = ()
     header: tuple[str, ...] = ()
     export: Export | None = None
