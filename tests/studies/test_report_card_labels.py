@@ -290,7 +290,7 @@ def test_the_api_schema_types_the_rows_pieces():
     row = schema["components"]["schemas"]["ReportCardRow"]["properties"]
     for key in ("correlation", "labels", "agreement", "alt_test", "cost", "verdict"):
         assert key in row
-    labels = schema["components"]["schemas"]["Labels"]["properties"]
+    labels = schema["components"]["schemas"]["CardLabels"]["properties"]
     assert {"judge", "human", "confusion", "prevalence", "calibration"} <= set(labels)
 
 
@@ -310,3 +310,42 @@ def test_a_shared_binary_file_gives_a_label_row(tmp_path):
     judge = row["labels"]["judge"]
     assert row["labels"]["primary"] == "mcc" and judge["mcc"]["value"] is not None
     assert judge["tpr"]["low"] is not None and row["labels"]["prevalence"]["corrected"]
+
+
+def _json_schema(node: Any) -> Any:
+    """An OpenAPI 3.0 schema node as JSON Schema: ``nullable`` becomes a null type."""
+    if isinstance(node, list):
+        return [_json_schema(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _json_schema(v) for k, v in node.items() if k != "nullable"}
+    if node.get("nullable"):
+        if "type" in out:
+            out["type"] = [out["type"], "null"]
+        elif "allOf" in out or "$ref" in out or "oneOf" in out:
+            out = {"anyOf": [out, {"type": "null"}]}
+        if "enum" in out:
+            out["enum"] = [*out["enum"], None]
+    return out
+
+
+def _conforms(rows: list[dict[str, Any]]) -> None:
+    import jsonschema
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    root = {
+        "components": _json_schema(schema["components"]),
+        "type": "array",
+        "items": {"$ref": "#/components/schemas/ReportCardRow"},
+    }
+    jsonschema.validate(json.loads(json.dumps(rows)), root)
+
+
+def test_label_and_scale_rows_conform_to_the_schema(labelled, cast):
+    from tests.studies.report_card_data import build_panel
+
+    dataset, _ = labelled
+    _conforms(_card(dataset)["rows"])
+    panel = build_panel(cast["owner"])  # sampled, pairwise, prompt variants, baselines
+    _conforms(compute_card(panel.dataset, CardParams(resamples=200, all_runs=True))["rows"])

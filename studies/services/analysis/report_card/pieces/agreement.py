@@ -17,8 +17,8 @@ from studies.services.analysis.frames import AspectInfo
 from studies.services.analysis.report_card.context import RowInput
 from studies.services.analysis.report_card.evidence import num
 from studies.services.analysis.report_card.pieces.base import (
+    CardEstimateSerializer,
     Column,
-    EstimateSerializer,
     Export,
     Piece,
     Row,
@@ -110,7 +110,7 @@ def compute(inp: RowInput) -> Row:
     return found
 
 
-class AgreementSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class CardAgreementSerializer(serializers.Serializer):  # type: ignore[type-arg]
     problem = serializers.CharField(
         allow_null=True, help_text="Why it was not computed (a continuous scale, labels)."
     )
@@ -118,12 +118,12 @@ class AgreementSerializer(serializers.Serializer):  # type: ignore[type-arg]
     binning = serializers.CharField(required=False)
     binning_text = serializers.CharField(required=False)
     n_items = serializers.IntegerField(required=False)
-    kappa = EstimateSerializer(required=False)
-    ac1 = EstimateSerializer(required=False)
-    alpha = EstimateSerializer(required=False)
-    human_kappa = EstimateSerializer(required=False)
-    human_ac1 = EstimateSerializer(required=False)
-    human_alpha = EstimateSerializer(required=False)
+    kappa = CardEstimateSerializer(required=False)
+    ac1 = CardEstimateSerializer(required=False)
+    alpha = CardEstimateSerializer(required=False)
+    human_kappa = CardEstimateSerializer(required=False)
+    human_ac1 = CardEstimateSerializer(required=False)
+    human_alpha = CardEstimateSerializer(required=False)
 
 
 def _estimates(found: dict[str, Any] | None) -> list[Any]:
@@ -149,7 +149,7 @@ def _value(name: str) -> Any:
 PIECE = Piece(
     key="agreement",
     compute=compute,
-    serializer=AgreementSerializer,
+    serializer=CardAgreementSerializer,
     template="studies/partials/card/agreement.html",
     columns=(
         Column("kappa", "κ_w", _value("kappa")),

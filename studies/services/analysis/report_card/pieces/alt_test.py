@@ -99,7 +99,7 @@ def compute(inp: RowInput) -> Row:
     )
 
 
-class AnnotatorTestSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class CardAnnotatorTestSerializer(serializers.Serializer):  # type: ignore[type-arg]
     annotator = serializers.CharField()
     n_items = serializers.IntegerField()
     rho_judge = serializers.FloatField(allow_null=True)
@@ -107,12 +107,12 @@ class AnnotatorTestSerializer(serializers.Serializer):  # type: ignore[type-arg]
     judge_wins = serializers.BooleanField()
 
 
-class SkippedSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class CardSkippedSerializer(serializers.Serializer):  # type: ignore[type-arg]
     annotator = serializers.CharField()
     n_items = serializers.IntegerField()
 
 
-class AltTestSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class CardAltTestSerializer(serializers.Serializer):  # type: ignore[type-arg]
     passed = serializers.BooleanField()
     winning_rate = serializers.FloatField(allow_null=True, help_text="ω")
     advantage_probability = serializers.FloatField(allow_null=True, help_text="ρ")
@@ -129,8 +129,8 @@ class AltTestSerializer(serializers.Serializer):  # type: ignore[type-arg]
     n_items_with_three = serializers.IntegerField()
     problem = serializers.CharField(allow_null=True)
     message = serializers.CharField(allow_blank=True)
-    per_annotator = AnnotatorTestSerializer(many=True)
-    skipped = SkippedSerializer(many=True)
+    per_annotator = CardAnnotatorTestSerializer(many=True)
+    skipped = CardSkippedSerializer(many=True)
 
 
 def _values(r: Row) -> list[Any]:
@@ -149,7 +149,7 @@ def _values(r: Row) -> list[Any]:
 PIECE = Piece(
     key="alt_test",
     compute=compute,
-    serializer=AltTestSerializer,
+    serializer=CardAltTestSerializer,
     template="studies/partials/card/alt_test.html",
     columns=(
         Column("omega", "ω", lambda r: r["alt_test"]["winning_rate"], title="winning rate"),

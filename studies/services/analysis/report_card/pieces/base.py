@@ -77,7 +77,7 @@ class Piece:
         return len(self.columns) or len(self.header)
 
 
-class EstimateSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class CardEstimateSerializer(serializers.Serializer):  # type: ignore[type-arg]
     """A statistic with its interval (None: undefined; ``clipped``: the interval was cut
     to the statistic's range)."""
 

@@ -57,7 +57,7 @@ def compute(inp: RowInput) -> Row | None:
     return consistency_of(inp.run)
 
 
-class ConsistencySerializer(serializers.Serializer):  # type: ignore[type-arg]
+class CardConsistencySerializer(serializers.Serializer):  # type: ignore[type-arg]
     n_outputs = serializers.IntegerField()
     n_samples = serializers.IntegerField()
     k = serializers.FloatField(allow_null=True)
@@ -75,7 +75,7 @@ def _values(r: Row) -> list[Any]:
 PIECE = Piece(
     key="self_consistency",
     compute=compute,
-    serializer=ConsistencySerializer,
+    serializer=CardConsistencySerializer,
     template="studies/partials/card/self_consistency.html",
     columns=(Column("icc", "ICC(1)", lambda r: (r["self_consistency"] or {}).get("icc1")),),
     export=Export(("icc1", "icc1k", "mean_within_sd"), _values),

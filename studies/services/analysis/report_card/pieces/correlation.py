@@ -61,7 +61,7 @@ def primary(row: Row, statistic: str) -> Primary | None:
     )
 
 
-class CorrelationSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class CardCorrelationSerializer(serializers.Serializer):  # type: ignore[type-arg]
     value = serializers.FloatField(allow_null=True)
     low = serializers.FloatField(allow_null=True)
     high = serializers.FloatField(allow_null=True)
@@ -75,7 +75,7 @@ class CorrelationSerializer(serializers.Serializer):  # type: ignore[type-arg]
 PIECE = Piece(
     key="correlation",
     compute=compute,
-    serializer=CorrelationSerializer,
+    serializer=CardCorrelationSerializer,
     template="studies/partials/card/correlation.html",
     columns=(
         Column("corr", "Correlation", lambda r: r["correlation"]["value"]),

@@ -45,7 +45,7 @@ def compute(inp: RowInput) -> Row:
     return cost_per_thousand(inp.run)
 
 
-class CostSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class CardCostSerializer(serializers.Serializer):  # type: ignore[type-arg]
     source = serializers.ChoiceField(choices=["served", "local"], allow_null=True)
     outputs = serializers.IntegerField()
     seconds = serializers.FloatField(allow_null=True, required=False)
@@ -68,7 +68,7 @@ def _values(r: Row) -> list[Any]:
 PIECE = Piece(
     key="cost",
     compute=compute,
-    serializer=CostSerializer,
+    serializer=CardCostSerializer,
     template="studies/partials/card/cost.html",
     columns=(
         Column("cost", "Cost / 1k", lambda r: r["cost"].get("cost"), best_high=False),

@@ -16,7 +16,7 @@ from studies.services.analysis.pairwise_judge import (
 )
 from studies.services.analysis.report_card.context import RowInput
 from studies.services.analysis.report_card.evidence import num
-from studies.services.analysis.report_card.pieces.base import EstimateSerializer, Piece, Row
+from studies.services.analysis.report_card.pieces.base import CardEstimateSerializer, Piece, Row
 
 
 def _estimate(found: Any) -> dict[str, Any]:
@@ -52,19 +52,19 @@ def compute(inp: RowInput) -> Row | None:
     return human_pairs_of(inp.run, inp.context.mp.seed, inp.context.params.confidence)
 
 
-class HumanPairsSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class CardHumanPairsSerializer(serializers.Serializer):  # type: ignore[type-arg]
     problem = serializers.CharField(allow_null=True)
     n_items = serializers.IntegerField(required=False)
-    with_ties = EstimateSerializer(required=False)
-    without_ties = EstimateSerializer(required=False)
-    human_with_ties = EstimateSerializer(required=False)
-    human_without_ties = EstimateSerializer(required=False)
+    with_ties = CardEstimateSerializer(required=False)
+    without_ties = CardEstimateSerializer(required=False)
+    human_with_ties = CardEstimateSerializer(required=False)
+    human_without_ties = CardEstimateSerializer(required=False)
 
 
 PIECE = Piece(
     key="human_pairs",
     compute=compute,
-    serializer=HumanPairsSerializer,
+    serializer=CardHumanPairsSerializer,
     template="",  # shown in the position column
     help="a pairwise judge's agreement with imported human preferences",
 )

@@ -33,8 +33,8 @@ from studies.services.analysis.label_cells import (
 from studies.services.analysis.report_card.context import RowInput
 from studies.services.analysis.report_card.evidence import num
 from studies.services.analysis.report_card.pieces.base import (
+    CardEstimateSerializer,
     Column,
-    EstimateSerializer,
     Export,
     Piece,
     Primary,
@@ -227,40 +227,40 @@ def _ece(row: Row) -> float | None:
     return (((row.get("labels") or {}).get("calibration") or {}).get("ece") or {}).get("value")
 
 
-class PerLabelSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class CardPerLabelSerializer(serializers.Serializer):  # type: ignore[type-arg]
     label = serializers.CharField()
-    recall = EstimateSerializer()
-    precision = EstimateSerializer()
-    f1 = EstimateSerializer()
+    recall = CardEstimateSerializer()
+    precision = CardEstimateSerializer()
+    f1 = CardEstimateSerializer()
 
 
-class LabelStatisticsSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    accuracy = EstimateSerializer()
-    kappa = EstimateSerializer(help_text="Cohen's κ (weighted for ordered labels).")
-    mcc = EstimateSerializer()
-    macro_f1 = EstimateSerializer()
-    majority_share = EstimateSerializer(help_text="Base rate: always the majority label.")
-    chance_agreement = EstimateSerializer(help_text="κ's expected agreement.")
-    tpr = EstimateSerializer(required=False, help_text="Binary: recall of the positive label.")
-    tnr = EstimateSerializer(required=False, help_text="Binary: recall of the negative label.")
-    positive_precision = EstimateSerializer(required=False)
-    positive_f1 = EstimateSerializer(required=False)
-    per_label = PerLabelSerializer(many=True)
+class CardLabelStatisticsSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    accuracy = CardEstimateSerializer()
+    kappa = CardEstimateSerializer(help_text="Cohen's κ (weighted for ordered labels).")
+    mcc = CardEstimateSerializer()
+    macro_f1 = CardEstimateSerializer()
+    majority_share = CardEstimateSerializer(help_text="Base rate: always the majority label.")
+    chance_agreement = CardEstimateSerializer(help_text="κ's expected agreement.")
+    tpr = CardEstimateSerializer(required=False, help_text="Binary: recall of the positive label.")
+    tnr = CardEstimateSerializer(required=False, help_text="Binary: recall of the negative label.")
+    positive_precision = CardEstimateSerializer(required=False)
+    positive_f1 = CardEstimateSerializer(required=False)
+    per_label = CardPerLabelSerializer(many=True)
 
 
-class PrevalenceSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    human = EstimateSerializer()
-    judge = EstimateSerializer()
-    sensitivity = EstimateSerializer()
-    specificity = EstimateSerializer()
-    corrected = EstimateSerializer(help_text="Rogan–Gladen: the judge's, errors undone.")
-    ppi = EstimateSerializer(help_text="PPI++ of the annotators' prevalence.")
+class CardPrevalenceSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    human = CardEstimateSerializer()
+    judge = CardEstimateSerializer()
+    sensitivity = CardEstimateSerializer()
+    specificity = CardEstimateSerializer()
+    corrected = CardEstimateSerializer(help_text="Rogan–Gladen: the judge's, errors undone.")
+    ppi = CardEstimateSerializer(help_text="PPI++ of the annotators' prevalence.")
     n_judged = serializers.IntegerField()
     n_labelled = serializers.IntegerField()
     n_both = serializers.IntegerField()
 
 
-class BinSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class CardBinSerializer(serializers.Serializer):  # type: ignore[type-arg]
     low = serializers.FloatField()
     high = serializers.FloatField()
     n = serializers.FloatField()
@@ -268,18 +268,18 @@ class BinSerializer(serializers.Serializer):  # type: ignore[type-arg]
     observed = serializers.FloatField(allow_null=True)
 
 
-class CalibrationSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class CardCalibrationSerializer(serializers.Serializer):  # type: ignore[type-arg]
     problem = serializers.CharField(allow_null=True)
     target = serializers.ChoiceField(choices=["positive", "top_label"], required=False)
-    ece = EstimateSerializer(required=False)
-    mce = EstimateSerializer(required=False)
-    brier = EstimateSerializer(required=False)
+    ece = CardEstimateSerializer(required=False)
+    mce = CardEstimateSerializer(required=False)
+    brier = CardEstimateSerializer(required=False)
     n_items = serializers.IntegerField(required=False)
     n_pairs = serializers.IntegerField(required=False)
-    bins = BinSerializer(many=True, required=False, help_text="The reliability diagram.")
+    bins = CardBinSerializer(many=True, required=False, help_text="The reliability diagram.")
 
 
-class LabelsSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class CardLabelsSerializer(serializers.Serializer):  # type: ignore[type-arg]
     kind = serializers.ChoiceField(choices=["binary", "categorical"])
     labels = serializers.ListField(child=serializers.CharField())
     positive = serializers.CharField(allow_blank=True)
@@ -290,15 +290,15 @@ class LabelsSerializer(serializers.Serializer):  # type: ignore[type-arg]
     n_items = serializers.IntegerField(required=False)
     n_human_items = serializers.IntegerField(required=False)
     n_pairs = serializers.FloatField(required=False)
-    judge = LabelStatisticsSerializer(required=False)
-    human = LabelStatisticsSerializer(required=False, help_text="Among the annotators.")
+    judge = CardLabelStatisticsSerializer(required=False)
+    human = CardLabelStatisticsSerializer(required=False, help_text="Among the annotators.")
     confusion = serializers.ListField(
         child=serializers.ListField(child=serializers.FloatField()),
         required=False,
         help_text="Rows: the annotators' labels; columns: the judge's.",
     )
-    prevalence = PrevalenceSerializer(required=False)
-    calibration = CalibrationSerializer(required=False)
+    prevalence = CardPrevalenceSerializer(required=False)
+    calibration = CardCalibrationSerializer(required=False)
 
 
 HEADER = (
@@ -383,7 +383,7 @@ def _values(row: Row) -> list[Any]:
 PIECE = Piece(
     key="labels",
     compute=compute,
-    serializer=LabelsSerializer,
+    serializer=CardLabelsSerializer,
     template="studies/partials/card/labels.html",
     columns=(
         Column(

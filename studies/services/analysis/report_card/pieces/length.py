@@ -27,7 +27,7 @@ def _abs(value: float | None) -> float | None:
     return None if value is None else abs(value)
 
 
-class LengthSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class CardLengthSerializer(serializers.Serializer):  # type: ignore[type-arg]
     judge = serializers.FloatField(allow_null=True)
     humans = serializers.FloatField(allow_null=True)
     raw = serializers.FloatField(allow_null=True)
@@ -44,7 +44,7 @@ def _values(r: Row) -> list[Any]:
 PIECE = Piece(
     key="length",
     compute=compute,
-    serializer=LengthSerializer,
+    serializer=CardLengthSerializer,
     template="studies/partials/card/length.html",
     columns=(
         Column(

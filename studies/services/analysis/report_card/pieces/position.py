@@ -77,7 +77,7 @@ def _from_half(value: float | None) -> float | None:
     return None if value is None else abs(value - 0.5)
 
 
-class PositionSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class CardPositionSerializer(serializers.Serializer):  # type: ignore[type-arg]
     problem = serializers.CharField(allow_null=True)
     n_pairs = serializers.IntegerField(required=False)
     position_consistency = serializers.FloatField(allow_null=True, required=False)
@@ -99,7 +99,7 @@ def _values(r: Row) -> list[Any]:
 PIECE = Piece(
     key="position",
     compute=compute,
-    serializer=PositionSerializer,
+    serializer=CardPositionSerializer,
     template="studies/partials/card/position.html",
     columns=(
         Column(

@@ -113,22 +113,22 @@ def compute(inp: RowInput) -> Row | None:
     }
 
 
-class AgainstSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class CardAgainstSerializer(serializers.Serializer):  # type: ignore[type-arg]
     pk = serializers.IntegerField()
     label = serializers.CharField()
 
 
-class RankChangeSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class CardRankChangeSerializer(serializers.Serializer):  # type: ignore[type-arg]
     system = serializers.CharField()
     rank = serializers.FloatField()
     against_rank = serializers.FloatField()
 
 
-class PromptSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class CardPromptSerializer(serializers.Serializer):  # type: ignore[type-arg]
     changed = serializers.ListField(child=serializers.CharField())
     also = serializers.ListField(child=serializers.CharField())
     comparable = serializers.BooleanField()
-    against = AgainstSerializer()
+    against = CardAgainstSerializer()
     value = serializers.FloatField(allow_null=True)
     against_value = serializers.FloatField(allow_null=True)
     delta = serializers.FloatField(allow_null=True)
@@ -136,7 +136,7 @@ class PromptSerializer(serializers.Serializer):  # type: ignore[type-arg]
     high = serializers.FloatField(allow_null=True)
     p_value = serializers.FloatField(allow_null=True)
     n_outputs = serializers.IntegerField()
-    rank_changes = RankChangeSerializer(many=True)
+    rank_changes = CardRankChangeSerializer(many=True)
 
 
 def _abs(value: float | None) -> float | None:
@@ -160,7 +160,7 @@ def _values(r: Row) -> list[Any]:
 PIECE = Piece(
     key="prompt",
     compute=compute,
-    serializer=PromptSerializer,
+    serializer=CardPromptSerializer,
     template="studies/partials/card/prompt.html",
     columns=(
         Column(

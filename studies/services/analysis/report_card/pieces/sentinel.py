@@ -18,15 +18,15 @@ def compute(inp: RowInput) -> Row:
     return {"fails": cell.get("fails_sentinel"), "pending": cell.get("sentinels_pending") or []}
 
 
-class FailedSentinelSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class CardFailedSentinelSerializer(serializers.Serializer):  # type: ignore[type-arg]
     run = serializers.IntegerField()
     label = serializers.CharField()
     p = serializers.FloatField(help_text="One-sided paired bootstrap p of being above it.")
     n = serializers.IntegerField()
 
 
-class SentinelSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    fails = FailedSentinelSerializer(
+class CardSentinelSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    fails = CardFailedSentinelSerializer(
         allow_null=True, help_text="The sentinel the judge is not significantly above."
     )
     pending = serializers.ListField(child=serializers.CharField())
@@ -40,7 +40,7 @@ def _values(r: Row) -> list[Any]:
 PIECE = Piece(
     key="sentinel",
     compute=compute,
-    serializer=SentinelSerializer,
+    serializer=CardSentinelSerializer,
     template="studies/partials/card/sentinel.html",
     header=("Sentinels",),
     export=Export(("not_above_sentinel", "not_above_sentinel_p"), _values),
