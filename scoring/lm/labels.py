@@ -4,16 +4,18 @@ each label word, read how exactly the model can.
 A :class:`LabelReader` returns one :class:`LabelReading` per
 :class:`~scoring.lm.rating.RatingRequest`: the label distribution and how it was read.
 The local engine is a plain :class:`~scoring.lm.rating.RatingModel` (every label's
-continuation scored token by token: exact); a served model reads the next token's
+continuation scored token by token: exact); a served model (which registers its
+reader here: :func:`register_reader`, so the model class stays as it is) reads the next token's
 ``top_logprobs`` and scores exactly, by prompt log-probabilities, the labels that were
 not among the candidates (:mod:`scoring.lm.served.labels`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from functools import partial
+from typing import Any, Protocol, runtime_checkable
 
 from scoring.lm.rating import RatingDistribution, RatingRequest
 
@@ -41,3 +43,23 @@ class LabelReader(Protocol):
     lists out."""
 
     def label_distributions(self, requests: Sequence[RatingRequest]) -> list[LabelReading]: ...
+
+
+Reader = Callable[[Any, Sequence[RatingRequest]], list[LabelReading]]
+_readers: dict[type, Reader] = {}
+
+
+def register_reader(cls: type, read: Reader) -> None:
+    """``read(model, requests)`` reads the label distributions of ``cls``'s models."""
+    _readers[cls] = read
+
+
+def reader_of(model: object) -> Callable[[Sequence[RatingRequest]], list[LabelReading]] | None:
+    """How ``model`` reads labels itself (its own method, or a registered reader);
+    ``None``: it is a plain rating model, or gives no probabilities."""
+    if isinstance(model, LabelReader):
+        return model.label_distributions
+    for cls in type(model).__mro__:
+        if cls in _readers:
+            return partial(_readers[cls], model)
+    return None

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scoring.lm.labels import LabelReader, LabelReading
+from scoring.lm.labels import LabelReading, reader_of
 from scoring.lm.rating import RatingDistribution, RatingModel, RatingRequest, TextSampler
 from scoring.metrics import geval
 from scoring.metrics.base import Item, ScoreResult
@@ -174,10 +174,11 @@ def result(config: LabelConfig, reading: LabelReading) -> ScoreResult:
 
 
 def readings(model: object, reqs: Sequence[RatingRequest]) -> list[LabelReading]:
-    """Label distributions as the model reads them: a :class:`LabelReader` says how; a
-    plain :class:`RatingModel` (the local engine) scores every label: exact."""
-    if isinstance(model, LabelReader):
-        return model.label_distributions(reqs)
+    """Label distributions as the model reads them: a label reader (a served model)
+    says how; a plain :class:`RatingModel` (the local engine) scores every label: exact."""
+    read = reader_of(model)
+    if read is not None:
+        return read(reqs)
     if isinstance(model, RatingModel):
         return [LabelReading(d) for d in model.rating_distributions(reqs)]
     raise TypeError(
