@@ -12,7 +12,7 @@ import pytest
 from scoring.lm.base import TargetRequest
 from scoring.lm.labels import LabelReading
 from scoring.lm.rating import RatingDistribution
-from scoring.metrics import geval, geval_labels
+from scoring.metrics import geval, geval_labels, yesno
 from scoring.metrics.base import Item
 from tests.tiny_models import CORPUS, tiny_gpt2
 
@@ -133,3 +133,40 @@ def test_sampled_estimation_reads_the_label_words_and_says_so() -> None:
     assert result.value == 1.0 and result.details["p_positive"] == pytest.approx(2 / 3)
     with pytest.raises(TypeError, match="gives no probabilities"):
         geval_labels.score(model, items()[:1], config())
+
+
+def yesno_config() -> yesno.YesNoConfig:
+    return yesno.YesNoConfig(
+        introduction="Judge the summary.",
+        aspect_name="Consistency",
+        criteria="Consistency (inconsistent / consistent) - only what the article says.",
+        positive="consistent",
+        negative="inconsistent",
+        source_label="Source Text",
+        output_label="Summary",
+    )
+
+
+def test_the_yes_no_judge_scores_the_log_odds_of_the_answers_exactly(tiny) -> None:  # type: ignore[no-untyped-def]
+    cfg = yesno_config()
+    outputs = items()[:3]
+    results = yesno.score(tiny, outputs, cfg)
+    reqs = yesno.requests(cfg, outputs, tiny)
+    assert reqs[0].prompt.endswith(
+        "Question: Is the summary consistent (Consistency)? Answer with Yes or No ONLY.\n\nAnswer:"
+    )
+    assert reqs[0].labels == (" Yes", " No")
+    for request, result in zip(reqs, results, strict=True):
+        yes, no = tiny.score_targets(
+            [TargetRequest("y", request.prompt, " Yes"), TargetRequest("n", request.prompt, " No")]
+        )
+        assert yes.sum is not None and no.sum is not None
+        assert result.error is None and result.value == pytest.approx(yes.sum - no.sum, abs=1e-6)
+        p_yes = result.details["p_yes"]
+        assert p_yes == pytest.approx(1 / (1 + math.exp(-(yes.sum - no.sum))), abs=1e-9)
+        assert result.details["label"] == ("consistent" if result.value > 0 else "inconsistent")
+        assert result.details["distribution"] == {"consistent": p_yes, "inconsistent": 1 - p_yes}
+    certain = yesno.result(cfg, LabelReading(RatingDistribution("k", ("a", "b"), (1.0, 0.0))))
+    assert certain.value is None and "infinite" in str(certain.error)
+    with pytest.raises(ValueError, match="two labels"):
+        yesno.YesNoConfig("i", "A", "c", positive="x", negative="x")

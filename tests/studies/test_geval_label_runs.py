@@ -93,3 +93,22 @@ def test_the_steps_prompt_of_a_label_aspect_names_its_labels(dataset):
     config = steps_service.base_config(dataset.task, aspect_version)
     assert config.scale == (0, 1)
     assert "Faithful (no / yes)" in steps_service.geval.steps_prompt(config)
+
+
+def test_the_yes_no_judge_runs_on_a_binary_aspect_only(dataset, tiny_model):
+    request = RunRequest(metric="yesno", aspect="FAITH", model=tiny_model)
+    run = start_run(dataset, request, enqueue=False, local_paths=True)
+    assert run.label.endswith(":FAITH") and run.label.startswith("yesno:")
+    assert run.config["positive"] == "yes" and run.config["negative"] == "no"
+    assert execute_run(run.pk, chunk_outputs=2) == "succeeded"
+    scores = list(MetricScore.objects.filter(run=run))
+    assert len(scores) == 4 and not any(s.error for s in scores)
+    for score in scores:
+        p = score.details["p_yes"]
+        assert score.value == pytest.approx(math.log(p) - math.log(1 - p), abs=1e-9)
+    with pytest.raises(RunError, match="binary aspect; COH is a scale one"):
+        start_run(
+            dataset,
+            RunRequest(metric="yesno", aspect="COH", model=tiny_model),
+            local_paths=True,
+        )
