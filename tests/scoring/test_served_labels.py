@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from scoring.lm import HFLanguageModel
 from scoring.lm.served import EndpointSpec, ServedClient, ServedModel, probe
-from scoring.metrics import geval, geval_labels
+from scoring.metrics import geval, geval_labels, yesno
 from scoring.metrics.base import Item
 from tests.served import Served
 
@@ -102,3 +103,39 @@ def test_a_binary_label_run_through_the_endpoint_equals_the_local_engine(
         FIGURES[name] = worst
         assert worst <= 1e-3, (name, worst)
     print(f"\nG-Eval labels, local vs served, max |Δp| per output: {FIGURES}")
+
+
+def test_the_yes_no_judge_and_a_plain_prompt_through_the_endpoint_equal_the_local_engine(
+    vllm_server: Served, local: HFLanguageModel
+) -> None:
+    items = outputs()
+    judge = yesno.YesNoConfig(
+        introduction=config().geval.introduction,
+        aspect_name="Faithfulness",
+        criteria=config().geval.criteria,
+        positive="faithful",
+        negative="unfaithful",
+        source_label="Source Text",
+        output_label="Summary",
+    )
+    here = yesno.score(local, items, judge)
+    there = yesno.score(served_model(vllm_server), items, judge)
+    worst = 0.0
+    for a, b in zip(here, there, strict=True):
+        assert a.value is not None and b.value is not None, (a.error, b.error)
+        worst = max(worst, abs(a.details["p_yes"] - b.details["p_yes"]))
+        assert b.value == pytest.approx(a.value, abs=1e-2)  # log-odds: p within 1e-3
+    FIGURES["yes/no p_yes"] = worst
+    assert worst <= 1e-3
+    # No chat template: the labels follow "- Faithfulness:" with a space, and one
+    # candidate leaves a label outside: scored as a target (GPTScore's served path).
+    plain = geval_labels.LabelConfig(
+        replace(config().geval, use_chat_template=False), LABELS, positive="faithful"
+    )
+    (a,) = geval_labels.score(local, items[:1], plain)
+    (b,) = geval_labels.score(served_model(vllm_server, top_logprobs=1), items[:1], plain)
+    assert a.error is None and b.error is None, (a.error, b.error)
+    assert b.details["read"] == "exact" and b.details["outside"]
+    FIGURES["plain exact"] = abs(a.details["p_positive"] - b.details["p_positive"])
+    assert FIGURES["plain exact"] <= 1e-3
+    print(f"\nlocal vs served, max |Δp| per output: {FIGURES}")
