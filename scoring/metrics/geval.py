@@ -176,8 +176,14 @@ _REPEATED_NUMBER = re.compile(r"^(\s*)(\d+)[.)]\s+\2[.)]\s+")
 STEPS_PRIMER = "\n1."  # the continuation starts as a numbered list, as the paper's steps do
 
 
-def build_prompt(config: GEvalConfig, item: Item) -> str:
-    """The form for one output (before any chat template)."""
+FORM = "Evaluation Form (scores ONLY):\n\n- {aspect}:"
+# The form of a binary or categorical aspect (scoring.metrics.geval_labels): one label.
+LABEL_FORM = "Evaluation Form (answer with one of the labels {labels} ONLY):\n\n- {aspect}:"
+
+
+def build_prompt(config: GEvalConfig, item: Item, form: str = "") -> str:
+    """The form for one output (before any chat template); ``form`` replaces the
+    Likert form's last part (:data:`FORM`), as a label aspect's does."""
     parts = [config.introduction, f"Evaluation Criteria:\n\n{config.criteria}"]
     if config.steps.strip():
         parts.append(f"{STEPS_HEADER}\n\n{config.steps.strip()}")
@@ -186,7 +192,7 @@ def build_prompt(config: GEvalConfig, item: Item) -> str:
         texts += f"{config.source_label}:\n\n{item.source}\n\n"
     texts += f"{config.output_label}:\n\n{item.hypothesis}"
     parts.append(texts)
-    parts.append(f"Evaluation Form (scores ONLY):\n\n- {config.aspect_name}:")
+    parts.append(form or FORM.format(aspect=config.aspect_name))
     return "\n\n".join(parts)
 
 

@@ -127,7 +127,7 @@ def test_the_per_aspect_rule_follows_the_runner(toys, dataset):
     form = _form(dataset, metric="toyjudge")
     assert not form.is_valid()
     assert (
-        "Choose at least one aspect for GPTScore or G-Eval or Pairwise judge or Toy judge."
+        "Choose at least one aspect for GPTScore or G-Eval or Pairwise judge or Yes/no judge or Toy judge."
         in form.errors["aspects"]
     )
     aspects = list(form.fields["aspects"].queryset.order_by("code")[:2])  # type: ignore[attr-defined]
@@ -137,7 +137,7 @@ def test_the_per_aspect_rule_follows_the_runner(toys, dataset):
     (single,) = start_requested(dataset, RunRequest(metric="toycount"), aspects)
     assert single.label == "toycount:all"
     with pytest.raises(
-        CommandError, match="--aspect for gptscore and geval and pairwise and toyjudge"
+        CommandError, match="--aspect for gptscore and geval and pairwise and yesno and toyjudge"
     ):
         call_command("run_metric", "--dataset", dataset.name, "--metric", "toyjudge")
 

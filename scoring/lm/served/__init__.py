@@ -9,12 +9,14 @@ same protocols as the local engine, so every LM metric runs on them unchanged.
 * :mod:`.answers`: reading answers within bounds (size, JSON, usage);
 * :mod:`.client`: the HTTP engine (concurrency, limits, retries, cache, cost);
 * :mod:`.backend`: :class:`ServedModel`, the scoring protocols on top;
+* :mod:`.labels`: label probabilities (G-Eval on a label aspect): top-k, else exact;
 * :mod:`.probe`: what an endpoint can do;
 * :mod:`.local_server`: a real vLLM server on this machine (tests, benchmarks).
 
 Pure Python: no Django, no torch.
 """
 
+from scoring.lm.served import labels as labels  # registers the served label reader
 from scoring.lm.served.backend import CapabilityMissing, ServedModel, chat_prompt
 from scoring.lm.served.cache import MemoryCache, ResponseCache, cache_key
 from scoring.lm.served.client import Call, ServedClient

@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from scoring.lm.hf import HFLanguageModel
 from scoring.lm.rating import TextGenerator
-from scoring.metrics import geval
+from scoring.metrics import geval, geval_labels
 from studies.models import (
     AspectVersion,
     EvaluationSteps,
@@ -77,19 +77,28 @@ def current_steps(
 
 def base_config(task: TaskKind, aspect_version: AspectVersion, **options: Any) -> geval.GEvalConfig:
     """The G-Eval configuration of a task and aspect version, without steps: the task's
-    G-Eval template supplies the introduction when there is one."""
+    G-Eval template supplies the introduction when there is one. A binary or
+    categorical aspect's criteria name its labels, its scale is their positions."""
     template = PromptTemplate.objects.filter(
         task=task, aspect=aspect_version.aspect, kind=PromptTemplate.Kind.GEVAL
     ).first()
     text = template.current_version().text if template else ""
-    introduction, source_label, output_label = geval.introduction_for(task.code, text)
-    try:
-        scale = geval.integer_scale(aspect_version.scale_min, aspect_version.scale_max)
-    except ValueError as exc:
-        raise StepsError(str(exc)) from exc
-    criteria = geval.criteria_text(
-        aspect_version.name, aspect_version.definition, scale, aspect_version.anchors
-    )
+    if aspect_version.kind != "scale":  # binary, categorical: the labels, asked for by name
+        introduction, source_label, output_label = geval_labels.introduction_for(task.code, text)
+        labels = [str(label) for label in aspect_version.labels]
+        scale: tuple[int, ...] = tuple(range(len(labels)))
+        criteria = geval_labels.criteria_text(
+            aspect_version.name, aspect_version.definition, labels, aspect_version.anchors
+        )
+    else:
+        introduction, source_label, output_label = geval.introduction_for(task.code, text)
+        try:
+            scale = geval.integer_scale(aspect_version.scale_min, aspect_version.scale_max)
+        except ValueError as exc:
+            raise StepsError(str(exc)) from exc
+        criteria = geval.criteria_text(
+            aspect_version.name, aspect_version.definition, scale, aspect_version.anchors
+        )
     return geval.GEvalConfig(
         introduction=introduction,
         aspect_name=aspect_version.name,

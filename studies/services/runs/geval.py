@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from scoring.lm.rating import RatingModel, TextSampler
 from scoring.lm.served import Capabilities
-from scoring.metrics import geval
+from scoring.metrics import geval, geval_labels
 from scoring.metrics.base import Item, ScoreResult
 from studies.models import Dataset, MetricRun, MetricScore, Output
 from studies.services.catalog import steps as steps_service
@@ -71,6 +71,7 @@ def build(dataset: Dataset, request: RunRequest, user: Any = None) -> Plan:
         "batch_size": request.batch_size,
         "limit_docs": request.limit_docs,
         "versions": library_versions(),
+        **_label_config(aspect_version),
     }
     label = ":".join(
         [
@@ -78,11 +79,32 @@ def build(dataset: Dataset, request: RunRequest, user: Any = None) -> Plan:
             config["model_label"],
             aspect.code,
             "cot" if request.steps == "auto" else "no-cot",
-            request.weighting,
+            "labels" if config.get("labels") else request.weighting,
         ]
         + (["sampled"] if request.estimation == "sampled" else [])
     )
     return Plan("geval", label, config, aspect_version, steps_id=steps.pk if steps else None)
+
+
+def _label_config(aspect_version: Any) -> dict[str, Any]:
+    """A binary or categorical aspect's labels (and positive label): the run reads
+    p(label) over them and scores the predicted label's position; nothing for a scale."""
+    if aspect_version.kind == "scale":
+        return {}
+    return {
+        "labels": [str(label) for label in aspect_version.labels],
+        "positive": str(aspect_version.positive or ""),
+    }
+
+
+def label_config_of(run: MetricRun) -> geval_labels.LabelConfig | None:
+    """The label configuration of a run on a label aspect, else None."""
+    labels = run.config.get("labels")
+    if not labels:
+        return None
+    return geval_labels.LabelConfig(
+        config_of(run), tuple(labels), positive=run.config.get("positive") or ""
+    )
 
 
 def _ensure_steps(run: MetricRun, model: Any) -> None:
@@ -143,7 +165,11 @@ def prepare(run: MetricRun, todo: list[Output], model_factory: ModelFactory | No
         run.config["chat_template"] = chat  # what the prompts were wrapped in
         MetricRun.objects.filter(pk=run.pk).update(config=run.config)
 
+    labelled = label_config_of(run)
+
     def score(items: list[Item]) -> list[ScoreResult]:
+        if labelled is not None:
+            return geval_labels.score(model, items, labelled)
         return geval.score(model, items, config)
 
     return score
@@ -191,6 +217,8 @@ def derive_variant(run: MetricRun, weighting: str, *, user: Any = None) -> Metri
         raise RunError(f"The variant needs the other weighting, not {weighting!r}.")
     if run.status != MetricRun.Status.SUCCEEDED:
         raise RunError("Only a finished run can give a variant.")
+    if run.config.get("labels"):
+        raise RunError("A run on labels scores the predicted label; it has no weighting variant.")
     existing = MetricRun.objects.filter(
         dataset=run.dataset,
         metric="geval",

@@ -17,6 +17,7 @@ from studies.services.runs.geval import RUNNER as GEVAL
 from studies.services.runs.gptscore import RUNNER as GPTSCORE
 from studies.services.runs.pairwise import RUNNER as PAIRWISE
 from studies.services.runs.types import ABOUT_PAGE, Queue, Runner
+from studies.services.runs.yesno import RUNNER as YESNO
 
 _runners: list[Runner] = []  # in registration order: the order of every list of metrics
 _by_name: dict[str, Runner] = {}
@@ -156,5 +157,6 @@ METRIC_GROUPS: Mapping[str, tuple[str, ...]] = _Groups()
 register(GPTSCORE)
 register(GEVAL)
 register(PAIRWISE)
+register(YESNO)
 for _baseline in BASELINES:  # ROUGE, BLEU/chrF, BERTScore, length, random
     register(_baseline)

@@ -1,0 +1,114 @@
+"""A G-Eval run on a binary aspect: the labels frozen with the run, the label form in
+its prompt, each score the predicted label's position (as a judgment stores a label)
+with the distribution and p_positive; no weighting variant."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from studies.models import Aspect, MetricScore
+from studies.services.catalog import steps as steps_service
+from studies.services.runs import RunError, RunRequest, execute_run, start_run
+from studies.services.runs.geval import derive_variant, label_config_of
+from tests.conftest import record
+from tests.tiny_models import tiny_gpt2
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):  # type: ignore[no-untyped-def]
+    return tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2"), n_positions=2048)
+
+
+@pytest.fixture
+def dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
+    from studies.models import Dataset
+    from studies.services.imports import ImportOptions, import_file
+
+    aspect = Aspect(
+        code="FAITH",
+        name="Faithful",
+        definition="Is every fact of the summary supported by the article?",
+        kind="binary",
+        labels=["no", "yes"],
+        positive="yes",
+        anchors={"yes": "nothing made up"},
+    )
+    aspect.full_clean()
+    aspect.save()
+    records = [
+        record(f"d{d}", f"s{s}", output=f"Output {s} on budget {d}.", source=f"Budget {d} passed.")
+        for d in range(2)
+        for s in range(2)
+    ]
+    path = write_jsonl(records)
+    import_file(
+        path,
+        ImportOptions(
+            dataset="labels",
+            task="summarization",
+            file_format="jsonl",
+            file_name=path.name,
+            owner=cast["owner"],
+        ),
+    )
+    return Dataset.objects.get(name="labels")
+
+
+def test_a_label_run_scores_the_predicted_labels_position_with_its_distribution(
+    dataset, tiny_model
+):
+    request = RunRequest(metric="geval", aspect="FAITH", model=tiny_model, steps="none")
+    run = start_run(dataset, request, enqueue=False, local_paths=True)
+    assert run.config["labels"] == ["no", "yes"] and run.config["positive"] == "yes"
+    assert run.config["scale"] == [0, 1]
+    assert run.config["criteria"] == (
+        "Faithful (no / yes) - Is every fact of the summary supported by the article?\n"
+        "- yes: nothing made up"
+    )
+    assert "with one of the labels" in run.config["introduction"]
+    assert run.label.endswith(":FAITH:no-cot:labels")
+    labelled = label_config_of(run)
+    assert labelled is not None and labelled.labels == ("no", "yes")
+    assert execute_run(run.pk, chunk_outputs=2) == "succeeded"
+    scores = list(MetricScore.objects.filter(run=run))
+    assert len(scores) == 4 and not any(s.error for s in scores)
+    for score in scores:
+        dist = score.details["distribution"]
+        assert list(dist) == ["no", "yes"] and math.isclose(sum(dist.values()), 1.0)
+        assert score.value == (1.0 if dist["yes"] > dist["no"] else 0.0)
+        assert score.details["label"] == ["no", "yes"][int(score.value)]
+        assert score.details["p_positive"] == dist["yes"]
+        assert score.details["read"] == "exact" and score.details["sampled"] is False
+    run.refresh_from_db()
+    with pytest.raises(RunError, match="no weighting variant"):
+        derive_variant(run, "argmax")
+
+
+def test_the_steps_prompt_of_a_label_aspect_names_its_labels(dataset):
+    aspect_version = Aspect.objects.get(code="FAITH").current_version()
+    config = steps_service.base_config(dataset.task, aspect_version)
+    assert config.scale == (0, 1)
+    assert "Faithful (no / yes)" in steps_service.geval.steps_prompt(config)
+
+
+def test_the_yes_no_judge_runs_on_a_binary_aspect_only(dataset, tiny_model):
+    request = RunRequest(metric="yesno", aspect="FAITH", model=tiny_model)
+    run = start_run(dataset, request, enqueue=False, local_paths=True)
+    assert run.label.endswith(":FAITH") and run.label.startswith("yesno:")
+    assert run.config["positive"] == "yes" and run.config["negative"] == "no"
+    assert execute_run(run.pk, chunk_outputs=2) == "succeeded"
+    scores = list(MetricScore.objects.filter(run=run))
+    assert len(scores) == 4 and not any(s.error for s in scores)
+    for score in scores:
+        p = score.details["p_yes"]
+        assert score.value == pytest.approx(math.log(p) - math.log(1 - p), abs=1e-9)
+    with pytest.raises(RunError, match="binary aspect; COH is a scale one"):
+        start_run(
+            dataset,
+            RunRequest(metric="yesno", aspect="COH", model=tiny_model),
+            local_paths=True,
+        )
