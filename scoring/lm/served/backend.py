@@ -29,6 +29,7 @@ from typing import Any
 
 from scoring.lm.base import TargetRequest, TargetScore
 from scoring.lm.rating import RatingDistribution, RatingRequest
+from scoring.lm.served import _exact_labels
 from scoring.lm.served._rating_walk import Walk
 from scoring.lm.served.client import Call, Outcome, ServedClient
 from scoring.lm.served.errors import BadAnswer, CostCapReached, EndpointError, RequestRefused
@@ -166,8 +167,12 @@ class ServedModel:
                 results[i] = TargetScore.failed(
                     request.key, "the target is empty: there is nothing to score"
                 )
+            elif not self._exact_possible(request.prompt):
+                results[i] = TargetScore.failed(
+                    request.key, "the endpoint gives no prompt log-probabilities for a chat turn"
+                )
             else:
-                calls.append(Call(COMPLETIONS, self._echo_body(request.prompt + request.target)))
+                calls.append(self._target_call(request.prompt, request.target))
                 where.append(i)
         outcomes = self.client.run(calls)
         _raise_endpoint_wide(outcomes)
@@ -185,50 +190,89 @@ class ServedModel:
             raise capped
         return [r for r in results if r is not None]
 
-    def _echo_body(self, text: str) -> dict[str, Any]:
+    def _exact_possible(self, prompt: str) -> bool:
+        """Can a continuation of ``prompt`` be scored from prompt log-probabilities
+        (a chat turn's needs them on chat completions)?"""
+        caps = self.capabilities
+        if split_chat(prompt) is not None:
+            return caps.chat_prompt_logprobs
+        return caps.target_logprobs
+
+    def _target_call(self, prompt: str, target: str) -> Call:
+        """The request for the prompt log-probabilities of ``prompt + target``: a plain
+        completion with ``echo`` (or ``prompt_logprobs``); for a chat turn, a chat
+        completion continuing the assistant's answer with ``prompt_logprobs``."""
+        chat = split_chat(prompt)
+        if chat is not None:
+            message, answer = chat
+            body: dict[str, Any] = {
+                "messages": _messages(message, answer + target),
+                "prompt_logprobs": 0,
+                "max_tokens": 1,
+                "temperature": 0,
+                "continue_final_message": True,
+                "add_generation_prompt": False,
+            }
+            return Call(CHAT, body)
+        text = prompt + target
         if self.capabilities.echo_logprobs:
-            return {"prompt": text, "echo": True, "logprobs": 0, "max_tokens": 0}
-        return {"prompt": text, "prompt_logprobs": 0, "max_tokens": 1, "temperature": 0}
+            return Call(COMPLETIONS, {"prompt": text, "echo": True, "logprobs": 0, "max_tokens": 0})
+        return Call(
+            COMPLETIONS, {"prompt": text, "prompt_logprobs": 0, "max_tokens": 1, "temperature": 0}
+        )
 
     def _target_score(self, request: TargetRequest, answer: dict[str, Any]) -> TargetScore:
-        text = request.prompt + request.target
+        found = self._target_part(request.prompt, request.target, answer, self.straddle)
+        if isinstance(found, str):
+            return TargetScore.failed(request.key, found)
+        return TargetScore.from_logprobs(request.key, list(found[1]))
+
+    def _target_part(
+        self, prompt: str, target: str, answer: dict[str, Any], straddle: str
+    ) -> tuple[tuple[str, ...], tuple[float, ...]] | str:
+        """The target's tokens and their log-probabilities in an answer to
+        :meth:`_target_call`, or why they cannot be read."""
+        chat = split_chat(prompt)
         try:
-            tokens, logprobs, offsets = _prompt_tokens(answer, text)
+            if chat is None:
+                text = prompt + target
+                tokens, logprobs, offsets = _prompt_tokens(answer, text)
+            else:
+                tokens, logprobs, offsets, text = _chat_prompt_tokens(answer, chat[1] + target)
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
-            return TargetScore.failed(
-                request.key, f"the endpoint's answer has no usable prompt log-probabilities ({exc})"
-            )
-        boundary = len(request.prompt)
+            return f"the endpoint's answer has no usable prompt log-probabilities ({exc})"
+        boundary = len(text) - len(target)
         ends = [*offsets[1:], len(text)]
         start = next(
             (k for k in range(len(tokens)) if ends[k] > boundary or offsets[k] >= boundary),
             len(tokens),
         )
         if start == len(tokens):
-            return TargetScore.failed(request.key, "the target has no tokens to score")
-        if offsets[start] < boundary and self.straddle == "error":
-            return TargetScore.failed(
-                request.key,
+            return "the target has no tokens to score"
+        if offsets[start] < boundary and straddle == "error":
+            return (
                 f"the token {tokens[start]!r} spans the end of the prompt and the start of the "
-                "target; end the prompt with the separator or start the target with it",
+                "target; end the prompt with the separator or start the target with it"
             )
         if start == 0 or logprobs[start] is None:
-            return TargetScore.failed(
-                request.key,
-                "nothing precedes the target, so the endpoint gives its first token no probability",
+            return (
+                "nothing precedes the target, so the endpoint gives its first token no probability"
             )
         values = logprobs[start:]
         if any(v is None for v in values):
-            return TargetScore.failed(request.key, "the endpoint left a target token unscored")
-        return TargetScore.from_logprobs(request.key, [float(v) for v in values if v is not None])
+            return "the endpoint left a target token unscored"
+        return tuple(tokens[start:]), tuple(float(v) for v in values if v is not None)
 
     # -- G-Eval: rating distributions ---------------------------------------------------
 
     def rating_distributions(self, requests: Sequence[RatingRequest]) -> list[RatingDistribution]:
         """Label distributions from the next-token ``top_logprobs`` (a chat completion
         for a marked prompt, a plain completion otherwise), walking multi-token labels
-        one token at a time. A label outside the top-k gets probability 0: the mass
-        outside the labels (``1 - label_mass``) is what the model put elsewhere."""
+        one token at a time (``label_mode`` ``"top-k"``). When a label is not among the
+        top-k candidates, every label of that request is scored exactly from prompt
+        log-probabilities where the endpoint gives them (``"exact"``,
+        :mod:`._exact_labels`); where it does not, the labels outside the top-k are
+        recorded with the upper bound on their probability (``outside_top_k``)."""
         if not requests:
             return []
         walks = [Walk(r.prompt, r.labels) for r in requests]
@@ -259,7 +303,49 @@ class ServedModel:
                         walk.fail(f"the endpoint's answer has no usable top_logprobs ({exc})")
                     else:
                         walk.add(prefix, candidates)
-        return [walk.result(r.key) for walk, r in zip(walks, requests, strict=True)]
+        results = [walk.result(r.key) for walk, r in zip(walks, requests, strict=True)]
+        exact = [
+            i
+            for i, (walk, result) in enumerate(zip(walks, results, strict=True))
+            if walk.error is None and walk.outside() and self._exact_possible(walk.prompt)
+        ]
+        if exact:
+            try:
+                found_exact = self._exact_distributions([requests[i] for i in exact])
+            except CostCapReached as capped:
+                capped.partial = [None] * len(requests)
+                raise
+            for i, distribution in zip(exact, found_exact, strict=True):
+                results[i] = distribution
+        return results
+
+    def _exact_distributions(self, requests: Sequence[RatingRequest]) -> list[RatingDistribution]:
+        """Each request's labels scored as targets (the GPTScore path), combined by
+        :func:`._exact_labels.distribution`. A label merging with the end of the prompt
+        is refused, as the local engine refuses it."""
+        calls = [self._target_call(r.prompt, label) for r in requests for label in r.labels]
+        answered = self.client.run(calls)
+        _raise_endpoint_wide(answered)
+        outcomes = iter(answered)
+        out: list[RatingDistribution] = []
+        for request in requests:
+            read: list[_exact_labels.LabelTokens | str] = []
+            for label in request.labels:
+                outcome = next(outcomes)
+                if isinstance(outcome, CostCapReached):
+                    raise outcome
+                if isinstance(outcome, EndpointError):
+                    read.append(str(outcome))
+                    continue
+                part = self._target_part(request.prompt, label, outcome, "error")
+                if isinstance(part, str) and "spans the end of the prompt" in part:
+                    part = (
+                        f"the label {label!r} merges with the end of the prompt when "
+                        "tokenised; end the prompt with a separator (a space or a newline)"
+                    )
+                read.append(part)
+            out.append(_exact_labels.distribution(request.key, request.labels, read))
+        return out
 
     def _k(self, chat: bool) -> int:
         caps = self.capabilities
@@ -413,6 +499,33 @@ def _prompt_tokens(
         n = next((k for k, o in enumerate(offsets) if o >= len(text)), len(tokens))
     tokens, values = tokens[:n], values[:n]
     return tokens, values, _align(tokens, text, offsets[:n] if offsets else None)
+
+
+def _chat_prompt_tokens(
+    answer: dict[str, Any], tail: str
+) -> tuple[list[str], list[float | None], list[int], str]:
+    """(tokens, log-probabilities, offsets, the rendered prompt) of a chat completion's
+    ``prompt_logprobs`` (vLLM's, beside the choices). The server rendered the chat
+    template itself, so the text is what its tokens spell; it must end with ``tail``
+    (the assistant's answer so far and the target), which locates the target."""
+    tokens: list[str] = []
+    logprobs: list[float | None] = []
+    for position in answer["prompt_logprobs"]:
+        if position is None:
+            tokens.append("")
+            logprobs.append(None)
+            continue
+        entry = next(iter(position.values()))
+        tokens.append(str(entry.get("decoded_token") or ""))
+        logprobs.append(logprob(entry["logprob"], f"prompt token {len(logprobs)}"))
+    text = "".join(tokens)
+    if not text.endswith(tail):
+        raise ValueError("the prompt tokens do not end with the answer")
+    offsets, pos = [], 0
+    for token in tokens:
+        offsets.append(pos)
+        pos += len(token)
+    return tokens, logprobs, offsets, text
 
 
 def _align(tokens: list[str], text: str, offsets: list[int] | None) -> list[int]:

@@ -6,7 +6,8 @@ tokens, bypassing the response cache:
 * chat ``top_logprobs``: 1000, 100, 20, 10, 5, until one is accepted and answered;
 * completion ``logprobs`` (the next token's candidates), the same way;
 * ``echo`` with ``logprobs`` on ``/v1/completions``: the prompt's token log-probabilities;
-* vLLM's ``prompt_logprobs``;
+* vLLM's ``prompt_logprobs``, on completions and on a chat completion continuing the
+  assistant's answer (rating labels after a chat turn, scored exactly);
 * ``n`` = 2 samples in one request;
 * a ``seed``: accepted, and the same samples twice;
 * the model's version: the chat answer's ``system_fingerprint`` (hosted APIs), else the
@@ -23,6 +24,7 @@ crash that leaves the probe unfinished).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from scoring.lm.served.client import Call, ServedClient
@@ -143,6 +145,33 @@ def _prompt_logprobs(client: ServedClient, seen: dict[str, str]) -> bool:
         return False
 
 
+def _chat_prompt_logprobs(client: ServedClient) -> bool:
+    answer = _ask(
+        client,
+        CHAT,
+        {
+            "messages": [
+                {"role": "user", "content": "Say yes."},
+                {"role": "assistant", "content": "Yes"},
+            ],
+            "prompt_logprobs": 0,
+            "max_tokens": 1,
+            "temperature": 0,
+            "continue_final_message": True,
+            "add_generation_prompt": False,
+        },
+    )
+    if not answer:
+        return False
+    found = answer.get("prompt_logprobs")
+    return (
+        isinstance(found, list)
+        and len(found) >= 2
+        and found[0] is None
+        and all(isinstance(entry, dict) and entry for entry in found[1:])
+    )
+
+
 def _spells(prompt_logprobs: list[Any]) -> bool:
     """vLLM's ``prompt_logprobs`` entries (a dict of candidates per position, the actual
     token among them) spell the probe text."""
@@ -166,10 +195,18 @@ def _samples(client: ServedClient, seed: int | None) -> list[str] | None:
     return [str(c.get("text", "")) for c in answer.get("choices", [])]
 
 
-def probe(client: ServedClient) -> Capabilities:
-    """The endpoint's capabilities (about a dozen tiny requests)."""
+IGNORABLE = ("echo_logprobs", "prompt_logprobs", "chat_prompt_logprobs")
+
+
+def probe(client: ServedClient, *, ignore: Sequence[str] = ()) -> Capabilities:
+    """The endpoint's capabilities (about a dozen tiny requests). ``ignore`` names
+    capabilities of :data:`IGNORABLE` to record as absent (not even asked): an endpoint
+    treated as a hosted API that gives top-k candidates only."""
+    unknown = set(ignore) - set(IGNORABLE)
+    if unknown:
+        raise ValueError(f"only {', '.join(IGNORABLE)} can be ignored, not {sorted(unknown)}")
     try:
-        return _probe(client)
+        return _probe(client, frozenset(ignore))
     except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
         raise BadAnswer(
             f"the answers of {client.spec.host} cannot be read as an OpenAI-compatible "
@@ -177,7 +214,7 @@ def probe(client: ServedClient) -> Capabilities:
         ) from exc
 
 
-def _probe(client: ServedClient) -> Capabilities:
+def _probe(client: ServedClient, ignore: frozenset[str]) -> Capabilities:
     notes: list[str] = []
     plain = _samples(client, None)
     sampling_n = plain is not None and len(plain) == 2
@@ -188,8 +225,11 @@ def _probe(client: ServedClient) -> Capabilities:
         notes.append("a seed is accepted but the same seed gave different samples")
     seen: dict[str, str] = {}
     chat_top = _chat_top(client, seen)
-    echo = _echo(client, seen)
-    prompt_lp = _prompt_logprobs(client, seen)
+    echo = "echo_logprobs" not in ignore and _echo(client, seen)
+    prompt_lp = "prompt_logprobs" not in ignore and _prompt_logprobs(client, seen)
+    chat_prompt_lp = "chat_prompt_logprobs" not in ignore and _chat_prompt_logprobs(client)
+    if ignore:
+        notes.append(f"told to ignore: {', '.join(sorted(ignore))}")
     if (echo or prompt_lp) and not seen.get("spelled"):
         notes.append("the prompt tokens the server returned do not spell the probe text")
     version, source = _model_version(client, seen)
@@ -203,6 +243,7 @@ def _probe(client: ServedClient) -> Capabilities:
         model_version=version,
         version_source=source,
         tokens_spell_text=bool(seen.get("spelled")),
+        chat_prompt_logprobs=chat_prompt_lp,
         notes=tuple(notes),
     )
     logger.info("probe of %s: %s", client.spec.host, found)

@@ -129,6 +129,9 @@ class Capabilities:
     server names as the model's ``root``; "" when it reports neither). ``tokens_spell_text``:
     the tokens the server returned for the probe text spell it exactly (the tokenizer
     check: a target's tokens can be taken by character offsets).
+    ``chat_prompt_logprobs``: a chat completion continuing the assistant's answer
+    returns the prompt's token log-probabilities (vLLM's ``prompt_logprobs``), so a
+    rating label after a chat turn is scored exactly.
     """
 
     chat_top_logprobs: int = 0
@@ -140,12 +143,18 @@ class Capabilities:
     model_version: str = ""
     version_source: str = ""  # "system_fingerprint", "root" or "" (none reported)
     tokens_spell_text: bool = False
+    chat_prompt_logprobs: bool = False
     notes: tuple[str, ...] = ()
 
     @property
     def target_logprobs(self) -> bool:
         """Can GPTScore run here (prompt log-probabilities by either route)?"""
         return self.echo_logprobs or self.prompt_logprobs
+
+    @property
+    def exact_labels(self) -> bool:
+        """Can a rating label outside the top-k be scored exactly (on either route)?"""
+        return self.target_logprobs or self.chat_prompt_logprobs
 
     @property
     def version_label(self) -> str:
