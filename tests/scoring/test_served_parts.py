@@ -232,12 +232,12 @@ def test_exact_labels_stop_where_a_longer_label_goes_on_and_flag_none() -> None:
         (("2",), (math.log(0.1),)),
         (("1", "0"), (math.log(0.4), math.log(0.25))),
     ]
-    found = _exact_labels.distribution("k", ("1", "2", "10"), read)
+    found = _exact_labels.exact_distribution("k", ("1", "2", "10"), read)
     assert found.ok and found.label_mode == "exact" and not found.outside_top_k
     want = [0.4 * 0.75, 0.1, 0.4 * 0.25]
     assert found.probs == pytest.approx([w / sum(want) for w in want])
     assert found.label_mass == pytest.approx(sum(want))
-    failed = _exact_labels.distribution("k", ("1", "2"), [read[0], "a label merges"])
+    failed = _exact_labels.exact_distribution("k", ("1", "2"), [read[0], "a label merges"])
     assert failed.error == "a label merges"
 
 

@@ -23,7 +23,7 @@ from scoring.lm.rating import RatingDistribution
 LabelTokens = tuple[tuple[str, ...], tuple[float, ...]]
 
 
-def distribution(
+def exact_distribution(
     key: Hashable, labels: Sequence[str], read: Sequence[LabelTokens | str]
 ) -> RatingDistribution:
     """The labels' distribution from each label's tokens (``read``, aligned with

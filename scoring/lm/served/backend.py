@@ -29,7 +29,7 @@ from typing import Any
 
 from scoring.lm.base import TargetRequest, TargetScore
 from scoring.lm.rating import RatingDistribution, RatingRequest
-from scoring.lm.served import _exact_labels
+from scoring.lm.served._exact_labels import LabelTokens, exact_distribution
 from scoring.lm.served._rating_walk import Walk
 from scoring.lm.served.client import Call, Outcome, ServedClient
 from scoring.lm.served.errors import BadAnswer, CostCapReached, EndpointError, RequestRefused
@@ -321,7 +321,7 @@ class ServedModel:
 
     def _exact_distributions(self, requests: Sequence[RatingRequest]) -> list[RatingDistribution]:
         """Each request's labels scored as targets (the GPTScore path), combined by
-        :func:`._exact_labels.distribution`. A label merging with the end of the prompt
+        :func:`._exact_labels.exact_distribution`. A label merging with the end of the prompt
         is refused, as the local engine refuses it."""
         calls = [self._target_call(r.prompt, label) for r in requests for label in r.labels]
         answered = self.client.run(calls)
@@ -329,7 +329,7 @@ class ServedModel:
         outcomes = iter(answered)
         out: list[RatingDistribution] = []
         for request in requests:
-            read: list[_exact_labels.LabelTokens | str] = []
+            read: list[LabelTokens | str] = []
             for label in request.labels:
                 outcome = next(outcomes)
                 if isinstance(outcome, CostCapReached):
@@ -344,7 +344,7 @@ class ServedModel:
                         "tokenised; end the prompt with a separator (a space or a newline)"
                     )
                 read.append(part)
-            out.append(_exact_labels.distribution(request.key, request.labels, read))
+            out.append(exact_distribution(request.key, request.labels, read))
         return out
 
     def _k(self, chat: bool) -> int:
