@@ -29,8 +29,9 @@ from scoring.lm.served import (
 )
 from scoring.lm.served._rating_walk import Walk
 from scoring.lm.served.answers import estimate_tokens
-from scoring.lm.served.backend import _align, chat_prompt, split_chat
+from scoring.lm.served.backend import chat_prompt, split_chat
 from scoring.lm.served.limits import take
+from scoring.lm.served.protocols.openai import align as _align
 
 
 def test_the_spec_never_shows_its_key_and_checks_its_values() -> None:

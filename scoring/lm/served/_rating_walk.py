@@ -137,7 +137,14 @@ class Walk:
                 value = value + math.log(stop) if stop > 0 else -math.inf
             logprobs.append(value)
         found = RatingDistribution.from_logprobs(key, self.labels, logprobs)
+        outside = tuple(self.outside().items())
+        if not found.ok and len(outside) == len(self.labels):
+            most = max(bound for _, bound in outside)
+            return RatingDistribution.failed(
+                key,
+                "no rating label was among the endpoint's top-k candidates (each label at "
+                f"most {most:.3g}), and it gives no prompt log-probabilities to read them exactly",
+            )
         if not found.ok:
             return found
-        outside = tuple(self.outside().items())
         return dataclasses.replace(found, label_mode="top-k", outside_top_k=outside)
