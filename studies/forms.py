@@ -231,6 +231,11 @@ class RunForm(forms.Form):
         min_value=0.0,
         help_text="with an endpoint: stop the run before it spends more than this",
     )
+    require_exact_labels = forms.BooleanField(
+        required=False,
+        help_text="G-Eval with an endpoint: refuse the run unless every rating label can be "
+        "read exactly (not only the top-k candidates)",
+    )
     k = forms.IntegerField(
         min_value=0, max_value=8, initial=2, help_text="demonstrations (IDM only)"
     )
@@ -337,6 +342,7 @@ class RunForm(forms.Form):
             precision=data["precision"],
             endpoint=data.get("endpoint") or "",
             cost_cap=data.get("cost_cap"),
+            require_exact_labels=bool(data.get("require_exact_labels")),
             estimation=data["estimation"],
             n_samples=data.get("n_samples") or RunRequest.n_samples,
             pairs=data["pairs"],

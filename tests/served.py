@@ -10,6 +10,7 @@ real one, answers the faults it is told to, and forwards everything else.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -62,6 +63,30 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     venv = local_server.install()
     log = tmp_path_factory.mktemp("vllm") / "server.log"
     server = local_server.VLLMServer(where, venv=venv, model_id=MODEL_NAME, log_path=log)
+    server.start()
+    try:
+        yield Served(server.base_url, server.model_id, where, server)
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
+def other_server(
+    factory: pytest.TempPathFactory, name: str, *, max_logprobs: int | None, env: str = ""
+) -> Iterator[Served]:
+    """A second real vLLM server with its own settings (``max_logprobs`` None: vLLM's
+    default, 20), for one test module: started and stopped around it. ``$env``, when
+    set, names one already running with those settings instead (while developing)."""
+    where = model_dir()
+    running = os.environ.get(env) if env else None
+    if running:
+        yield Served(running.rstrip("/"), MODEL_NAME, where, None)
+        return
+    venv = local_server.install()
+    log = factory.mktemp(f"vllm-{name}") / "server.log"
+    server = local_server.VLLMServer(
+        where, venv=venv, model_id=MODEL_NAME, log_path=log, max_logprobs=max_logprobs
+    )
     server.start()
     try:
         yield Served(server.base_url, server.model_id, where, server)
