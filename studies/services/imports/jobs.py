@@ -12,9 +12,9 @@ from django.utils import timezone
 
 from studies.models import ImportJob
 from studies.services import dbsessions, queue
+from studies.services.imports.converted import import_any
 from studies.services.imports.options import ImportOptions, ImportValidationError
 from studies.services.imports.validate import owned_dataset
-from studies.services.imports.write import import_file
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +163,7 @@ def _import_claimed(job_id: int) -> str:
         widen_aspects=bool(job.scale_options.get("widen_aspects")),
     )
     try:
-        summary = import_file(job.upload.path, options)
+        summary = import_any(job.upload.path, options)
     except ImportValidationError as exc:
         job.status = ImportJob.Status.FAILED
         job.errors = [str(e) for e in exc.errors] + (
