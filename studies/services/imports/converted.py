@@ -43,6 +43,15 @@ from studies.services.sources import (
 
 CONCORDIA = "concordia"  # the import layout itself (JSONL or CSV, told by the file name)
 IMPORT_FORMATS = (CONCORDIA, *sorted(ADAPTERS))
+FORMAT_LABELS = {
+    CONCORDIA: "Concordia JSONL / CSV",
+    "label-studio": "Label Studio (JSON export)",
+    "argilla": "Argilla (dataset export)",
+    "langfuse": "Langfuse (scores / dataset run export)",
+    "langsmith": "LangSmith (dataset + feedback export)",
+    "otel": "OpenTelemetry (OTLP/JSON gen_ai spans)",
+}
+FORMAT_CHOICES = [(code, FORMAT_LABELS.get(code, code)) for code in IMPORT_FORMATS]
 
 
 def is_adapter(file_format: str) -> bool:

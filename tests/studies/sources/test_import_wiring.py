@@ -113,17 +113,12 @@ def test_well_formed_export_is_imported_once_and_again_without_duplicates(tmp_pa
 def test_import_records_command_takes_the_format(tmp_path):
     path = _ls(tmp_path, lambda tasks: None)
     out = StringIO()
-    call_command(
-        "import_records", str(path), "--dataset", "ls", "--task", "custom",
-        "--format", "label-studio", "--create-aspects", stdout=out,
-    )  # fmt: skip
+    args = ["--task", "custom", "--format", "label-studio", "--create-aspects"]
+    call_command("import_records", str(path), "--dataset", "ls", *args, stdout=out)
     assert Output.objects.filter(document__dataset__name="ls").exists()
     broken = _ls(tmp_path / "b", ann.LS_MALFORMED[0][1])
     with pytest.raises(CommandError, match="nothing was imported"):
-        call_command(
-            "import_records", str(broken), "--dataset", "ls2", "--task", "custom",
-            "--format", "label-studio", "--create-aspects",
-        )  # fmt: skip
+        call_command("import_records", str(broken), "--dataset", "ls2", *args)
     assert not Dataset.objects.filter(name="ls2").exists()
 
 
