@@ -20,6 +20,7 @@ from studies.permissions import (
     visible_endpoints,
 )
 from studies.services.catalog import endpoint_policy
+from studies.services.imports.converted import CONCORDIA, FORMAT_CHOICES, is_adapter
 from studies.services.imports.records import detect_format
 from studies.services.imports.scales import parse_ranges
 from studies.services.runs import RunRequest, labels_using, metric_choices, per_aspect
@@ -115,6 +116,13 @@ class ImportFieldsForm(forms.Form):
         help_text="Scores outside an aspect's scale (e.g. 6 on a 1–5 aspect) go into a wider "
         "copy of the aspect ('Informativeness 1–6') instead of rejecting the file.",
     )
+    format = forms.ChoiceField(
+        required=False,
+        initial=CONCORDIA,
+        choices=FORMAT_CHOICES,
+        help_text="Concordia's JSONL or CSV (by the file's name), or a tool's export "
+        "(the README says how to export from each tool).",
+    )
     rescale = forms.CharField(
         required=False,
         max_length=1000,
@@ -126,6 +134,11 @@ class ImportFieldsForm(forms.Form):
     def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.user = user
+
+    def file_format_of(self, name: str) -> str:
+        """The import format of a file: the tool export format chosen, else by its name."""
+        chosen = str(self.data.get("format") or "")
+        return chosen if is_adapter(chosen) else import_file_format(name)
 
     def clean_rescale(self) -> dict[str, list[float]]:
         try:
@@ -143,7 +156,7 @@ class UploadForm(ImportFieldsForm):
 
     def clean_file(self) -> Any:
         upload = self.cleaned_data["file"]
-        self.file_format = import_file_format(upload.name)
+        self.file_format = self.file_format_of(upload.name)
         check_import_size(upload.size)
         return upload
 
@@ -166,7 +179,7 @@ class UploadSessionForm(ImportFieldsForm):
         name = self.cleaned_data["file_name"].replace("\\", "/").rsplit("/", 1)[-1].strip()
         if not name:
             raise forms.ValidationError("Name the file.")
-        self.file_format = import_file_format(name)
+        self.file_format = self.file_format_of(name)
         return name
 
     def clean_size(self) -> int:
