@@ -29,7 +29,7 @@ def resolve_aspects(
             scale_min, scale_max = scales.rounded_range(low, high)
             fields = new_aspect_fields(name)
             aspect = Aspect(
-                **{**fields, "code": _free_code(fields["code"], options.owner)},
+                **{**fields, "code": free_code(fields["code"], options.owner)},
                 owner=options.owner,
                 definition=f"Imported from {options.file_name}; edit this definition.",
                 scale_min=scale_min,
@@ -127,7 +127,7 @@ def _created_meanwhile(
     return aspect
 
 
-def _free_code(code: str, owner: Any) -> str:
+def free_code(code: str, owner: Any) -> str:
     """``code`` cut to the field's 32 characters, numbered if the owner's or a shared
     aspect holds it."""
     code = code[:32] or "ASPECT"
@@ -155,7 +155,7 @@ def _wider_aspect(
     wider = owned_aspects(options.owner).filter(name=name).first()
     if wider is None:
         wider = Aspect(
-            code=_free_code(code, options.owner),
+            code=free_code(code, options.owner),
             name=name,
             owner=options.owner,
             definition=aspect.definition,

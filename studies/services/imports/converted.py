@@ -22,14 +22,14 @@ from django.db import transaction
 
 from studies.models import Aspect, Dataset, TaskKind, label_text
 from studies.models.aspects import aspect_key
-from studies.services.imports.aspects import _free_code
+from studies.services.imports.aspects import free_code
 from studies.services.imports.errors import LineError
 from studies.services.imports.options import (
     ImportOptions,
     ImportSummary,
     ImportValidationError,
 )
-from studies.services.imports.validate import _new_aspect_fields, owned_dataset
+from studies.services.imports.validate import new_aspect_fields, owned_dataset
 from studies.services.imports.write import import_file
 from studies.services.lookup import aspect_names, find_aspect
 from studies.services.sources import FORMATS as ADAPTERS
@@ -142,9 +142,9 @@ def _declared_aspects(converted: ConvertedDataset, options: ImportOptions) -> li
     for spec in converted.aspects:
         if find_aspect(names, spec.name) is not None:
             continue
-        fields = _new_aspect_fields(spec.name)
+        fields = new_aspect_fields(spec.name)
         aspect = Aspect(
-            **{**fields, "code": _free_code(fields["code"], options.owner)},
+            **{**fields, "code": free_code(fields["code"], options.owner)},
             owner=options.owner,
             definition=spec.definition,
             source=spec.source or converted.title,

@@ -350,7 +350,7 @@ def _check_new_aspects(names: list[str], options: ImportOptions) -> list[LineErr
         ]
     errors = []
     # keys and names must be free; a code taken (e.g. two long names cut to the same 32
-    # characters) is numbered when the aspect is created (_free_code)
+    # characters) is numbered when the aspect is created (free_code)
     taken = {f: {} for f in ("key", "name")}  # value -> what holds it
     for aspect in owned_aspects(options.owner):
         for f in taken:
