@@ -270,7 +270,9 @@ def test_calibration_is_fitted_on_tune_only_and_measured_on_test_only(study):
 
 def test_bad_requests_are_refused_naming_what_is_wrong(study):
     a, b = run_id("judge_a"), run_id("judge_b")
-    with pytest.raises(CommandError, match="no study of this dataset has a split: run manage.py split"):
+    with pytest.raises(
+        CommandError, match="no study of this dataset has a split: run manage.py split"
+    ):
         command("tune_judge", "--run", str(a), "--aspect", "COH", "--tuner", "calibration")
     with pytest.raises(CommandError, match="must leave some documents to tune on"):
         command("split", "--study", str(study.pk), "--dev", "0.5", "--test", "0.5")
