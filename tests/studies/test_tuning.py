@@ -266,3 +266,24 @@ def test_calibration_is_fitted_on_tune_only_and_measured_on_test_only(study):
     assert delta["low"] <= delta["delta"] <= delta["high"]
     assert f"test Δ spearman (sample): {delta['delta']:+.4f}" in second
     assert "on 12 test documents" in second
+
+
+def test_bad_requests_are_refused_naming_what_is_wrong(study):
+    a, b = run_id("judge_a"), run_id("judge_b")
+    with pytest.raises(
+        CommandError, match="no study of this dataset has a split: run manage.py split"
+    ):
+        command("tune_judge", "--run", str(a), "--aspect", "COH", "--tuner", "calibration")
+    with pytest.raises(CommandError, match="must leave some documents to tune on"):
+        command("split", "--study", str(study.pk), "--dev", "0.5", "--test", "0.5")
+    with pytest.raises(CommandError, match="at least two distinct runs"):
+        command("jury", "--runs", f"{a},{a}", "--aspect", "COH", "--method", "mean")
+    with pytest.raises(CommandError, match="no run 999999"):
+        command("jury", "--runs", f"{a},999999", "--aspect", "COH", "--method", "mean")
+    MetricRun.objects.filter(pk=b).update(status=MetricRun.Status.FAILED)
+    with pytest.raises(CommandError, match=f"runs {b} have not succeeded"):
+        command("jury", "--runs", f"{a},{b}", "--aspect", "COH", "--method", "median")
+    with pytest.raises(CommandError, match="no study of this dataset has a split"):
+        command(
+            "jury", "--runs", f"{a},{run_id('judge_c')}", "--aspect", "COH", "--method", "weighted"
+        )
