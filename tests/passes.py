@@ -48,6 +48,7 @@ BACKEND = {
     ),
     "tests/studies/test_recovery.py": "the sweeper's row locks (select_for_update, skip_locked)",
     "tests/studies/test_shards.py": "shards claimed under row locks, one worker at a time",
+    "tests/studies/test_import_service.py": "new rows written with COPY on PostgreSQL",
     "tests/studies/test_import_fuzz.py": "fuzzed files against PostgreSQL's stricter types "
     "(NUL in text, integer ranges) and its rollback: no partial write",
 }

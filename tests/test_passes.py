@@ -25,7 +25,7 @@ def collect(tmp_path: Path, *args: str) -> tuple[set[str], dict[str, str]]:
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
         + [f"--passes-report={report}", *args],
         cwd=ROOT,
-        env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"),
+        env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
         capture_output=True,
         text=True,
         timeout=600,

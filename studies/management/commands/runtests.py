@@ -65,6 +65,10 @@ class Command(BaseCommand):
             sys.stdout.flush()
             local_server.install()
         env = dict(os.environ)
+        # Bytecode caches: without them every pytest process rewrites the asserts of the
+        # ~500 test modules again (half of a collection's CPU), and every worker and
+        # command the tests start compiles the project again.
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         env.setdefault("CONCORDIA_DATA_DIR", str(settings.BASE_DIR / "data" / "test"))
         env.setdefault("CONCORDIA_MODEL_DIR", str(settings.CONCORDIA["MODEL_DIR"]))
         cmd = [sys.executable, "-m", "pytest", *opts["pytest_args"]]
