@@ -100,3 +100,31 @@ def test_top_k_only_scores_are_flagged_with_their_bound_and_exact_labels_can_be_
     )
     header = export.decode().splitlines()[0]
     assert f"metric_{run.label}:outside_top_k_bound" in header
+
+
+@pytest.mark.parametrize("metric", ["geval", "gptscore"])
+def test_the_cost_estimate_is_within_a_quarter_of_what_the_run_spent(
+    summeval, top5_server: Served, metric: str
+) -> None:
+    """Issue 43, item 12: the estimate from the per-metric prompt shape against the
+    usage vLLM reported. Here with its echo: G-Eval reads every label exactly (top-5)."""
+    add_endpoint(top5_server.base_url, "--price-in", "2", "--price-out", "8")
+    before = set(MetricRun.objects.values_list("pk", flat=True))
+    extra = ("--metric", "geval", "--steps", "none") if metric == "geval" else ()
+    call_command(
+        "run_metric",
+        *("--dataset", "summeval6", "--aspect", "coherence", "--endpoint", "vllm", *extra),
+        stdout=io.StringIO(),
+    )
+    (run,) = MetricRun.objects.exclude(pk__in=before)
+    run.refresh_from_db()
+    assert run.status == "succeeded", run.error
+    estimate, usage = run.config["cost_estimate"], run.usage
+    assert usage["cache_hits"] == 0 and usage["cost"] > 0
+    error = {
+        "requests": estimate["requests"] / usage["requests"] - 1,
+        "prompt_tokens": estimate["prompt_tokens"] / usage["prompt_tokens"] - 1,
+        "cost": estimate["cost"] / usage["cost"] - 1,
+    }
+    print(f"\n{metric} cost estimate vs vLLM's usage: {estimate} vs {usage}: error {error}")
+    assert abs(error["cost"]) <= 0.25 and abs(error["prompt_tokens"]) <= 0.25, error

@@ -331,9 +331,13 @@ def describe(endpoint: Endpoint) -> dict[str, Any]:
 
 
 CHARS_PER_TOKEN = 4  # English text with a modern tokenizer: about 4 characters a token
-# a template's, a rating form's or a pairwise question's own text
-PROMPT_CHARS = {"gptscore": 200, "geval": 1500, "pairwise": 700}
-REQUESTS = {"gptscore": 1, "geval": 2}  # per output: GPTScore's one, G-Eval's label walk
+CHAT_TOKENS = 40  # a chat template's own tokens (roles, markers, a default system prompt)
+# a template's, a rating form's or a pairwise question's own text, when the run's frozen
+# configuration is not at hand (the run form's estimates)
+PROMPT_CHARS = {"gptscore": 120, "geval": 900, "pairwise": 700}
+STEPS_CHARS = 700  # G-Eval's evaluation steps, when they are still to be written
+STEPS_TOKENS = 256  # and their generation (the most it may write)
+EXACT_BELOW = 100  # an endpoint's top-k under this: assume every G-Eval output needs exact labels
 
 
 def dataset_text(dataset: Dataset, limit_docs: int | None = None) -> dict[str, int]:
@@ -349,6 +353,54 @@ def dataset_text(dataset: Dataset, limit_docs: int | None = None) -> dict[str, i
     return {key: int(value or 0) for key, value in found.items()}
 
 
+def prompt_shape(metric: str, config: dict[str, Any]) -> dict[str, Any]:
+    """A run's own prompt text per output, from its frozen configuration: G-Eval's form
+    (introduction, criteria, steps, labels), GPTScore's template (without its slots); its
+    G-Eval scale and whether the steps are still to be written."""
+    if metric == "geval":
+        steps = (config.get("steps") or {}).get("text")
+        to_write = config.get("steps_mode") == "auto" and steps is None
+        parts = [
+            config.get("introduction") or "",
+            config.get("criteria") or "",
+            config.get("source_label") or "",
+            config.get("output_label") or "",
+            config.get("aspect_name") or "",
+            steps or ("x" * STEPS_CHARS if to_write else ""),
+        ]
+        # the headers build_prompt adds ("Evaluation Criteria:", "Example:", the form…)
+        chars = sum(len(p) for p in parts) + 110
+        return {
+            "form_chars": chars,
+            "labels": [str(v) for v in config.get("scale") or ()],
+            "steps_to_write": to_write,
+            "chat": bool(config.get("use_chat_template", True)),
+        }
+    if metric == "gptscore":
+        template = str((config.get("template") or {}).get("text") or "")
+        slots = sum(template.count(s) for s in ("{src}", "{ref}", "{hypo}"))
+        return {"form_chars": max(0, len(template) - 5 * slots), "chat": False}
+    return {}
+
+
+def _geval_requests(
+    n: int, prompt_tokens: float, shape: dict[str, Any], found: Capabilities | None
+) -> tuple[int, float, int]:
+    """(requests, prompt tokens, completion tokens) of a G-Eval run's label reading: one
+    next-token request per output (a second for labels of two tokens), and, where the
+    endpoint's top-k is small and it gives prompt log-probabilities, one more per label
+    (each label scored exactly: the prompt and the label)."""
+    labels = shape.get("labels") or [str(v) for v in range(1, 6)]
+    nodes = 1 + int(any(len(label) > 1 for label in labels))
+    requests, tokens, completion = n * nodes, n * nodes * prompt_tokens, n * nodes
+    if found is not None and found.exact_labels and found.chat_top_logprobs < EXACT_BELOW:
+        extra = n * len(labels)
+        requests += extra
+        tokens += extra * (prompt_tokens + 1)
+        completion += extra  # a chat request generates its one token
+    return requests, tokens, completion
+
+
 def estimate_cost(
     endpoint: Endpoint,
     dataset: Dataset,
@@ -359,29 +411,51 @@ def estimate_cost(
     directions: int = 1,
     text: dict[str, int] | None = None,
     pairs: int | None = None,
+    shape: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """What a run would spend on ``endpoint``, before it starts: the dataset's sources
-    and outputs in tokens (characters / 4, plus the prompt's own text) times the
-    endpoint's prices. ``n_samples``: G-Eval's sampled estimate (8 tokens a sample);
-    ``directions``: GPTScore's avg-f scores each output twice; ``text``: the dataset's
-    :func:`dataset_text`, when the caller prices several runs of it; ``pairs``: a
-    pairwise judge's pairs, each asked in two orders (a source and two outputs of the
-    average length, one answer token; or 8 a sample)."""
+    """What a run would spend on ``endpoint``, before it starts, from the per-metric
+    prompt shape: the dataset's sources and outputs in tokens (characters / 4) plus the
+    prompt's own text (``shape``: :func:`prompt_shape` of the run's configuration, else
+    the metric's typical one), times the requests each output takes, times the
+    endpoint's prices. GPTScore: one request per output and direction (``directions``:
+    avg-f scores each output twice). G-Eval: the label reading
+    (:func:`_geval_requests`, exact labels on an endpoint with a small top-k), a chat
+    template's own tokens, and the evaluation steps' generation when they are still to
+    be written; ``n_samples``: the sampled estimate instead (8 tokens a sample).
+    ``text``: the dataset's :func:`dataset_text`, when the caller prices several runs of
+    it; ``pairs``: a pairwise judge's pairs, each asked in two orders (a source and two
+    outputs of the average length, one answer token; or 8 a sample)."""
     found = text if text is not None else dataset_text(dataset, limit_docs)
     n = int(found["n"] or 0)
+    shape = shape or {}
+    own = shape.get("form_chars", PROMPT_CHARS.get(metric, 500))
     extra: dict[str, Any] = {}
     if pairs is not None:  # each prompt: the source, two outputs and the question
         per_request = (int(found["source"] or 0) + 2 * int(found["text"] or 0)) / max(n, 1)
         requests = 2 * pairs
-        prompt = int(requests * (per_request + PROMPT_CHARS.get(metric, 500))) // CHARS_PER_TOKEN
+        prompt = int(requests * (per_request + own)) // CHARS_PER_TOKEN
         completion = requests * (8 * n_samples if n_samples else 1)
         extra = {"pairs": pairs}
     else:
-        chars = int(found["text"] or 0) + int(found["source"] or 0)
-        chars += n * PROMPT_CHARS.get(metric, 500)
-        requests = n * REQUESTS.get(metric, 1) * max(1, directions)
-        prompt = chars * REQUESTS.get(metric, 1) * max(1, directions) // CHARS_PER_TOKEN
-        completion = n * (8 * n_samples if n_samples else REQUESTS.get(metric, 1) - 1)
+        chars = (int(found["text"] or 0) + int(found["source"] or 0)) / max(n, 1) + own
+        per_output = chars / CHARS_PER_TOKEN
+        if metric == "geval":
+            per_output += CHAT_TOKENS if shape.get("chat", True) else 0
+            if n_samples:
+                requests, tokens, completion = n, n * per_output, n * 8 * n_samples
+            else:
+                requests, tokens, completion = _geval_requests(
+                    n, per_output, shape, stored_capabilities(endpoint)
+                )
+            if shape.get("steps_to_write") and n:
+                requests += 1
+                tokens += own / CHARS_PER_TOKEN
+                completion += STEPS_TOKENS
+            prompt = int(tokens)
+        else:
+            requests = n * max(1, directions)
+            prompt = int(requests * per_output)
+            completion = requests  # a server counts the token it generates (or echoes)
     return {
         "outputs": n,
         **extra,

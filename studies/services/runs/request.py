@@ -48,6 +48,7 @@ def start_run(
             n_samples=request.n_samples if request.estimation == "sampled" else 0,
             directions=2 if plan.config.get("dimension") == "avg_f" else 1,
             pairs=plan.config.get("n_pairs"),
+            shape=endpoints.prompt_shape(plan.metric, plan.config),
         )
     if request.doc_keys and not plan.config.get("doc_keys"):  # a runner may narrow them
         plan.config["doc_keys"] = sorted(request.doc_keys)
