@@ -15,6 +15,12 @@ built once first (both cards read it); then, alternating, each card is computed 
 light worker does (``report_card.store.compute_and_cache``) after the cache is cleared
 (no card, matrix or ceiling cached: cold), ``--repeat`` times. Printed: each card's
 median (min-max) seconds and the label card's median over the scale one's.
+
+Measured on this machine's kind (2 cores shared with other work, load average 7-14),
+``--repeat 1``: 5,000 outputs, scale 29.29 s, binary 9.93 s (0.34×); 20,000 outputs,
+scale 84.02 s, binary 19.75 s (0.24×). The scale card's cost is its ordinal agreement and
+its alternative-annotator test on numbers; the label card's statistics come from
+per-document tables.
 """
 
 from __future__ import annotations

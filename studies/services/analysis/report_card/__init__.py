@@ -1,5 +1,6 @@
 """The judge report card: can this judge replace the annotators, for this aspect, on
-this data? (issue 25). :mod:`.card` computes it, :mod:`.store` caches it and asks the
+this data? (issue 25). Each piece of a row's evidence is a module of :mod:`.pieces`,
+registered in :mod:`.pieces.registry` (issue 38); :mod:`.card` computes it, :mod:`.store` caches it and asks the
 light worker, :mod:`.table` sorts and exports it, :mod:`.gate` is ``judge_gate``'s."""
 
 from studies.services.analysis.report_card.card import compute_card, is_judge

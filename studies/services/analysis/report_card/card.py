@@ -1,16 +1,15 @@
-"""The judge report card of a dataset: one row per judge run × aspect, with everything
-that says whether the judge can replace the annotators there, and links to the evidence.
+"""The judge report card of a dataset: one row per judge run × aspect (scale, binary or
+categorical aspects alike), with everything that says whether the judge can replace the
+annotators there, and links to the evidence.
 
-A row holds the judge's correlation with the humans and its interval (the matrix's
-statistic, at the card's confidence level; on the matrix's resamples, so at 95 % it is
-the matrix cell's) beside the human ceiling; agreement on the annotators' ordinal scale
-(quadratic-weighted κ, Gwet's AC1, Krippendorff's α, with intervals by document, the
-judge's scores put on that scale as ``binning`` says); the alternative-annotator test;
-the matrix's sentinel check; length bias (the diagnostics'); self-consistency (sampled
-runs); a pairwise judge's position consistency and first-position preference
-(:func:`studies.services.analysis.pairwise_judge.summary`); the change from its prompt variant (a run of the same judge with another
-template or aspect definition version); requests, tokens, cost and wall time per 1,000
-outputs; a verdict (:mod:`.verdict`).
+A row holds the run and the aspect, then one entry per piece of evidence registered in
+:mod:`.pieces.registry`, in its order: the correlation with the humans beside the human
+ceiling; a label aspect's statistics (MCC, κ, F1, TPR/TNR, prevalence, calibration); agreement on
+the annotators' ordinal scale; the alternative-annotator test; the sentinel check;
+length bias; self-consistency; a pairwise judge's position bias and agreement with
+imported human pairs; the change from its prompt variant; cost and time per 1,000
+outputs (each module says what it holds). Then a verdict (:mod:`.verdict`, which reads
+the primary statistic of the aspect's kind and the caveats through the registry).
 
 Judges are the runs that are neither sentinels nor reference-based baselines (ROUGE,
 BLEU, chrF, BERTScore: those join with ``all_runs``); a judge prompted for one aspect

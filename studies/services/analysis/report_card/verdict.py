@@ -100,10 +100,11 @@ def _verdict(row: dict[str, Any], statistic: str) -> dict[str, str]:
     if ceiling is None:
         against = "(no human ceiling: fewer than two annotators overlap)"
     elif low is not None and low >= ceiling:
-        against = f"and its lower bound {_f(low)} ≥ the human ceiling {_f(ceiling)}"
+        against = f"and its {name}'s lower bound {_f(low)} ≥ the human ceiling {_f(ceiling)}"
     else:
         against = (
-            f"and its interval [{_f(low)}, {_f(high)}] reaches the human ceiling {_f(ceiling)}"
+            f"and its {name} interval [{_f(low)}, {_f(high)}] reaches the human ceiling "
+            f"{_f(ceiling)}"
         )
     return {
         "code": CAN,
