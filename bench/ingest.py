@@ -80,6 +80,7 @@ from typing import Any, TypeVar
 
 from _common import SUMMEVAL, timed
 from _django import start_django
+from _ingest.bulk import bulk_once
 from _ingest.environment import prepare_environment
 from _ingest.report import CaseResult, MemoryRow, Row, report
 from _machine import CpuShare, peak_rss
@@ -267,6 +268,12 @@ def run_case(case: str, path: Path, tmp: Path, args: argparse.Namespace) -> Case
     )
     baseline = statistics.median(base_s)
 
+    bulk_names = iter(f"bench-{case}-bulk-{i}" for i in range(1, repeat + 1))
+    bulk_s, _, bulk_load = measured(
+        case, "bulk load (no checks: the floor)", lambda: bulk_once(path, next(bulk_names)), repeat
+    )
+    bulk = statistics.median(bulk_s)
+
     names = iter(f"bench-{case}-cold-{i}" for i in range(1, repeat + 1))
     cold_s, cold, cold_load = measured(
         case, "cold import into fresh datasets", lambda: import_once(path, next(names)), repeat
@@ -339,6 +346,7 @@ def run_case(case: str, path: Path, tmp: Path, args: argparse.Namespace) -> Case
     return CaseResult(
         rows=[
             Row(case, "baseline read+json", rows, base_s, load=base_load),
+            Row(case, "bulk load (floor)", rows, bulk_s, baseline, load=bulk_load, bulk=bulk),
             Row(
                 case,
                 "import cold",
@@ -348,6 +356,7 @@ def run_case(case: str, path: Path, tmp: Path, args: argparse.Namespace) -> Case
                 memory.rss_mb if memory else None,
                 target,
                 load=cold_load,
+                bulk=bulk,
             ),
             Row(
                 case,
@@ -359,6 +368,7 @@ def run_case(case: str, path: Path, tmp: Path, args: argparse.Namespace) -> Case
                 target,
                 statistics.median(cold_s),
                 warm_load,
+                bulk,
             ),
             Row(
                 case,
@@ -368,6 +378,7 @@ def run_case(case: str, path: Path, tmp: Path, args: argparse.Namespace) -> Case
                 baseline,
                 cold=statistics.median(cold_s),
                 load=added_load,
+                bulk=bulk,
             ),
             *([export] if export else []),
         ],

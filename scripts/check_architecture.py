@@ -12,6 +12,10 @@ It reads the project's Python files with `ast` (nothing is imported) and checks:
   their top, listed in ``LAZY_PROJECT_MODULES`` (importing them costs seconds and memory
   a web process never needs); ``AppConfig.ready()`` aside, where Django wants an app's
   registrations made (its imports count as the module's own);
+- **no private name taken from another module**: ``from a import _b`` outside ``a``
+  (a private submodule, ``from a import _b`` where ``a/_b.py`` exists, is a module, not
+  a name); give the name a public one or move it where it is used. Tests and bench
+  scripts may (a white-box test pins a helper's behaviour; a bench times one);
 - **no module over** ``MAX_LINES`` lines (tests and bench scripts included);
 - **no more ``# fmt: skip`` / ``# fmt: off`` than** ``MAX_FMT_SKIP`` (today's count, 0:
   the formatter decides the layout). A genuine table may keep its own: raise the
@@ -33,6 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("evalsite", "studies", "annotation", "learned", "scoring")
 CHECKED_DIRS = (*PACKAGES, "client", "tests", "bench", "scripts")
+PRIVATE_CHECKED_DIRS = (*PACKAGES, "client", "scripts")  # tests and bench may (see above)
 MAX_LINES = 600
 MAX_FMT_SKIP = 0  # a ratchet: it may only go down
 FMT_SKIP = re.compile(r"#\s*fmt:\s*(skip|off)\s*$", re.MULTILINE)
@@ -106,6 +111,7 @@ class Module:
         self.tree = ast.parse(self.source, filename=str(path))
         self.top_level: list[str] = []  # imports that run when the module is imported
         self.inner: list[tuple[int, str]] = []  # (line, module) imported inside a function
+        self.private: list[tuple[int, str, str]] = []  # (line, module, _name) taken from it
         self._walk(self.tree, in_function=False)
 
     def _walk(self, node: ast.AST, in_function: bool) -> None:
@@ -116,6 +122,12 @@ class Module:
                 continue
             if isinstance(child, (ast.Import, ast.ImportFrom)):
                 names = _targets(child, self.name, self.path.name == "__init__.py")
+                if isinstance(child, ast.ImportFrom):
+                    self.private.extend(
+                        (child.lineno, names[0], alias.name)
+                        for alias in child.names
+                        if alias.name.startswith("_") and not alias.name.startswith("__")
+                    )
                 if in_function:
                     # `import a, b` names both; `from a import b` is an import of a.
                     named = names if isinstance(child, ast.Import) else names[:1]
@@ -141,6 +153,27 @@ class Module:
             if isinstance(sub, (ast.Import, ast.ImportFrom)):
                 self.top_level.extend(_targets(sub, self.name, False))
         return True
+
+
+def module_names(paths: Iterator[Path]) -> set[str]:
+    """Every module's dotted name (the client's also as its package imports it)."""
+    names = set()
+    for path in paths:
+        name = module_name(path)
+        names.add(name)
+        if name.startswith("client.src."):
+            names.add(name.removeprefix("client.src."))
+    return names
+
+
+def private_imports(modules: list[Module], known: set[str]) -> list[tuple[Path, int, str]]:
+    """``from a import _b`` in another module than ``a``, ``a._b`` not being a module."""
+    return [
+        (m.path.relative_to(ROOT), line, f"{source}.{name}")
+        for m in modules
+        for line, source, name in m.private
+        if source != m.name and f"{source}.{name}" not in known
+    ]
 
 
 def import_graph(modules: dict[str, Module]) -> dict[str, set[str]]:
@@ -223,6 +256,10 @@ def main(argv: list[str] | None = None) -> int:
         )
     ]
     project_inner = [item for item in inner if item[2].split(".")[0] in PACKAGES]
+    private = private_imports(
+        [Module(path) for path in python_files(PRIVATE_CHECKED_DIRS)],
+        module_names(python_files(CHECKED_DIRS)),
+    )
     long_modules = []
     fmt_skips = 0
     for path in python_files(CHECKED_DIRS):
@@ -236,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f" (largest {max(map(len, found_cycles))} modules)" if found_cycles else "")
     print(f"imports inside functions, not a listed heavy library: {len(inner)}", end="")
     print(f" ({len(project_inner)} of project modules)")
+    print(f"private names imported from another module: {len(private)}")
     print(f"modules over {MAX_LINES} lines: {len(long_modules)}")
     print(f"'# fmt: skip' or '# fmt: off': {fmt_skips} (at most {MAX_FMT_SKIP})")
     if args.verbose or not args.report:
@@ -243,9 +281,11 @@ def main(argv: list[str] | None = None) -> int:
             print("  cycle:", " ".join(component))
         for path, line, target in inner:
             print(f"  {path}:{line}: imports {target} inside a function")
+        for path, line, name in private:
+            print(f"  {path}:{line}: imports the private {name}")
         for path, lines in long_modules:
             print(f"  {path}: {lines} lines")
-    failed = bool(found_cycles or inner or long_modules or fmt_skips > MAX_FMT_SKIP)
+    failed = bool(found_cycles or inner or private or long_modules or fmt_skips > MAX_FMT_SKIP)
     return 0 if args.report or not failed else 1
 
 

@@ -2,7 +2,7 @@
 
 Regenerate them from the repository root with::
 
-    .venv/bin/python scripts/screenshots.py            # writes static/img/screenshot-*.png
+    .venv/bin/python scripts/screenshots.py            # writes docs/img/screenshot-*.png
     .venv/bin/python scripts/screenshots.py --out /tmp  # or somewhere else
 
 It sets Django up on a throwaway SQLite data directory, loads the demo study (what
@@ -125,7 +125,7 @@ def take(base: str, ids: dict[str, Any], out: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=REPO / "static" / "img")
+    parser.add_argument("--out", type=Path, default=REPO / "docs" / "img")
     out = parser.parse_args().out.resolve()
     with tempfile.TemporaryDirectory(prefix="concordia-shots-") as tmp:
         data_dir = Path(tmp)

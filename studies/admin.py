@@ -11,7 +11,8 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from studies import models
-from studies.forms import AspectForm, EndpointForm
+from studies.aspect_forms import AspectForm
+from studies.forms import EndpointForm
 from studies.services.catalog import endpoint_policy, endpoints
 
 

@@ -20,6 +20,7 @@ from studies.permissions import (
     visible_endpoints,
 )
 from studies.services.catalog import endpoint_policy
+from studies.services.imports.converted import CONCORDIA, FORMAT_CHOICES, is_adapter
 from studies.services.imports.records import detect_format
 from studies.services.imports.scales import parse_ranges
 from studies.services.runs import RunRequest, labels_using, metric_choices, per_aspect
@@ -115,6 +116,13 @@ class ImportFieldsForm(forms.Form):
         help_text="Scores outside an aspect's scale (e.g. 6 on a 1–5 aspect) go into a wider "
         "copy of the aspect ('Informativeness 1–6') instead of rejecting the file.",
     )
+    format = forms.ChoiceField(
+        required=False,
+        initial=CONCORDIA,
+        choices=FORMAT_CHOICES,
+        help_text="Concordia's JSONL or CSV (by the file's name), or a tool's export "
+        "(the manual's Importing data page says how to export from each tool).",
+    )
     rescale = forms.CharField(
         required=False,
         max_length=1000,
@@ -126,6 +134,11 @@ class ImportFieldsForm(forms.Form):
     def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.user = user
+
+    def file_format_of(self, name: str) -> str:
+        """The import format of a file: the tool export format chosen, else by its name."""
+        chosen = str(self.data.get("format") or "")
+        return chosen if is_adapter(chosen) else import_file_format(name)
 
     def clean_rescale(self) -> dict[str, list[float]]:
         try:
@@ -143,7 +156,7 @@ class UploadForm(ImportFieldsForm):
 
     def clean_file(self) -> Any:
         upload = self.cleaned_data["file"]
-        self.file_format = import_file_format(upload.name)
+        self.file_format = self.file_format_of(upload.name)
         check_import_size(upload.size)
         return upload
 
@@ -166,7 +179,7 @@ class UploadSessionForm(ImportFieldsForm):
         name = self.cleaned_data["file_name"].replace("\\", "/").rsplit("/", 1)[-1].strip()
         if not name:
             raise forms.ValidationError("Name the file.")
-        self.file_format = import_file_format(name)
+        self.file_format = self.file_format_of(name)
         return name
 
     def clean_size(self) -> int:
@@ -230,6 +243,11 @@ class RunForm(forms.Form):
         required=False,
         min_value=0.0,
         help_text="with an endpoint: stop the run before it spends more than this",
+    )
+    require_exact_labels = forms.BooleanField(
+        required=False,
+        help_text="G-Eval with an endpoint: refuse the run unless every rating label can be "
+        "read exactly (not only the top-k candidates)",
     )
     k = forms.IntegerField(
         min_value=0, max_value=8, initial=2, help_text="demonstrations (IDM only)"
@@ -337,6 +355,7 @@ class RunForm(forms.Form):
             precision=data["precision"],
             endpoint=data.get("endpoint") or "",
             cost_cap=data.get("cost_cap"),
+            require_exact_labels=bool(data.get("require_exact_labels")),
             estimation=data["estimation"],
             n_samples=data.get("n_samples") or RunRequest.n_samples,
             pairs=data["pairs"],
@@ -528,56 +547,3 @@ class EndpointForm(forms.ModelForm):  # type: ignore[type-arg]
         if commit:
             endpoint.save()
         return endpoint
-
-
-class LabelsField(forms.CharField):
-    """An aspect's labels, one per line (blank lines dropped), as a list."""
-
-    widget = forms.Textarea(attrs={"rows": 4})
-
-    def prepare_value(self, value: Any) -> Any:
-        return "\n".join(str(v) for v in value) if isinstance(value, list) else value
-
-    def to_python(self, value: Any) -> list[str]:  # type: ignore[override]
-        if isinstance(value, list):
-            return [str(v) for v in value]
-        text = super().to_python(value) or ""
-        return [line.strip() for line in str(text).splitlines() if line.strip()]
-
-
-class AspectForm(forms.ModelForm):  # type: ignore[type-arg]
-    """An aspect's definition, scale or labels (the admin's form). The model's checks
-    run on save: a binary aspect has two labels and a positive one, and an aspect with
-    judgments keeps its kind and the places of the labels they use (a field error says
-    why)."""
-
-    labels = LabelsField(
-        required=False,
-        help_text="Binary and categorical aspects: one label per line, in order. A judgment "
-        "stores its label's position: once judged, labels may only be appended.",
-    )
-
-    class Meta:
-        model = Aspect
-        fields = [
-            "code",
-            "name",
-            "owner",
-            "definition",
-            "kind",
-            "scale_min",
-            "scale_max",
-            "anchors",
-            "labels",
-            "positive",
-            "ordered",
-            "tasks",
-            "source",
-        ]
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.fields["kind"].required = False  # left out: the aspect's own (new: a scale)
-
-    def clean_kind(self) -> str:
-        return str(self.cleaned_data.get("kind") or self.instance.kind or Aspect.Kind.SCALE)

@@ -8,6 +8,7 @@ urlpatterns = [
     path("account/token/", views.api_token, name="api-token"),
     path("datasets/", views.dataset_list, name="dataset-list"),
     path("datasets/upload/", views.upload, name="upload"),
+    path("datasets/benchmarks/", views.benchmarks, name="benchmarks"),
     path("datasets/<int:pk>/", views.dataset_detail, name="dataset-detail"),
     path("datasets/<int:pk>/outputs/", views.dataset_outputs, name="dataset-outputs"),
     path("outputs/<int:pk>/", views.output_detail, name="output-detail"),

@@ -35,7 +35,7 @@ import pytest
 
 LEAK = "internal-secret-body-7d1f"  # what a hostile answer body holds
 # the one variable a shared endpoint may read its key from: the tests' workers have it
-# (tests/conftest.py: _worker_env), with this value
+# (tests/conftest.py: worker_env), with this value
 TEST_KEY_ENV = "CONCORDIA_TEST_JUDGE_KEY"
 TEST_KEY_VALUE = "sk-operators-judge-key-3b9e61"
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.served", "tests.adversary"]  # vLLM, the fault proxy, hostile servers
+# vLLM and the fault proxy, hostile servers, CI's passes and markers, the durations report
+pytest_plugins = ["tests.served", "tests.adversary", "tests.passes", "tests.durations"]
 
 ROOT = Path(__file__).resolve().parent.parent
 # ../shared/data beside the checkout ($CONCORDIA_SHARED_DATA: elsewhere, e.g. for a worktree)
@@ -108,7 +109,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _worker_env() -> dict[str, str]:
+def worker_env() -> dict[str, str]:
     """The environment of a worker that uses the test database and the tests' broker."""
     from django.conf import settings
     from django.db import connection
@@ -156,7 +157,7 @@ def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[subpro
         with logs[-1].open("wb") as log:
             procs.append(
                 subprocess.Popen(
-                    cmd, cwd=ROOT, env=_worker_env(), stdout=log, stderr=subprocess.STDOUT
+                    cmd, cwd=ROOT, env=worker_env(), stdout=log, stderr=subprocess.STDOUT
                 )
             )
     proc = procs[0]
@@ -192,7 +193,7 @@ def extra_io_worker(celery_worker_process) -> Iterator[subprocess.Popen[bytes]]:
     log = settings.DATA_DIR / "test-worker-extra-io.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            worker_command(node, IO_QUEUE), cwd=ROOT, env=_worker_env(), stdout=out, stderr=out
+            worker_command(node, IO_QUEUE), cwd=ROOT, env=worker_env(), stdout=out, stderr=out
         )
     try:
         started = time.monotonic()

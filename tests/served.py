@@ -10,6 +10,7 @@ real one, answers the faults it is told to, and forwards everything else.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -69,18 +70,28 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         server.stop()
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On PostgreSQL (CI's second pass) skip the served tests marked ``engine``: they
-    compare the scoring engine's numbers with no database at all, so the SQLite pass
-    has already run them exactly; the served runs through Django run in both passes."""
-    if not os.environ.get("DATABASE_URL", "").startswith(("postgres", "pgsql")):
+@contextlib.contextmanager
+def other_server(
+    factory: pytest.TempPathFactory, name: str, *, max_logprobs: int | None, env: str = ""
+) -> Iterator[Served]:
+    """A second real vLLM server with its own settings (``max_logprobs`` None: vLLM's
+    default, 20), for one test module: started and stopped around it. ``$env``, when
+    set, names one already running with those settings instead (while developing)."""
+    where = model_dir()
+    running = os.environ.get(env) if env else None
+    if running:
+        yield Served(running.rstrip("/"), MODEL_NAME, where, None)
         return
-    skip = pytest.mark.skip(
-        reason="served engine only (no database): run in the SQLite pass, identical here"
+    venv = local_server.install()
+    log = factory.mktemp(f"vllm-{name}") / "server.log"
+    server = local_server.VLLMServer(
+        where, venv=venv, model_id=MODEL_NAME, log_path=log, max_logprobs=max_logprobs
     )
-    for item in items:
-        if item.get_closest_marker("engine") and item.get_closest_marker("served"):
-            item.add_marker(skip)
+    server.start()
+    try:
+        yield Served(server.base_url, server.model_id, where, server)
+    finally:
+        server.stop()
 
 
 Fault = tuple[str, float]  # ("429", retry_after) | ("500", 0) | ("hang", seconds)

@@ -1,6 +1,6 @@
 """The architecture checks CI runs (ARCHITECTURE.md): import-linter's layer contracts and
-``scripts/check_architecture.py`` (cycles, imports inside functions, module length,
-``# fmt: skip``), each run on the project, and the checker shown to catch what it checks."""
+``scripts/check_architecture.py`` (cycles, imports inside functions, private names taken
+from another module, module length, ``# fmt: skip``), each run on the project, and the checker shown to catch what it checks."""
 
 from __future__ import annotations
 
@@ -83,6 +83,34 @@ def test_the_fmt_skip_count_is_a_ratchet(
     monkeypatch.setattr(check, "ROOT", tmp_path)
     assert check.main([]) == 1
     assert "'# fmt: skip' or '# fmt: off': 1 (at most 0)" in capsys.readouterr().out
+
+
+def test_the_checker_refuses_a_private_name_taken_from_another_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    check = _checker()
+    _write(
+        tmp_path,
+        {
+            "studies/__init__.py": "",
+            "studies/a.py": "def _helper():\n    pass\n\n\nfrom studies.a import _helper\n",
+            "studies/b.py": "from studies.a import _helper\n",
+            "studies/c.py": "from .a import _helper as h, __doc__\n",
+            # a private module is a module, not a name
+            "studies/lm/__init__.py": "from studies.lm import _causal\n",
+            "studies/lm/_causal.py": "",
+            "studies/d.py": "from studies.lm import _causal\n",
+            # tests and bench scripts may (white-box tests, timings of a helper)
+            "tests/test_a.py": "from studies.a import _helper\n",
+            "bench/b.py": "from studies.a import _helper\n",
+        },
+    )
+    monkeypatch.setattr(check, "ROOT", tmp_path)
+    assert check.main([]) == 1
+    out = capsys.readouterr().out
+    assert "private names imported from another module: 2" in out
+    assert "studies/b.py:1: imports the private studies.a._helper" in out
+    assert "studies/c.py:1: imports the private studies.a._helper" in out
 
 
 def test_a_light_worker_loads_every_task_without_torch() -> None:

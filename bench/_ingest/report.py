@@ -23,6 +23,7 @@ class Row:
     target: float | None = None
     cold: float | None = None  # the cold import's median, for a re-import's ratio
     load: tuple[float, float] | None = None  # 1-minute load average before, after
+    bulk: float | None = None  # the bulk loader's median on the same file (the floor)
 
     @property
     def median(self) -> float:
@@ -76,6 +77,7 @@ def report(database: str, repeat: int, results: list[CaseResult], cpu: CpuShare)
                     f"{min(row.seconds):.3f}-{max(row.seconds):.3f}",
                     f"{row.rows / row.median:,.0f}",
                     "1.0" if row.baseline is None else f"{row.median / row.baseline:.1f}",
+                    "-" if row.bulk is None else f"{row.median / row.bulk:.2f}",
                     "-" if row.cold is None else f"{row.median / row.cold:.2f}",
                     "-" if row.rss_mb is None else f"{row.rss_mb:.1f}",
                     "-" if row.load is None else f"{row.load[0]:.2f}-{row.load[1]:.2f}",
@@ -92,6 +94,7 @@ def report(database: str, repeat: int, results: list[CaseResult], cpu: CpuShare)
             "min-max s",
             "outputs/s",
             "x baseline",
+            "x bulk",
             "x cold",
             "peak RSS +MB",
             "load 1m",
@@ -102,7 +105,8 @@ def report(database: str, repeat: int, results: list[CaseResult], cpu: CpuShare)
     )
 
     print(
-        "\nx cold: the median over the cold import's. peak RSS +MB: the growth of a fresh "
+        "\nx bulk: the median over the bulk loader's (no checks, COPY / executemany: the "
+        "floor). x cold: the median over the cold import's. peak RSS +MB: the growth of a fresh "
         "process over one import (cold: into a new dataset; warm: into the timed one). "
         "load 1m: the 1-minute load average before and after the step."
     )

@@ -43,6 +43,12 @@ class RatingDistribution:
     ``label_mass`` is the total probability the model gave the labels before
     normalising (``None`` when sampled). ``sampled`` says the probabilities are
     frequencies of ``n_samples`` sampled answers, of which ``n_unparsed`` named no label.
+
+    A served model says how it read the labels (``label_mode``, "" for a local one):
+    ``"top-k"`` from the next token's top-k candidates, ``"exact"`` from the prompt
+    log-probabilities of each label's continuation. ``outside_top_k`` maps each label
+    that was not among the top-k candidates (read as probability 0) to the upper bound
+    on its probability (the k-th candidate's, along its path): never a silent 0.
     """
 
     key: Hashable
@@ -53,6 +59,8 @@ class RatingDistribution:
     n_samples: int = 0
     n_unparsed: int = 0
     error: str | None = None
+    label_mode: str = ""
+    outside_top_k: tuple[tuple[str, float], ...] = ()
 
     @classmethod
     def from_logprobs(
@@ -96,6 +104,11 @@ class RatingDistribution:
     @classmethod
     def failed(cls, key: Hashable, error: str, *, sampled: bool = False) -> RatingDistribution:
         return cls(key=key, error=error, sampled=sampled)
+
+    @property
+    def outside_bound(self) -> float:
+        """The most probability the labels outside the top-k may hold together."""
+        return min(1.0, math.fsum(bound for _, bound in self.outside_top_k))
 
     @property
     def ok(self) -> bool:

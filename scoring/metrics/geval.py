@@ -277,6 +277,12 @@ def result(config: GEvalConfig, dist: RatingDistribution) -> ScoreResult:
     }
     if dist.sampled:
         details.update(n_samples=dist.n_samples, n_unparsed=dist.n_unparsed)
+    if dist.label_mode:  # a served model: how it read the labels
+        details["label_mode"] = dist.label_mode
+    if dist.outside_top_k:  # read as 0, each at most its bound: flagged, never silent
+        names = dict(zip(dist.labels, map(str, config.scale), strict=True))
+        details["outside_top_k"] = {names[label]: b for label, b in dist.outside_top_k}
+        details["outside_bound"] = dist.outside_bound
     value = weighted if config.weighting == "prob" else argmax
     return ScoreResult(dist.key, value, details)
 

@@ -139,6 +139,7 @@
       create_aspects: data.get("create_aspects") !== null,
       widen_aspects: data.get("widen_aspects") !== null,
       rescale: String(data.get("rescale") || ""),
+      format: String(data.get("format") || "concordia"),
     };
   }
 

@@ -10,6 +10,7 @@ from django.urls import path
 from rest_framework.viewsets import ViewSetMixin
 
 from studies.api.views import (
+    benchmarks,
     catalog,
     compare,
     correlations,
@@ -58,6 +59,7 @@ study_routes = [
 urlpatterns = [
     path("auth/token/", TokenView.as_view(), name="token"),
     path("jobs/", jobs.job_list, name="jobs"),
+    path("benchmarks/", benchmarks.benchmarks, name="benchmarks"),
     path("datasets/<int:pk>/correlations/", correlations.matrix, name="correlations"),
     path("datasets/<int:pk>/correlations/paper/", correlations.paper, name="correlations-paper"),
     path("datasets/<int:pk>/correlations/export/", correlations.export, name="correlations-export"),

@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,319 +14,757 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='Aspect',
+            name="Aspect",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version', models.PositiveIntegerField(default=0, editable=False)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('code', models.CharField(help_text='Short code such as COH.', max_length=32, unique=True)),
-                ('name', models.CharField(max_length=100)),
-                ('definition', models.TextField(help_text='The question annotators and metrics read.')),
-                ('scale_min', models.FloatField(default=1)),
-                ('scale_max', models.FloatField(default=5)),
-                ('anchors', models.JSONField(blank=True, default=dict, help_text='Labels of scale points, e.g. {"1": "bad", "5": "good"}.')),
-                ('source', models.TextField(blank=True, help_text='Where the definition is from.')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("version", models.PositiveIntegerField(default=0, editable=False)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "code",
+                    models.CharField(
+                        help_text="Short code such as COH.", max_length=32, unique=True
+                    ),
+                ),
+                ("name", models.CharField(max_length=100)),
+                (
+                    "definition",
+                    models.TextField(help_text="The question annotators and metrics read."),
+                ),
+                ("scale_min", models.FloatField(default=1)),
+                ("scale_max", models.FloatField(default=5)),
+                (
+                    "anchors",
+                    models.JSONField(
+                        blank=True,
+                        default=dict,
+                        help_text='Labels of scale points, e.g. {"1": "bad", "5": "good"}.',
+                    ),
+                ),
+                ("source", models.TextField(blank=True, help_text="Where the definition is from.")),
             ],
             options={
-                'ordering': ['code'],
+                "ordering": ["code"],
             },
         ),
         migrations.CreateModel(
-            name='TaskKind',
+            name="TaskKind",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('code', models.SlugField(max_length=40, unique=True)),
-                ('name', models.CharField(max_length=100)),
-                ('description', models.TextField(blank=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("code", models.SlugField(max_length=40, unique=True)),
+                ("name", models.CharField(max_length=100)),
+                ("description", models.TextField(blank=True)),
             ],
             options={
-                'ordering': ['code'],
+                "ordering": ["code"],
             },
         ),
         migrations.CreateModel(
-            name='WorkerHeartbeat',
+            name="WorkerHeartbeat",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('hostname', models.CharField(max_length=255)),
-                ('pid', models.PositiveIntegerField()),
-                ('note', models.CharField(blank=True, max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("hostname", models.CharField(max_length=255)),
+                ("pid", models.PositiveIntegerField()),
+                ("note", models.CharField(blank=True, max_length=200)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='AspectVersion',
+            name="AspectVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version', models.PositiveIntegerField()),
-                ('name', models.CharField(max_length=100)),
-                ('definition', models.TextField()),
-                ('scale_min', models.FloatField()),
-                ('scale_max', models.FloatField()),
-                ('anchors', models.JSONField(default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('aspect', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='versions', to='studies.aspect')),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("version", models.PositiveIntegerField()),
+                ("name", models.CharField(max_length=100)),
+                ("definition", models.TextField()),
+                ("scale_min", models.FloatField()),
+                ("scale_max", models.FloatField()),
+                ("anchors", models.JSONField(default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "aspect",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="versions",
+                        to="studies.aspect",
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['aspect', '-version'],
+                "ordering": ["aspect", "-version"],
             },
         ),
         migrations.CreateModel(
-            name='Dataset',
+            name="Dataset",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(max_length=100, unique=True)),
-                ('description', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('owner', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='datasets', to=settings.AUTH_USER_MODEL)),
-                ('task', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='datasets', to='studies.taskkind')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.SlugField(max_length=100, unique=True)),
+                ("description", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="datasets",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "task",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="datasets",
+                        to="studies.taskkind",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='Document',
+            name="Document",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('doc_key', models.CharField(max_length=255)),
-                ('source', models.TextField()),
-                ('references', models.JSONField(blank=True, default=list)),
-                ('context', models.JSONField(blank=True, help_text='e.g. the dialogue history.', null=True)),
-                ('dataset', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='documents', to='studies.dataset')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("doc_key", models.CharField(max_length=255)),
+                ("source", models.TextField()),
+                ("references", models.JSONField(blank=True, default=list)),
+                (
+                    "context",
+                    models.JSONField(blank=True, help_text="e.g. the dialogue history.", null=True),
+                ),
+                (
+                    "dataset",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="documents",
+                        to="studies.dataset",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['dataset', 'doc_key'],
+                "ordering": ["dataset", "doc_key"],
             },
         ),
         migrations.CreateModel(
-            name='MetricRun',
+            name="MetricRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('metric', models.CharField(help_text='Registered metric name, or the imported column.', max_length=64)),
-                ('label', models.CharField(help_text='How tables and exports name this run.', max_length=200)),
-                ('kind', models.CharField(choices=[('computed', 'Computed'), ('imported', 'Imported')], default='computed', max_length=16)),
-                ('config', models.JSONField(blank=True, default=dict, help_text='Frozen configuration.')),
-                ('status', models.CharField(choices=[('pending', 'Pending'), ('running', 'Running'), ('succeeded', 'Succeeded'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], default='pending', max_length=16)),
-                ('done', models.PositiveIntegerField(default=0)),
-                ('total', models.PositiveIntegerField(default=0)),
-                ('error', models.TextField(blank=True)),
-                ('timings', models.JSONField(blank=True, default=dict)),
-                ('provenance', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('aspect_version', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='runs', to='studies.aspectversion')),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('dataset', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='studies.dataset')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "metric",
+                    models.CharField(
+                        help_text="Registered metric name, or the imported column.", max_length=64
+                    ),
+                ),
+                (
+                    "label",
+                    models.CharField(
+                        help_text="How tables and exports name this run.", max_length=200
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("computed", "Computed"), ("imported", "Imported")],
+                        default="computed",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "config",
+                    models.JSONField(blank=True, default=dict, help_text="Frozen configuration."),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("running", "Running"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                            ("cancelled", "Cancelled"),
+                        ],
+                        default="pending",
+                        max_length=16,
+                    ),
+                ),
+                ("done", models.PositiveIntegerField(default=0)),
+                ("total", models.PositiveIntegerField(default=0)),
+                ("error", models.TextField(blank=True)),
+                ("timings", models.JSONField(blank=True, default=dict)),
+                ("provenance", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "aspect_version",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="runs",
+                        to="studies.aspectversion",
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "dataset",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="runs",
+                        to="studies.dataset",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['dataset', 'label'],
+                "ordering": ["dataset", "label"],
             },
         ),
         migrations.CreateModel(
-            name='Output',
+            name="Output",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('system_id', models.CharField(max_length=255)),
-                ('text', models.TextField()),
-                ('document', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='outputs', to='studies.document')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("system_id", models.CharField(max_length=255)),
+                ("text", models.TextField()),
+                (
+                    "document",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="outputs",
+                        to="studies.document",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['document', 'system_id'],
+                "ordering": ["document", "system_id"],
             },
         ),
         migrations.CreateModel(
-            name='MetricScore',
+            name="MetricScore",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('value', models.FloatField(blank=True, null=True)),
-                ('details', models.JSONField(blank=True, default=dict, help_text='e.g. sum, token count, truncation.')),
-                ('error', models.TextField(blank=True)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='scores', to='studies.metricrun')),
-                ('output', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='metric_scores', to='studies.output')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("value", models.FloatField(blank=True, null=True)),
+                (
+                    "details",
+                    models.JSONField(
+                        blank=True, default=dict, help_text="e.g. sum, token count, truncation."
+                    ),
+                ),
+                ("error", models.TextField(blank=True)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="scores",
+                        to="studies.metricrun",
+                    ),
+                ),
+                (
+                    "output",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="metric_scores",
+                        to="studies.output",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Judgment',
+            name="Judgment",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('value', models.FloatField()),
-                ('import_file', models.CharField(blank=True, default='', max_length=255)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('annotator', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='judgments', to=settings.AUTH_USER_MODEL)),
-                ('aspect', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='judgments', to='studies.aspect')),
-                ('output', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='judgments', to='studies.output')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("value", models.FloatField()),
+                ("import_file", models.CharField(blank=True, default="", max_length=255)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "annotator",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="judgments",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "aspect",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="judgments",
+                        to="studies.aspect",
+                    ),
+                ),
+                (
+                    "output",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="judgments",
+                        to="studies.output",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='PromptTemplate',
+            name="PromptTemplate",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version', models.PositiveIntegerField(default=0, editable=False)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('dimension', models.CharField(choices=[('src_hypo', 'src→hypo'), ('ref_hypo', 'ref→hypo'), ('hypo_ref', 'hypo→ref')], max_length=16)),
-                ('kind', models.CharField(choices=[('gptscore', 'GPTScore'), ('geval', 'G-Eval')], default='gptscore', max_length=16)),
-                ('setting', models.CharField(choices=[('VAL', 'VAL (no instruction)'), ('IST', 'IST (instruction)')], default='IST', max_length=8)),
-                ('variant', models.CharField(blank=True, choices=[('', '—'), ('turn', 'turn-level'), ('dialogue', 'dialogue-level')], default='', max_length=16)),
-                ('text', models.TextField()),
-                ('target', models.CharField(blank=True, default='{hypo}', max_length=200)),
-                ('source', models.TextField(blank=True)),
-                ('notes', models.TextField(blank=True)),
-                ('aspect', models.ForeignKey(blank=True, help_text='Empty for VAL templates, which carry no aspect instruction.', null=True, on_delete=django.db.models.deletion.PROTECT, related_name='templates', to='studies.aspect')),
-                ('task', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='templates', to='studies.taskkind')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("version", models.PositiveIntegerField(default=0, editable=False)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "dimension",
+                    models.CharField(
+                        choices=[
+                            ("src_hypo", "src→hypo"),
+                            ("ref_hypo", "ref→hypo"),
+                            ("hypo_ref", "hypo→ref"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("gptscore", "GPTScore"), ("geval", "G-Eval")],
+                        default="gptscore",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "setting",
+                    models.CharField(
+                        choices=[("VAL", "VAL (no instruction)"), ("IST", "IST (instruction)")],
+                        default="IST",
+                        max_length=8,
+                    ),
+                ),
+                (
+                    "variant",
+                    models.CharField(
+                        blank=True,
+                        choices=[("", "—"), ("turn", "turn-level"), ("dialogue", "dialogue-level")],
+                        default="",
+                        max_length=16,
+                    ),
+                ),
+                ("text", models.TextField()),
+                ("target", models.CharField(blank=True, default="{hypo}", max_length=200)),
+                ("source", models.TextField(blank=True)),
+                ("notes", models.TextField(blank=True)),
+                (
+                    "aspect",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="Empty for VAL templates, which carry no aspect instruction.",
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="templates",
+                        to="studies.aspect",
+                    ),
+                ),
+                (
+                    "task",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="templates",
+                        to="studies.taskkind",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['task', 'kind', 'aspect', 'dimension', 'variant'],
+                "ordering": ["task", "kind", "aspect", "dimension", "variant"],
             },
         ),
         migrations.CreateModel(
-            name='PromptTemplateVersion',
+            name="PromptTemplateVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version', models.PositiveIntegerField()),
-                ('text', models.TextField()),
-                ('target', models.CharField(blank=True, max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('template', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='versions', to='studies.prompttemplate')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("version", models.PositiveIntegerField()),
+                ("text", models.TextField()),
+                ("target", models.CharField(blank=True, max_length=200)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "template",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="versions",
+                        to="studies.prompttemplate",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['template', '-version'],
+                "ordering": ["template", "-version"],
             },
         ),
         migrations.AddField(
-            model_name='metricrun',
-            name='template_version',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='runs', to='studies.prompttemplateversion'),
+            model_name="metricrun",
+            name="template_version",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="runs",
+                to="studies.prompttemplateversion",
+            ),
         ),
         migrations.CreateModel(
-            name='Study',
+            name="Study",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('description', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('aspects', models.ManyToManyField(blank=True, related_name='studies', to='studies.aspect')),
-                ('dataset', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='studies', to='studies.dataset')),
-                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='owned_studies', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                ("description", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "aspects",
+                    models.ManyToManyField(blank=True, related_name="studies", to="studies.aspect"),
+                ),
+                (
+                    "dataset",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="studies",
+                        to="studies.dataset",
+                    ),
+                ),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="owned_studies",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'studies',
-                'ordering': ['-created_at'],
+                "verbose_name_plural": "studies",
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='StudyMember',
+            name="StudyMember",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('role', models.CharField(choices=[('researcher', 'Researcher'), ('annotator', 'Annotator')], max_length=16)),
-                ('study', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memberships', to='studies.study')),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='study_memberships', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[("researcher", "Researcher"), ("annotator", "Annotator")],
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "study",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="memberships",
+                        to="studies.study",
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="study_memberships",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
         ),
         migrations.AddField(
-            model_name='study',
-            name='members',
-            field=models.ManyToManyField(blank=True, related_name='studies', through='studies.StudyMember', to=settings.AUTH_USER_MODEL),
+            model_name="study",
+            name="members",
+            field=models.ManyToManyField(
+                blank=True,
+                related_name="studies",
+                through="studies.StudyMember",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.CreateModel(
-            name='ImportJob',
+            name="ImportJob",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('upload', models.FileField(upload_to='uploads/%Y/%m/')),
-                ('original_name', models.CharField(max_length=255)),
-                ('file_format', models.CharField(max_length=8)),
-                ('dataset_name', models.SlugField(max_length=100)),
-                ('create_aspects', models.BooleanField(default=False)),
-                ('status', models.CharField(choices=[('pending', 'Pending'), ('running', 'Running'), ('succeeded', 'Succeeded'), ('failed', 'Failed')], default='pending', max_length=16)),
-                ('summary', models.JSONField(blank=True, default=dict)),
-                ('errors', models.JSONField(blank=True, default=list)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='import_jobs', to=settings.AUTH_USER_MODEL)),
-                ('dataset', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='import_jobs', to='studies.dataset')),
-                ('task', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='studies.taskkind')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("upload", models.FileField(upload_to="uploads/%Y/%m/")),
+                ("original_name", models.CharField(max_length=255)),
+                ("file_format", models.CharField(max_length=8)),
+                ("dataset_name", models.SlugField(max_length=100)),
+                ("create_aspects", models.BooleanField(default=False)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("running", "Running"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                        ],
+                        default="pending",
+                        max_length=16,
+                    ),
+                ),
+                ("summary", models.JSONField(blank=True, default=dict)),
+                ("errors", models.JSONField(blank=True, default=list)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="import_jobs",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "dataset",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="import_jobs",
+                        to="studies.dataset",
+                    ),
+                ),
+                (
+                    "task",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="studies.taskkind",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.AddField(
-            model_name='aspect',
-            name='tasks',
-            field=models.ManyToManyField(blank=True, related_name='aspects', to='studies.taskkind'),
+            model_name="aspect",
+            name="tasks",
+            field=models.ManyToManyField(blank=True, related_name="aspects", to="studies.taskkind"),
         ),
         migrations.AddConstraint(
-            model_name='aspectversion',
-            constraint=models.UniqueConstraint(fields=('aspect', 'version'), name='aspectversion_unique'),
+            model_name="aspectversion",
+            constraint=models.UniqueConstraint(
+                fields=("aspect", "version"), name="aspectversion_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='document',
-            constraint=models.UniqueConstraint(fields=('dataset', 'doc_key'), name='document_unique_key'),
+            model_name="document",
+            constraint=models.UniqueConstraint(
+                fields=("dataset", "doc_key"), name="document_unique_key"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='output',
-            constraint=models.UniqueConstraint(fields=('document', 'system_id'), name='output_unique_system'),
+            model_name="output",
+            constraint=models.UniqueConstraint(
+                fields=("document", "system_id"), name="output_unique_system"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='metricscore',
-            constraint=models.UniqueConstraint(fields=('run', 'output'), name='score_unique_per_run'),
+            model_name="metricscore",
+            constraint=models.UniqueConstraint(
+                fields=("run", "output"), name="score_unique_per_run"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='metricscore',
-            constraint=models.CheckConstraint(condition=models.Q(('value__isnull', False), models.Q(('error', ''), _negated=True), _connector='OR'), name='score_value_or_error'),
+            model_name="metricscore",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("value__isnull", False),
+                    models.Q(("error", ""), _negated=True),
+                    _connector="OR",
+                ),
+                name="score_value_or_error",
+            ),
         ),
         migrations.AddIndex(
-            model_name='judgment',
-            index=models.Index(fields=['aspect', 'output'], name='judgment_aspect_output'),
+            model_name="judgment",
+            index=models.Index(fields=["aspect", "output"], name="judgment_aspect_output"),
         ),
         migrations.AddConstraint(
-            model_name='judgment',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('annotator__isnull', False), ('import_file', '')), models.Q(('annotator__isnull', True), models.Q(('import_file', ''), _negated=True)), _connector='OR'), name='judgment_one_source'),
+            model_name="judgment",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("annotator__isnull", False), ("import_file", "")),
+                    models.Q(
+                        ("annotator__isnull", True), models.Q(("import_file", ""), _negated=True)
+                    ),
+                    _connector="OR",
+                ),
+                name="judgment_one_source",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='judgment',
-            constraint=models.UniqueConstraint(condition=models.Q(('annotator__isnull', False)), fields=('annotator', 'output', 'aspect'), name='judgment_unique_per_annotator'),
+            model_name="judgment",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("annotator__isnull", False)),
+                fields=("annotator", "output", "aspect"),
+                name="judgment_unique_per_annotator",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='judgment',
-            constraint=models.UniqueConstraint(condition=models.Q(('annotator__isnull', True)), fields=('import_file', 'output', 'aspect'), name='judgment_unique_per_import'),
+            model_name="judgment",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("annotator__isnull", True)),
+                fields=("import_file", "output", "aspect"),
+                name="judgment_unique_per_import",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='prompttemplateversion',
-            constraint=models.UniqueConstraint(fields=('template', 'version'), name='templateversion_unique'),
+            model_name="prompttemplateversion",
+            constraint=models.UniqueConstraint(
+                fields=("template", "version"), name="templateversion_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='metricrun',
-            constraint=models.CheckConstraint(condition=models.Q(('done__lte', models.F('total'))), name='run_done_within_total'),
+            model_name="metricrun",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("done__lte", models.F("total"))), name="run_done_within_total"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='metricrun',
-            constraint=models.UniqueConstraint(condition=models.Q(('kind', 'imported')), fields=('dataset', 'label'), name='run_unique_imported_label'),
+            model_name="metricrun",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("kind", "imported")),
+                fields=("dataset", "label"),
+                name="run_unique_imported_label",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='studymember',
-            constraint=models.UniqueConstraint(fields=('study', 'user'), name='studymember_unique'),
+            model_name="studymember",
+            constraint=models.UniqueConstraint(fields=("study", "user"), name="studymember_unique"),
         ),
         migrations.AddConstraint(
-            model_name='prompttemplate',
-            constraint=models.UniqueConstraint(condition=models.Q(('aspect__isnull', False)), fields=('task', 'aspect', 'dimension', 'kind', 'setting', 'variant'), name='template_unique_with_aspect'),
+            model_name="prompttemplate",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("aspect__isnull", False)),
+                fields=("task", "aspect", "dimension", "kind", "setting", "variant"),
+                name="template_unique_with_aspect",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='prompttemplate',
-            constraint=models.UniqueConstraint(condition=models.Q(('aspect__isnull', True)), fields=('task', 'dimension', 'kind', 'setting', 'variant'), name='template_unique_without_aspect'),
+            model_name="prompttemplate",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("aspect__isnull", True)),
+                fields=("task", "dimension", "kind", "setting", "variant"),
+                name="template_unique_without_aspect",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='aspect',
-            constraint=models.CheckConstraint(condition=models.Q(('scale_min__lt', models.F('scale_max'))), name='aspect_scale_min_below_max'),
+            model_name="aspect",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("scale_min__lt", models.F("scale_max"))),
+                name="aspect_scale_min_below_max",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='aspect',
-            constraint=models.UniqueConstraint(fields=('name',), name='aspect_unique_name'),
+            model_name="aspect",
+            constraint=models.UniqueConstraint(fields=("name",), name="aspect_unique_name"),
         ),
     ]

@@ -4,15 +4,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('studies', '0002_defaults'),
+        ("studies", "0002_defaults"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='dataset',
-            name='data_version',
-            field=models.PositiveBigIntegerField(default=0, editable=False, help_text='Bumped whenever its outputs, judgments or metric scores change; cached correlations are keyed by it.'),
+            model_name="dataset",
+            name="data_version",
+            field=models.PositiveBigIntegerField(
+                default=0,
+                editable=False,
+                help_text="Bumped whenever its outputs, judgments or metric scores change; cached correlations are keyed by it.",
+            ),
         ),
     ]

@@ -5,27 +5,34 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('studies', '0003_dataset_data_version'),
+        ("studies", "0003_dataset_data_version"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.RemoveConstraint(
-            model_name='judgment',
-            name='judgment_unique_per_annotator',
+            model_name="judgment",
+            name="judgment_unique_per_annotator",
         ),
         migrations.RemoveConstraint(
-            model_name='judgment',
-            name='judgment_unique_per_import',
+            model_name="judgment",
+            name="judgment_unique_per_import",
         ),
         migrations.AddConstraint(
-            model_name='judgment',
-            constraint=models.UniqueConstraint(condition=models.Q(('annotator__isnull', False)), fields=('output', 'aspect', 'annotator'), name='judgment_unique_per_annotator'),
+            model_name="judgment",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("annotator__isnull", False)),
+                fields=("output", "aspect", "annotator"),
+                name="judgment_unique_per_annotator",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='judgment',
-            constraint=models.UniqueConstraint(condition=models.Q(('annotator__isnull', True)), fields=('output', 'aspect', 'import_file'), name='judgment_unique_per_import'),
+            model_name="judgment",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("annotator__isnull", True)),
+                fields=("output", "aspect", "import_file"),
+                name="judgment_unique_per_import",
+            ),
         ),
     ]

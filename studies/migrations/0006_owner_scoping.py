@@ -29,94 +29,163 @@ def fill_keys_and_owners(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('studies', '0005_evaluation_steps'),
+        ("studies", "0005_evaluation_steps"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='AllowedModel',
+            name="AllowedModel",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('hub_id', models.CharField(max_length=200, unique=True, validators=[django.core.validators.RegexValidator('^[\\w.-]+/[\\w.-]+$|^[\\w.-]+$', "A hub id such as 'org/model-name'.")])),
-                ('note', models.CharField(blank=True, max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "hub_id",
+                    models.CharField(
+                        max_length=200,
+                        unique=True,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                "^[\\w.-]+/[\\w.-]+$|^[\\w.-]+$",
+                                "A hub id such as 'org/model-name'.",
+                            )
+                        ],
+                    ),
+                ),
+                ("note", models.CharField(blank=True, max_length=200)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['hub_id'],
+                "ordering": ["hub_id"],
             },
         ),
         migrations.AlterModelOptions(
-            name='dataset',
-            options={'ordering': ['name', 'pk']},
+            name="dataset",
+            options={"ordering": ["name", "pk"]},
         ),
         migrations.RemoveConstraint(
-            model_name='aspect',
-            name='aspect_unique_name',
+            model_name="aspect",
+            name="aspect_unique_name",
         ),
         migrations.AddField(
-            model_name='aspect',
-            name='aliases',
-            field=models.JSONField(blank=True, default=list, help_text='Earlier names, still accepted by imports.'),
+            model_name="aspect",
+            name="aliases",
+            field=models.JSONField(
+                blank=True, default=list, help_text="Earlier names, still accepted by imports."
+            ),
         ),
         migrations.AddField(
-            model_name='aspect',
-            name='key',
-            field=models.CharField(default='', editable=False, help_text='The column name in import and export files; set once from the first name.', max_length=100),
+            model_name="aspect",
+            name="key",
+            field=models.CharField(
+                default="",
+                editable=False,
+                help_text="The column name in import and export files; set once from the first name.",
+                max_length=100,
+            ),
         ),
         migrations.AddField(
-            model_name='aspect',
-            name='owner',
-            field=models.ForeignKey(blank=True, help_text='Empty for shared aspects; else the researcher whose import created it.', null=True, on_delete=django.db.models.deletion.CASCADE, related_name='aspects', to=settings.AUTH_USER_MODEL),
+            model_name="aspect",
+            name="owner",
+            field=models.ForeignKey(
+                blank=True,
+                help_text="Empty for shared aspects; else the researcher whose import created it.",
+                null=True,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="aspects",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddField(
-            model_name='evaluationsteps',
-            name='owner',
-            field=models.ForeignKey(blank=True, help_text="Empty for the shared steps; else the researcher whose edit or generation this is, used by that researcher's runs only.", null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="evaluationsteps",
+            name="owner",
+            field=models.ForeignKey(
+                blank=True,
+                help_text="Empty for the shared steps; else the researcher whose edit or generation this is, used by that researcher's runs only.",
+                null=True,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.RunPython(fill_keys_and_owners, migrations.RunPython.noop),
         migrations.AlterField(
-            model_name='aspect',
-            name='code',
-            field=models.CharField(help_text='Short code such as COH.', max_length=32),
+            model_name="aspect",
+            name="code",
+            field=models.CharField(help_text="Short code such as COH.", max_length=32),
         ),
         migrations.AlterField(
-            model_name='dataset',
-            name='name',
+            model_name="dataset",
+            name="name",
             field=models.SlugField(max_length=100),
         ),
         migrations.AddConstraint(
-            model_name='aspect',
-            constraint=models.UniqueConstraint(condition=models.Q(('owner__isnull', False)), fields=('owner', 'code'), name='aspect_unique_code_per_owner'),
+            model_name="aspect",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("owner__isnull", False)),
+                fields=("owner", "code"),
+                name="aspect_unique_code_per_owner",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='aspect',
-            constraint=models.UniqueConstraint(condition=models.Q(('owner__isnull', True)), fields=('code',), name='aspect_unique_shared_code'),
+            model_name="aspect",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("owner__isnull", True)),
+                fields=("code",),
+                name="aspect_unique_shared_code",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='aspect',
-            constraint=models.UniqueConstraint(condition=models.Q(('owner__isnull', False)), fields=('owner', 'name'), name='aspect_unique_name_per_owner'),
+            model_name="aspect",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("owner__isnull", False)),
+                fields=("owner", "name"),
+                name="aspect_unique_name_per_owner",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='aspect',
-            constraint=models.UniqueConstraint(condition=models.Q(('owner__isnull', True)), fields=('name',), name='aspect_unique_shared_name'),
+            model_name="aspect",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("owner__isnull", True)),
+                fields=("name",),
+                name="aspect_unique_shared_name",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='aspect',
-            constraint=models.UniqueConstraint(condition=models.Q(('owner__isnull', False)), fields=('owner', 'key'), name='aspect_unique_key_per_owner'),
+            model_name="aspect",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("owner__isnull", False)),
+                fields=("owner", "key"),
+                name="aspect_unique_key_per_owner",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='aspect',
-            constraint=models.UniqueConstraint(condition=models.Q(('owner__isnull', True)), fields=('key',), name='aspect_unique_shared_key'),
+            model_name="aspect",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("owner__isnull", True)),
+                fields=("key",),
+                name="aspect_unique_shared_key",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='dataset',
-            constraint=models.UniqueConstraint(condition=models.Q(('owner__isnull', False)), fields=('owner', 'name'), name='dataset_unique_name_per_owner'),
+            model_name="dataset",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("owner__isnull", False)),
+                fields=("owner", "name"),
+                name="dataset_unique_name_per_owner",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='dataset',
-            constraint=models.UniqueConstraint(condition=models.Q(('owner__isnull', True)), fields=('name',), name='dataset_unique_unowned_name'),
+            model_name="dataset",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("owner__isnull", True)),
+                fields=("name",),
+                name="dataset_unique_unowned_name",
+            ),
         ),
     ]

@@ -4,15 +4,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('studies', '0006_owner_scoping'),
+        ("studies", "0006_owner_scoping"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='importjob',
-            name='scale_options',
-            field=models.JSONField(blank=True, default=dict, help_text='Out-of-scale scores: {"rescale": {"name": [low, high]}, "widen_aspects": bool}.'),
+            model_name="importjob",
+            name="scale_options",
+            field=models.JSONField(
+                blank=True,
+                default=dict,
+                help_text='Out-of-scale scores: {"rescale": {"name": [low, high]}, "widen_aspects": bool}.',
+            ),
         ),
     ]

@@ -4,25 +4,33 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('studies', '0007_importjob_scale_options'),
+        ("studies", "0007_importjob_scale_options"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='importjob',
-            name='heartbeat_at',
-            field=models.DateTimeField(blank=True, help_text='When it was last enqueued or claimed by a worker.', null=True),
+            model_name="importjob",
+            name="heartbeat_at",
+            field=models.DateTimeField(
+                blank=True, help_text="When it was last enqueued or claimed by a worker.", null=True
+            ),
         ),
         migrations.AddField(
-            model_name='importjob',
-            name='recoveries',
-            field=models.PositiveIntegerField(default=0, help_text='Times the sweeper enqueued it again because its task was lost.'),
+            model_name="importjob",
+            name="recoveries",
+            field=models.PositiveIntegerField(
+                default=0,
+                help_text="Times the sweeper enqueued it again because its task was lost.",
+            ),
         ),
         migrations.AddField(
-            model_name='metricrun',
-            name='heartbeat_at',
-            field=models.DateTimeField(blank=True, help_text='Last sign of life: when it was enqueued (PENDING) or its worker last wrote (RUNNING). The sweeper takes back runs whose heartbeat is too old.', null=True),
+            model_name="metricrun",
+            name="heartbeat_at",
+            field=models.DateTimeField(
+                blank=True,
+                help_text="Last sign of life: when it was enqueued (PENDING) or its worker last wrote (RUNNING). The sweeper takes back runs whose heartbeat is too old.",
+                null=True,
+            ),
         ),
     ]

@@ -4,14 +4,17 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('studies', '0008_heartbeats_for_recovery'),
+        ("studies", "0008_heartbeats_for_recovery"),
     ]
 
     operations = [
         migrations.AlterModelOptions(
-            name='study',
-            options={'ordering': ['-created_at'], 'permissions': [('create_annotator_accounts', 'Can create annotator accounts')], 'verbose_name_plural': 'studies'},
+            name="study",
+            options={
+                "ordering": ["-created_at"],
+                "permissions": [("create_annotator_accounts", "Can create annotator accounts")],
+                "verbose_name_plural": "studies",
+            },
         ),
     ]

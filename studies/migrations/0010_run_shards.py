@@ -5,31 +5,61 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('studies', '0009_study_create_annotators_permission'),
+        ("studies", "0009_study_create_annotators_permission"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='RunShard',
+            name="RunShard",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('index', models.PositiveIntegerField()),
-                ('doc_keys', models.JSONField(default=list)),
-                ('status', models.CharField(choices=[('pending', 'Pending'), ('running', 'Running'), ('done', 'Done')], default='pending', max_length=16)),
-                ('worker', models.CharField(blank=True, help_text='Who holds or finished it.', max_length=200)),
-                ('attempts', models.PositiveIntegerField(default=0)),
-                ('outputs', models.PositiveIntegerField(default=0, help_text='Outputs scored by its attempts.')),
-                ('tokens', models.PositiveBigIntegerField(default=0)),
-                ('seconds', models.FloatField(default=0.0)),
-                ('heartbeat_at', models.DateTimeField(blank=True, null=True)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='shards', to='studies.metricrun')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("index", models.PositiveIntegerField()),
+                ("doc_keys", models.JSONField(default=list)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("pending", "Pending"), ("running", "Running"), ("done", "Done")],
+                        default="pending",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "worker",
+                    models.CharField(
+                        blank=True, help_text="Who holds or finished it.", max_length=200
+                    ),
+                ),
+                ("attempts", models.PositiveIntegerField(default=0)),
+                (
+                    "outputs",
+                    models.PositiveIntegerField(
+                        default=0, help_text="Outputs scored by its attempts."
+                    ),
+                ),
+                ("tokens", models.PositiveBigIntegerField(default=0)),
+                ("seconds", models.FloatField(default=0.0)),
+                ("heartbeat_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="shards",
+                        to="studies.metricrun",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['run', 'index'],
-                'indexes': [models.Index(fields=['run', 'status'], name='shard_run_status')],
-                'constraints': [models.UniqueConstraint(fields=('run', 'index'), name='shard_unique_index')],
+                "ordering": ["run", "index"],
+                "indexes": [models.Index(fields=["run", "status"], name="shard_run_status")],
+                "constraints": [
+                    models.UniqueConstraint(fields=("run", "index"), name="shard_unique_index")
+                ],
             },
         ),
     ]

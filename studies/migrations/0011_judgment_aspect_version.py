@@ -5,15 +5,21 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('studies', '0010_run_shards'),
+        ("studies", "0010_run_shards"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='judgment',
-            name='aspect_version',
-            field=models.ForeignKey(blank=True, help_text="The aspect's definition the annotator saw (a campaign answer: the version current when the item was handed out); empty for imported and older rows.", null=True, on_delete=django.db.models.deletion.PROTECT, related_name='judgments', to='studies.aspectversion'),
+            model_name="judgment",
+            name="aspect_version",
+            field=models.ForeignKey(
+                blank=True,
+                help_text="The aspect's definition the annotator saw (a campaign answer: the version current when the item was handed out); empty for imported and older rows.",
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="judgments",
+                to="studies.aspectversion",
+            ),
         ),
     ]

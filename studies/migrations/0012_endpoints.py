@@ -8,53 +8,169 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('studies', '0011_judgment_aspect_version'),
+        ("studies", "0011_judgment_aspect_version"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ServedResponse',
+            name="ServedResponse",
             fields=[
-                ('key', models.CharField(max_length=64, primary_key=True, serialize=False)),
-                ('model_id', models.CharField(db_index=True, max_length=200)),
-                ('response', models.JSONField()),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("key", models.CharField(max_length=64, primary_key=True, serialize=False)),
+                ("model_id", models.CharField(db_index=True, max_length=200)),
+                ("response", models.JSONField()),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
         ),
         migrations.AddField(
-            model_name='metricrun',
-            name='usage',
-            field=models.JSONField(blank=True, default=dict, help_text="A served run's spending: requests, tokens, cost, retries by reason, cache hits, latency p50/p95 (empty for a run on a local model)."),
+            model_name="metricrun",
+            name="usage",
+            field=models.JSONField(
+                blank=True,
+                default=dict,
+                help_text="A served run's spending: requests, tokens, cost, retries by reason, cache hits, latency p50/p95 (empty for a run on a local model).",
+            ),
         ),
         migrations.CreateModel(
-            name='Endpoint',
+            name="Endpoint",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(max_length=100)),
-                ('protocol', models.CharField(choices=[('openai', 'OpenAI-compatible (vLLM, SGLang, hosted APIs)')], default='openai', max_length=16)),
-                ('base_url', models.CharField(help_text="The server's root, e.g. http://gpu-1:8000 (a trailing /v1 is fine).", max_length=500, validators=[studies.models.endpoints.check_base_url])),
-                ('model_id', models.CharField(help_text='The model id the server serves.', max_length=200)),
-                ('api_key_encrypted', models.TextField(blank=True, editable=False)),
-                ('api_key_env', models.CharField(blank=True, help_text='Or: the environment variable the worker reads the key from.', max_length=100, validators=[django.core.validators.RegexValidator('^[A-Za-z_][A-Za-z0-9_]*$', "An environment variable's name.")])),
-                ('max_concurrency', models.PositiveIntegerField(default=8, validators=[django.core.validators.MinValueValidator(1)])),
-                ('rpm', models.PositiveIntegerField(blank=True, help_text='Requests a minute.', null=True, validators=[django.core.validators.MinValueValidator(1)])),
-                ('tpm', models.PositiveIntegerField(blank=True, help_text='Tokens a minute.', null=True, validators=[django.core.validators.MinValueValidator(1)])),
-                ('price_in', models.FloatField(default=0.0, help_text='Per million input tokens.', validators=[django.core.validators.MinValueValidator(0.0)])),
-                ('price_out', models.FloatField(default=0.0, help_text='Per million output tokens.', validators=[django.core.validators.MinValueValidator(0.0)])),
-                ('timeout', models.FloatField(default=60.0, help_text='Seconds per request.', validators=[django.core.validators.MinValueValidator(0.1)])),
-                ('capabilities', models.JSONField(blank=True, default=dict, help_text='What the last probe found.')),
-                ('probed_at', models.DateTimeField(blank=True, null=True)),
-                ('probe_requested_at', models.DateTimeField(blank=True, help_text='A probe waits for an io worker since then.', null=True)),
-                ('probe_error', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('owner', models.ForeignKey(blank=True, help_text='Empty: shared by an admin with every researcher.', null=True, on_delete=django.db.models.deletion.CASCADE, related_name='endpoints', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.SlugField(max_length=100)),
+                (
+                    "protocol",
+                    models.CharField(
+                        choices=[("openai", "OpenAI-compatible (vLLM, SGLang, hosted APIs)")],
+                        default="openai",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "base_url",
+                    models.CharField(
+                        help_text="The server's root, e.g. http://gpu-1:8000 (a trailing /v1 is fine).",
+                        max_length=500,
+                        validators=[studies.models.endpoints.check_base_url],
+                    ),
+                ),
+                (
+                    "model_id",
+                    models.CharField(help_text="The model id the server serves.", max_length=200),
+                ),
+                ("api_key_encrypted", models.TextField(blank=True, editable=False)),
+                (
+                    "api_key_env",
+                    models.CharField(
+                        blank=True,
+                        help_text="Or: the environment variable the worker reads the key from.",
+                        max_length=100,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                "^[A-Za-z_][A-Za-z0-9_]*$", "An environment variable's name."
+                            )
+                        ],
+                    ),
+                ),
+                (
+                    "max_concurrency",
+                    models.PositiveIntegerField(
+                        default=8, validators=[django.core.validators.MinValueValidator(1)]
+                    ),
+                ),
+                (
+                    "rpm",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        help_text="Requests a minute.",
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                    ),
+                ),
+                (
+                    "tpm",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        help_text="Tokens a minute.",
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                    ),
+                ),
+                (
+                    "price_in",
+                    models.FloatField(
+                        default=0.0,
+                        help_text="Per million input tokens.",
+                        validators=[django.core.validators.MinValueValidator(0.0)],
+                    ),
+                ),
+                (
+                    "price_out",
+                    models.FloatField(
+                        default=0.0,
+                        help_text="Per million output tokens.",
+                        validators=[django.core.validators.MinValueValidator(0.0)],
+                    ),
+                ),
+                (
+                    "timeout",
+                    models.FloatField(
+                        default=60.0,
+                        help_text="Seconds per request.",
+                        validators=[django.core.validators.MinValueValidator(0.1)],
+                    ),
+                ),
+                (
+                    "capabilities",
+                    models.JSONField(
+                        blank=True, default=dict, help_text="What the last probe found."
+                    ),
+                ),
+                ("probed_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "probe_requested_at",
+                    models.DateTimeField(
+                        blank=True,
+                        help_text="A probe waits for an io worker since then.",
+                        null=True,
+                    ),
+                ),
+                ("probe_error", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="Empty: shared by an admin with every researcher.",
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="endpoints",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name', 'pk'],
-                'constraints': [models.UniqueConstraint(condition=models.Q(('owner__isnull', False)), fields=('owner', 'name'), name='endpoint_unique_name_per_owner'), models.UniqueConstraint(condition=models.Q(('owner__isnull', True)), fields=('name',), name='endpoint_unique_shared_name'), models.CheckConstraint(condition=models.Q(('max_concurrency__gte', 1)), name='endpoint_concurrency_positive')],
+                "ordering": ["name", "pk"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(("owner__isnull", False)),
+                        fields=("owner", "name"),
+                        name="endpoint_unique_name_per_owner",
+                    ),
+                    models.UniqueConstraint(
+                        condition=models.Q(("owner__isnull", True)),
+                        fields=("name",),
+                        name="endpoint_unique_shared_name",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("max_concurrency__gte", 1)),
+                        name="endpoint_concurrency_positive",
+                    ),
+                ],
             },
         ),
     ]

@@ -6,53 +6,101 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('studies', '0012_endpoints'),
+        ("studies", "0012_endpoints"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='UnsentTask',
+            name="UnsentTask",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('args', models.JSONField(blank=True, default=list)),
-                ('queue', models.CharField(blank=True, max_length=64)),
-                ('error', models.TextField(blank=True, help_text='Why the last send failed.')),
-                ('attempts', models.PositiveIntegerField(default=1)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('last_attempt_at', models.DateTimeField(auto_now=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                ("args", models.JSONField(blank=True, default=list)),
+                ("queue", models.CharField(blank=True, max_length=64)),
+                ("error", models.TextField(blank=True, help_text="Why the last send failed.")),
+                ("attempts", models.PositiveIntegerField(default=1)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("last_attempt_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'ordering': ['pk'],
+                "ordering": ["pk"],
             },
         ),
         migrations.AddField(
-            model_name='importjob',
-            name='recovery_log',
-            field=models.JSONField(blank=True, default=list, help_text='Each time it was enqueued again: when and why.'),
+            model_name="importjob",
+            name="recovery_log",
+            field=models.JSONField(
+                blank=True, default=list, help_text="Each time it was enqueued again: when and why."
+            ),
         ),
         migrations.AddField(
-            model_name='importjob',
-            name='session',
-            field=models.CharField(blank=True, help_text="The database session of the worker importing it (PostgreSQL: its backend's pid and start), so that the sweeper sees at once when it is gone.", max_length=80),
+            model_name="importjob",
+            name="session",
+            field=models.CharField(
+                blank=True,
+                help_text="The database session of the worker importing it (PostgreSQL: its backend's pid and start), so that the sweeper sees at once when it is gone.",
+                max_length=80,
+            ),
         ),
         migrations.CreateModel(
-            name='StepsGeneration',
+            name="StepsGeneration",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('status', models.CharField(choices=[('pending', 'Pending'), ('running', 'Running'), ('succeeded', 'Succeeded'), ('failed', 'Failed')], default='pending', max_length=16)),
-                ('error', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('aspect_version', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='studies.aspectversion')),
-                ('requested_by', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('task', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='studies.taskkind')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("running", "Running"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                        ],
+                        default="pending",
+                        max_length=16,
+                    ),
+                ),
+                ("error", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "aspect_version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="studies.aspectversion",
+                    ),
+                ),
+                (
+                    "requested_by",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "task",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="studies.taskkind",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
     ]

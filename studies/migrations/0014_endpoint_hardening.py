@@ -45,56 +45,130 @@ def harden(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('studies', '0013_unsent_tasks_steps_generations_import_sessions'),
+        ("studies", "0013_unsent_tasks_steps_generations_import_sessions"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='endpoint',
-            name='api_key_env_url',
-            field=models.CharField(blank=True, editable=False, help_text='The base URL an admin saved with api_key_env: the only one it is sent to.', max_length=500),
+            model_name="endpoint",
+            name="api_key_env_url",
+            field=models.CharField(
+                blank=True,
+                editable=False,
+                help_text="The base URL an admin saved with api_key_env: the only one it is sent to.",
+                max_length=500,
+            ),
         ),
         migrations.RunPython(harden, migrations.RunPython.noop),
         migrations.AlterField(
-            model_name='endpoint',
-            name='api_key_env',
-            field=models.CharField(blank=True, help_text="A shared endpoint's only: the environment variable the workers read the key from (one ENDPOINT_KEY_ENV_ALLOWED lists).", max_length=100, validators=[django.core.validators.RegexValidator('^[A-Za-z_][A-Za-z0-9_]*$', "An environment variable's name.")]),
+            model_name="endpoint",
+            name="api_key_env",
+            field=models.CharField(
+                blank=True,
+                help_text="A shared endpoint's only: the environment variable the workers read the key from (one ENDPOINT_KEY_ENV_ALLOWED lists).",
+                max_length=100,
+                validators=[
+                    django.core.validators.RegexValidator(
+                        "^[A-Za-z_][A-Za-z0-9_]*$", "An environment variable's name."
+                    )
+                ],
+            ),
         ),
         migrations.AlterField(
-            model_name='endpoint',
-            name='max_concurrency',
-            field=models.PositiveIntegerField(default=8, help_text='Requests at once (1-256).', validators=[studies.models.endpoints.finite, django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(256)]),
+            model_name="endpoint",
+            name="max_concurrency",
+            field=models.PositiveIntegerField(
+                default=8,
+                help_text="Requests at once (1-256).",
+                validators=[
+                    studies.models.endpoints.finite,
+                    django.core.validators.MinValueValidator(1),
+                    django.core.validators.MaxValueValidator(256),
+                ],
+            ),
         ),
         migrations.AlterField(
-            model_name='endpoint',
-            name='price_in',
-            field=models.FloatField(default=0.0, help_text='Per million input tokens (at most 10,000).', validators=[studies.models.endpoints.finite, django.core.validators.MinValueValidator(0.0), django.core.validators.MaxValueValidator(10000.0)]),
+            model_name="endpoint",
+            name="price_in",
+            field=models.FloatField(
+                default=0.0,
+                help_text="Per million input tokens (at most 10,000).",
+                validators=[
+                    studies.models.endpoints.finite,
+                    django.core.validators.MinValueValidator(0.0),
+                    django.core.validators.MaxValueValidator(10000.0),
+                ],
+            ),
         ),
         migrations.AlterField(
-            model_name='endpoint',
-            name='price_out',
-            field=models.FloatField(default=0.0, help_text='Per million output tokens (at most 10,000).', validators=[studies.models.endpoints.finite, django.core.validators.MinValueValidator(0.0), django.core.validators.MaxValueValidator(10000.0)]),
+            model_name="endpoint",
+            name="price_out",
+            field=models.FloatField(
+                default=0.0,
+                help_text="Per million output tokens (at most 10,000).",
+                validators=[
+                    studies.models.endpoints.finite,
+                    django.core.validators.MinValueValidator(0.0),
+                    django.core.validators.MaxValueValidator(10000.0),
+                ],
+            ),
         ),
         migrations.AlterField(
-            model_name='endpoint',
-            name='rpm',
-            field=models.PositiveIntegerField(blank=True, help_text='Requests a minute.', null=True, validators=[studies.models.endpoints.finite, django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(1000000)]),
+            model_name="endpoint",
+            name="rpm",
+            field=models.PositiveIntegerField(
+                blank=True,
+                help_text="Requests a minute.",
+                null=True,
+                validators=[
+                    studies.models.endpoints.finite,
+                    django.core.validators.MinValueValidator(1),
+                    django.core.validators.MaxValueValidator(1000000),
+                ],
+            ),
         ),
         migrations.AlterField(
-            model_name='endpoint',
-            name='timeout',
-            field=models.FloatField(default=60.0, help_text='Seconds per request, the whole answer included (0.1-600).', validators=[studies.models.endpoints.finite, django.core.validators.MinValueValidator(0.1), django.core.validators.MaxValueValidator(600.0)]),
+            model_name="endpoint",
+            name="timeout",
+            field=models.FloatField(
+                default=60.0,
+                help_text="Seconds per request, the whole answer included (0.1-600).",
+                validators=[
+                    studies.models.endpoints.finite,
+                    django.core.validators.MinValueValidator(0.1),
+                    django.core.validators.MaxValueValidator(600.0),
+                ],
+            ),
         ),
         migrations.AlterField(
-            model_name='endpoint',
-            name='tpm',
-            field=models.PositiveIntegerField(blank=True, help_text='Tokens a minute.', null=True, validators=[studies.models.endpoints.finite, django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(1000000000)]),
+            model_name="endpoint",
+            name="tpm",
+            field=models.PositiveIntegerField(
+                blank=True,
+                help_text="Tokens a minute.",
+                null=True,
+                validators=[
+                    studies.models.endpoints.finite,
+                    django.core.validators.MinValueValidator(1),
+                    django.core.validators.MaxValueValidator(1000000000),
+                ],
+            ),
         ),
         migrations.AddConstraint(
-            model_name='endpoint',
-            constraint=models.CheckConstraint(condition=models.Q(('max_concurrency__lte', 256), ('price_in__gte', 0), ('price_in__lte', 10000.0), ('price_out__gte', 0), ('price_out__lte', 10000.0), ('timeout__gte', 0.1), ('timeout__lte', 600.0)), name='endpoint_settings_bounded'),
+            model_name="endpoint",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("max_concurrency__lte", 256),
+                    ("price_in__gte", 0),
+                    ("price_in__lte", 10000.0),
+                    ("price_out__gte", 0),
+                    ("price_out__lte", 10000.0),
+                    ("timeout__gte", 0.1),
+                    ("timeout__lte", 600.0),
+                ),
+                name="endpoint_settings_bounded",
+            ),
         ),
     ]

@@ -4,27 +4,36 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('studies', '0014_endpoint_hardening'),
+        ("studies", "0014_endpoint_hardening"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='WorkerNode',
+            name="WorkerNode",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=255, unique=True)),
-                ('hostname', models.CharField(max_length=255)),
-                ('pid', models.PositiveIntegerField()),
-                ('queues', models.CharField(help_text='The queues it takes, comma-separated.', max_length=255)),
-                ('started_at', models.DateTimeField()),
-                ('seen_at', models.DateTimeField(help_text='Its last heartbeat.')),
-                ('stopped_at', models.DateTimeField(blank=True, null=True)),
-                ('stop_reason', models.CharField(blank=True, max_length=300)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=255, unique=True)),
+                ("hostname", models.CharField(max_length=255)),
+                ("pid", models.PositiveIntegerField()),
+                (
+                    "queues",
+                    models.CharField(
+                        help_text="The queues it takes, comma-separated.", max_length=255
+                    ),
+                ),
+                ("started_at", models.DateTimeField()),
+                ("seen_at", models.DateTimeField(help_text="Its last heartbeat.")),
+                ("stopped_at", models.DateTimeField(blank=True, null=True)),
+                ("stop_reason", models.CharField(blank=True, max_length=300)),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
     ]

@@ -6,127 +6,205 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('studies', '0015_worker_nodes'),
+        ("studies", "0015_worker_nodes"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ImportedPreference',
+            name="ImportedPreference",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('winner', models.CharField(choices=[('a', 'a'), ('b', 'b'), ('tie', 'tie')], max_length=3)),
-                ('import_file', models.CharField(max_length=255)),
-                ('rater', models.CharField(blank=True, default='', max_length=100)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "winner",
+                    models.CharField(
+                        choices=[("a", "a"), ("b", "b"), ("tie", "tie")], max_length=3
+                    ),
+                ),
+                ("import_file", models.CharField(max_length=255)),
+                ("rater", models.CharField(blank=True, default="", max_length=100)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
         ),
         migrations.RemoveConstraint(
-            model_name='judgment',
-            name='judgment_one_source',
+            model_name="judgment",
+            name="judgment_one_source",
         ),
         migrations.RemoveConstraint(
-            model_name='judgment',
-            name='judgment_unique_per_import',
+            model_name="judgment",
+            name="judgment_unique_per_import",
         ),
         migrations.AddField(
-            model_name='aspect',
-            name='kind',
-            field=models.CharField(choices=[('scale', 'scale (a number)'), ('binary', 'binary (two labels, one positive)'), ('categorical', 'categorical (a list of labels)')], default='scale', help_text='What a judgment is: a number on the scale, or one of the labels. Fixed once the aspect has judgments.', max_length=12),
+            model_name="aspect",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("scale", "scale (a number)"),
+                    ("binary", "binary (two labels, one positive)"),
+                    ("categorical", "categorical (a list of labels)"),
+                ],
+                default="scale",
+                help_text="What a judgment is: a number on the scale, or one of the labels. Fixed once the aspect has judgments.",
+                max_length=12,
+            ),
         ),
         migrations.AddField(
-            model_name='aspect',
-            name='labels',
-            field=models.JSONField(blank=True, default=list, help_text='Binary and categorical aspects: the labels in order, e.g. ["fail", "pass"]. A judgment stores its label\'s position; once judged, labels may only be appended.'),
+            model_name="aspect",
+            name="labels",
+            field=models.JSONField(
+                blank=True,
+                default=list,
+                help_text='Binary and categorical aspects: the labels in order, e.g. ["fail", "pass"]. A judgment stores its label\'s position; once judged, labels may only be appended.',
+            ),
         ),
         migrations.AddField(
-            model_name='aspect',
-            name='ordered',
-            field=models.BooleanField(default=False, help_text='Categorical aspects: whether the labels are ordered.'),
+            model_name="aspect",
+            name="ordered",
+            field=models.BooleanField(
+                default=False, help_text="Categorical aspects: whether the labels are ordered."
+            ),
         ),
         migrations.AddField(
-            model_name='aspect',
-            name='positive',
-            field=models.CharField(blank=True, default='', help_text='Binary aspects: the positive label (the one TPR and precision are of).', max_length=100),
+            model_name="aspect",
+            name="positive",
+            field=models.CharField(
+                blank=True,
+                default="",
+                help_text="Binary aspects: the positive label (the one TPR and precision are of).",
+                max_length=100,
+            ),
         ),
         migrations.AddField(
-            model_name='aspectversion',
-            name='kind',
-            field=models.CharField(default='scale', max_length=12),
+            model_name="aspectversion",
+            name="kind",
+            field=models.CharField(default="scale", max_length=12),
         ),
         migrations.AddField(
-            model_name='aspectversion',
-            name='labels',
+            model_name="aspectversion",
+            name="labels",
             field=models.JSONField(default=list),
         ),
         migrations.AddField(
-            model_name='aspectversion',
-            name='ordered',
+            model_name="aspectversion",
+            name="ordered",
             field=models.BooleanField(default=False),
         ),
         migrations.AddField(
-            model_name='aspectversion',
-            name='positive',
-            field=models.CharField(blank=True, default='', max_length=100),
+            model_name="aspectversion",
+            name="positive",
+            field=models.CharField(blank=True, default="", max_length=100),
         ),
         migrations.AddField(
-            model_name='judgment',
-            name='rater',
-            field=models.CharField(blank=True, default='', help_text="An imported judgment's annotator, as the file names them (per file: no account); empty when the file gives one value per output.", max_length=100),
+            model_name="judgment",
+            name="rater",
+            field=models.CharField(
+                blank=True,
+                default="",
+                help_text="An imported judgment's annotator, as the file names them (per file: no account); empty when the file gives one value per output.",
+                max_length=100,
+            ),
         ),
         migrations.AddField(
-            model_name='output',
-            name='references',
-            field=models.JSONField(blank=True, help_text="This output's own references, where its line gave others than its document's (an output that is itself a reference is scored against the others); null: the document's.", null=True),
+            model_name="output",
+            name="references",
+            field=models.JSONField(
+                blank=True,
+                help_text="This output's own references, where its line gave others than its document's (an output that is itself a reference is scored against the others); null: the document's.",
+                null=True,
+            ),
         ),
         migrations.AddConstraint(
-            model_name='aspect',
-            constraint=models.CheckConstraint(condition=models.Q(('kind__in', ['scale', 'binary', 'categorical'])), name='aspect_kind_known'),
+            model_name="aspect",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("kind__in", ["scale", "binary", "categorical"])),
+                name="aspect_kind_known",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='judgment',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('annotator__isnull', False), ('import_file', ''), ('rater', '')), models.Q(('annotator__isnull', True), models.Q(('import_file', ''), _negated=True)), _connector='OR'), name='judgment_one_source'),
+            model_name="judgment",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("annotator__isnull", False), ("import_file", ""), ("rater", "")),
+                    models.Q(
+                        ("annotator__isnull", True), models.Q(("import_file", ""), _negated=True)
+                    ),
+                    _connector="OR",
+                ),
+                name="judgment_one_source",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='judgment',
-            constraint=models.UniqueConstraint(condition=models.Q(('annotator__isnull', True)), fields=('output', 'aspect', 'import_file', 'rater'), name='judgment_unique_per_import_rater'),
+            model_name="judgment",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("annotator__isnull", True)),
+                fields=("output", "aspect", "import_file", "rater"),
+                name="judgment_unique_per_import_rater",
+            ),
         ),
         migrations.AddField(
-            model_name='importedpreference',
-            name='aspect',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='imported_preferences', to='studies.aspect'),
+            model_name="importedpreference",
+            name="aspect",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="imported_preferences",
+                to="studies.aspect",
+            ),
         ),
         migrations.AddField(
-            model_name='importedpreference',
-            name='output_a',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='preferences_as_a', to='studies.output'),
+            model_name="importedpreference",
+            name="output_a",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="preferences_as_a",
+                to="studies.output",
+            ),
         ),
         migrations.AddField(
-            model_name='importedpreference',
-            name='output_b',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='preferences_as_b', to='studies.output'),
+            model_name="importedpreference",
+            name="output_b",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="preferences_as_b",
+                to="studies.output",
+            ),
         ),
         migrations.AddIndex(
-            model_name='importedpreference',
-            index=models.Index(fields=['aspect', 'output_a'], name='preference_aspect_output'),
+            model_name="importedpreference",
+            index=models.Index(fields=["aspect", "output_a"], name="preference_aspect_output"),
         ),
         migrations.AddConstraint(
-            model_name='importedpreference',
-            constraint=models.CheckConstraint(condition=models.Q(('output_a', models.F('output_b')), _negated=True), name='preference_two_outputs'),
+            model_name="importedpreference",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("output_a", models.F("output_b")), _negated=True),
+                name="preference_two_outputs",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='importedpreference',
-            constraint=models.CheckConstraint(condition=models.Q(('winner__in', ['a', 'b', 'tie'])), name='preference_winner_known'),
+            model_name="importedpreference",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("winner__in", ["a", "b", "tie"])),
+                name="preference_winner_known",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='importedpreference',
-            constraint=models.CheckConstraint(condition=models.Q(('import_file', ''), _negated=True), name='preference_from_a_file'),
+            model_name="importedpreference",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("import_file", ""), _negated=True),
+                name="preference_from_a_file",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='importedpreference',
-            constraint=models.UniqueConstraint(fields=('output_a', 'output_b', 'aspect', 'import_file', 'rater'), name='preference_unique_per_import_rater'),
+            model_name="importedpreference",
+            constraint=models.UniqueConstraint(
+                fields=("output_a", "output_b", "aspect", "import_file", "rater"),
+                name="preference_unique_per_import_rater",
+            ),
         ),
     ]

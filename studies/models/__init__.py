@@ -20,6 +20,7 @@ from studies.models.prompts import (
     StepsGeneration,
 )
 from studies.models.runs import AllowedModel, MetricRun, MetricScore, RunShard
+from studies.models.splits import SplitDocument, StudySplit
 from studies.models.studies import Study, StudyMember
 from studies.models.uploads import UploadSession
 from studies.models.versioning import Snapshot, VersionedModel
@@ -43,9 +44,11 @@ __all__ = [
     "RunShard",
     "ServedResponse",
     "Snapshot",
+    "SplitDocument",
     "Study",
     "StepsGeneration",
     "StudyMember",
+    "StudySplit",
     "TaskKind",
     "UnsentTask",
     "UploadSession",

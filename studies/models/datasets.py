@@ -41,6 +41,12 @@ class Dataset(models.Model):
         help_text="Bumped whenever its outputs, judgments or metric scores change; "
         "cached correlations are keyed by it.",
     )
+    source_info = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Where a loaded benchmark or converted export came from: title, licence, "
+        "citation, homepage, provenance (load_benchmark; shown on the dataset's page).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

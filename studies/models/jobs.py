@@ -21,7 +21,7 @@ class ImportJob(models.Model):
 
     upload = models.FileField(upload_to="uploads/%Y/%m/")
     original_name = models.CharField(max_length=255)
-    file_format = models.CharField(max_length=8)
+    file_format = models.CharField(max_length=16)
     dataset_name = models.SlugField(max_length=100)
     task = models.ForeignKey(TaskKind, on_delete=models.PROTECT, related_name="+")
     create_aspects = models.BooleanField(default=False)

@@ -23,7 +23,7 @@ class UploadSession(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="upload_sessions"
     )
     file_name = models.CharField(max_length=255)
-    file_format = models.CharField(max_length=8)
+    file_format = models.CharField(max_length=16)
     size = models.BigIntegerField(help_text="The declared size of the whole file, in bytes.")
     offset = models.BigIntegerField(default=0, help_text="Bytes received and synced to disk.")
     sha256 = models.CharField(

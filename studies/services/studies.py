@@ -29,6 +29,7 @@ from studies.permissions import (
     may_manage_members,
     research_studies,
 )
+from studies.services.tuning.splits import SplitSummary, split_summary
 from studies.signals import member_removed
 
 # Granted by an admin (to a researcher, or to the researcher group) in the Django admin;
@@ -205,6 +206,7 @@ class Overview:
     campaigns: list[Any]
     runs: list[MetricRun]
     aspects: list[Aspect]
+    split: SplitSummary | None = None
 
 
 def overview(study: Study) -> Overview:
@@ -221,6 +223,7 @@ def overview(study: Study) -> Overview:
         campaigns=hooks.campaigns(study),
         runs=list(runs[:50]),
         aspects=list(campaign_aspects(study)),
+        split=split_summary(study),
     )
 
 

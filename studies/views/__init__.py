@@ -1,6 +1,7 @@
 """The app's pages, one module per area; each view serves its page and its htmx partial."""
 
 from studies.views.account import api_token
+from studies.views.benchmarks import benchmarks
 from studies.views.browse import dataset_outputs, document_detail, output_detail
 from studies.views.dashboards import (
     correlation_cell,
@@ -47,6 +48,7 @@ from studies.views.steps import steps_detail, steps_generate
 from studies.views.studies import home, study_detail, study_members, study_new
 
 __all__ = [
+    "benchmarks",
     "jobs",
     "run_rename",
     "endpoint_delete",

@@ -14,6 +14,7 @@ from studies.permissions import visible_datasets
 from studies.services import studies as study_service
 from studies.services.analysis import report_card
 from studies.services.analysis.report_card import CardParams
+from studies.services.analysis.report_card.pieces.registry import shown
 from studies.views.dashboards import COEFFICIENTS, LEVELS
 from studies.views.helpers import (
     not_computed,
@@ -49,6 +50,7 @@ def _page(
         "card": card,
         "rows": report_card.sorted_rows(card, sort) if card else [],
         "columns": report_card.COLUMNS,
+        "pieces": shown(),
         "sort": sort,
         "problem": problem.message if problem else "",
         "failed": failed,

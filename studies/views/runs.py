@@ -33,7 +33,7 @@ from studies.services.runs import (
     resume_run,
     start_requested,
 )
-from studies.services.runs.geval_check import form_check
+from studies.services.runs.geval_check import form_check, top_k_flags
 from studies.services.runs.labels import RenameError, rename_run
 from studies.services.runs.pairwise import pair_counts
 from studies.views.helpers import researcher_required, stop_polling_when, wants_partial
@@ -97,6 +97,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         context["scores"] = run.scores.select_related("output__document").order_by("-value")[:20]
         context["errors"] = run.scores.exclude(error="").count()
         context["form_check"] = form_check(run)
+        context["top_k_flags"] = top_k_flags(run)
     partial = wants_partial(request)
     template = "studies/partials/run_progress.html" if partial else "studies/run_detail.html"
     return stop_polling_when(render(request, template, context), partial and run.is_finished)

@@ -62,8 +62,7 @@ def test_the_readme_example_uploads_scores_waits_and_prints_the_table(
 
 
 def readme_example() -> str:
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("\n## API\n", 1)[1]
+    section = (ROOT / "docs" / "api.md").read_text()
     return section.split("```python\n", 1)[1].split("```", 1)[0]
 
 

@@ -77,6 +77,7 @@ SEMANTIC: dict[str, set[str]] = {
     "POST /api/imports/": {"file"},  # its name says its format
     "POST /api/datasets/{id}/upload/": {"file"},
     "POST /api/uploads/": {"file_name", "rescale"},  # its name says its format
+    "POST /api/benchmarks/": {"accept_licence"},  # a non-commercial licence must be accepted
     # the browser's runs, systems and aspects are the dataset's; a range needs its run or
     # aspect and low <= high; the browser's parameters need a dataset
     "GET /api/outputs/": {"dataset", "run", "system", "aspect", "sort", "min", "hmin"},

@@ -25,12 +25,12 @@ def _worker(name: str) -> subprocess.Popen[bytes]:
     from django.conf import settings
 
     from evalsite.celery import worker_command
-    from tests.conftest import _worker_env
+    from tests.conftest import worker_env
 
     log = (settings.DATA_DIR / f"{name}.log").open("wb")
     return subprocess.Popen(
         worker_command(f"{name}-{os.getpid()}@%h", queues="learned-test"),
-        env=_worker_env(),
+        env=worker_env(),
         stdout=log,
         stderr=subprocess.STDOUT,
     )

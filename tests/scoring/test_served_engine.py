@@ -27,7 +27,7 @@ from scoring.metrics import geval, gptscore
 from scoring.metrics.base import Item
 from tests.served import FaultProxy, Served
 
-pytestmark = [pytest.mark.served, pytest.mark.engine]  # no database: the SQLite pass only
+pytestmark = [pytest.mark.served, pytest.mark.engine]  # no database
 
 ROOT = Path(__file__).resolve().parents[2]
 SUMMEVAL = ROOT.parent / "shared" / "data" / "summeval.jsonl"

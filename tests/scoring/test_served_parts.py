@@ -24,12 +24,14 @@ from scoring.lm.served import (
     RedisSlots,
     Slots,
     Usage,
+    _exact_labels,
     cache_key,
 )
 from scoring.lm.served._rating_walk import Walk
 from scoring.lm.served.answers import estimate_tokens
-from scoring.lm.served.backend import _align, chat_prompt, split_chat
+from scoring.lm.served.backend import chat_prompt, split_chat
 from scoring.lm.served.limits import take
+from scoring.lm.served.protocols.openai import align as _align
 
 
 def test_the_spec_never_shows_its_key_and_checks_its_values() -> None:
@@ -222,3 +224,29 @@ def test_a_failed_node_or_bad_labels_make_an_error_result() -> None:
     walk.fail("refused")
     assert walk.missing() == [] and walk.result("k").error == "refused"
     assert Walk("P", ["1", "1"]).result("k").error == "rating labels must be distinct"
+
+
+def test_exact_labels_stop_where_a_longer_label_goes_on_and_flag_none() -> None:
+    # "1" is the start of "10": it keeps the probability of stopping after "1"
+    read = [
+        (("1",), (math.log(0.4),)),
+        (("2",), (math.log(0.1),)),
+        (("1", "0"), (math.log(0.4), math.log(0.25))),
+    ]
+    found = _exact_labels.exact_distribution("k", ("1", "2", "10"), read)
+    assert found.ok and found.label_mode == "exact" and not found.outside_top_k
+    want = [0.4 * 0.75, 0.1, 0.4 * 0.25]
+    assert found.probs == pytest.approx([w / sum(want) for w in want])
+    assert found.label_mass == pytest.approx(sum(want))
+    failed = _exact_labels.exact_distribution("k", ("1", "2"), [read[0], "a label merges"])
+    assert failed.error == "a label merges"
+
+
+def test_a_label_outside_the_top_k_is_flagged_with_its_bound() -> None:
+    walk = Walk("Score:", (" 1", " 2", " 3"))
+    walk.add("", {" 1": math.log(0.5), " 2": math.log(0.3), " x": math.log(0.05)})
+    assert walk.missing() == []
+    found = walk.result("k")
+    assert found.label_mode == "top-k" and found.probs[2] == 0.0
+    assert dict(found.outside_top_k) == pytest.approx({" 3": 0.05})  # the k-th candidate's
+    assert found.outside_bound == pytest.approx(0.05)

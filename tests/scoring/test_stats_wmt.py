@@ -379,8 +379,8 @@ def test_soft_pairwise_accuracy_does_not_change_with_the_scores_scale():
         )
 
 
-def test_the_readme_states_the_float32_rounding_measured_for_each_shape():
-    readme = " ".join((ROOT / "README.md").read_text().replace(",", "").split())
+def test_the_docs_state_the_float32_rounding_measured_for_each_shape():
+    readme = " ".join((ROOT / "docs" / "correlations.md").read_text().replace(",", "").split())
     stated = {
         (int(s), int(d)): float(bound)
         for bound, s, d in re.findall(r"([0-9.]+) \(([0-9]+) systems? × ([0-9]+) documents", readme)

@@ -19,7 +19,7 @@ from evalsite.celery import MAINTENANCE_QUEUE, QUICK_QUEUE
 from studies.models import Dataset, MetricRun, MetricScore
 from studies.services.imports import ImportOptions, import_file
 from studies.services.runs import RunRequest, start_run
-from tests.conftest import ROOT, _worker_env, free_port, record
+from tests.conftest import ROOT, free_port, record, worker_env
 
 
 def pending_run(write_jsonl, owner, name: str = "lost") -> MetricRun:  # type: ignore[no-untyped-def]
@@ -50,7 +50,7 @@ class Workers:
         self.data_dir, self.procs = data_dir, []  # type: ignore[var-annotated]
         data_dir.mkdir(parents=True, exist_ok=True)
         self.env = {
-            **_worker_env(),
+            **worker_env(),
             "CONCORDIA_DATA_DIR": str(data_dir),
             "CELERY_BROKER_URL": broker_url,
             "CELERY_RESULT_BACKEND": "",

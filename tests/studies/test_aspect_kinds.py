@@ -15,7 +15,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from studies.forms import AspectForm
+from studies.aspect_forms import AspectForm
 from studies.models import Aspect, Judgment
 from tests.factories import OutputFactory
 

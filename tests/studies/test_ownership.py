@@ -213,11 +213,11 @@ def test_an_aspect_created_by_a_simultaneous_import_is_reused_or_a_located_error
     validation ran before the first one wrote, so its write meets the first's aspect."""
     from studies.services.imports import write as datasets
 
-    validate = datasets._validate
+    validate = datasets.validate_file
 
     def then_another_import_writes(path, options):  # type: ignore[no-untyped-def]
         plan = validate(path, options)
-        monkeypatch.setattr(datasets, "_validate", validate)
+        monkeypatch.setattr(datasets, "validate_file", validate)
         other = write_jsonl(
             [record("o1", f"s{v}", human={"wit": v}) for v in theirs], "other.jsonl"
         )
@@ -234,7 +234,7 @@ def test_an_aspect_created_by_a_simultaneous_import_is_reused_or_a_located_error
         )
         return plan
 
-    monkeypatch.setattr(datasets, "_validate", then_another_import_writes)
+    monkeypatch.setattr(datasets, "validate_file", then_another_import_writes)
     before = row_counts()
     ours = [record("d1", "s1", human={"wit": 3}), record("d1", "s2", human={"wit": 4})]
     if ours_fit:  # theirs made WIT 1–5, which holds ours

@@ -65,7 +65,7 @@ def test_a_run_killed_mid_way_is_completed_by_a_new_worker_with_one_score_per_ou
     from studies.services.imports import ImportOptions, import_file
     from studies.services.runs import RunRequest, resume_run, start_run
     from studies.tasks import run_metric
-    from tests.conftest import _worker_env, record
+    from tests.conftest import record, worker_env
     from tests.tiny_models import tiny_gpt2
 
     model = tiny_gpt2(tmp_path / "tiny")
@@ -89,7 +89,7 @@ def test_a_run_killed_mid_way_is_completed_by_a_new_worker_with_one_score_per_ou
         enqueue=False,
         local_paths=True,
     )
-    env = {**_worker_env(), "RUN_CHUNK_OUTPUTS": "5"}  # one document per write
+    env = {**worker_env(), "RUN_CHUNK_OUTPUTS": "5"}  # one document per write
 
     def worker(name: str) -> subprocess.Popen[bytes]:
         log = (settings.DATA_DIR / f"{name}.log").open("wb")
@@ -154,7 +154,7 @@ def test_two_researchers_uploads_naming_one_new_dataset_each_land_in_their_own(
     from evalsite.celery import app, worker_command
     from studies.models import Dataset
     from studies.services import queue
-    from tests.conftest import _worker_env
+    from tests.conftest import worker_env
 
     # the uploads enqueue on a queue no worker reads yet (a session worker may be running)
     monkeypatch.setattr(
@@ -181,7 +181,7 @@ def test_two_researchers_uploads_naming_one_new_dataset_each_land_in_their_own(
     log = (settings.DATA_DIR / "race-worker.log").open("wb")
     worker = subprocess.Popen(
         worker_command(f"race-{os.getpid()}@%h", queues="race-test"),
-        env=_worker_env(),
+        env=worker_env(),
         stdout=log,
         stderr=subprocess.STDOUT,
     )
@@ -219,7 +219,7 @@ def test_two_workers_share_one_run_and_each_output_is_scored_once(cast, write_js
     from studies.services.imports import ImportOptions, import_file
     from studies.services.runs import RunRequest, start_run
     from studies.tasks import run_metric_cpu
-    from tests.conftest import _worker_env, record
+    from tests.conftest import record, worker_env
 
     records = [
         record(f"d{d:02d}", f"s{s}", output=f"The council approved budget {d} {s}.")
@@ -236,7 +236,7 @@ def test_two_workers_share_one_run_and_each_output_is_scored_once(cast, write_js
     run = start_run(Dataset.objects.get(name="shared"), RunRequest(metric="rouge1"), enqueue=False)
     # two documents per shard, a pause per chunk so that both workers get some
     env = {
-        **_worker_env(),
+        **worker_env(),
         "RUN_SHARD_DOCUMENTS": "2",
         "RUN_CHUNK_OUTPUTS": "3",
         "TEST_SLOW_CHUNK_SECONDS": "0.3",

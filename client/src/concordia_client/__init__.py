@@ -33,6 +33,7 @@ from concordia_client.errors import (
 from concordia_client.models import (
     Aspect,
     AspectRef,
+    CardRow,
     Cell,
     Column,
     CorrelationMatrix,
@@ -52,6 +53,7 @@ __all__ = [
     "Aspect",
     "AspectRef",
     "AuthenticationError",
+    "CardRow",
     "BadRequest",
     "Cell",
     "Client",

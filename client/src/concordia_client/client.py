@@ -24,6 +24,7 @@ from concordia_client.errors import (
 from concordia_client.models import (
     Aspect,
     Average,
+    CardRow,
     Coefficient,
     CorrelationMatrix,
     DataFormat,
@@ -451,6 +452,12 @@ class Client(Uploads):
         }
         answer = self._computed(ops.REPORT_CARD, _id(dataset), query, timeout, "report card")
         return dict(answer.json())
+
+    def report_card_rows(self, dataset: int | Dataset, **query: Any) -> list[CardRow]:
+        """The report card's rows as :class:`CardRow` (scale and label aspects alike;
+        ``row.primary`` is the statistic its verdict reads); ``query`` as
+        :meth:`report_card`."""
+        return [build(CardRow, row) for row in self.report_card(dataset, **query)["rows"]]
 
     def _computed(
         self,

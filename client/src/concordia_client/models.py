@@ -386,3 +386,37 @@ class CorrelationMatrix:
             run.label: {column.aspect.code: column.cells[i].value for column in self.columns}
             for i, run in enumerate(self.runs)
         }
+
+
+@dataclass(frozen=True)
+class CardRow:
+    """One row of the judge report card: a judge run on an aspect (a ``scale``, ``binary``
+    or ``categorical`` one: ``kind``), each piece of evidence as the API gives it
+    (``labels``: a label aspect's MCC, κ, F1, TPR/TNR, prevalence and calibration; None on
+    a scale aspect), and the verdict."""
+
+    SCHEMA: ClassVar[str] = "ReportCardRow"
+    run: Mapping[str, Any]
+    aspect: Mapping[str, Any]
+    correlation: Mapping[str, Any]
+    labels: Mapping[str, Any] | None
+    agreement: Mapping[str, Any]
+    alt_test: Mapping[str, Any]
+    verdict: Mapping[str, Any]
+    raw: Mapping[str, Any] = _raw()
+
+    @property
+    def kind(self) -> str:
+        return str(self.aspect.get("kind", "scale"))
+
+    @property
+    def primary(self) -> tuple[str, float | None, float | None, float | None]:
+        """The statistic the verdict compares with the human ceiling, as (name, value,
+        low, high): the correlation on a scale aspect, ``mcc`` on a binary one,
+        ``kappa`` on a categorical one."""
+        if self.labels and self.labels.get("judge"):
+            name = str(self.labels["primary"])
+            found = self.labels["judge"][name] or {}
+        else:
+            name, found = "correlation", self.correlation
+        return name, found.get("value"), found.get("low"), found.get("high")

@@ -19,7 +19,7 @@ Pure Python: no Django, no torch.
 from scoring.lm.served import labels as labels  # registers the served label reader
 from scoring.lm.served.backend import CapabilityMissing, ServedModel, chat_prompt
 from scoring.lm.served.cache import MemoryCache, ResponseCache, cache_key
-from scoring.lm.served.client import Call, ServedClient
+from scoring.lm.served.client import ServedClient
 from scoring.lm.served.egress import EgressPolicy, EgressRefused
 from scoring.lm.served.errors import (
     BadAnswer,
@@ -41,6 +41,7 @@ from scoring.lm.served.limits import (
     Slots,
 )
 from scoring.lm.served.probe import probe
+from scoring.lm.served.protocols.base import Call
 from scoring.lm.served.spec import Capabilities, EndpointSpec, Usage
 
 __all__ = [

@@ -5,7 +5,9 @@ A served model shows only the top-k candidates of the next token, as text. A lab
 of the label consumed so far) the longest candidate that continues the label is taken
 and its log-probability added, and the next node is requested. A label whose next
 piece is not among the top-k gets probability 0 (its mass counts as outside the
-labels). A label whose path runs on into another label's (``1`` on the way to ``10``)
+labels), and the walk records it with the upper bound on its probability (the path so
+far times the k-th candidate's probability, :meth:`Walk.outside`), so a caller scores
+it exactly (:mod:`._exact_labels`) or flags it. A label whose path runs on into another label's (``1`` on the way to ``10``)
 gets the probability of stopping there: times one minus the probability of the
 tokens that continue it into the other labels, as :mod:`scoring.lm._rating` does with
 token ids.
@@ -13,6 +15,7 @@ token ids.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -25,6 +28,7 @@ class _Path:
     nodes: tuple[str, ...]  # the nodes visited, in order ("" first)
     steps: tuple[str, ...]  # the candidate taken at each node
     logprob: float  # -inf when a piece was not among the candidates
+    bound: float = -math.inf  # then: the log of the most it could hold
 
 
 class Walk:
@@ -64,7 +68,8 @@ class Walk:
             rest = label[len(consumed) :]
             pieces = [t for t in found if t and rest.startswith(t)]
             if not pieces:
-                return _Path(tuple(nodes), tuple(steps), -math.inf)
+                kth = min(found.values()) if found else 0.0
+                return _Path(tuple(nodes), tuple(steps), -math.inf, total + kth)
             piece = max(pieces, key=len)
             steps.append(piece)
             total += found[piece]
@@ -103,6 +108,16 @@ class Walk:
             wanted = [label for label in self._continuations(paths) if label not in self.nodes]
         return sorted(set(wanted))
 
+    def outside(self) -> dict[str, float]:
+        """Labels whose path left the top-k candidates, each with the upper bound on its
+        probability (the walk must have finished)."""
+        out: dict[str, float] = {}
+        for label in self.labels:
+            path = self._path(label)
+            if isinstance(path, _Path) and path.logprob == -math.inf:
+                out[label] = min(1.0, math.exp(path.bound))
+        return out
+
     def result(self, key: Hashable) -> RatingDistribution:
         if self.error is not None:
             return RatingDistribution.failed(key, self.error)
@@ -121,4 +136,15 @@ class Walk:
                 stop = 1.0 - going_on
                 value = value + math.log(stop) if stop > 0 else -math.inf
             logprobs.append(value)
-        return RatingDistribution.from_logprobs(key, self.labels, logprobs)
+        found = RatingDistribution.from_logprobs(key, self.labels, logprobs)
+        outside = tuple(self.outside().items())
+        if not found.ok and len(outside) == len(self.labels):
+            most = max(bound for _, bound in outside)
+            return RatingDistribution.failed(
+                key,
+                "no rating label was among the endpoint's top-k candidates (each label at "
+                f"most {most:.3g}), and it gives no prompt log-probabilities to read them exactly",
+            )
+        if not found.ok:
+            return found
+        return dataclasses.replace(found, label_mode="top-k", outside_top_k=outside)

@@ -23,24 +23,23 @@ error result.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 from scoring.lm.base import TargetRequest, TargetScore
 from scoring.lm.rating import RatingDistribution, RatingRequest
+from scoring.lm.served._exact_labels import LabelTokens, exact_distribution
 from scoring.lm.served._rating_walk import Walk
-from scoring.lm.served.client import Call, Outcome, ServedClient
+from scoring.lm.served.client import Outcome, ServedClient
 from scoring.lm.served.errors import BadAnswer, CostCapReached, EndpointError, RequestRefused
 from scoring.lm.served.probe import probe
+from scoring.lm.served.protocols import WireProtocol, protocol_of
+from scoring.lm.served.protocols.base import Call, Chat
 from scoring.lm.served.spec import Capabilities
 
-COMPLETIONS = "/v1/completions"
-CHAT = "/v1/chat/completions"
 CHAT_OPEN = "<|served:user|>\n"
 CHAT_CLOSE = "\n<|served:assistant|>\n"
 STRADDLE = ("target", "error")
-LOGPROB_SLACK = 1e-3  # a log-probability a hair above 0 is rounding; more is no probability
 
 
 class CapabilityMissing(EndpointError):
@@ -75,16 +74,6 @@ def _raise_endpoint_wide(outcomes: Sequence[Outcome]) -> None:
             raise outcome
 
 
-def logprob(value: Any, where: str) -> float:
-    """``value`` as a log-probability: a JSON number, finite, at most 0 (a hair above
-    is rounding); else a ValueError naming ``where``."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"{where} has a log-probability that is not a number")
-    if not math.isfinite(value) or value > LOGPROB_SLACK:
-        raise ValueError(f"{where} has the log-probability {value!r}, not a finite number ≤ 0")
-    return min(float(value), 0.0)
-
-
 class ServedModel:
     """A model behind an OpenAI-compatible endpoint (:class:`ServedClient`).
 
@@ -109,6 +98,7 @@ class ServedModel:
         if top_logprobs is not None and top_logprobs < 1:
             raise ValueError("top_logprobs must be at least 1")
         self.client = client
+        self.wire: WireProtocol = protocol_of(client.spec.protocol)
         self._capabilities = capabilities
         self.top_logprobs = top_logprobs
         self.straddle = straddle
@@ -166,8 +156,12 @@ class ServedModel:
                 results[i] = TargetScore.failed(
                     request.key, "the target is empty: there is nothing to score"
                 )
+            elif not self._exact_possible(request.prompt):
+                results[i] = TargetScore.failed(
+                    request.key, "the endpoint gives no prompt log-probabilities for a chat turn"
+                )
             else:
-                calls.append(Call(COMPLETIONS, self._echo_body(request.prompt + request.target)))
+                calls.append(self._target_call(request.prompt, request.target))
                 where.append(i)
         outcomes = self.client.run(calls)
         _raise_endpoint_wide(outcomes)
@@ -185,50 +179,66 @@ class ServedModel:
             raise capped
         return [r for r in results if r is not None]
 
-    def _echo_body(self, text: str) -> dict[str, Any]:
-        if self.capabilities.echo_logprobs:
-            return {"prompt": text, "echo": True, "logprobs": 0, "max_tokens": 0}
-        return {"prompt": text, "prompt_logprobs": 0, "max_tokens": 1, "temperature": 0}
+    def _exact_possible(self, prompt: str) -> bool:
+        """Can a continuation of ``prompt`` be scored from prompt log-probabilities
+        (a chat turn's needs them on chat completions)?"""
+        caps = self.capabilities
+        if split_chat(prompt) is not None:
+            return caps.chat_prompt_logprobs
+        return caps.target_logprobs
+
+    def _target_call(self, prompt: str, target: str) -> Call:
+        """The request for the prompt log-probabilities of ``prompt + target`` (for a
+        chat turn, the assistant's answer continued by ``target``)."""
+        return self.wire.target_call(_turn(prompt), target, echo=self.capabilities.echo_logprobs)
 
     def _target_score(self, request: TargetRequest, answer: dict[str, Any]) -> TargetScore:
-        text = request.prompt + request.target
+        found = self._target_part(request.prompt, request.target, answer, self.straddle)
+        if isinstance(found, str):
+            return TargetScore.failed(request.key, found)
+        return TargetScore.from_logprobs(request.key, list(found[1]))
+
+    def _target_part(
+        self, prompt: str, target: str, answer: dict[str, Any], straddle: str
+    ) -> tuple[tuple[str, ...], tuple[float, ...]] | str:
+        """The target's tokens and their log-probabilities in an answer to
+        :meth:`_target_call`, or why they cannot be read."""
         try:
-            tokens, logprobs, offsets = _prompt_tokens(answer, text)
+            tokens, logprobs, offsets, text = self.wire.prompt_tokens(answer, _turn(prompt), target)
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
-            return TargetScore.failed(
-                request.key, f"the endpoint's answer has no usable prompt log-probabilities ({exc})"
-            )
-        boundary = len(request.prompt)
+            return f"the endpoint's answer has no usable prompt log-probabilities ({exc})"
+        boundary = len(text) - len(target)
         ends = [*offsets[1:], len(text)]
         start = next(
             (k for k in range(len(tokens)) if ends[k] > boundary or offsets[k] >= boundary),
             len(tokens),
         )
         if start == len(tokens):
-            return TargetScore.failed(request.key, "the target has no tokens to score")
-        if offsets[start] < boundary and self.straddle == "error":
-            return TargetScore.failed(
-                request.key,
+            return "the target has no tokens to score"
+        if offsets[start] < boundary and straddle == "error":
+            return (
                 f"the token {tokens[start]!r} spans the end of the prompt and the start of the "
-                "target; end the prompt with the separator or start the target with it",
+                "target; end the prompt with the separator or start the target with it"
             )
         if start == 0 or logprobs[start] is None:
-            return TargetScore.failed(
-                request.key,
-                "nothing precedes the target, so the endpoint gives its first token no probability",
+            return (
+                "nothing precedes the target, so the endpoint gives its first token no probability"
             )
         values = logprobs[start:]
         if any(v is None for v in values):
-            return TargetScore.failed(request.key, "the endpoint left a target token unscored")
-        return TargetScore.from_logprobs(request.key, [float(v) for v in values if v is not None])
+            return "the endpoint left a target token unscored"
+        return tuple(tokens[start:]), tuple(float(v) for v in values if v is not None)
 
     # -- G-Eval: rating distributions ---------------------------------------------------
 
     def rating_distributions(self, requests: Sequence[RatingRequest]) -> list[RatingDistribution]:
         """Label distributions from the next-token ``top_logprobs`` (a chat completion
         for a marked prompt, a plain completion otherwise), walking multi-token labels
-        one token at a time. A label outside the top-k gets probability 0: the mass
-        outside the labels (``1 - label_mass``) is what the model put elsewhere."""
+        one token at a time (``label_mode`` ``"top-k"``). When a label is not among the
+        top-k candidates, every label of that request is scored exactly from prompt
+        log-probabilities where the endpoint gives them (``"exact"``,
+        :mod:`._exact_labels`); where it does not, the labels outside the top-k are
+        recorded with the upper bound on their probability (``outside_top_k``)."""
         if not requests:
             return []
         walks = [Walk(r.prompt, r.labels) for r in requests]
@@ -254,12 +264,54 @@ class ServedModel:
                         walk.fail(str(outcome))
                         continue
                     try:
-                        candidates = _next_token_candidates(outcome)
+                        candidates = self.wire.candidates(outcome)
                     except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
                         walk.fail(f"the endpoint's answer has no usable top_logprobs ({exc})")
                     else:
                         walk.add(prefix, candidates)
-        return [walk.result(r.key) for walk, r in zip(walks, requests, strict=True)]
+        results = [walk.result(r.key) for walk, r in zip(walks, requests, strict=True)]
+        exact = [
+            i
+            for i, (walk, result) in enumerate(zip(walks, results, strict=True))
+            if walk.error is None and walk.outside() and self._exact_possible(walk.prompt)
+        ]
+        if exact:
+            try:
+                found_exact = self._exact_distributions([requests[i] for i in exact])
+            except CostCapReached as capped:
+                capped.partial = [None] * len(requests)
+                raise
+            for i, distribution in zip(exact, found_exact, strict=True):
+                results[i] = distribution
+        return results
+
+    def _exact_distributions(self, requests: Sequence[RatingRequest]) -> list[RatingDistribution]:
+        """Each request's labels scored as targets (the GPTScore path), combined by
+        :func:`._exact_labels.exact_distribution`. A label merging with the end of the prompt
+        is refused, as the local engine refuses it."""
+        calls = [self._target_call(r.prompt, label) for r in requests for label in r.labels]
+        answered = self.client.run(calls)
+        _raise_endpoint_wide(answered)
+        outcomes = iter(answered)
+        out: list[RatingDistribution] = []
+        for request in requests:
+            read: list[LabelTokens | str] = []
+            for label in request.labels:
+                outcome = next(outcomes)
+                if isinstance(outcome, CostCapReached):
+                    raise outcome
+                if isinstance(outcome, EndpointError):
+                    read.append(str(outcome))
+                    continue
+                part = self._target_part(request.prompt, label, outcome, "error")
+                if isinstance(part, str) and "spans the end of the prompt" in part:
+                    part = (
+                        f"the label {label!r} merges with the end of the prompt when "
+                        "tokenised; end the prompt with a separator (a space or a newline)"
+                    )
+                read.append(part)
+            out.append(exact_distribution(request.key, request.labels, read))
+        return out
 
     def _k(self, chat: bool) -> int:
         caps = self.capabilities
@@ -276,25 +328,8 @@ class ServedModel:
         chat = split_chat(prompt)
         if chat is not None:
             message, answer = chat
-            body: dict[str, Any] = {
-                "messages": _messages(message, answer + prefix),
-                "logprobs": True,
-                "top_logprobs": self._k(True),
-                "max_tokens": 1,
-                "temperature": 0,
-            }
-            if answer + prefix:
-                body.update(continue_final_message=True, add_generation_prompt=False)
-            return Call(CHAT, body)
-        return Call(
-            COMPLETIONS,
-            {
-                "prompt": prompt + prefix,
-                "logprobs": self._k(False),
-                "max_tokens": 1,
-                "temperature": 0,
-            },
-        )
+            return self.wire.next_token_call((message, answer + prefix), self._k(True))
+        return self.wire.next_token_call(prompt + prefix, self._k(False))
 
     # -- text: chat template, greedy generation, sampling --------------------------------
 
@@ -304,8 +339,8 @@ class ServedModel:
 
     def generate(self, prompt: str, *, max_new_tokens: int = 256) -> str:
         """Greedy continuation (temperature 0)."""
-        answer = self.client.post(*self._text_call(prompt, max_new_tokens, temperature=0))
-        return _texts(answer)[0]
+        call = self.wire.text_call(_turn(prompt), max_new_tokens, 0)
+        return self._texts(self.client.post(call.route, call.body))[0]
 
     def sample(
         self,
@@ -321,163 +356,40 @@ class ServedModel:
         if n < 1 or temperature <= 0:
             raise ValueError("sampling needs n ≥ 1 and a temperature above 0")
         caps = self.capabilities
-        extra: dict[str, Any] = {"top_p": 1.0}
+        turn = _turn(prompt)
         if caps.sampling_n:
-            route, body = self._text_call(prompt, max_new_tokens, temperature, n=n)
-            if caps.seed:
-                body["seed"] = seed
-            return _texts(self.client.post(route, {**body, **extra}))
-        calls = []
-        for i in range(n):
-            route, body = self._text_call(prompt, max_new_tokens, temperature)
-            # Distinct seeds keep the requests distinct (identical ones are sent once).
-            calls.append(Call(route, {**body, **extra, "seed": seed + i}))
+            call = self.wire.text_call(
+                turn, max_new_tokens, temperature, n=n, seed=seed if caps.seed else None
+            )
+            return self._texts(self.client.post(call.route, call.body))
+        # Distinct seeds keep the requests distinct (identical ones are sent once).
+        calls = [
+            self.wire.text_call(turn, max_new_tokens, temperature, seed=seed + i) for i in range(n)
+        ]
         out: list[str] = []
         for outcome in self.client.run(calls):
             if isinstance(outcome, EndpointError):
                 raise outcome
-            out.extend(_texts(outcome))
+            out.extend(self._texts(outcome))
         return out
 
-    def _text_call(
-        self, prompt: str, max_new_tokens: int, temperature: float, n: int = 1
-    ) -> tuple[str, dict[str, Any]]:
-        body: dict[str, Any] = {"max_tokens": max_new_tokens, "temperature": temperature}
-        if n > 1:
-            body["n"] = n
-        chat = split_chat(prompt)
-        if chat is None:
-            return COMPLETIONS, {"prompt": prompt, **body}
-        message, answer = chat
-        body["messages"] = _messages(message, answer)
-        if answer:
-            body.update(continue_final_message=True, add_generation_prompt=False)
-        return CHAT, body
-
-
-def _messages(message: str, answer: str) -> list[dict[str, str]]:
-    messages = [{"role": "user", "content": message}]
-    if answer:
-        messages.append({"role": "assistant", "content": answer})
-    return messages
-
-
-def _texts(answer: dict[str, Any]) -> list[str]:
-    """The answers' texts, in choice order (chat or completion)."""
-    try:
-        choices = sorted(answer.get("choices") or [], key=lambda c: int(c.get("index", 0)))
-        out = []
-        for choice in choices:
-            if "message" in choice:
-                out.append(str((choice.get("message") or {}).get("content") or ""))
-            else:
-                out.append(str(choice.get("text") or ""))
-    except (AttributeError, TypeError, ValueError) as exc:
-        raise BadAnswer(f"the endpoint's answer has no readable choices ({exc})") from exc
-    if not out:
-        raise EndpointError("the endpoint answered with no choices")
-    return out
-
-
-def _prompt_tokens(
-    answer: dict[str, Any], text: str
-) -> tuple[list[str], list[float | None], list[int]]:
-    """(tokens, log-probabilities, character offsets) of the prompt, from an ``echo``
-    answer (``logprobs``: tokens, token_logprobs, text_offset) or a ``prompt_logprobs``
-    one (per position, ``{token id: {logprob, decoded_token}}``, the first ``None``).
-    Offsets are checked against the text (:func:`_align`)."""
-    choice = answer["choices"][0]
-    if choice.get("prompt_logprobs") is not None:
-        tokens: list[str] = []
-        logprobs: list[float | None] = []
-        for position in choice["prompt_logprobs"]:
-            if position is None:
-                tokens.append("")
-                logprobs.append(None)
-                continue
-            # The prompt's own token comes first (prompt_logprobs=0 asks for it alone).
-            entry = next(iter(position.values()))
-            tokens.append(str(entry.get("decoded_token") or ""))
-            logprobs.append(logprob(entry["logprob"], f"prompt token {len(logprobs)}"))
-        return tokens, logprobs, _align(tokens, text, None)
-    lp = choice["logprobs"]
-    tokens = [str(t) for t in lp["tokens"]]
-    values = [
-        None if v is None else logprob(v, f"prompt token {k}")
-        for k, v in enumerate(lp["token_logprobs"])
-    ]
-    # An echo answer with max_tokens > 0 goes on past the prompt: keep the prompt's part.
-    offsets = [int(o) for o in lp.get("text_offset") or []]
-    n = len(tokens)
-    if offsets:
-        n = next((k for k, o in enumerate(offsets) if o >= len(text)), len(tokens))
-    tokens, values = tokens[:n], values[:n]
-    return tokens, values, _align(tokens, text, offsets[:n] if offsets else None)
-
-
-def _align(tokens: list[str], text: str, offsets: list[int] | None) -> list[int]:
-    """Character offsets of ``tokens`` in ``text``.
-
-    When the tokens spell the text, their cumulative lengths are the offsets (and must
-    equal the server's). A byte-level tokenizer can split a character over tokens,
-    which then read as ``"\\ufffd"`` or as nothing: such a run of tokens is placed where
-    the next readable token is found, and a boundary inside it is resolved by the
-    caller as a straddle.
-    """
-    if "".join(tokens) == text:
-        out, pos = [], 0
-        for token in tokens:
-            out.append(pos)
-            pos += len(token)
-        if offsets is not None and offsets != out:
-            raise ValueError("the token offsets do not match the tokens")
+    def _texts(self, answer: dict[str, Any]) -> list[str]:
+        """The answers' texts, in choice order."""
+        try:
+            out = self.wire.texts(answer)
+        except (AttributeError, TypeError, ValueError, KeyError) as exc:
+            raise BadAnswer(f"the endpoint's answer has no readable choices ({exc})") from exc
+        if not out:
+            raise EndpointError("the endpoint answered with no choices")
         return out
-    out = []
-    pos = 0
-    pending: list[int] = []  # tokens waiting for the next readable one
-    for k, token in enumerate(tokens):
-        if not token or "\ufffd" in token or token.startswith("bytes:"):
-            pending.append(k)
-            out.append(pos)
-            continue
-        found = text.find(token, pos)
-        if found < 0 or (found > pos and not pending):
-            raise ValueError(f"token {k} ({token!r}) is not where the text says")
-        if pending and found > pos:
-            # the unreadable run covers text[pos:found]: spread it so every token of the
-            # run starts inside it (the first at pos).
-            for j, index in enumerate(pending):
-                out[index] = min(found - 1, pos + j)
-        pending = []
-        out.append(found)
-        pos = found + len(token)
-    if pending and pos < len(text):
-        for j, index in enumerate(pending):
-            out[index] = min(len(text) - 1, pos + j)
-    return out
 
 
-def _next_token_candidates(answer: dict[str, Any]) -> dict[str, float]:
-    """The next token's candidates and their log-probabilities (the most probable entry
-    when a text appears twice), from a chat or a completion answer."""
-    choice = answer["choices"][0]
-    found: dict[str, float] = {}
-    logprobs = choice.get("logprobs") or {}
-    if "content" in logprobs:
-        entries = (logprobs.get("content") or [{}])[0].get("top_logprobs") or []
-        pairs = [(str(e["token"]), logprob(e["logprob"], "a candidate")) for e in entries]
-    else:
-        tops = logprobs.get("top_logprobs") or [{}]
-        pairs = [(str(t), logprob(v, "a candidate")) for t, v in (tops[0] or {}).items()]
-    for token, value in pairs:
-        if value > found.get(token, -math.inf):
-            found[token] = value
-    return found
+def _turn(prompt: str) -> str | Chat:
+    """A marked prompt as its chat turn, a plain one as it is."""
+    return split_chat(prompt) or prompt
 
 
 __all__ = [
-    "CHAT",
-    "COMPLETIONS",
     "CapabilityMissing",
     "ServedModel",
     "chat_prompt",

@@ -39,7 +39,6 @@ import random
 import threading
 import time
 from collections.abc import Coroutine, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx
@@ -47,11 +46,8 @@ import httpx
 from scoring.lm.served.answers import (
     TooLarge,
     Unreadable,
-    counted_usage,
-    estimate_tokens,
     read_capped,
     retry_after,
-    server_message,
     strict_json,
 )
 from scoring.lm.served.cache import ResponseCache, cache_key
@@ -66,6 +62,8 @@ from scoring.lm.served.errors import (
     RequestRefused,
 )
 from scoring.lm.served.limits import Limiter, MemoryLimiter, acquire
+from scoring.lm.served.protocols import WireProtocol, protocol_of
+from scoring.lm.served.protocols.base import Call
 from scoring.lm.served.spec import EndpointSpec, Usage
 
 logger = logging.getLogger(__name__)
@@ -73,15 +71,6 @@ logger = logging.getLogger(__name__)
 ERROR_BODY_BYTES = 64 * 1024  # of an error answer, read for its message, the rest left
 MAX_LABEL = 200  # characters kept of a version or model name a server reports
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Call:
-    """One request: the route under the endpoint's root and the JSON body (without the
-    model id, which the client adds)."""
-
-    route: str
-    body: dict[str, Any]
 
 
 Outcome = dict[str, Any] | EndpointError
@@ -130,6 +119,7 @@ class ServedClient:
         if cost_cap is not None and not cost_cap >= 0:
             raise ValueError("the cost cap must be a number, not negative")
         self.spec = spec
+        self.wire: WireProtocol = protocol_of(spec.protocol)
         self.limiter: Limiter = limiter if limiter is not None else MemoryLimiter()
         self.cache = cache
         self.cost_cap = cost_cap
@@ -164,7 +154,7 @@ class ServedClient:
         keys: list[str] = []
         unique: dict[str, tuple[str, dict[str, Any]]] = {}
         for call in calls:
-            body = {"model": self.spec.model_id, **call.body}
+            body = self.wire.with_model(call.body, self.spec.model_id)
             keys.append(self.key_of(call.route, body))
             unique.setdefault(keys[-1], (call.route, body))
         cache = self.cache if use_cache else None
@@ -286,7 +276,7 @@ class ServedClient:
 
     def _check_cost(self, body: dict[str, Any]) -> float:
         """Reserve the request's estimated cost; raise when the cap would be passed."""
-        prompt, completion = estimate_tokens(body)
+        prompt, completion = self.wire.estimate_tokens(body)
         estimate = self.spec.cost(prompt, completion)
         if self.cost_cap is None:
             return 0.0
@@ -315,7 +305,7 @@ class ServedClient:
     async def _send(self, batch: _Batch, route: str, body: dict[str, Any]) -> dict[str, Any]:
         spec = self.spec
         what = f"POST {route} to {spec.host} ({spec.model_id})"
-        tokens = sum(estimate_tokens(body))
+        tokens = sum(self.wire.estimate_tokens(body))
         last, first_failure = "", 0.0
         for attempt in itertools.count():
             if batch.abort is not None:
@@ -363,7 +353,7 @@ class ServedClient:
                                 raise
                         last = str(status)
                         if spec.trusted:
-                            last += f": {self._scrub(server_message(content))}"
+                            last += f": {self._scrub(self.wire.error_message(content))}"
                         if status == 429:
                             reason, wait = "429", retry_after(headers)
                         elif status >= 500:
@@ -422,12 +412,12 @@ class ServedClient:
             ) from None
         if not isinstance(data, dict):
             raise BadAnswer(f"{what} answered 200 with JSON that is not an object")
-        prompt, completion, implausible = counted_usage(data.get("usage"), body, what)
+        prompt, completion, implausible = self.wire.usage(data, body, what)
         with self._lock:
             self.usage.add_response(seconds, prompt, completion, self.spec.cost(prompt, completion))
             self.usage.implausible += implausible
         self._note(data)
-        found = str(data.get("system_fingerprint") or "")[:MAX_LABEL]
+        found = self.wire.model_version(data)[:MAX_LABEL]
         if self.expected_fingerprint and found and found != self.expected_fingerprint:
             raise ModelChanged(
                 f"{what} answered from model version {found!r}, not "
@@ -437,11 +427,12 @@ class ServedClient:
 
     def _note(self, data: dict[str, Any]) -> None:
         """Keep the model version the server reports (provenance)."""
+        version, model = self.wire.model_version(data), self.wire.model_reported(data)
         with self._lock:
-            if data.get("system_fingerprint"):
-                self.fingerprints.add(str(data["system_fingerprint"])[:MAX_LABEL])
-            if data.get("model"):
-                self.models_seen.add(str(data["model"])[:MAX_LABEL])
+            if version:
+                self.fingerprints.add(version[:MAX_LABEL])
+            if model:
+                self.models_seen.add(model[:MAX_LABEL])
 
     def _scrub(self, text: str) -> str:
         key = self.spec.api_key

@@ -25,8 +25,9 @@ from scoring.lm.base import TargetRequest
 from scoring.lm.labels import LabelReading
 from scoring.lm.rating import RatingDistribution, RatingRequest
 from scoring.lm.served.backend import ServedModel
-from scoring.lm.served.client import Call
 from scoring.lm.served.errors import CostCapReached, EndpointError
+from scoring.lm.served.protocols import openai as wire
+from scoring.lm.served.protocols.base import Call
 
 NO_TOP_K = (
     "the endpoint gives neither top_logprobs nor prompt log-probabilities: "
@@ -136,7 +137,7 @@ def _chat_call(prompt: str, label: str) -> Call:
     assert chat is not None
     message, answer = chat
     return Call(
-        backend.CHAT,
+        wire.CHAT,
         {
             "messages": [
                 {"role": "user", "content": message},
@@ -163,7 +164,7 @@ def _label_logprob(answer: dict[str, Any], label: str) -> float:
     for k in range(len(positions) - 1, 0, -1):
         entry = next(iter(positions[k].values()))
         text = str(entry.get("decoded_token") or "") + text
-        total += backend.logprob(entry["logprob"], f"prompt token {k}")
+        total += wire.logprob(entry["logprob"], f"prompt token {k}")
         if len(text) >= len(label):
             break
     if text != label:

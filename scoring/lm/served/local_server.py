@@ -36,15 +36,16 @@ STAMP = ".concordia-vllm"
 DEFAULT_MODEL = Path("/work/models/smollm2-135m-instruct")
 # Flags that serve a small model on a loaded CPU: float32 (the local engine's exact
 # precision), no CUDA-graph-style warm-up, and no chunked prefill (it broke seeded
-# sampling on the CPU: "CPU Generator does not use offset").
+# sampling on the CPU: "CPU Generator does not use offset"). The candidates a request
+# may ask for (``--max-logprobs``) are the server's own setting (VLLMServer's
+# ``max_logprobs``: 1000 by default here; None leaves vLLM's default, 20).
 SERVER_FLAGS = (
     "--dtype",
     "float32",
     "--enforce-eager",
     "--no-enable-chunked-prefill",
-    "--max-logprobs",
-    "1000",
 )
+MAX_LOGPROBS = 1000
 
 
 class ServerError(RuntimeError):
@@ -138,6 +139,8 @@ class VLLMServer:
     ``max_model_len`` caps the context (and the tokens of one prefill, which must hold
     a whole prompt without chunked prefill). The server writes to ``log_path``.
     ``startup_timeout`` allows for the first start on a loaded machine (minutes).
+    ``max_logprobs``: the most candidates a request may ask for (None: vLLM's default,
+    20, as most deployments run it).
     """
 
     def __init__(
@@ -153,6 +156,7 @@ class VLLMServer:
         threads: int | None = None,
         extra_args: Sequence[str] = (),
         startup_timeout: float = 900.0,
+        max_logprobs: int | None = MAX_LOGPROBS,
     ) -> None:
         self.model_dir = Path(model_dir)
         self.model_id = model_id or self.model_dir.name
@@ -164,6 +168,7 @@ class VLLMServer:
         self.threads = threads
         self.extra_args = tuple(extra_args)
         self.startup_timeout = startup_timeout
+        self.max_logprobs = max_logprobs
         self.process: subprocess.Popen[bytes] | None = None
         self.startup_seconds: float | None = None
 
@@ -185,6 +190,7 @@ class VLLMServer:
             "--port",
             str(self.port),
             *SERVER_FLAGS,
+            *(() if self.max_logprobs is None else ("--max-logprobs", str(self.max_logprobs))),
             "--max-model-len",
             str(self.max_model_len),
             "--max-num-batched-tokens",

@@ -10,8 +10,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from scoring.lm.served.egress import EgressPolicy
+from scoring.lm.served.protocols import REGISTRY
 
-PROTOCOLS = ("openai",)
+PROTOCOLS = tuple(REGISTRY)  # the wire protocols (:mod:`scoring.lm.served.protocols`)
+# the routes to exact label probabilities, as Capabilities names them (a probe can be
+# told to ignore them: an endpoint treated as a hosted API's top-k only)
+EXACT_ROUTES = ("echo_logprobs", "prompt_logprobs", "chat_prompt_logprobs")
 RETRY_REASONS = ("429", "5xx", "timeout", "connect")
 # The bounds of an endpoint's settings (forms, API, command and the engine check them):
 # a finite value a real deployment needs, never one that holds a worker for ever or
@@ -129,6 +133,9 @@ class Capabilities:
     server names as the model's ``root``; "" when it reports neither). ``tokens_spell_text``:
     the tokens the server returned for the probe text spell it exactly (the tokenizer
     check: a target's tokens can be taken by character offsets).
+    ``chat_prompt_logprobs``: a chat completion continuing the assistant's answer
+    returns the prompt's token log-probabilities (vLLM's ``prompt_logprobs``), so a
+    rating label after a chat turn is scored exactly.
     """
 
     chat_top_logprobs: int = 0
@@ -140,6 +147,8 @@ class Capabilities:
     model_version: str = ""
     version_source: str = ""  # "system_fingerprint", "root" or "" (none reported)
     tokens_spell_text: bool = False
+    chat_prompt_logprobs: bool = False
+    ignored: tuple[str, ...] = ()  # capabilities the probe was told to record as absent
     notes: tuple[str, ...] = ()
 
     @property
@@ -148,23 +157,32 @@ class Capabilities:
         return self.echo_logprobs or self.prompt_logprobs
 
     @property
+    def exact_labels(self) -> bool:
+        """Can a rating label outside the top-k be scored exactly (on either route)?"""
+        return self.target_logprobs or self.chat_prompt_logprobs
+
+    @property
     def version_label(self) -> str:
         """A short form of ``model_version`` for labels: a path's last part, at most 40
         characters ("" when unknown)."""
         return self.model_version.rstrip("/").rsplit("/", 1)[-1][:40]
 
     def as_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)} | {"notes": list(self.notes)}
+        return {f.name: getattr(self, f.name) for f in fields(self)} | {
+            "notes": list(self.notes),
+            "ignored": list(self.ignored),
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Capabilities:
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
         values["notes"] = tuple(values.get("notes", ()))
+        values["ignored"] = tuple(values.get("ignored", ()))
         return cls(**values)
 
 
-def _quantile(sorted_values: list[float], q: float) -> float | None:
+def quantile(sorted_values: list[float], q: float) -> float | None:
     """Linear-interpolation quantile (numpy's default) of already sorted values."""
     if not sorted_values:
         return None
@@ -209,11 +227,11 @@ class Usage:
 
     @property
     def p50(self) -> float | None:
-        return _quantile(sorted(self.latencies), 0.5)
+        return quantile(sorted(self.latencies), 0.5)
 
     @property
     def p95(self) -> float | None:
-        return _quantile(sorted(self.latencies), 0.95)
+        return quantile(sorted(self.latencies), 0.95)
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready summary (latencies as p50/p95, not the list)."""

@@ -20,6 +20,7 @@ from studies.models import (
     Output,
     TaskKind,
 )
+from studies.services.imports.converted import CONCORDIA, IMPORT_FORMATS
 
 
 class DatasetSerializer(StrictJsonTypes, serializers.ModelSerializer):  # type: ignore[type-arg]
@@ -86,6 +87,12 @@ class UploadSerializer(serializers.Serializer):  # type: ignore[type-arg]
     dataset = serializers.SlugField(max_length=100, help_text="A new or existing dataset's name.")
     task = TaskField(default=TaskKind.SUMMARIZATION, help_text="Task code.")
     create_aspects = serializers.BooleanField(default=False)
+    format = serializers.ChoiceField(
+        choices=list(IMPORT_FORMATS),
+        default=CONCORDIA,
+        help_text="concordia (JSONL or CSV by the file's name) or a tool's export: "
+        "label-studio, argilla, langfuse, langsmith, otel.",
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         data = {k: v for k, v in self.initial_data.items() if k != "file"}
@@ -105,6 +112,11 @@ class UploadIntoSerializer(serializers.Serializer):  # type: ignore[type-arg]
 
     file = serializers.FileField(help_text="JSONL or CSV, UTF-8 (the import formats).")
     create_aspects = serializers.BooleanField(default=False)
+    format = serializers.ChoiceField(
+        choices=list(IMPORT_FORMATS),
+        default=CONCORDIA,
+        help_text="concordia (JSONL or CSV by the file's name) or a tool's export.",
+    )
 
 
 class DocumentSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]

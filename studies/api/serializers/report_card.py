@@ -10,6 +10,7 @@ from scoring.stats import Level, unsupported
 from studies.services.analysis.params import COEFFICIENT_NAMES
 from studies.services.analysis.report_card import COLUMNS
 from studies.services.analysis.report_card.params import CONFIDENCES, DEFAULT_EPSILON
+from studies.services.analysis.report_card.pieces.registry import PIECES
 
 SORTS = [c.key for c in COLUMNS] + [f"-{c.key}" for c in COLUMNS]
 
@@ -66,6 +67,53 @@ class ReportCardQuerySerializer(serializers.Serializer):  # type: ignore[type-ar
         return attrs
 
 
+class CardRunSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    pk = serializers.IntegerField()
+    label = serializers.CharField()
+    metric = serializers.CharField()
+    kind = serializers.CharField()
+    model = serializers.CharField(allow_blank=True, allow_null=True)
+    partial_run = serializers.BooleanField()
+
+
+class CardAspectSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    pk = serializers.IntegerField()
+    code = serializers.CharField()
+    name = serializers.CharField()
+    kind = serializers.ChoiceField(choices=["scale", "binary", "categorical"])
+
+
+class VerdictSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    code = serializers.ChoiceField(choices=["can", "cannot", "unclear"])
+    text = serializers.CharField()
+
+
+class CardLinksSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    cell = serializers.CharField()
+    diagnostics = serializers.CharField()
+    run = serializers.CharField(allow_null=True)
+
+
+def _row_serializer() -> type[serializers.Serializer]:  # type: ignore[type-arg]
+    """The row's type: its own fields, then one per registered piece (its serializer;
+    null where the piece says nothing of the judge)."""
+    fields: dict[str, Any] = {
+        "run": CardRunSerializer(),
+        "aspect": CardAspectSerializer(),
+        **{
+            p.key: p.serializer(allow_null=True, help_text=p.help or None)  # type: ignore[call-arg]
+            for p in PIECES
+        },
+        "links": CardLinksSerializer(),
+        "verdict": VerdictSerializer(),
+        "__doc__": "One judge run × aspect of the report card.",
+    }
+    return type("ReportCardRowSerializer", (serializers.Serializer,), fields)
+
+
+ReportCardRowSerializer = _row_serializer()
+
+
 class ReportCardSerializer(serializers.Serializer):  # type: ignore[type-arg]
     params = serializers.DictField(help_text="What the card was computed with.")
     query = serializers.CharField(help_text="The same as the page's query string.")
@@ -79,13 +127,13 @@ class ReportCardSerializer(serializers.Serializer):  # type: ignore[type-arg]
         help_text="Per aspect: the human ceiling, its annotators, the items three or more "
         "judged, and the annotators' agreement among themselves.",
     )
-    rows = serializers.ListField(
-        child=serializers.DictField(),
-        help_text="One per judge run × aspect: correlation and interval beside the human "
-        "ceiling, agreement (κ_w, AC1, α; how the judge's scores were put on the scale), "
-        "the alternative-annotator test, the sentinel check, length bias, "
-        "self-consistency, the change from its prompt variant, cost and time per 1,000 "
-        "outputs, the verdict and links to the evidence.",
+    rows = ReportCardRowSerializer(
+        many=True,
+        help_text="One per judge run × aspect: each piece of evidence (correlation and "
+        "interval beside the human ceiling; a label aspect's MCC, κ, F1, TPR/TNR, "
+        "prevalence and calibration; agreement; the alternative-annotator test; the "
+        "sentinel check; length bias; self-consistency; position; the change from its "
+        "prompt variant; cost and time per 1,000 outputs), the verdict and links.",
     )
     n_outputs = serializers.IntegerField()
     n_documents = serializers.IntegerField()

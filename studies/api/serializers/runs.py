@@ -37,6 +37,11 @@ class RunCreateSerializer(StrictJsonTypes, serializers.Serializer):  # type: ign
         default="", allow_blank=True, max_length=100, help_text="A served endpoint's name."
     )
     cost_cap = serializers.FloatField(required=False, allow_null=True, min_value=0.0)
+    require_exact_labels = serializers.BooleanField(
+        default=False,
+        help_text="G-Eval on an endpoint: refuse the run before it starts unless the endpoint "
+        "gives every rating label's probability exactly (not only its top-k candidates).",
+    )
     k = serializers.IntegerField(default=2, min_value=0, max_value=8)
     steps = serializers.ChoiceField(choices=RunForm.base_fields["steps"].choices, default="auto")  # type: ignore[attr-defined]
     weighting = serializers.ChoiceField(

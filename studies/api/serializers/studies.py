@@ -6,10 +6,26 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.urls import reverse
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from studies.api.serializers.types import StrictJsonTypes
 from studies.models import Study, StudyMember
+from studies.services.tuning.splits import split_summary
+
+
+class SplitSerializer(StrictJsonTypes, serializers.Serializer):  # type: ignore[type-arg]
+    """A study's frozen split of its documents (read only; ``manage.py split`` makes it)."""
+
+    seed = serializers.IntegerField()
+    dev_share = serializers.FloatField()
+    test_share = serializers.FloatField()
+    stratified_by = serializers.CharField(help_text="The aspect's code; empty: unstratified.")
+    counts = serializers.DictField(
+        child=serializers.IntegerField(), help_text="Documents per part: tune, dev, test."
+    )
+    created_at = serializers.DateTimeField()
+    runs = serializers.IntegerField(help_text="Runs tuned or weighed on its tune documents.")
 
 
 class StudySerializer(StrictJsonTypes, serializers.ModelSerializer):  # type: ignore[type-arg]
@@ -20,6 +36,9 @@ class StudySerializer(StrictJsonTypes, serializers.ModelSerializer):  # type: ig
     campaigns = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
     correlations = serializers.SerializerMethodField(
         help_text="The dataset's correlation matrix (runs against human judgments)."
+    )
+    split = serializers.SerializerMethodField(
+        help_text="The study's tune / dev / test split of its documents (null: none yet)."
     )
 
     class Meta:
@@ -34,6 +53,7 @@ class StudySerializer(StrictJsonTypes, serializers.ModelSerializer):  # type: ig
             "created_at",
             "campaigns",
             "correlations",
+            "split",
         ]
         read_only_fields = ["created_at"]
         extra_kwargs = {"aspects": {"required": False}}
@@ -46,6 +66,11 @@ class StudySerializer(StrictJsonTypes, serializers.ModelSerializer):  # type: ig
 
     def get_correlations(self, study: Study) -> str:
         return reverse("api:correlations", args=[study.dataset_id])
+
+    @extend_schema_field(SplitSerializer(allow_null=True))
+    def get_split(self, study: Study) -> dict[str, Any] | None:
+        summary = split_summary(study)
+        return None if summary is None else SplitSerializer(summary).data
 
 
 class AnnotatorAccountSerializer(StrictJsonTypes, serializers.Serializer):  # type: ignore[type-arg]

@@ -11,6 +11,7 @@ from studies.api.errors import form_errors
 from studies.api.serializers.types import StrictJsonTypes, TaskField
 from studies.forms import UploadSessionForm
 from studies.models import TaskKind, UploadSession
+from studies.services.imports.converted import CONCORDIA, IMPORT_FORMATS
 from studies.services.uploads import chunk_limit
 
 
@@ -73,6 +74,12 @@ class StartUploadSerializer(StrictJsonTypes, serializers.Serializer):  # type: i
     task = TaskField(default=TaskKind.SUMMARIZATION, help_text="Task code.")
     create_aspects = serializers.BooleanField(default=False)
     widen_aspects = serializers.BooleanField(default=False)
+    format = serializers.ChoiceField(
+        choices=list(IMPORT_FORMATS),
+        default=CONCORDIA,
+        help_text="concordia (JSONL or CSV by the file's name) or a tool's export: "
+        "label-studio, argilla, langfuse, langsmith, otel.",
+    )
     rescale = serializers.CharField(
         max_length=1000,
         required=False,

@@ -165,6 +165,7 @@ class DatasetViewSet(OwnedRowsViewSet):
                 "dataset": dataset.name,
                 "task": dataset.task.code,
                 "create_aspects": request.data.get("create_aspects", False),
+                "format": request.data.get("format", "concordia"),
             },
             context={"request": request},
         )

@@ -18,6 +18,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from scoring.lm.served.probe import IGNORABLE
 from studies.models import Endpoint
 from studies.services.catalog.endpoints import (
     EndpointProblem,
@@ -52,6 +53,7 @@ class Command(BaseCommand):
         add.add_argument("--price-out", type=float, default=0.0, help="per million output tokens")
         add.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
         add.add_argument("--no-probe", action="store_true", help="save without probing")
+        add.add_argument(*IGNORE_ARGS, **IGNORE_OPTIONS)  # type: ignore[arg-type]
         add.add_argument(
             "--keep-existing",
             action="store_true",
@@ -60,6 +62,7 @@ class Command(BaseCommand):
         probe = sub.add_parser("probe", help="find out again what an endpoint can do")
         probe.add_argument("name")
         probe.add_argument("--owner", help="whose endpoint (default: the shared one)")
+        probe.add_argument(*IGNORE_ARGS, **IGNORE_OPTIONS)  # type: ignore[arg-type]
         sub.add_parser("list", help="every endpoint, with what its probe found")
         sub.add_parser("rekey", help="encrypt every stored key again with ENDPOINT_KEY")
 
@@ -102,15 +105,17 @@ class Command(BaseCommand):
         )
         self.stdout.write(f"endpoint {endpoint.pk} {endpoint.name} added ({self._where(endpoint)})")
         if not opts["no_probe"]:
-            self._probe(endpoint)
+            self._probe(endpoint, opts["ignore"])
 
     def do_probe(self, opts: dict[str, Any]) -> None:
         # the owner's (else a shared one); without --owner: a shared one first, else any
-        self._probe(find_endpoint(opts["name"], self._owner(opts["owner"])))
+        self._probe(find_endpoint(opts["name"], self._owner(opts["owner"])), opts["ignore"])
 
-    def _probe(self, endpoint: Endpoint) -> None:
+    def _probe(self, endpoint: Endpoint, ignore: list[str] | None) -> None:
+        if ignore is not None:
+            ignore = [name for name in ignore if name != "none"]
         try:
-            found = probe_endpoint(endpoint)
+            found = probe_endpoint(endpoint, ignore=ignore)
         except EndpointProblem as exc:
             self.stderr.write(str(exc))
             raise CommandError(f"endpoint {endpoint.name} saved, but its probe failed") from exc
@@ -146,6 +151,15 @@ class Command(BaseCommand):
         return f"{endpoint.model_id} at {endpoint.host}, {key}"
 
 
+IGNORE_ARGS = ("--ignore",)
+IGNORE_OPTIONS = {
+    "action": "append",
+    "choices": [*IGNORABLE, "none"],
+    "help": "record this capability as absent, here and at every later probe (repeatable; "
+    "'none' ignores nothing again): an endpoint treated as a hosted API's top-k only",
+}
+
+
 def summary(capabilities: dict[str, Any]) -> str:
     """The probe's findings in one line."""
     if not capabilities:
@@ -157,5 +171,8 @@ def summary(capabilities: dict[str, Any]) -> str:
         f"prompt_logprobs {'yes' if capabilities.get('prompt_logprobs') else 'no'}",
         f"n {'yes' if capabilities.get('sampling_n') else 'no'}",
         f"seed {'yes' if capabilities.get('seed') else 'no'}",
+        f"chat prompt_logprobs {'yes' if capabilities.get('chat_prompt_logprobs') else 'no'}",
     ]
+    if capabilities.get("ignored"):
+        parts.append(f"told to ignore {', '.join(capabilities['ignored'])}")
     return ", ".join(parts)

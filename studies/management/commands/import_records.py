@@ -12,7 +12,8 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from studies.services.imports import ImportOptions, ImportValidationError, import_file
+from studies.services.imports import ImportOptions, ImportValidationError
+from studies.services.imports.converted import CONCORDIA, IMPORT_FORMATS, import_any, is_adapter
 from studies.services.imports.records import FORMATS, detect_format
 from studies.services.imports.scales import parse_ranges
 from studies.services.lookup import DatasetNotFound, find_dataset
@@ -29,7 +30,12 @@ class Command(BaseCommand):
             help="name (created if new), owner/name, or an existing dataset's id",
         )
         parser.add_argument("--task", required=True, help="task kind code, e.g. summarization")
-        parser.add_argument("--format", choices=FORMATS, help="default: from the file name")
+        parser.add_argument(
+            "--format",
+            choices=sorted({*FORMATS, *IMPORT_FORMATS}),
+            help="concordia (JSONL or CSV, told by the file name; the default), jsonl, csv, "
+            "or a tool's export: label-studio, argilla, langfuse, langsmith, otel",
+        )
         parser.add_argument(
             "--create-aspects",
             action="store_true",
@@ -53,10 +59,16 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **opts: Any) -> None:
         path: Path = opts["file"]
-        if not path.is_file():
+        if not path.exists():
             raise CommandError(f"{path}: no such file")
         try:
-            file_format = opts["format"] or detect_format(path.name)
+            given = opts["format"]
+            if given and is_adapter(given):
+                file_format = given  # an export (a file, or a folder of files)
+            elif not path.is_file():
+                raise ValueError(f"{path}: not a file")
+            else:
+                file_format = detect_format(path.name) if given in (None, CONCORDIA) else given
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         try:
@@ -75,7 +87,7 @@ class Command(BaseCommand):
             widen_aspects=opts["widen_aspects"],
         )
         try:
-            summary = import_file(path, options)
+            summary = import_any(path, options)
         except ImportValidationError as exc:
             raise CommandError(f"{path.name}: nothing was imported.\n{exc}") from exc
         self.stdout.write(

@@ -2,8 +2,10 @@
 [--min-lower-bound 0.4] [--min-coverage 0.9]``: re-validate a judge whenever its prompt
 or model changes. Exits 1, printing why, when the judge scored less than the share
 ``--min-coverage`` of the aspect's judged outputs, when its lower confidence bound of its
-correlation with the humans is below the threshold, or when it is significantly below
-the accepted run (paired bootstrap by document); exits 0 with a one-line reason
+primary statistic is below the threshold (the correlation with the humans on a scale
+aspect, MCC on a binary aspect, Cohen's κ on a categorical one: every line names it), or
+when it is significantly below the accepted run (paired bootstrap by document; scale
+aspects); exits 0 with a one-line reason
 otherwise; exits 2 naming the bad argument. ``--aspect`` takes what imports take: the
 aspect's code, name, key or an earlier name.
 
@@ -42,7 +44,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--min-lower-bound",
             type=float,
-            help="the least lower confidence bound of the correlation that passes",
+            help="the least lower confidence bound that passes: of the correlation (scale "
+            "aspects), MCC (binary), Cohen's κ (categorical)",
         )
         parser.add_argument(
             "--min-coverage",

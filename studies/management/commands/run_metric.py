@@ -92,6 +92,12 @@ class Command(BaseCommand):
             help="G-Eval: read probabilities, or sample n answers",
         )
         parser.add_argument(
+            "--require-exact-labels",
+            action="store_true",
+            help="G-Eval on an endpoint: refuse the run before it starts unless the endpoint "
+            "gives every rating label's probability exactly (not only its top-k candidates)",
+        )
+        parser.add_argument(
             "--samples", type=int, default=20, help="G-Eval, pairwise judge sampled: n"
         )
         parser.add_argument(
@@ -219,6 +225,7 @@ class Command(BaseCommand):
             precision=opts["precision"],
             endpoint=opts["endpoint"],
             cost_cap=opts["cost_cap"],
+            require_exact_labels=opts["require_exact_labels"],
             doc_keys=self.test_docs(opts["test_docs_of"], dataset.name),
             pairs=opts["pairs"],
             pairs_per_doc=opts["pairs_per_doc"],

@@ -26,6 +26,7 @@ from studies.services.analysis.frames import (
     load_frame,
     restrict_to_documents,
 )
+from studies.services.analysis.label_cells import label_columns
 from studies.services.analysis.matrix import compute_matrix
 from studies.services.analysis.matrix_cost import is_cheap
 from studies.services.analysis.params import MatrixParams
@@ -198,6 +199,7 @@ def compute_and_cache(dataset: Dataset, params: MatrixParams) -> dict[str, Any]:
             frame = frame_for(dataset, params)
             result = compute_matrix(frame, params, report)
             result["ceiling"] = ceiling_row(dataset, frame, params)
+            label_columns(dataset, frame, result)  # a label aspect's MCC or κ per cell
     finally:
         cache.delete(key + ":progress")
     cache.set(key, result)

@@ -19,6 +19,7 @@ from scoring.stats.correlation import system_means
 from studies.models import Dataset, Output
 from studies.services.analysis import charts
 from studies.services.analysis.dashboards import frame_for
+from studies.services.analysis.label_cells import label_detail
 from studies.services.analysis.matrix import cell_statistic
 from studies.services.analysis.params import MatrixParams
 
@@ -31,7 +32,7 @@ def drilldown(
     dataset: Dataset, run_pk: int, aspect_pk: int, params: MatrixParams
 ) -> dict[str, Any] | None:
     """The cell's details (cached like the matrix); None when the run or aspect is unknown."""
-    key = "drill:v2:" + params.key(dataset) + f":{run_pk}:{aspect_pk}"  # v2: Vega-Lite specs
+    key = "drill:v3:" + params.key(dataset) + f":{run_pk}:{aspect_pk}"  # v3: label statistics
     found: dict[str, Any] | None = cache.get(key)
     if found is None:
         found = _compute(dataset, run_pk, aspect_pk, params)
@@ -86,6 +87,8 @@ def _compute(
         "aspect": asdict(frame.aspects[j]),
         "value": float(result.value) if np.isfinite(result.value) else None,
         "coefficient_label": params.label,
+        # a label aspect's MCC (binary) or κ (categorical), F1, TPR/TNR, confusion matrix
+        "labels": label_detail(dataset, frame, i, j, params.seed),
         "epsilon": result.options.epsilon if params.tie_calibration else None,
         "level": params.level,
         "n_outputs": result.n_outputs,

@@ -114,7 +114,7 @@ def sentinel_fields(cell: dict[str, Any]) -> list[Any]:
     return [failed["label"], number(failed["p"], 4)] if failed else ["", ""]
 
 
-def _fmt(value: float | None, digits: int = 3) -> str:
+def fmt(value: float | None, digits: int = 3) -> str:
     return "" if value is None else f"{value:.{digits}f}"
 
 
@@ -176,7 +176,7 @@ def to_json(result: dict[str, Any]) -> str:
     return json.dumps(result, indent=2, ensure_ascii=False)
 
 
-def _tex(text: str) -> str:
+def tex_escape(text: str) -> str:
     for char, escaped in (
         ("\\", r"\textbackslash{}"),
         ("&", r"\&"),
@@ -225,7 +225,10 @@ def to_latex(result: dict[str, Any], *, ci: bool = False) -> str:
         r"\toprule",
         "Metric & "
         + " & ".join(
-            [*(_tex(c["aspect"]["code"]) for c in columns), *(["Avg. rank"] if ranked else [])]
+            [
+                *(tex_escape(c["aspect"]["code"]) for c in columns),
+                *(["Avg. rank"] if ranked else []),
+            ]
         )
         + r" \\",
         r"\midrule",
@@ -234,7 +237,7 @@ def to_latex(result: dict[str, Any], *, ci: bool = False) -> str:
     for row in matrix_rows(result):
         cells = []
         for cell in row["cells"]:
-            text = _fmt(cell["value"])
+            text = fmt(cell["value"])
             if cell.get("best") and text:
                 text = rf"\textbf{{{text}}}"
                 marks.add("bold")
@@ -248,18 +251,18 @@ def to_latex(result: dict[str, Any], *, ci: bool = False) -> str:
                 text += f" ({cell['rank']})"
                 marks.add("rank")
             if ci and text and cell.get("low") is not None and cell.get("high") is not None:
-                text += f" [{_fmt(cell['low'], 2)}, {_fmt(cell['high'], 2)}]"
+                text += f" [{fmt(cell['low'], 2)}, {fmt(cell['high'], 2)}]"
                 marks.add("ci")
             cells.append(text)
         if ranked:
-            cells.append(_fmt(row["average_rank"], 2))
-        label = _tex(row["label"])
+            cells.append(fmt(row["average_rank"], 2))
+        label = tex_escape(row["label"])
         if row["run"].get("partial_run"):
             label += r"$^{p}$"
             marks.add("partial")
         lines.append(label + " & " + " & ".join(cells) + r" \\")
     if result.get("ceiling"):  # one annotator against the others' mean, per aspect
-        values = [_fmt(c["value"]) or "--" for c in result["ceiling"]] + [""] * ranked
+        values = [fmt(c["value"]) or "--" for c in result["ceiling"]] + [""] * ranked
         lines += [r"\midrule", r"\textit{Human ceiling} & " + " & ".join(values) + r" \\"]
     lines += [r"\bottomrule", r"\end{tabular}", *latex_legend(marks), ""]
     return "\n".join(lines)
@@ -518,14 +521,14 @@ def paper_to_latex(which: str, table: dict[str, Any], *, ci: bool = False) -> st
             f"% Concordia: significance clusters ({table['coefficient_label']})",
             r"\begin{tabular}{l" + "c" * (len(codes) + 1) + "}",
             r"\toprule",
-            "Metric & " + " & ".join([*map(_tex, codes), "Avg. rank"]) + r" \\",
+            "Metric & " + " & ".join([*map(tex_escape, codes), "Avg. rank"]) + r" \\",
             r"\midrule",
         ]
         for row in table["rows"]:
-            label = _tex(row["label"]) + (r"$^{p}$" if row["partial_run"] else "")
+            label = tex_escape(row["label"]) + (r"$^{p}$" if row["partial_run"] else "")
             marks |= {"partial"} if row["partial_run"] else set()
             cells = ["--" if r is None else str(r) for r in row["ranks"]]
-            lines.append(" & ".join([label, *cells, _fmt(row["average_rank"], 2) or "--"]) + r" \\")
+            lines.append(" & ".join([label, *cells, fmt(row["average_rank"], 2) or "--"]) + r" \\")
         legend = ["% (k): significance cluster k of the column (1 = tied with the best)"]
     elif which == "gptscore":
         models = table["models"]
@@ -534,7 +537,7 @@ def paper_to_latex(which: str, table: dict[str, Any], *, ci: bool = False) -> st
             r"\begin{tabular}{l" + "ccc" * len(models) + "}",
             r"\toprule",
             "Aspect & "
-            + " & ".join(rf"\multicolumn{{3}}{{c}}{{{_tex(m)}}}" for m in models)
+            + " & ".join(rf"\multicolumn{{3}}{{c}}{{{tex_escape(m)}}}" for m in models)
             + r" \\",
             " & " + " & ".join(["VAL & IST & IDM"] * len(models)) + r" \\",
             r"\midrule",
@@ -549,7 +552,7 @@ def paper_to_latex(which: str, table: dict[str, Any], *, ci: bool = False) -> st
                         if not e or e["value"] is None
                         else _value_tex(e, e.get("mark", ""), ci, marks)
                     )
-            lines.append(_tex(row["aspect"]["code"]) + " & " + " & ".join(cells) + r" \\")
+            lines.append(tex_escape(row["aspect"]["code"]) + " & " + " & ".join(cells) + r" \\")
         legend = [
             r"% $^\dagger$: IST significantly better than VAL; $^\ddagger$: IDM "
             r"significantly better than IST (one-sided paired permutation, p < 0.05)"
@@ -561,20 +564,20 @@ def paper_to_latex(which: str, table: dict[str, Any], *, ci: bool = False) -> st
             r"\begin{tabular}{l" + "cc" * len(aspects) + "}",
             r"\toprule",
             "Metric & "
-            + " & ".join(rf"\multicolumn{{2}}{{c}}{{{_tex(a['name'])}}}" for a in aspects)
+            + " & ".join(rf"\multicolumn{{2}}{{c}}{{{tex_escape(a['name'])}}}" for a in aspects)
             + r" \\",
             " & " + " & ".join([r"$\rho$ & $\tau$"] * len(aspects)) + r" \\",
             r"\midrule",
         ]
         for row in table["rows"]:
-            label = _tex(row["label"]) + (r"$^{p}$" if row["partial_run"] else "")
+            label = tex_escape(row["label"]) + (r"$^{p}$" if row["partial_run"] else "")
             marks |= {"partial"} if row["partial_run"] else set()
             cells = []
             for (rho, tau), (low, high) in zip(row["pairs"], row["cis"], strict=True):
                 rho_cell = {"value": rho, "low": low, "high": high}
                 cells += [
                     "--" if rho is None else _value_tex(rho_cell, "", ci, marks),
-                    _fmt(tau) or "--",
+                    fmt(tau) or "--",
                 ]
             lines.append(label + " & " + " & ".join(cells) + r" \\")
         legend = []
@@ -583,11 +586,11 @@ def paper_to_latex(which: str, table: dict[str, Any], *, ci: bool = False) -> st
 
 
 def _value_tex(entry: dict[str, Any], mark: str, ci: bool, marks: set[str]) -> str:
-    text = _fmt(entry["value"])
+    text = fmt(entry["value"])
     text += {"": "", "†": r"$^\dagger$", "‡": r"$^\ddagger$", "†‡": r"$^{\dagger\ddagger}$"}.get(
-        mark, _tex(mark)
+        mark, tex_escape(mark)
     )
     if ci and entry.get("low") is not None and entry.get("high") is not None:
-        text += f" [{_fmt(entry['low'], 2)}, {_fmt(entry['high'], 2)}]"
+        text += f" [{fmt(entry['low'], 2)}, {fmt(entry['high'], 2)}]"
         marks.add("ci")
     return text

@@ -268,17 +268,23 @@ def probe_job(endpoint_id: int) -> str:
     return f"probed {endpoint.name}"
 
 
-def probe_endpoint(endpoint: Endpoint, client: ServedClient | None = None) -> Capabilities:
+def probe_endpoint(
+    endpoint: Endpoint, client: ServedClient | None = None, *, ignore: Sequence[str] | None = None
+) -> Capabilities:
     """Ask the endpoint what it can do (a dozen tiny requests, each within
     ``PROBE_TIMEOUT``) and store the findings; a failure (any: the probe never stays
     "requested") is stored as the probe's error and raised. ``client``: the one to ask
-    with (a run's, which counts the requests as the run's own)."""
+    with (a run's, which counts the requests as the run's own). ``ignore``: capabilities
+    to record as absent (:data:`scoring.lm.served.probe.IGNORABLE`; an endpoint treated
+    as top-k only); None keeps what the last probe was told."""
+    if ignore is None:
+        ignore = tuple((endpoint.capabilities or {}).get("ignored") or ())
     try:
         if client is None:
             spec = spec_of(endpoint)
             spec = dataclasses.replace(spec, timeout=min(spec.timeout, PROBE_TIMEOUT))
             client = ServedClient(spec, limiter=shared_limiter(), max_retries=2)
-        found = probe(client)
+        found = probe(client, ignore=ignore)
     except Exception as exc:
         if isinstance(exc, EndpointError | EndpointProblem):
             message = scrub(str(exc), endpoint)

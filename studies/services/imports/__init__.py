@@ -15,6 +15,7 @@ or updates. Files are read by :mod:`.records` (pairwise preference files by
 from studies.services.imports.export import export_dataset, run_columns
 from studies.services.imports.jobs import (
     UploadNotStored,
+    create_benchmark_job,
     create_import_job,
     run_import_job,
     upload_not_stored,
@@ -28,6 +29,7 @@ __all__ = [
     "ImportSummary",
     "ImportValidationError",
     "UploadNotStored",
+    "create_benchmark_job",
     "create_import_job",
     "export_dataset",
     "import_file",

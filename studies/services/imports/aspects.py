@@ -14,10 +14,12 @@ from studies.permissions import owned_aspects
 from studies.services.imports.labels import NewKind
 from studies.services.imports.options import ImportOptions, ImportSummary, ImportValidationError
 from studies.services.imports.records import LineError
-from studies.services.imports.validate import _new_aspect_fields, _Plan
+from studies.services.imports.validate import Plan, new_aspect_fields
 
 
-def _aspects(plan: _Plan, options: ImportOptions, summary: ImportSummary) -> dict[str, Aspect]:
+def resolve_aspects(
+    plan: Plan, options: ImportOptions, summary: ImportSummary
+) -> dict[str, Aspect]:
     resolved: dict[str, Aspect] = {}
     task = TaskKind.objects.get(code=options.task)
     for name, aspect in plan.aspects.items():
@@ -25,9 +27,9 @@ def _aspects(plan: _Plan, options: ImportOptions, summary: ImportSummary) -> dic
         if aspect is None:
             kind = plan.kinds[name]
             scale_min, scale_max = scales.rounded_range(low, high)
-            fields = _new_aspect_fields(name)
+            fields = new_aspect_fields(name)
             aspect = Aspect(
-                **{**fields, "code": _free_code(fields["code"], options.owner)},
+                **{**fields, "code": free_code(fields["code"], options.owner)},
                 owner=options.owner,
                 definition=f"Imported from {options.file_name}; edit this definition.",
                 scale_min=scale_min,
@@ -59,7 +61,7 @@ def _aspects(plan: _Plan, options: ImportOptions, summary: ImportSummary) -> dic
     return resolved
 
 
-def _created(aspect: Aspect, name: str, kind: NewKind, plan: _Plan, low: float, high: float) -> str:
+def _created(aspect: Aspect, name: str, kind: NewKind, plan: Plan, low: float, high: float) -> str:
     """What the summary says of an aspect the import created."""
     if kind.kind == Aspect.Kind.SCALE and name not in plan.valued:
         return (
@@ -125,7 +127,7 @@ def _created_meanwhile(
     return aspect
 
 
-def _free_code(code: str, owner: Any) -> str:
+def free_code(code: str, owner: Any) -> str:
     """``code`` cut to the field's 32 characters, numbered if the owner's or a shared
     aspect holds it."""
     code = code[:32] or "ASPECT"
@@ -153,7 +155,7 @@ def _wider_aspect(
     wider = owned_aspects(options.owner).filter(name=name).first()
     if wider is None:
         wider = Aspect(
-            code=_free_code(code, options.owner),
+            code=free_code(code, options.owner),
             name=name,
             owner=options.owner,
             definition=aspect.definition,
@@ -185,8 +187,8 @@ def _wider_aspect(
     return wider
 
 
-def _rescalers(
-    plan: _Plan, options: ImportOptions, summary: ImportSummary
+def rescalers(
+    plan: Plan, options: ImportOptions, summary: ImportSummary
 ) -> dict[str, Callable[[float], float]]:
     """File key -> the linear map of its stated source range onto its aspect's scale."""
     maps = {}

@@ -19,7 +19,11 @@ from django.db.models import Avg, Q
 
 from studies.models import Aspect, Dataset, Document, Judgment, MetricScore, Output
 from studies.services.csvfile import CsvWriter
-from studies.services.imports.options import _batched
+from studies.services.imports.options import batched
+
+# a served G-Eval run's column beside its scores: the bound on the probability of the
+# labels outside the endpoint's top-k (read as 0) where a score has any, else empty
+FLAG_SUFFIX = ":outside_top_k_bound"
 
 
 def export_dataset(
@@ -31,6 +35,8 @@ def export_dataset(
     judgment exports as itself); metric columns are named by run label, or by
     ``label:run<id>`` where runs share a label. CSV text cells that a spreadsheet would
     run as a formula get a leading ``'`` (the import takes it off again) unless ``raw``.
+    A served G-Eval run with scores read from the endpoint's top-k alone adds a column
+    (a key) ``label`` + :data:`FLAG_SUFFIX`: the bound on what its unread labels hold.
     """
     found = Aspect.objects.filter(judgments__output__document__dataset=dataset).distinct()
     aspects = {a.pk: a.key for a in found}
@@ -122,9 +128,9 @@ def _majority(labels: list[str]) -> str | None:
 
 def _rows(
     outputs: Any, human_columns: Human, runs: dict[int, str], chunk_size: int
-) -> Iterator[tuple[Output, dict[str, Any], dict[str, float], dict[tuple[str, str], Any]]]:
+) -> Iterator[tuple[Output, dict[str, Any], dict[str, Any], dict[tuple[str, str], Any]]]:
     aspects, labelled, raters = human_columns
-    for chunk in _batched(outputs.iterator(chunk_size=chunk_size), chunk_size):
+    for chunk in batched(outputs.iterator(chunk_size=chunk_size), chunk_size):
         ids = [o.pk for o in chunk]
         human: dict[int, dict[str, Any]] = defaultdict(dict)
         for row in (
@@ -153,11 +159,16 @@ def _rows(
                 majority = _majority(labels)
                 if majority is not None:
                     human[output][aspects[aspect]] = majority
-        metrics: dict[int, dict[str, float]] = defaultdict(dict)
+        metrics: dict[int, dict[str, Any]] = defaultdict(dict)
         for run_id, output_id, value in MetricScore.objects.filter(
             output_id__in=ids, value__isnull=False
         ).values_list("run_id", "output_id", "value"):
             metrics[output_id][runs[run_id]] = value
+        for run_id, output_id, details in MetricScore.objects.filter(
+            output_id__in=ids, value__isnull=False, details__has_key="outside_top_k"
+        ).values_list("run_id", "output_id", "details"):
+            # read from a served endpoint's top-k alone: the most the labels outside hold
+            metrics[output_id][f"{runs[run_id]}{FLAG_SUFFIX}"] = details.get("outside_bound")
         for output in chunk:
             yield (
                 output,
@@ -180,6 +191,12 @@ def _csv_export(
     human_keys = sorted(set(aspects.values()))
     rater_keys = sorted(set(raters.values()))
     metric_keys = sorted(set(runs.values()))
+    flagged = set(
+        MetricScore.objects.filter(
+            run_id__in=list(runs), value__isnull=False, details__has_key="outside_top_k"
+        ).values_list("run_id", flat=True)
+    )
+    metric_keys += sorted(f"{runs[run_id]}{FLAG_SUFFIX}" for run_id in flagged)
     header = [
         "doc_id",
         "system_id",

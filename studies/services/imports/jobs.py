@@ -12,9 +12,10 @@ from django.utils import timezone
 
 from studies.models import ImportJob
 from studies.services import dbsessions, queue
+from studies.services.imports.converted import import_any, load_benchmark
 from studies.services.imports.options import ImportOptions, ImportValidationError
 from studies.services.imports.validate import owned_dataset
-from studies.services.imports.write import import_file
+from studies.services.sources import BENCHMARKS, LicenceNotAccepted
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,44 @@ def create_import_job(
     except OSError as exc:
         log.warning("upload %s not stored: %s", original_name, exc)
         raise UploadNotStored(upload_not_stored(exc)) from exc
+    queue.send_on_commit(queue.IMPORT_UPLOAD, job.pk)
+    return job
+
+
+BENCHMARK = "benchmark"  # an ImportJob's file_format for a benchmark to load (no upload)
+
+
+def create_benchmark_job(
+    *,
+    name: str,
+    dataset_name: str,
+    task,
+    user,
+    revision: str = "",
+    accept_licence: bool = False,
+) -> ImportJob:  # type: ignore[no-untyped-def]
+    """A PENDING job that loads benchmark ``name`` (fetched at ``revision``, default the
+    pinned one) into the user's dataset, enqueued once committed: the download and the
+    import run in the worker, never in the request. LicenceNotAccepted now for a
+    non-commercial licence not accepted (the worker checks again)."""
+    spec = BENCHMARKS[name]
+    if spec.licence.restricted and not accept_licence:
+        raise LicenceNotAccepted(
+            f"{name} is released under {spec.licence.describe()}; accept its licence to load it"
+        )
+    job = ImportJob.objects.create(
+        upload="",
+        original_name=f"{name}.jsonl",
+        file_format=BENCHMARK,
+        dataset_name=dataset_name,
+        task=task,
+        create_aspects=True,
+        scale_options={
+            "benchmark": {"name": name, "revision": revision, "accept_licence": accept_licence}
+        },
+        created_by=user,
+        heartbeat_at=timezone.now(),
+    )
     queue.send_on_commit(queue.IMPORT_UPLOAD, job.pk)
     return job
 
@@ -163,7 +202,19 @@ def _import_claimed(job_id: int) -> str:
         widen_aspects=bool(job.scale_options.get("widen_aspects")),
     )
     try:
-        summary = import_file(job.upload.path, options)
+        benchmark = job.scale_options.get("benchmark") if job.file_format == BENCHMARK else None
+        if benchmark:
+            summary = load_benchmark(
+                benchmark["name"],
+                options,
+                revision=benchmark.get("revision") or None,
+                accept_licence=bool(benchmark.get("accept_licence")),
+            )
+        else:
+            summary = import_any(job.upload.path, options)
+    except LicenceNotAccepted as exc:
+        job.status = ImportJob.Status.FAILED
+        job.errors = [str(exc)]
     except ImportValidationError as exc:
         job.status = ImportJob.Status.FAILED
         job.errors = [str(e) for e in exc.errors] + (

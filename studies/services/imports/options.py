@@ -66,7 +66,7 @@ class ImportSummary:
         return dict(self.__dict__)
 
 
-def _batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
+def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
     batch: list[T] = []
     for item in items:
         batch.append(item)

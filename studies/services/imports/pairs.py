@@ -34,14 +34,14 @@ from studies.services.csvfile import restore_cell
 from studies.services.imports.errors import LineError, RecordError
 from studies.services.imports.labels import extra_keys, rater_id
 from studies.services.imports.records import (
-    _KEY,
-    _REFERENCE_COLUMN,
+    KEY,
+    REFERENCE_COLUMN,
     Layout,
     Record,
-    _check_structure,
-    _lines,
-    _parse_json,
+    check_structure,
     normal_id,
+    parse_json,
+    read_lines,
 )
 
 WINNERS = tuple(ImportedPreference.Winner.values)  # a, b, tie
@@ -93,7 +93,7 @@ def is_pairs_file(stream: IO[bytes], file_format: str, max_line_bytes: int) -> b
     put back where it was."""
     start = stream.tell()
     try:
-        for _number, text in _lines(stream, max_line_bytes):
+        for _number, text in read_lines(stream, max_line_bytes):
             if isinstance(text, LineError) or not text.strip():
                 if isinstance(text, LineError):
                     return False
@@ -101,7 +101,7 @@ def is_pairs_file(stream: IO[bytes], file_format: str, max_line_bytes: int) -> b
             if file_format == "csv":
                 header = next(csv.reader([text]), [])
                 return "winner" in {normal_id(cell) for cell in header}
-            first = _parse_json(0, "", text)  # bad JSON: read as records, to say where
+            first = parse_json(0, "", text)  # bad JSON: read as records, to say where
             return (
                 not isinstance(first, RecordError)
                 and isinstance(first[0], dict)
@@ -115,7 +115,7 @@ def is_pairs_file(stream: IO[bytes], file_format: str, max_line_bytes: int) -> b
 def _pair_from_mapping(number: int, obj: Any, *, suspect: bool) -> PairRecord | RecordError:
     if not isinstance(obj, dict):
         return RecordError([LineError(number, "", "expected a JSON object {...}")])
-    errors = _check_structure(number, obj) if suspect else []
+    errors = check_structure(number, obj) if suspect else []
     if errors:
         return RecordError(errors)
     ignored, problems = extra_keys(obj, PAIR_FIELDS)
@@ -144,7 +144,7 @@ def _pair_from_mapping(number: int, obj: Any, *, suspect: bool) -> PairRecord | 
                 spelled[name] = (where, texts[name], read)
             texts[name] = read
             longest = 100 if name == "aspect" else 255
-            if len(read) > longest or (name == "aspect" and not _KEY.match(read)):
+            if len(read) > longest or (name == "aspect" and not KEY.match(read)):
                 errors.append(LineError(number, name, _bad_name(name, longest)))
     rater = ""
     if obj.get("annotator") is not None:
@@ -203,7 +203,7 @@ def _pair_columns(header: list[str], _max_metrics: int | None) -> dict[str, Any]
     references: list[tuple[int, int]] = []
     errors = []
     for position, name in enumerate(names):
-        ref = _REFERENCE_COLUMN.match(name)
+        ref = REFERENCE_COLUMN.match(name)
         if name in index or (ref and any(p == position for _n, p in references)):
             errors.append(LineError(1, name, f"duplicate column: {name!r} appears twice"))
         elif ref:
@@ -216,7 +216,7 @@ def _pair_columns(header: list[str], _max_metrics: int | None) -> dict[str, Any]
     if errors:
         return RecordError(errors)
     extra = tuple(n for k, n in enumerate(names) if k not in index.values() and n)
-    extra = tuple(n for n in extra if not _REFERENCE_COLUMN.match(n))
+    extra = tuple(n for n in extra if not REFERENCE_COLUMN.match(n))
     return {"index": index, "references": [p for _n, p in sorted(references)], "extra": extra}
 
 
@@ -237,7 +237,7 @@ def _pair_from_row(
     suspect = any("\x00" in cell for cell in row)
     context_at = cols["index"].get("context")
     if context_at is not None and row[context_at].strip():
-        context = _parse_json(number, "context", row[context_at])
+        context = parse_json(number, "context", row[context_at])
         if isinstance(context, RecordError):
             return context
         obj["context"], suspect = context[0], suspect or context[1]

@@ -54,8 +54,8 @@ JSONL_FIELDS = {
 REQUIRED_FIELDS = ("doc_id", "system_id", "source", "output")
 MAX_DEPTH = 64  # JSON nesting kept; deeper values would overflow recursive code later on
 MAX_METRIC_NAME = 64  # MetricRun.metric
-_REFERENCE_COLUMN = re.compile(r"^reference(?:_(\d+))?$")
-_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]*$")
+REFERENCE_COLUMN = re.compile(r"^reference(?:_(\d+))?$")
+KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]*$")
 # NUL: PostgreSQL text cannot hold it; lone surrogates: not encodable as UTF-8.
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 _SUSPECT_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")  # \u0000, \ud800-\udfff
@@ -141,7 +141,7 @@ def too_many_metrics(limit: int, found: str) -> str:
 # --- lines --------------------------------------------------------------------------------
 
 
-def _lines(stream: IO[bytes], max_line_bytes: int) -> Iterator[tuple[int, str | LineError]]:
+def read_lines(stream: IO[bytes], max_line_bytes: int) -> Iterator[tuple[int, str | LineError]]:
     """Yield (line number, decoded text or error) with a hard limit on a line's length."""
     number = 0
     while True:
@@ -179,7 +179,7 @@ def _read_jsonl(
     seen_any = False
     metrics: set[str] = set()  # the names seen so far, up to the cap
     capped = False
-    for number, text in _lines(stream, max_line_bytes):
+    for number, text in read_lines(stream, max_line_bytes):
         if isinstance(text, LineError):
             seen_any = True
             yield RecordError([text])
@@ -187,7 +187,7 @@ def _read_jsonl(
         if not text.strip():
             continue
         seen_any = True
-        parsed = _parse_json(number, "", text)
+        parsed = parse_json(number, "", text)
         if isinstance(parsed, RecordError):
             yield parsed
             continue
@@ -225,8 +225,8 @@ def _suspect(text: str) -> bool:
     )
 
 
-def _parse_json(number: int, where: str, text: str) -> tuple[Any, bool] | RecordError:
-    """The decoded value and whether it needs :func:`_check_structure` (a repeated key,
+def parse_json(number: int, where: str, text: str) -> tuple[Any, bool] | RecordError:
+    """The decoded value and whether it needs :func:`check_structure` (a repeated key,
     or :func:`_suspect` text), or a RecordError locating why ``text`` is no JSON."""
     repeated = False
 
@@ -251,7 +251,7 @@ def _parse_json(number: int, where: str, text: str) -> tuple[Any, bool] | Record
     return RecordError([LineError(number, where, message)])
 
 
-def _check_structure(number: int, obj: Any) -> list[LineError]:
+def check_structure(number: int, obj: Any) -> list[LineError]:
     """Problems anywhere inside a decoded line: repeated keys, nesting deeper than
     MAX_DEPTH, and text no database can store (NUL, lone surrogates). Iterative, so a
     deep value cannot overflow the stack here."""
@@ -300,7 +300,7 @@ def _join(path: str, key: str) -> str:
 def _record_from_mapping(number: int, obj: Any, *, suspect: bool) -> Record | RecordError:
     if not isinstance(obj, dict):
         return RecordError([LineError(number, "", "expected a JSON object {...}")])
-    errors = _check_structure(number, obj) if suspect else []
+    errors = check_structure(number, obj) if suspect else []
     if errors:
         return RecordError(errors)
     ignored, problems = extra_keys(obj, JSONL_FIELDS)
@@ -383,7 +383,7 @@ def _scores(
         name = normal_id(written_name)
         where = f"{group}.{written_name}"
         longest = MAX_METRIC_NAME if group == "metrics" else 100
-        if not _KEY.match(name) or len(name) > longest:
+        if not KEY.match(name) or len(name) > longest:
             errors.append(
                 LineError(
                     number, where, f"name must be letters, digits, _ . : - (at most {longest})"
@@ -442,7 +442,7 @@ def _read_csv(
     problems: list[LineError] = []
 
     def text_lines() -> Iterator[str]:
-        for _number, text in _lines(stream, max_line_bytes):
+        for _number, text in read_lines(stream, max_line_bytes):
             if isinstance(text, LineError):
                 problems.append(text)
                 return  # a CSV cannot be resynchronised after a broken line
@@ -501,7 +501,7 @@ def _csv_columns(header: list[str], max_metrics: int | None) -> _CsvColumns | Re
                 LineError(1, name, _duplicate_column(names[first], first, name, position))
             )
             continue
-        ref = _REFERENCE_COLUMN.match(name)
+        ref = REFERENCE_COLUMN.match(name)
         if ref:
             references.append((int(ref.group(1) or 0), position))
         elif name.startswith("human_") and "@" in name:
@@ -578,7 +578,7 @@ def _record_from_row(
     # a CSV cell may hold a raw NUL; the context cell, anything a JSONL line may hold
     suspect = any("\x00" in cell for cell in row)
     if "context" in cols.index and row[cols.index["context"]].strip():
-        context = _parse_json(number, "context", row[cols.index["context"]])
+        context = parse_json(number, "context", row[cols.index["context"]])
         if isinstance(context, RecordError):
             return context
         obj["context"], suspect = context[0], suspect or context[1]

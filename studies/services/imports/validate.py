@@ -1,6 +1,6 @@
 """The first pass of an import: read the whole file, streaming, and validate every line,
 collecting located errors; nothing is written. What it learns (how the file's names map
-to aspects and runs) is a :class:`_Plan` for the second pass."""
+to aspects and runs) is a :class:`Plan` for the second pass."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ _NAME_LENGTH = Dataset._meta.get_field("name").max_length or 100
 
 
 @dataclass
-class _Plan:
+class Plan:
     """What validation learnt: how the file's names map to rows to be."""
 
     aspects: dict[str, Aspect | None]  # file key -> existing aspect, or None to create
@@ -96,7 +96,7 @@ class _Values:
         else:
             self.held_more[name] = self.held_more.get(name, 0) + 1
 
-    def finish(self, aspects: dict[str, Aspect | None], plan: _Plan) -> None:
+    def finish(self, aspects: dict[str, Aspect | None], plan: Plan) -> None:
         """Report what was kept back, choose the new aspects' kinds, say in words what
         the summary should (``human`` values not used, the raters)."""
         for name, errors in self.held.items():
@@ -143,14 +143,14 @@ def _read(stream: Any, options: ImportOptions) -> Iterator[Record | PairRecord |
     return read_records(stream, options.file_format, **limits, layout=PAIRS if pairs else None)
 
 
-def _valid_records(stream: Any, options: ImportOptions) -> Iterator[Record | PairRecord]:
+def valid_records(stream: Any, options: ImportOptions) -> Iterator[Record | PairRecord]:
     for item in _read(stream, options):
         if isinstance(item, RecordError):  # the file changed between the two passes
             raise ImportValidationError(item.errors)
         yield item
 
 
-def _validate(path: Path, options: ImportOptions) -> _Plan:
+def validate_file(path: Path, options: ImportOptions) -> Plan:
     errors: list[LineError] = []
     more = 0
 
@@ -278,7 +278,7 @@ def _validate(path: Path, options: ImportOptions) -> _Plan:
                     check(name, aspect, value, item.line, rater)
             for name in item.metrics:
                 metrics.setdefault(name)
-    plan = _Plan(aspects, {}, list(metrics), count)
+    plan = Plan(aspects, {}, list(metrics), count)
     values.finish(aspects, plan)
     for name in options.rescale:
         matched = [n for n in aspects if n.lower() == name]
@@ -329,7 +329,7 @@ def _check_pair(item: PairRecord, pairs: dict[bytes, tuple[int, str]], report: A
         )
 
 
-def _new_aspect_fields(name: str) -> dict[str, str]:
+def new_aspect_fields(name: str) -> dict[str, str]:
     """Code, name and stable key of the aspect an import creates for a file's score name."""
     key = aspect_key(name)
     return {"code": key.upper()[:32], "name": _created_name(name), "key": key}
@@ -350,13 +350,13 @@ def _check_new_aspects(names: list[str], options: ImportOptions) -> list[LineErr
         ]
     errors = []
     # keys and names must be free; a code taken (e.g. two long names cut to the same 32
-    # characters) is numbered when the aspect is created (_free_code)
+    # characters) is numbered when the aspect is created (free_code)
     taken = {f: {} for f in ("key", "name")}  # value -> what holds it
     for aspect in owned_aspects(options.owner):
         for f in taken:
             taken[f][getattr(aspect, f).lower()] = f"aspect {aspect.code}"
     for name in names:
-        fields = _new_aspect_fields(name)
+        fields = new_aspect_fields(name)
         if not fields["key"]:
             errors.append(LineError(0, f"human.{name}", f"{name!r} cannot name an aspect"))
             continue

@@ -3,6 +3,7 @@ transaction, in batches, with a handful of queries per batch."""
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -26,16 +27,16 @@ from studies.models import (
     label_text,
 )
 from studies.services import queue
-from studies.services.imports.aspects import _aspects, _rescalers
+from studies.services.imports.aspects import rescalers, resolve_aspects
 from studies.services.imports.options import (
     ImportOptions,
     ImportSummary,
     ImportValidationError,
-    _batched,
+    batched,
 )
 from studies.services.imports.pairs import PairRecord
 from studies.services.imports.records import LineError, Record
-from studies.services.imports.validate import _Plan, _valid_records, _validate
+from studies.services.imports.validate import Plan, valid_records, validate_file
 
 log = logging.getLogger(__name__)
 _KEEP = object()  # an output's stored references stay (its line gives none)
@@ -53,20 +54,20 @@ def import_file(path: Path | str, options: ImportOptions) -> ImportSummary:
         raise ImportValidationError(
             [LineError(0, "", f"the file is larger than {cfg['IMPORT_MAX_FILE_BYTES']} bytes")]
         )
-    plan = _validate(path, options)
+    plan = validate_file(path, options)
     summary = ImportSummary(dataset=options.dataset, records=plan.records)
     summary.merged = plan.notes + plan.renames.notes()
     summary.notes = plan.said
     with transaction.atomic():
         dataset = _dataset(options)
         plan.renames.apply(dataset)  # stored ids spelled otherwise, merged with the file's
-        aspects = _aspects(plan, options, summary)
+        aspects = resolve_aspects(plan, options, summary)
         runs = _imported_runs(dataset, plan.metrics, options.file_name, summary)
         writer = _ChunkWriter(dataset, aspects, runs, options.file_name, summary, plan)
-        writer.scale = _rescalers(plan, options, summary)
+        writer.scale = rescalers(plan, options, summary)
         slow = cfg["TEST_SLOW_CHUNK_SECONDS"]  # tests only: time to cut the database mid-import
         with path.open("rb") as stream:
-            for chunk in _batched(_valid_records(stream, options), cfg["IMPORT_BATCH_SIZE"]):
+            for chunk in batched(valid_records(stream, options), cfg["IMPORT_BATCH_SIZE"]):
                 if slow:
                     time.sleep(slow)
                 writer.write(chunk)
@@ -164,7 +165,7 @@ class _ChunkWriter:
         runs: dict[str, MetricRun],
         file_name: str,
         summary: ImportSummary,
-        plan: _Plan | None = None,
+        plan: Plan | None = None,
     ) -> None:
         self.dataset = dataset
         self.aspects = aspects
@@ -249,26 +250,19 @@ class _ChunkWriter:
             key = (self.doc_ids[r.doc_id], r.system_id)
             own = self._own_references(r)
             if key not in existing:
-                output = Output(document_id=key[0], system_id=r.system_id, text=r.output)
-                output.references = None if own is _KEEP else own
-                new.append(output)
+                new.append((key[0], r.system_id, r.output, None if own is _KEEP else own))
                 continue
             pk, text, stored = existing[key]
             if own is _KEEP:
                 own = stored
             if text != r.output or stored != own:
                 changed.append(Output(pk=pk, text=r.output, references=own))
-        Output.objects.bulk_create(new)
+        created = _insert_outputs(new) if new else []
         Output.objects.bulk_update(changed, ["text", "references"])
         self.summary.outputs["created"] += len(new)
         self.summary.outputs["updated"] += len(changed)
-        if any(o.pk is None for o in new):
-            existing = self._existing_outputs({o.document_id for o in new} | doc_pks)
-        else:
-            existing.update(
-                {(o.document_id, o.system_id): (o.pk, o.text, o.references) for o in new}
-            )
-        self.new_outputs = {existing[(o.document_id, o.system_id)][0] for o in new}
+        existing.update({(doc, system): (pk, "", None) for pk, doc, system in created})
+        self.new_outputs = {pk for pk, _doc, _system in created}
         return {
             (r.doc_id, r.system_id): existing[(self.doc_ids[r.doc_id], r.system_id)][0]
             for r in records
@@ -448,14 +442,57 @@ class _ChunkWriter:
 
 
 def _insert(model: Any, columns: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
-    """INSERT plain rows (values in ``columns`` order) with one executemany."""
+    """INSERT plain rows (values in ``columns`` order): on PostgreSQL with one ``COPY``
+    (psycopg 3's ``cursor.copy``), elsewhere with one executemany per 10,000 rows."""
     if not rows:
         return
     meta = model._meta
     quote = connection.ops.quote_name
     names = ", ".join(quote(meta.get_field(c.removesuffix("_id")).column) for c in columns)
-    marks = ", ".join("%s" for _ in columns)
-    sql = f"INSERT INTO {quote(meta.db_table)} ({names}) VALUES ({marks})"
     with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            with cursor.cursor.copy(f"COPY {quote(meta.db_table)} ({names}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+            return
+        marks = ", ".join("%s" for _ in columns)
+        sql = f"INSERT INTO {quote(meta.db_table)} ({names}) VALUES ({marks})"
         for start in range(0, len(rows), 10_000):
             cursor.executemany(sql, rows[start : start + 10_000])
+
+
+def _insert_outputs(rows: list[tuple[int, str, str, Any]]) -> list[tuple[int, int, str]]:
+    """Create outputs (document id, system id, text, own references or None) without
+    model instances; (id, document id, system id) of each. PostgreSQL: ``COPY`` into a
+    staging table, then one ``INSERT ... SELECT ... RETURNING``; elsewhere an executemany
+    and a lookup by the batch's documents."""
+    quote = connection.ops.quote_name
+    table = quote(Output._meta.db_table)
+    refs = quote(Output._meta.get_field("references").column)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS concordia_stage_outputs "
+                "(document_id bigint, system_id text, text text, refs jsonb) ON COMMIT DROP"
+            )
+            cursor.execute("TRUNCATE concordia_stage_outputs")
+            with cursor.cursor.copy("COPY concordia_stage_outputs FROM STDIN") as copy:
+                for doc, system, text, own in rows:
+                    copy.write_row((doc, system, text, None if own is None else json.dumps(own)))
+            cursor.execute(
+                f"INSERT INTO {table} (document_id, system_id, text, {refs}) "
+                "SELECT document_id, system_id, text, refs FROM concordia_stage_outputs "
+                "RETURNING id, document_id, system_id"
+            )
+            return [tuple(row) for row in cursor.fetchall()]  # type: ignore[misc]
+        cursor.executemany(
+            f"INSERT INTO {table} (document_id, system_id, text, {refs}) VALUES (%s, %s, %s, %s)",
+            [(d, sy, t, None if o is None else json.dumps(o)) for d, sy, t, o in rows],
+        )
+    wanted = {(d, sy) for d, sy, _t, _o in rows}
+    found = Output.objects.filter(document_id__in={d for d, _s in wanted}).order_by()
+    return [
+        (pk, doc, system)
+        for pk, doc, system in found.values_list("pk", "document_id", "system_id")
+        if (doc, system) in wanted
+    ]

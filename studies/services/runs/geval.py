@@ -65,6 +65,7 @@ def build(dataset: Dataset, request: RunRequest, user: Any = None) -> Plan:
         "use_chat_template": True,
         "weighting": request.weighting,
         "estimation": request.estimation,
+        "require_exact_labels": bool(request.require_exact_labels and request.endpoint),
         "n_samples": request.n_samples if request.estimation == "sampled" else None,
         "temperature": 1.0 if request.estimation == "sampled" else None,
         "seed": request.seed,
@@ -179,11 +180,22 @@ def served_needs(config: dict[str, Any], capabilities: Capabilities) -> str:
     """What an endpoint lacks for G-Eval: chat top_logprobs to read the rating's
     probabilities, or ``n`` samples per request for the sampled estimate."""
     if config.get("labels") and config["estimation"] == "probs":
-        return _label_needs(capabilities)
-    if config["estimation"] == "probs" and capabilities.chat_top_logprobs < 1:
+        if needs := _label_needs(capabilities):
+            return needs
+    elif config["estimation"] == "probs" and capabilities.chat_top_logprobs < 1:
         return (
             "G-Eval with probabilities (Σ p·s) needs chat top_logprobs, and the endpoint's "
             "probe found none; start the run with sampled estimation instead"
+        )
+    if (
+        config["estimation"] == "probs"
+        and config.get("require_exact_labels")
+        and not capabilities.exact_labels
+    ):
+        return (
+            "exact label probabilities were required, and the endpoint's probe found only "
+            f"its top-{capabilities.chat_top_logprobs} candidates (no echo or prompt_logprobs): "
+            "labels outside them could only be flagged with a bound"
         )
     if config["estimation"] == "sampled" and not capabilities.sampling_n:
         return (

@@ -18,6 +18,23 @@ def _label_mass(details: dict[str, Any]) -> float | None:
     return (n - (details.get("n_unparsed") or 0)) / n if details.get("sampled") and n else None
 
 
+def top_k_flags(run: MetricRun) -> dict[str, Any] | None:
+    """A served G-Eval run's scores read from an endpoint's top-k candidates alone with
+    some label outside them (read as 0, each at most its bound): how many, and the
+    largest bound on the mass they could hide; None when there are none."""
+    if run.metric != "geval" or not run.config.get("endpoint"):
+        return None
+    bounds = [
+        float((d or {}).get("outside_bound") or 0.0)
+        for d in MetricScore.objects.filter(
+            run=run, value__isnull=False, details__has_key="outside_top_k"
+        ).values_list("details", flat=True)
+    ]
+    if not bounds:
+        return None
+    return {"scores": len(bounds), "max_bound": max(bounds)}
+
+
 def form_check(run: MetricRun) -> FormCheck | None:
     """The checks over a finished G-Eval run's scored outputs; ``None`` for another
     metric, an unfinished run, or one without stored distributions."""

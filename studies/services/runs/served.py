@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from scoring.lm.served import Call, Capabilities, EndpointUnavailable, ServedClient, ServedModel
 from scoring.lm.served.client import Outcome
-from scoring.lm.served.spec import _quantile
+from scoring.lm.served.spec import quantile
 from studies.models import Endpoint, MetricRun
 from studies.services.catalog import endpoints
 from studies.services.runs.types import RunError
@@ -108,7 +108,7 @@ def add_usage(
     kept = [*total.get("latencies_ms", []), *(round(s * 1000, 1) for s in latencies)]
     total["latencies_ms"] = kept[-KEPT_LATENCIES:]
     ordered = sorted(total["latencies_ms"])
-    p50, p95 = _quantile(ordered, 0.5), _quantile(ordered, 0.95)
+    p50, p95 = quantile(ordered, 0.5), quantile(ordered, 0.95)
     total["latency_p50_s"] = None if p50 is None else round(p50 / 1000, 4)
     total["latency_p95_s"] = None if p95 is None else round(p95 / 1000, 4)
     total["system_fingerprints"] = sorted({*total.get("system_fingerprints", []), *fingerprints})

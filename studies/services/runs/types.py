@@ -71,6 +71,8 @@ class RunRequest:
     precision: str = "auto"  # GPTScore, G-Eval: "auto", "exact" (float32) or "fast" (bf16 on a GPU)
     endpoint: str = ""  # a served endpoint's name (GPTScore, G-Eval): scored there, not here
     cost_cap: float | None = None  # a served run stops before spending more than this
+    # G-Eval on an endpoint: refuse it unless every label is read exactly (not top-k only)
+    require_exact_labels: bool = False
     # pairwise judge: which pairs ("all" within each document, "k" seeded pairs per
     # document, "campaign": a pairwise campaign's), k, the campaign's id, a tie answer
     pairs: str = "all"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import replace
 
-from studies.models import Aspect, Dataset, MetricRun
+from studies.models import Aspect, Dataset, MetricRun, label_text
 from studies.services.analysis.frames.types import AspectInfo, RunInfo
 from studies.services.runs.labels import distinct_labels, with_traits
 
@@ -25,6 +25,16 @@ def run_infos(dataset: Dataset, only_runs: Collection[int] | None = None) -> lis
 def aspect_infos(pks: Collection[int]) -> list[AspectInfo]:
     """These aspects, by code."""
     return [
-        AspectInfo(a.pk, a.code, a.name, a.scale_min, a.scale_max)
+        AspectInfo(
+            a.pk,
+            a.code,
+            a.name,
+            a.scale_min,
+            a.scale_max,
+            kind=a.kind,
+            labels=tuple(label_text(v) for v in a.labels or ()) if a.is_labelled else (),
+            positive=label_text(a.positive) if a.positive else "",
+            ordered=bool(a.ordered),
+        )
         for a in Aspect.objects.filter(pk__in=list(pks)).order_by("code")
     ]

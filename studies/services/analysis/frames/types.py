@@ -64,6 +64,10 @@ class AspectInfo:
     name: str
     scale_min: float = 1.0
     scale_max: float = 5.0
+    kind: str = "scale"  # scale, binary or categorical (Aspect.Kind)
+    labels: tuple[str, ...] = ()  # a label aspect's labels, as text, in their order
+    positive: str = ""  # a binary aspect's positive label
+    ordered: bool = False  # a categorical aspect's labels are ordered
 
 
 @dataclass(frozen=True, eq=False)

@@ -4,8 +4,11 @@ aspect's judged outputs (``min_coverage``: a run over 3 % of a dataset says litt
 rest), when its lower confidence bound of its correlation with the humans (the matrix's
 statistic, percentile bootstrap on the matrix's resamples) falls below a threshold, or
 when it is significantly below an accepted run (one-sided paired bootstrap by document,
-both runs on the outputs both scored). The aspect is named as imports name it: its
-code, name, key or an earlier name (:func:`studies.services.lookup.find_aspect`)."""
+both runs on the outputs both scored). The statistic is the aspect kind's primary one,
+named in every line: the correlation on a scale aspect, MCC on a binary aspect, Cohen's
+κ on a categorical one (:mod:`.gate_labels`; ``--against`` is for scale aspects). The
+aspect is named as imports name it: its code, name, key or an earlier name
+(:func:`studies.services.lookup.find_aspect`)."""
 
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from studies.models import Judgment, MetricRun
 from studies.services.analysis.dashboards import frame_for
 from studies.services.analysis.matrix import cell_statistic
 from studies.services.analysis.params import MatrixParams
+from studies.services.analysis.report_card.gate_labels import AGAINST, label_check
 from studies.services.lookup import aspect_names, find_aspect
 
 ALPHA = 0.05
@@ -79,7 +83,10 @@ def judge_gate(
             "give a threshold (--min-lower-bound), a run to compare with (--against), or both",
         )
     if min_lower_bound is not None and not -1.0 <= min_lower_bound <= 1.0:
-        raise GateError("--min-lower-bound", f"{min_lower_bound:g} is not a correlation (−1 to 1)")
+        raise GateError(
+            "--min-lower-bound",
+            f"{min_lower_bound:g} is not a correlation, MCC or κ (−1 to 1)",
+        )
     if not 0.0 <= min_coverage <= 1.0:
         raise GateError("--min-coverage", f"{min_coverage:g} is not a share between 0 and 1")
     if not 0.0 < confidence < 1.0:
@@ -106,6 +113,8 @@ def judge_gate(
             f"the dataset {run.dataset.name} has no judgments of the aspect {aspect!r} "
             f"(judged: {', '.join(codes) or 'none'}; a code, name or key names one)",
         )
+    if named.is_labelled and accepted is not None:
+        raise GateError("--against", AGAINST)
     found = named.pk
     pks = [run.pk] + ([accepted.pk] if accepted else [])
     frame = frame_for(run.dataset, params, only_runs=pks, only_aspects=[found])
@@ -138,6 +147,13 @@ def _check(
             "would speak for the outputs it scored only"
         )
         return GateResult(False, f"FAIL: {name}", (reason,))
+    if aspect.kind != "scale":
+        statistic, reasons, passed = label_check(
+            run, frame, min_lower_bound, confidence, params.resamples, params.seed
+        )
+        if reasons:
+            return GateResult(False, f"FAIL: {name} ({statistic})", tuple(reasons))
+        return GateResult(True, f"PASS: {name}: " + "; ".join([*passed, f"scored {scored}"]))
     result = cell_statistic(metric, human, aspect, params, docs, systems)
     if not np.isfinite(result.value):
         reason = f"its {statistic} is undefined: no outputs both scored and judged enough"

@@ -1,13 +1,18 @@
 """A report card row's plain-language verdict: can this judge replace the annotators, for
 this aspect, on this data?
 
-The alternative-annotator test decides (Calderon, Reichart & Dror 2025: the judge
+The alternative-annotator test decides (on a label aspect with AltTest's accuracy
+scoring) (Calderon, Reichart & Dror 2025: the judge
 passes when it wins against at least half of the annotators at the margin ε); the card
 adds two checks the test does not make:
 
 * ``cannot``: the test ran and the judge failed it; or it passed but its correlation is
   not significantly above a sentinel baseline (length, random, a source-free GPTScore),
   so its agreement may come from what the sentinel measures;
+The statistic compared with the human ceiling is the row's primary one, which the
+report card's pieces give by aspect kind (:func:`.pieces.registry.primary_of`): the
+correlation on a scale aspect, MCC on a binary one, Cohen's κ on a categorical one.
+
 * ``unclear``: the test could not run (fewer than three annotators on enough items: the
   row says what is missing), or no output was both scored and judged; or the judge
   passed but its correlation's upper bound stays below the human ceiling (one
@@ -16,17 +21,17 @@ adds two checks the test does not make:
 * ``can``: it passed, and its interval reaches the human ceiling (or there is no ceiling
   to compare with: fewer than two annotators overlap).
 
-A pairwise judge's significant first-position preference is added to any verdict: its
-averaged preferences cancel the bias out, but a judge that leans on position decides
-fewer pairs on their content.
+What the pieces add to any verdict follows it (:func:`.pieces.registry.caveats`: a
+pairwise judge's significant first-position preference).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from studies.services.analysis.report_card.pieces.registry import caveats, primary_of
+
 CAN, CANNOT, UNCLEAR = "can", "cannot", "unclear"
-POSITION_ALPHA = 0.05
 
 
 def _f(value: float | None, digits: int = 2) -> str:
@@ -35,32 +40,27 @@ def _f(value: float | None, digits: int = 2) -> str:
 
 def verdict(row: dict[str, Any], statistic: str) -> dict[str, str]:
     """``{"code": can | cannot | unclear, "text": …}`` for a row (see the module's
-    docstring); ``statistic`` names the correlation (“Spearman ρ, sample-level”). A
-    pairwise judge that significantly prefers one position (p < 0.05) is told so."""
+    docstring); ``statistic`` names the correlation (“Spearman ρ, sample-level”); the
+    pieces' caveats follow the text."""
     found = _verdict(row, statistic)
-    position = row.get("position") or {}
-    p = position.get("first_position_p")
-    if p is not None and p < POSITION_ALPHA:
-        found["text"] += (
-            f"; mind its position bias: {_f(position['first_position_share'])} of its "
-            f"verdicts go to the output shown first (p = {_f(p, 3)}), and "
-            f"{_f(position['position_consistency'])} of its pairs keep their verdict "
-            "when swapped"
-        )
+    for text in caveats(row):
+        found["text"] += f"; {text}"
     return found
 
 
 def _verdict(row: dict[str, Any], statistic: str) -> dict[str, str]:
     aspect = row["aspect"]["name"].lower()
-    alt, corr, sentinel = row["alt_test"], row["correlation"], row["sentinel"]
+    alt, sentinel = row["alt_test"], row["sentinel"]
     eps = f"ε={alt['epsilon']:g}"
-    ceiling = corr["ceiling"]
-    if corr["value"] is None:
-        return {
-            "code": UNCLEAR,
-            "text": f"cannot tell for {aspect} here: no output is both scored by this judge "
-            "and judged by the annotators",
-        }
+    corr = primary_of(row, statistic)
+    if corr is None or corr.value is None:
+        why = (
+            corr.reason
+            if corr is not None and corr.reason
+            else "no output is both scored by this judge and judged by the annotators"
+        )
+        return {"code": UNCLEAR, "text": f"cannot tell for {aspect} here: {why}"}
+    ceiling, name = corr.ceiling, corr.name
     if alt["problem"]:
         return {
             "code": UNCLEAR,
@@ -89,12 +89,12 @@ def _verdict(row: dict[str, Any], statistic: str) -> dict[str, str]:
             f"{statistic} is not significantly above the sentinel {failed['label']} "
             f"(p = {_f(failed['p'], 3)}): its agreement may come from what that measures",
         }
-    low, high = corr["low"], corr["high"]
+    low, high = corr.low, corr.high
     if ceiling is not None and high is not None and high < ceiling:
         return {
             "code": UNCLEAR,
             "text": f"replace annotators for {aspect} with care: it {passes}, but its "
-            f"{statistic} {_f(corr['value'])} [{_f(low)}, {_f(high)}] stays below the "
+            f"{name} {_f(corr.value)} [{_f(low)}, {_f(high)}] stays below the "
             f"human ceiling {_f(ceiling)}",
         }
     if ceiling is None:

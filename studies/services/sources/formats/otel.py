@@ -212,7 +212,8 @@ def read(path: Path, options: dict[str, Any]) -> Conversion:
                     prompt,
                     completion,
                     metrics=metrics,
-                    context={"trace_id": span.get("traceId"), "span_id": span["spanId"]},
+                    # no per-span context: a context is the document's (the prompt's), the
+                    # same on every output of it
                 )
         notes[:] = (
             [f"{labels_only} evaluation results with a label but no score skipped"]

@@ -1,0 +1,85 @@
+"""``python manage.py tune_judge --run ID --aspect X --tuner NAME [--study ID] [tuner
+options]``: tune a judge run on the study split's tune documents, save the tuned run and
+print its id, then the test-split Δ of the primary statistic with its paired bootstrap
+interval by document. Each tuner's options become flags here (``--method`` for
+calibration), from the tuner's own declaration."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from studies.models import MetricRun, Study
+from studies.services.lookup import aspect_names, find_aspect
+from studies.services.tuning.labels import HeldOutLabel
+from studies.services.tuning.registry import names, tuner
+from studies.services.tuning.splits import SplitError
+from studies.services.tuning.tune import tune_judge
+
+
+class Command(BaseCommand):
+    help = "Tune a judge run on tune documents; prints the new run's id and the test Δ."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--run", type=int, required=True, help="the judge run's id")
+        parser.add_argument("--aspect", required=True, help="the aspect (code, name or key)")
+        parser.add_argument("--tuner", required=True, choices=names())
+        parser.add_argument("--study", type=int, help="the study whose split to use")
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--resamples", type=int, default=1000)
+        seen: set[str] = set()
+        for name in names():
+            for option in tuner(name).options:
+                if option.name in seen:
+                    continue
+                seen.add(option.name)
+                parser.add_argument(
+                    option.flag,
+                    dest=f"tuner_{option.name}",
+                    type=option.type,
+                    choices=option.choices or None,
+                    help=f"{name}: {option.help} (default {option.default})",
+                )
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        run = MetricRun.objects.select_related("dataset__owner").filter(pk=opts["run"]).first()
+        if run is None:
+            raise CommandError(f"--run: no run {opts['run']}")
+        aspect = find_aspect(aspect_names(run.dataset.owner), opts["aspect"])
+        if aspect is None:
+            raise CommandError(f"--aspect: no aspect {opts['aspect']!r}")
+        study = None
+        if opts["study"] is not None:
+            study = Study.objects.filter(pk=opts["study"]).first()
+            if study is None:
+                raise CommandError(f"--study: no study {opts['study']}")
+        chosen = tuner(opts["tuner"])
+        given = {o.name: opts.get(f"tuner_{o.name}") for o in chosen.options}
+        try:
+            result = tune_judge(
+                run,
+                aspect,
+                chosen.name,
+                study=study,
+                options={k: v for k, v in given.items() if v is not None},
+                seed=opts["seed"],
+                resamples=opts["resamples"],
+            )
+        except (SplitError, HeldOutLabel, ValueError) as exc:
+            raise CommandError(str(exc)) from exc
+        d = result.delta
+        level = int(round((1 - d.alpha) * 100))
+        self.stdout.write(str(result.run.pk))
+        self.stdout.write(
+            f"test Δ {d.statistic}: {d.delta:+.4f} [{d.low:+.4f}, {d.high:+.4f}] ({level}% paired "
+            f"bootstrap by document, {d.resamples} resamples; start {d.start:.4f} → tuned "
+            f"{d.tuned:.4f} on {d.n_documents} test documents, {d.n_outputs} outputs; "
+            f"tune {result.tune_value:.4f}, gap {result.gap:+.4f})"
+        )
+        if not math.isfinite(d.delta):
+            self.stdout.write(
+                "the Δ is undefined: a judge gives one score to every output of each test "
+                "document (or the humans do), so the statistic has no value there"
+            )

@@ -1,0 +1,1 @@
+"""The report card's evidence, one module per piece, registered in :mod:`.registry`."""

@@ -1,0 +1,103 @@
+"""The one path that serves human labels to a tuner, and the one that reads held-out
+labels to measure a tuned judge.
+
+A tuner gets a :class:`TuneLabels`: it answers for documents of the parts it was opened
+on (tune, and dev where the tuner chooses among candidates) and raises
+:class:`HeldOutLabel` for any other output, a test document's or one the split never
+saw, before reading a single judgment. Test labels are read only by
+:func:`held_out_labels`, after a tuner has returned, to measure what it made.
+
+An output's human value is the mean of its judgments on the aspect (every annotator,
+account or imported); for a binary aspect, :func:`positive` reads it as 1 where most of
+them gave the positive label.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.db.models import Avg
+
+from studies.models import Aspect, Judgment, Output, SplitDocument, StudySplit
+
+LEARNABLE = ("tune", "dev")
+
+
+class HeldOutLabel(PermissionError):
+    """A tuner asked for the human label of an output it may not see."""
+
+
+def _parts(split: StudySplit, output_ids: Iterable[int]) -> dict[int, str]:
+    """Each output's part ("" where its document is not in the split)."""
+    ids = list(output_ids)
+    docs = dict(Output.objects.filter(pk__in=ids).values_list("pk", "document_id"))
+    parts = dict(
+        SplitDocument.objects.filter(split=split, document_id__in=set(docs.values())).values_list(
+            "document_id", "part"
+        )
+    )
+    return {pk: parts.get(docs.get(pk, -1), "") for pk in ids}
+
+
+def _means(aspect: Aspect, output_ids: Iterable[int]) -> dict[int, float]:
+    return {
+        pk: float(mean)
+        for pk, mean in Judgment.objects.filter(aspect=aspect, output_id__in=list(output_ids))
+        .values_list("output_id")
+        .annotate(mean=Avg("value"))
+    }
+
+
+def _judged_outputs(split: StudySplit, aspect: Aspect, parts: Iterable[str]) -> dict[int, str]:
+    rows = Judgment.objects.filter(
+        aspect=aspect,
+        output__document__split_parts__split=split,
+        output__document__split_parts__part__in=list(parts),
+    ).values_list("output_id", "output__document__split_parts__part")
+    return dict(rows)
+
+
+class TuneLabels:
+    """Human labels of one aspect for the outputs of a split's ``parts`` (tune and/or
+    dev), and nothing else."""
+
+    def __init__(self, split: StudySplit, aspect: Aspect, parts: Iterable[str] = LEARNABLE):
+        chosen = tuple(parts)
+        if not chosen or any(p not in LEARNABLE for p in chosen):
+            raise HeldOutLabel(f"a tuner reads only {' and '.join(LEARNABLE)} labels, not {chosen}")
+        self.split, self.aspect, self.parts = split, aspect, chosen
+        self._outputs = _judged_outputs(split, aspect, chosen)
+
+    def outputs(self, part: str | None = None) -> list[int]:
+        """The judged outputs of ``part`` (default: every part this was opened on)."""
+        if part is not None and part not in self.parts:
+            raise HeldOutLabel(f"this tuner may not read {part!r} labels")
+        return sorted(pk for pk, p in self._outputs.items() if part is None or p == part)
+
+    def human(self, output_ids: Iterable[int]) -> dict[int, float]:
+        """Each output's mean human value. Raises :class:`HeldOutLabel`, reading nothing,
+        when any output is not in this tuner's parts (a test document's above all)."""
+        ids = list(output_ids)
+        parts = _parts(self.split, ids)
+        refused = sorted(pk for pk, part in parts.items() if part not in self.parts)
+        if refused:
+            named = ", ".join(f"{pk} ({parts[pk] or 'not in the split'})" for pk in refused[:5])
+            raise HeldOutLabel(
+                f"{len(refused)} output(s) are outside this tuner's {'/'.join(self.parts)} "
+                f"documents: {named}; their human labels are held out"
+            )
+        return _means(self.aspect, ids)
+
+
+def held_out_labels(split: StudySplit, aspect: Aspect, part: str = "test") -> dict[int, float]:
+    """The mean human value of every judged output of ``part``: for measuring a tuned
+    judge after it is made, never for a tuner."""
+    return _means(aspect, _judged_outputs(split, aspect, [part]))
+
+
+def positive(aspect: Aspect, value: float) -> float:
+    """A binary aspect's value (a label position, or a mean of them) as 1 where the
+    positive label has it, else 0."""
+    codes = aspect.label_codes()
+    at = codes.get(aspect.positive, 1)
+    return float(value >= 0.5) if at == 1 else float(value < 0.5)

@@ -1,0 +1,146 @@
+"""Tuning one judge run: the tuner reads the split's tune/dev labels through
+:class:`~studies.services.tuning.labels.TuneLabels` (never a test document's), its scores
+become a new run with full provenance, and the new run is measured against the start
+on the test documents only: the Δ of the primary statistic (Spearman ρ at sample level
+for a scale aspect, MCC for a binary one) with a paired bootstrap interval by document,
+and the overfitting gap (the tuned judge on tune minus on test)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from scoring.stats import Coefficient, Level, correlate
+from scoring.stats.score_mapping import mcc
+from scoring.stats.tuned_delta import Delta, correlation_delta, mcc_delta
+from studies.models import Aspect, MetricRun, Output, Study, StudySplit
+from studies.services.tuning.derived import run_scores, save_derived_run
+from studies.services.tuning.labels import TuneLabels, held_out_labels, positive
+from studies.services.tuning.registry import tuner as find_tuner
+from studies.services.tuning.splits import split_for_dataset
+from studies.services.tuning.types import TuneContext
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """A tuned run and its evidence on test (``gap``: the tuned judge's statistic on
+    the tune documents minus on test)."""
+
+    run: MetricRun
+    delta: Delta
+    tune_value: float
+    gap: float
+
+
+def _binary(aspect: Aspect) -> bool:
+    return bool(aspect.kind == Aspect.Kind.BINARY)
+
+
+def _statistic(aspect: Aspect, docs: list[int], x: list[float], y: list[float]) -> float:
+    """The primary statistic of one judge on some outputs (a point estimate)."""
+    if _binary(aspect):
+        return mcc([positive(aspect, v) for v in x], [positive(aspect, v) for v in y])
+    return float(
+        correlate(x, y, level=Level.SAMPLE, coefficient=Coefficient.SPEARMAN, docs=docs).value
+    )
+
+
+def measure(
+    split: StudySplit,
+    aspect: Aspect,
+    start: dict[int, float],
+    tuned: dict[int, float],
+    *,
+    seed: int = 0,
+    resamples: int = 1000,
+) -> Delta:
+    """Tuned minus start on the split's test outputs that both scored."""
+    human = held_out_labels(split, aspect, "test")
+    ids = sorted(pk for pk in human if pk in start and pk in tuned)
+    if len(ids) < 2:
+        raise ValueError("fewer than two judged test outputs scored by both runs")
+    docs = dict(Output.objects.filter(pk__in=ids).values_list("pk", "document_id"))
+    keys = [docs[pk] for pk in ids]
+    rng = np.random.default_rng(seed)
+    if _binary(aspect):
+
+        def side(values: dict[int, float]) -> list[float]:
+            return [positive(aspect, values[pk]) for pk in ids]
+
+        return mcc_delta(rng, keys, side(start), side(tuned), side(human), resamples=resamples)
+    return correlation_delta(
+        rng,
+        keys,
+        [start[pk] for pk in ids],
+        [tuned[pk] for pk in ids],
+        [human[pk] for pk in ids],
+        level=Level.SAMPLE,
+        coefficient=Coefficient.SPEARMAN,
+        resamples=resamples,
+    )
+
+
+def tune_judge(
+    run: MetricRun,
+    aspect: Aspect,
+    tuner_name: str,
+    *,
+    study: Study | None = None,
+    options: dict[str, Any] | None = None,
+    seed: int = 0,
+    resamples: int = 1000,
+    by: Any = None,
+) -> Tuning:
+    """Tune ``run`` on ``aspect`` with the named tuner and measure it on test."""
+    if run.status != MetricRun.Status.SUCCEEDED:
+        raise ValueError(f"run {run.pk} has not succeeded")
+    tuner = find_tuner(tuner_name)
+    resolved = tuner.resolve(options or {})
+    split = split_for_dataset(run.dataset_id, study)
+    start = run_scores(run)
+    labels = TuneLabels(split, aspect)
+    result = tuner.tune(
+        TuneContext(
+            run=run,
+            aspect=aspect,
+            scores=start,
+            labels=labels,
+            options=resolved,
+            rng=np.random.default_rng(seed),
+        )
+    )
+    delta = measure(split, aspect, start, result.scores, seed=seed, resamples=resamples)
+    tune_ids = [pk for pk in labels.outputs("tune") if pk in result.scores]
+    tune_human = labels.human(tune_ids)
+    tune_docs = dict(Output.objects.filter(pk__in=tune_ids).values_list("pk", "document_id"))
+    tune_value = _statistic(
+        aspect,
+        [tune_docs[pk] for pk in tune_ids],
+        [result.scores[pk] for pk in tune_ids],
+        [tune_human[pk] for pk in tune_ids],
+    )
+    evidence = {**asdict(delta), "tune_value": tune_value, "gap": tune_value - delta.tuned}
+    config = {
+        "tuning": {
+            "tuner": tuner.name,
+            "options": resolved,
+            "start_run": run.pk,
+            "seed": seed,
+            **result.provenance,
+            "tuned_on_documents": len(set(tune_docs.values())),
+            "test": evidence,
+        },
+        "split": split.pk,
+    }
+    new = save_derived_run(
+        run.dataset,
+        metric=f"tuned:{tuner.name}",
+        label=f"{run.label} [{tuner.name}]",
+        aspect=aspect,
+        config=config,
+        scores=result.scores,
+        by=by,
+    )
+    return Tuning(run=new, delta=delta, tune_value=tune_value, gap=tune_value - delta.tuned)

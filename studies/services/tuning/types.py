@@ -1,0 +1,78 @@
+"""What a tuner is: a name, the options it declares once (the command's flags and any
+form or serializer are derived from them) and a function from a start run's scores and
+the tune/dev labels to new scores with their provenance."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from studies.models import Aspect, MetricRun
+from studies.services.tuning.labels import TuneLabels
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of a tuner: its name (``method``; the flag ``--method``), type,
+    default, choices and help."""
+
+    name: str
+    type: type
+    default: Any
+    help: str
+    choices: tuple[str, ...] = ()
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+@dataclass(frozen=True)
+class TuneContext:
+    """What a tuner gets: the start run, the aspect, its scores by output id, the labels
+    it may read (never a test document's), its options and a seeded generator."""
+
+    run: MetricRun
+    aspect: Aspect
+    scores: dict[int, float]
+    labels: TuneLabels
+    options: dict[str, Any]
+    rng: np.random.Generator
+
+
+@dataclass(frozen=True)
+class Tuned:
+    """A tuner's result: a score for each output it scored and what to record of how
+    (``provenance``: parameters, candidates tried, documents used)."""
+
+    scores: dict[int, float]
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Tuner:
+    """A registered kind of tuner."""
+
+    name: str
+    label: str
+    options: tuple[Option, ...]
+    tune: Callable[[TuneContext], Tuned]
+
+    def resolve(self, given: dict[str, Any]) -> dict[str, Any]:
+        """The options with defaults filled in; unknown names and values outside the
+        choices are refused."""
+        known = {o.name: o for o in self.options}
+        unknown = sorted(set(given) - set(known))
+        if unknown:
+            raise ValueError(f"{self.name} has no option {', '.join(unknown)}")
+        out = {}
+        for name, option in known.items():
+            value = given.get(name)
+            value = option.default if value is None else option.type(value)
+            if option.choices and value not in option.choices:
+                raise ValueError(f"{option.flag} must be one of {', '.join(option.choices)}")
+            out[name] = value
+        return out

@@ -1,0 +1,102 @@
+"""An endpoint that gives only its top-k candidates (issue 37, item 2): a REAL vLLM server
+started with ``--max-logprobs 5``, its echo and prompt log-probabilities ignored by the
+probe (as a hosted API gives none). G-Eval's labels outside the top-5 are never a silent
+0: each score records them with the bound on their probability, the run page and the
+export flag them, and ``--require-exact-labels`` refuses such a run before it starts."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from studies.models import Dataset, Endpoint, MetricRun, MetricScore
+from studies.services.imports import ImportOptions, import_file
+from tests.scoring.test_served_engine import SUMMEVAL
+from tests.served import Served, other_server
+from tests.studies.test_served_runs import add_endpoint
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("defaults_restored", "allow_loopback"),
+    pytest.mark.served,
+]
+IGNORED = ("echo_logprobs", "prompt_logprobs", "chat_prompt_logprobs")
+
+
+@pytest.fixture(scope="module")
+def top5_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    with other_server(tmp_path_factory, "top5", max_logprobs=5, env="CONCORDIA_VLLM_TOP5_URL") as s:
+        yield s
+
+
+@pytest.fixture
+def summeval(cast, tmp_path) -> Dataset:  # type: ignore[no-untyped-def]
+    """SummEval's first document and 6 of its outputs (coherence, means of 3 experts)."""
+    if not SUMMEVAL.is_file():
+        pytest.skip(f"no SummEval at {SUMMEVAL}")
+    path = tmp_path / "summeval6.jsonl"
+    path.write_text("".join(SUMMEVAL.read_text().splitlines(keepends=True)[:6]))
+    options = ImportOptions(
+        dataset="summeval6",
+        task="summarization",
+        file_format="jsonl",
+        file_name=path.name,
+        owner=cast["owner"],
+    )
+    import_file(path, options)
+    return Dataset.objects.get(name="summeval6")
+
+
+def run_geval(*extra: str) -> MetricRun:
+    """G-Eval (probabilities, no steps) of the subset's coherence on the endpoint."""
+    before = set(MetricRun.objects.values_list("pk", flat=True))
+    call_command(
+        "run_metric",
+        *("--dataset", "summeval6", "--aspect", "coherence", "--metric", "geval"),
+        *("--steps", "none", "--endpoint", "vllm", *extra),
+        stdout=io.StringIO(),
+    )
+    (run,) = MetricRun.objects.exclude(pk__in=before)
+    run.refresh_from_db()
+    return run
+
+
+def test_top_k_only_scores_are_flagged_with_their_bound_and_exact_labels_can_be_required(
+    summeval, cast, client, top5_server: Served
+) -> None:
+    ignore = [arg for name in IGNORED for arg in ("--ignore", name)]
+    said = add_endpoint(top5_server.base_url, *ignore)
+    found = Endpoint.objects.get(name="vllm").capabilities
+    assert found["chat_top_logprobs"] == 5 and "told to ignore" in said
+    assert not (found["echo_logprobs"] or found["prompt_logprobs"] or found["chat_prompt_logprobs"])
+    assert sorted(found["ignored"]) == sorted(IGNORED)
+
+    # refused before it starts: no run saved, nothing sent
+    before = MetricRun.objects.count()
+    with pytest.raises(CommandError, match="exact label probabilities were required"):
+        run_geval("--require-exact-labels")
+    assert MetricRun.objects.count() == before
+
+    run = run_geval()
+    assert run.status == "succeeded", run.error
+    details = [s.details for s in MetricScore.objects.filter(run=run).exclude(value=None)]
+    assert details and {d["label_mode"] for d in details} == {"top-k"}
+    flagged = [d for d in details if d.get("outside_top_k")]
+    assert flagged, "a small model spreads its mass past the top-5: some label is outside"
+    for d in flagged:
+        for label, bound in d["outside_top_k"].items():
+            assert d["distribution"][label] == 0.0 and 0.0 < bound <= 1.0
+        assert d["outside_bound"] == pytest.approx(sum(d["outside_top_k"].values()))
+
+    client.force_login(cast["owner"])
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    assert 'id="top-k-flags"' in page and f"{len(flagged)} score" in page
+    export = b"".join(
+        client.get(f"/api/datasets/{summeval.pk}/export/?file_format=csv").streaming_content
+    )
+    header = export.decode().splitlines()[0]
+    assert f"metric_{run.label}:outside_top_k_bound" in header

@@ -1,0 +1,111 @@
+"""CI's two passes (tests/passes.py) partition the suite: a collection of ``--pass
+embedded`` selects exactly the tests the rules give that pass, the production pass takes
+the rest, so no test is lost or run twice; the worker, browser and served tests are all on
+the production pass; every test that ``BACKEND`` names exists."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.passes import BACKEND, SLOW, selected
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def collect(tmp_path: Path, *args: str) -> tuple[set[str], dict[str, str]]:
+    """The test ids a collection selects, and every collected test's pass."""
+    report = tmp_path / "passes.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
+        + [f"--passes-report={report}", *args],
+        cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    ids = {line for line in proc.stdout.splitlines() if line.startswith("tests/")}
+    return ids, json.loads(report.read_text(encoding="utf-8"))
+
+
+def test_the_embedded_and_the_production_pass_partition_the_suite(tmp_path):
+    embedded, passes = collect(tmp_path, "--pass", "embedded")
+    production = {nodeid for nodeid, where in passes.items() if where == "production"}
+    assert embedded == {nodeid for nodeid, where in passes.items() if where == "embedded"}
+    assert embedded and production and not embedded & production
+    assert embedded | production == set(passes)
+    assert len(passes) > 2000  # the whole suite was collected, not a part of it
+    for path in ("tests/test_browser.py", "tests/studies/test_worker.py"):
+        assert any(nodeid.startswith(path) for nodeid in production), path
+    assert any(nodeid.startswith("tests/scoring/test_served_engine.py") for nodeid in production)
+    for key in (*BACKEND, *SLOW):
+        assert any(nodeid == key or nodeid.startswith(key + "::") for nodeid in passes), key
+
+
+class Item:
+    """What :func:`tests.passes.selected` reads of a collected test."""
+
+    def __init__(self, nodeid: str, *markers: str) -> None:
+        self.nodeid, self.markers = nodeid, markers
+
+    def get_closest_marker(self, name: str) -> object:
+        return name if name in self.markers else None
+
+
+@pytest.mark.parametrize(
+    ("markers", "where", "quick"),
+    [
+        ((), "embedded", True),
+        (("worker",), "production", False),
+        (("browser",), "production", False),
+        (("served", "engine"), "production", False),
+        (("backend",), "production", False),
+    ],
+)
+def test_a_test_runs_in_one_pass_and_quick_is_the_embedded_one_less_the_slow_tests(
+    markers, where, quick
+):
+    item = Item("tests/x/test_y.py::test_z", *markers)
+    assert selected(item, where, quick=False)  # type: ignore[arg-type]
+    other = "production" if where == "embedded" else "embedded"
+    assert not selected(item, other, quick=False)  # type: ignore[arg-type]
+    assert selected(item, None, quick=False)  # type: ignore[arg-type]  # the full suite
+    assert selected(item, None, quick=True) is quick  # type: ignore[arg-type]
+    slow = Item(next(iter(SLOW)) + "::test_z", *markers)
+    assert not selected(slow, None, quick=True)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("args", "servers"),
+    [
+        ([], True),
+        (["-q", "-k", "import"], True),
+        (["--pass", "production"], True),
+        (["--pass", "embedded", "-q"], False),
+        (["--pass=embedded"], False),
+        (["--quick"], False),
+    ],
+)
+def test_runtests_installs_chromium_and_vllm_only_for_a_selection_that_uses_them(args, servers):
+    from studies.management.commands.runtests import selects_servers
+
+    assert selects_servers(args) is servers
+
+
+def test_the_whole_suite_on_the_embedded_backends_runs_as_its_two_passes_at_once():
+    from studies.management.commands.runtests import splits
+
+    assert splits([], {}) and splits(["-q"], {})
+    assert not splits(["-q"], {"CONCORDIA_TESTS_SERIAL": "1"})
+    # a selection, or backends shared by both passes (one database, one broker): one process
+    assert not splits(["-k", "import"], {}) and not splits(["tests/api"], {})
+    assert not splits(["--pass", "embedded"], {}) and not splits(["--quick"], {})
+    assert not splits([], {"DATABASE_URL": "postgres://x/y"})
+    assert not splits([], {"CELERY_BROKER_URL": "redis://127.0.0.1:6379/0"})
