@@ -7,11 +7,13 @@ from __future__ import annotations
 import math
 
 import pytest
+from django.urls import reverse
 
+from scoring.lm.served import Capabilities
 from studies.models import Aspect, MetricScore
 from studies.services.catalog import steps as steps_service
 from studies.services.runs import RunError, RunRequest, execute_run, start_run
-from studies.services.runs.geval import derive_variant, label_config_of
+from studies.services.runs.geval import derive_variant, label_config_of, served_needs
 from tests.conftest import record
 from tests.tiny_models import tiny_gpt2
 
@@ -59,7 +61,7 @@ def dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
 
 
 def test_a_label_run_scores_the_predicted_labels_position_with_its_distribution(
-    dataset, tiny_model
+    client, cast, dataset, tiny_model
 ):
     request = RunRequest(metric="geval", aspect="FAITH", model=tiny_model, steps="none")
     run = start_run(dataset, request, enqueue=False, local_paths=True)
@@ -84,6 +86,10 @@ def test_a_label_run_scores_the_predicted_labels_position_with_its_distribution(
         assert score.details["p_positive"] == dist["yes"]
         assert score.details["read"] == "exact" and score.details["sampled"] is False
     run.refresh_from_db()
+    client.force_login(cast["owner"])
+    page = client.get(reverse("studies:run-detail", args=[run.pk])).content.decode()
+    assert "(labels no / yes, positive yes)" in page and "the most probable label" in page
+    assert 'id="variant"' not in page
     with pytest.raises(RunError, match="no weighting variant"):
         derive_variant(run, "argmax")
 
@@ -112,3 +118,13 @@ def test_the_yes_no_judge_runs_on_a_binary_aspect_only(dataset, tiny_model):
             RunRequest(metric="yesno", aspect="COH", model=tiny_model),
             local_paths=True,
         )
+
+
+def test_an_endpoint_needs_top_logprobs_or_prompt_logprobs_for_a_label_run():
+    labels = {"labels": ["no", "yes"], "estimation": "probs"}
+    assert served_needs(labels, Capabilities(prompt_logprobs=True)) == ""
+    assert served_needs(labels, Capabilities(chat_top_logprobs=20)) == ""
+    assert "found neither" in served_needs(labels, Capabilities())
+    assert "needs chat top_logprobs" in served_needs(
+        {"estimation": "probs"}, Capabilities(prompt_logprobs=True)
+    )

@@ -179,7 +179,10 @@ def prepare(run: MetricRun, todo: list[Output], model_factory: ModelFactory | No
 def served_needs(config: dict[str, Any], capabilities: Capabilities) -> str:
     """What an endpoint lacks for G-Eval: chat top_logprobs to read the rating's
     probabilities, or ``n`` samples per request for the sampled estimate."""
-    if config["estimation"] == "probs" and capabilities.chat_top_logprobs < 1:
+    if config.get("labels") and config["estimation"] == "probs":
+        if needs := _label_needs(capabilities):
+            return needs
+    elif config["estimation"] == "probs" and capabilities.chat_top_logprobs < 1:
         return (
             "G-Eval with probabilities (Σ p·s) needs chat top_logprobs, and the endpoint's "
             "probe found none; start the run with sampled estimation instead"
@@ -198,6 +201,17 @@ def served_needs(config: dict[str, Any], capabilities: Capabilities) -> str:
         return (
             "G-Eval's sampled estimate needs n samples per request ('n'), and the endpoint's "
             "probe found it refused"
+        )
+    return ""
+
+
+def _label_needs(capabilities: Capabilities) -> str:
+    """Label probabilities: top_logprobs, or prompt log-probabilities to score each label
+    exactly (:mod:`scoring.lm.served.labels`)."""
+    if capabilities.chat_top_logprobs < 1 and not capabilities.prompt_logprobs:
+        return (
+            "G-Eval on labels reads p(label) from chat top_logprobs or prompt_logprobs, and "
+            "the endpoint's probe found neither; start the run with sampled estimation instead"
         )
     return ""
 
