@@ -36,10 +36,16 @@ class LoadBenchmarkSerializer(serializers.Serializer):  # type: ignore[type-arg]
 
 
 @extend_schema(
-    summary="The loadable benchmarks with their licences (GET), or load one into a dataset "
-    "as an import job (POST; 201 with the job; 400 naming accept_licence when its licence is not accepted)",
+    methods=["GET"],
+    summary="The loadable benchmarks with their licences",
+    responses={200: BenchmarkSerializer(many=True)},
+)
+@extend_schema(
+    methods=["POST"],
+    summary="Load a benchmark into a dataset as an import job the worker runs (400 naming "
+    "accept_licence when its licence must be accepted)",
     request=LoadBenchmarkSerializer,
-    responses={200: BenchmarkSerializer(many=True), 201: ImportJobSerializer},
+    responses={201: ImportJobSerializer},
 )
 @api_view(["GET", "POST"])
 @permission_classes([IsResearcher])
