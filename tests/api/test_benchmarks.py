@@ -123,3 +123,13 @@ def test_upload_format_field_routes_an_export_through_its_adapter(world):
     assert failed.status_code == 400
     assert "completed_by" in json.dumps(failed.json()["errors"])
     assert not Dataset.objects.filter(name="ls2").exists()
+
+
+def test_a_resumable_upload_keeps_the_format_chosen(world):
+    started = world.client("owner").post(
+        "/api/uploads/",
+        {"file_name": "export.json", "size": 10, "dataset": "ls3", "format": "label-studio"},
+        format="json",
+    )
+    assert started.status_code == 201, started.content
+    assert started.json()["file_format"] == "label-studio"
