@@ -18,7 +18,8 @@ median (min-max) seconds and the label card's median over the scale one's.
 
 Measured on this machine's kind (2 cores shared with other work, load average 7-14),
 ``--repeat 1``: 5,000 outputs, scale 29.29 s, binary 9.93 s (0.34×); 20,000 outputs,
-scale 84.02 s, binary 19.75 s (0.24×). The scale card's cost is its ordinal agreement and
+scale 84.02 s, binary 19.75 s (0.24×); the default, 100,000 outputs × 3 annotators × 5
+judges (load average 4-8): scale 228.06 s, binary 26.74 s (0.12×). The scale card's cost is its ordinal agreement and
 its alternative-annotator test on numbers; the label card's statistics come from
 per-document tables.
 """
