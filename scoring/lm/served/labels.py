@@ -48,6 +48,9 @@ def label_distributions(
     readings: list[LabelReading | None] = [None] * len(requests)
     again: list[int] = []
     for i, (request, dist) in enumerate(zip(requests, walked, strict=True)):
+        if dist.label_mode == "exact":  # the backend scored every label (one was outside)
+            readings[i] = LabelReading(dist, "exact")
+            continue
         outside = _outside(request, dist)
         if not outside:  # every label among the candidates, or a failure of its own
             readings[i] = LabelReading(dist, "top-k")
