@@ -81,19 +81,7 @@ def mcc_delta(
     low, high, undefined = _percentiles(
         _mcc_resampled(plan, b, y) - _mcc_resampled(plan, a, y), alpha
     )
-    return Delta(
-        statistic="mcc",
-        start=value_a,
-        tuned=value_b,
-        delta=value_b - value_a,
-        low=low,
-        high=high,
-        alpha=alpha,
-        resamples=resamples,
-        n_undefined=undefined,
-        n_documents=groups.n_groups,
-        n_outputs=int(keep.sum()),
-    )
+    return _delta("mcc", (value_a, value_b), (low, high, undefined), alpha, resamples, groups, keep)
 
 
 def correlation_delta(
@@ -123,12 +111,26 @@ def correlation_delta(
     ]
     low, high, undefined = _percentiles(values[1] - values[0], alpha)
     name = f"{coefficient.value} ({level.value})"
-    start_value, tuned_value = estimates[0].value, estimates[1].value
+    values_ab = (estimates[0].value, estimates[1].value)
+    return _delta(name, values_ab, (low, high, undefined), alpha, resamples, groups, keep)
+
+
+def _delta(
+    statistic: str,
+    values: tuple[float, float],
+    interval: tuple[float, float, int],
+    alpha: float,
+    resamples: int,
+    groups: Groups,
+    keep: npt.NDArray[np.bool_],
+) -> Delta:
+    """The start and tuned values, their difference and its interval, as reported."""
+    (start, tuned), (low, high, undefined) = values, interval
     return Delta(
-        statistic=name,
-        start=start_value,
-        tuned=tuned_value,
-        delta=tuned_value - start_value,
+        statistic=statistic,
+        start=start,
+        tuned=tuned,
+        delta=tuned - start,
         low=low,
         high=high,
         alpha=alpha,

@@ -11,9 +11,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from scoring.stats.jury import METHODS
-from studies.models import MetricRun, Study
-from studies.services.lookup import aspect_names, find_aspect
+from studies.models import MetricRun
 from studies.services.tuning.jury import JuryError, make_jury
+from studies.services.tuning.lookup import aspect_and_study
 from studies.services.tuning.splits import SplitError
 
 
@@ -34,14 +34,10 @@ class Command(BaseCommand):
         first = MetricRun.objects.select_related("dataset__owner").filter(pk__in=ids).first()
         if first is None:
             raise CommandError(f"--runs: no run {opts['runs']}")
-        aspect = find_aspect(aspect_names(first.dataset.owner), opts["aspect"])
-        if aspect is None:
-            raise CommandError(f"--aspect: no aspect {opts['aspect']!r}")
-        study = None
-        if opts["study"] is not None:
-            study = Study.objects.filter(pk=opts["study"]).first()
-            if study is None:
-                raise CommandError(f"--study: no study {opts['study']}")
+        try:
+            aspect, study = aspect_and_study(first.dataset.owner, opts["aspect"], opts["study"])
+        except LookupError as exc:
+            raise CommandError(str(exc)) from exc
         try:
             run = make_jury(ids, aspect, opts["method"], study=study)
         except (JuryError, SplitError) as exc:

@@ -11,9 +11,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from studies.models import MetricRun, Study
-from studies.services.lookup import aspect_names, find_aspect
+from studies.models import MetricRun
 from studies.services.tuning.labels import HeldOutLabel
+from studies.services.tuning.lookup import aspect_and_study
 from studies.services.tuning.registry import names, tuner
 from studies.services.tuning.splits import SplitError
 from studies.services.tuning.tune import tune_judge
@@ -47,14 +47,10 @@ class Command(BaseCommand):
         run = MetricRun.objects.select_related("dataset__owner").filter(pk=opts["run"]).first()
         if run is None:
             raise CommandError(f"--run: no run {opts['run']}")
-        aspect = find_aspect(aspect_names(run.dataset.owner), opts["aspect"])
-        if aspect is None:
-            raise CommandError(f"--aspect: no aspect {opts['aspect']!r}")
-        study = None
-        if opts["study"] is not None:
-            study = Study.objects.filter(pk=opts["study"]).first()
-            if study is None:
-                raise CommandError(f"--study: no study {opts['study']}")
+        try:
+            aspect, study = aspect_and_study(run.dataset.owner, opts["aspect"], opts["study"])
+        except LookupError as exc:
+            raise CommandError(str(exc)) from exc
         chosen = tuner(opts["tuner"])
         given = {o.name: opts.get(f"tuner_{o.name}") for o in chosen.options}
         try:
