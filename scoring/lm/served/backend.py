@@ -156,7 +156,7 @@ class ServedModel:
                 results[i] = TargetScore.failed(
                     request.key, "the target is empty: there is nothing to score"
                 )
-            elif not self._exact_possible(request.prompt):
+            elif not self.exact_possible(request.prompt):
                 results[i] = TargetScore.failed(
                     request.key, "the endpoint gives no prompt log-probabilities for a chat turn"
                 )
@@ -179,7 +179,7 @@ class ServedModel:
             raise capped
         return [r for r in results if r is not None]
 
-    def _exact_possible(self, prompt: str) -> bool:
+    def exact_possible(self, prompt: str) -> bool:
         """Can a continuation of ``prompt`` be scored from prompt log-probabilities
         (a chat turn's needs them on chat completions)?"""
         caps = self.capabilities
@@ -273,11 +273,11 @@ class ServedModel:
         exact = [
             i
             for i, (walk, result) in enumerate(zip(walks, results, strict=True))
-            if walk.error is None and walk.outside() and self._exact_possible(walk.prompt)
+            if walk.error is None and walk.outside() and self.exact_possible(walk.prompt)
         ]
         if exact:
             try:
-                found_exact = self._exact_distributions([requests[i] for i in exact])
+                found_exact = self.exact_distributions([requests[i] for i in exact])
             except CostCapReached as capped:
                 capped.partial = [None] * len(requests)
                 raise
@@ -285,7 +285,7 @@ class ServedModel:
                 results[i] = distribution
         return results
 
-    def _exact_distributions(self, requests: Sequence[RatingRequest]) -> list[RatingDistribution]:
+    def exact_distributions(self, requests: Sequence[RatingRequest]) -> list[RatingDistribution]:
         """Each request's labels scored as targets (the GPTScore path), combined by
         :func:`._exact_labels.exact_distribution`. A label merging with the end of the prompt
         is refused, as the local engine refuses it."""
