@@ -1,8 +1,9 @@
 """Agreement of a campaign's annotators per aspect: Krippendorff's α (ordinal for Likert,
 nominal for pairwise) with a bootstrap interval over items, every pair of annotators'
-Spearman ρ, and each annotator against the mean of the others; beside them each
-annotator's MACE competence (:mod:`.competence`), the annotators flagged on gold items,
-and for a pairwise campaign the position bias (:mod:`.position`).
+Spearman ρ, and each annotator against the mean of the others (on a binary or categorical
+aspect: Cohen's or Fleiss' κ, nominal α and each pair's κ, :mod:`.label_agreement`);
+beside them each annotator's MACE competence (:mod:`.competence`), the annotators flagged
+on gold items, and for a pairwise campaign the position bias (:mod:`.position`).
 
 Results are cached under the dataset's data version (every stored answer bumps it). The
 first time, a small campaign is computed in the request and a larger one by a worker while
@@ -28,6 +29,7 @@ from annotation.services.answer_rows import answers, campaign_cache_key, n_answe
 from annotation.services.answers import scale_points
 from annotation.services.competence import by_annotator, campaign_competence
 from annotation.services.gold import flagged_annotator_ids
+from annotation.services.label_agreement import label_reliability
 from annotation.services.position import position_report
 from scoring.stats.agreement import annotator_correlations, krippendorff_alpha, versus_others
 from studies.services import queue
@@ -38,8 +40,8 @@ RESAMPLES = 1000
 # 1,000 resamples takes ~0.25 s per aspect at 300 answers on this 2-core CPU, MACE as much
 # again: a first page stays under a second below it. Later ones show the latest result.
 INLINE_LIMIT = 300
-VERSION = 3  # of the cached result's contents (2: competence, gold flags, position bias;
-# 3: competence by variational Bayes)
+VERSION = 4  # of the cached result's contents (2: competence, gold flags, position bias;
+# 3: competence by variational Bayes; 4: κ and nominal α of label aspects)
 
 
 def matrix(rows: list[tuple[int, int, float]], users: list[int]) -> np.ndarray:
@@ -66,6 +68,10 @@ def compute_agreement(
     for aspect in campaign.aspects.order_by("code"):
         rows = [(i, u, v) for a, i, u, v in all_rows if a == aspect.pk]
         data = matrix(rows, users)
+        if aspect.is_labelled and not campaign.is_pairwise:
+            row_names = [names[u] for u in users]
+            result.append(label_reliability(aspect, data, row_names, rng, resamples))
+            continue
         domain = None if campaign.is_pairwise else scale_points(aspect)
         alpha = krippendorff_alpha(data, level, rng=rng, resamples=resamples, value_domain=domain)
         result.append(
@@ -91,6 +97,8 @@ def compute_agreement(
     flagged = get_user_model().objects.filter(pk__in=flagged_annotator_ids(campaign))
     return {
         "aspects": result,
+        "has_label_aspects": any("kappa" in a for a in result),  # their table: κ and α
+        "has_scale_aspects": any("kappa" not in a for a in result),
         "competence": (competence := campaign_competence(campaign)),
         "competence_rows": by_annotator(competence),
         "flagged": sorted(flagged.values_list("username", flat=True)),

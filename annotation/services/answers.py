@@ -66,7 +66,8 @@ def scale_points(aspect: Aspect) -> list[float]:
 
 
 def parse_answers(campaign: Campaign, data: Mapping[str, Any]) -> dict[int, Any]:
-    """Read ``aspect-<pk>`` fields: a scale point (Likert) or left/right/tie (pairwise)."""
+    """Read ``aspect-<pk>`` fields: a scale point (Likert), a label's position (a binary
+    or categorical aspect: what its judgments store) or left/right/tie (pairwise)."""
     answers: dict[int, Any] = {}
     problems = []
     for aspect in campaign.aspect_list():
@@ -83,12 +84,17 @@ def parse_answers(campaign: Campaign, data: Mapping[str, Any]) -> dict[int, Any]
             except ValueError:
                 value = float("nan")
             if value not in scale_points(aspect):
-                low, high = aspect.scale_min, aspect.scale_max
-                problems.append(f"{aspect.name}: expected a point from {low:g} to {high:g}")
+                problems.append(f"{aspect.name}: {_expected(aspect)}")
             answers[aspect.pk] = value
     if problems:
         raise InvalidAnswer("; ".join(problems))
     return answers
+
+
+def _expected(aspect: Aspect) -> str:
+    if aspect.is_labelled:  # the form posts a label's position
+        return "expected one of the labels " + ", ".join(map(str, aspect.labels))
+    return f"expected a point from {aspect.scale_min:g} to {aspect.scale_max:g}"
 
 
 def parse_comment(raw: Any) -> str | None:
@@ -184,10 +190,17 @@ def _check_revision(assignment: Assignment, answers: dict[int, Any], revision: s
     stored = current_answers(assignment)
     if revision_of(stored) == revision:
         return
-    names = {a.pk: a.name for a in assignment.item.campaign.aspect_list()}
+    aspects = {a.pk: a for a in assignment.item.campaign.aspect_list()}
+    names = {pk: a.name for pk, a in aspects.items()}
+
+    def said(aspect: int, value: Any) -> str:  # a label aspect's answer by its label
+        found = aspects.get(aspect)
+        label = found.label_of(value) if found and isinstance(value, float) else None
+        return label if found and found.is_labelled and label is not None else _shown(value)
+
     changed = [
-        f"{names.get(aspect, aspect)} is stored as {_shown(stored[aspect])}, "
-        f"and this page sent {_shown(value)}"
+        f"{names.get(aspect, aspect)} is stored as {said(aspect, stored[aspect])}, "
+        f"and this page sent {said(aspect, value)}"
         if aspect in stored
         else f"{names.get(aspect, aspect)} was answered meanwhile"
         for aspect, value in answers.items()

@@ -33,6 +33,7 @@ class AspectControl:
     aspect: Aspect
     points: list[Point]
     current: str
+    labelled: bool = False  # a binary or categorical aspect's labels, not a scale
 
     @property
     def anchored(self) -> list[Point]:
@@ -73,12 +74,31 @@ def _current(raw: Any) -> str:
         return ""
 
 
+def label_key(position: int) -> str:
+    """The digit that picks the label at ``position``: 1..9, then 0 for the tenth ("" past
+    it: those are clicked)."""
+    return str(position + 1) if position < 9 else ("0" if position == 9 else "")
+
+
+def label_points(aspect: Aspect) -> list[Point]:
+    """A binary or categorical aspect's labels in their declared order: the form posts the
+    label's position (what a label judgment stores), the digit is its place from 1."""
+    return [
+        Point(_fmt(float(k)), label_key(k), str(label), "")
+        for k, label in enumerate(aspect.labels or [])
+    ]
+
+
 def controls(campaign: Campaign, answers: dict[int, Any]) -> list[AspectControl]:
     result = []
     for aspect in campaign.aspect_list():
         if campaign.is_pairwise:
             points = [Point(v, k, label, "") for v, k, label in PAIRWISE_POINTS]
             current = str(answers.get(aspect.pk, ""))
+        elif aspect.is_labelled:
+            current = _current(answers.get(aspect.pk))
+            result.append(AspectControl(aspect, label_points(aspect), current, labelled=True))
+            continue
         else:
             anchors = aspect.anchors if isinstance(aspect.anchors, dict) else {}
             points = [

@@ -62,3 +62,19 @@ def make_campaign(study, cast, annotators) -> Callable[..., Campaign]:  # type: 
 
 def likert_answers(campaign: Campaign, value: float = 4) -> dict[int, float]:
     return {aspect.pk: value for aspect in campaign.aspects.all()}
+
+
+def label_aspect(code: str = "PASS", **fields: Any) -> Aspect:
+    """A binary aspect (fail, pass; pass positive) unless ``fields`` say otherwise."""
+    values: dict[str, Any] = {
+        "code": code,
+        "name": code.title(),
+        "definition": f"Does the output {code.lower()}?",
+        "kind": "binary",
+        "labels": ["fail", "pass"],
+        "positive": "pass",
+    }
+    aspect = Aspect(**(values | fields))
+    aspect.full_clean()
+    aspect.save()
+    return aspect

@@ -1,0 +1,138 @@
+"""A campaign on binary and categorical aspects: the item page offers the labels on keys
+1..k, an answer is stored as the label's position, and the campaign's agreement is
+Cohen's κ (two annotators) or Fleiss' κ (more) and nominal α, equal to scikit-learn's,
+statsmodels' and the ``krippendorff`` package's, with intervals over items."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import krippendorff
+import numpy as np
+import pytest
+from django.urls import reverse
+from sklearn.metrics import cohen_kappa_score
+from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
+
+from annotation.services import agreement, answers, assignment
+from studies.models import Judgment
+from tests.annotation.conftest import label_aspect
+
+pytestmark = pytest.mark.django_db
+ERRORS = ["none", "minor", "major"]
+
+
+def answer_all(campaign, user, aspect, by_position: dict[int, int]) -> None:  # type: ignore[no-untyped-def]
+    """Answer every item the user is handed: the label at ``by_position[item position]``."""
+    while (lease := assignment.claim_next(campaign, user)) is not None:
+        answers.submit(lease.pk, user, {aspect.pk: float(by_position[lease.item.position])})
+
+
+def test_two_annotators_binary_kappa_and_alpha_equal_the_references(make_campaign, annotators):
+    passes = label_aspect()
+    campaign = make_campaign(overlap=2, aspect_codes=("PASS",), annotators=annotators[:2])
+    first = [1, 1, 0, 1, 0, 0, 1, 1, 1, 0, 1, 1]  # 12 items, label positions (1: pass)
+    second = [1, 0, 0, 1, 0, 1, 1, 1, 0, 0, 1, 1]
+    answer_all(campaign, annotators[0], passes, dict(enumerate(first)))
+    answer_all(campaign, annotators[1], passes, dict(enumerate(second)))
+    stored = Judgment.objects.filter(aspect=passes, annotator=annotators[0])
+    assert sorted(stored.values_list("value", flat=True)) == sorted(map(float, first))
+
+    found = agreement.compute_agreement(campaign, resamples=200)["aspects"][0]
+    kappa = cohen_kappa_score(first, second)
+    alpha = krippendorff.alpha(np.array([first, second]), level_of_measurement="nominal")
+    assert found["kappa"]["name"] == "Cohen's κ"
+    assert found["kappa"]["value"] == pytest.approx(kappa, abs=1e-12)
+    assert found["alpha"] == pytest.approx(alpha, abs=1e-12)
+    assert found["level"] == "nominal" and found["labels"] == ["fail", "pass"]
+    assert (found["n_units"], found["n_answers"], found["n_annotators"]) == (12, 24, 2)
+    assert found["kappa"]["low"] < kappa < found["kappa"]["high"]
+    assert found["low"] < alpha < found["high"]
+    assert found["pairs"][0]["value"] == pytest.approx(kappa, abs=1e-12)
+    assert (found["pairs"][0]["a"], found["pairs"][0]["b"]) == ("annotator", "ann2")
+
+
+def test_three_annotators_categorical_fleiss_kappa_and_pairs_equal_the_references(
+    make_campaign, annotators
+):
+    errors = label_aspect("ERRK", name="Error kind", kind="categorical", labels=ERRORS, positive="")
+    campaign = make_campaign(overlap=3, aspect_codes=("ERRK",))
+    rng = np.random.default_rng(7)
+    truth = rng.integers(3, size=12)
+    given = [np.where(rng.random(12) < 0.7, truth, rng.integers(3, size=12)) for _ in range(3)]
+    for user, codes in zip(annotators, given, strict=True):
+        answer_all(campaign, user, errors, dict(enumerate(codes.tolist())))
+
+    found = agreement.compute_agreement(campaign, resamples=200)["aspects"][0]
+    data = np.array(given)  # annotators × items in queue order, as every item has all three
+    fleiss = fleiss_kappa(aggregate_raters(data.T, n_cat=3)[0])
+    alpha = krippendorff.alpha(data.astype(float), level_of_measurement="nominal")
+    assert found["kappa"]["name"] == "Fleiss' κ" and found["n_annotators"] == 3
+    assert found["kappa"]["value"] == pytest.approx(fleiss, abs=1e-12)
+    assert found["alpha"] == pytest.approx(alpha, abs=1e-12)
+    assert found["kappa"]["low"] < fleiss < found["kappa"]["high"]
+    names = {"annotator": 0, "ann2": 1, "ann3": 2}
+    pairs = {(names[p["a"]], names[p["b"]]): p["value"] for p in found["pairs"]}
+    assert pairs.keys() == set(itertools.combinations(range(3), 2))
+    for (i, j), value in pairs.items():
+        assert value == pytest.approx(cohen_kappa_score(given[i], given[j]), abs=1e-12)
+
+
+def test_one_label_only_gives_no_kappa_and_says_why(make_campaign, annotators):
+    passes = label_aspect()
+    campaign = make_campaign(overlap=2, aspect_codes=("PASS",), annotators=annotators[:2])
+    for user in annotators[:2]:
+        answer_all(campaign, user, passes, dict.fromkeys(range(12), 1))
+    found = agreement.compute_agreement(campaign, resamples=50)["aspects"][0]
+    assert found["kappa"]["value"] is None and "pass" in found["kappa"]["reason"]
+
+
+def test_the_item_page_offers_the_labels_on_keys_and_refuses_another_value(
+    client, make_campaign, annotators
+):
+    label_aspect()
+    label_aspect("ERRK", name="Error kind", kind="categorical", labels=ERRORS, positive="")
+    campaign = make_campaign(overlap=1, aspect_codes=("PASS", "ERRK"))
+    user = annotators[0]
+    client.force_login(user)
+    lease = assignment.claim_next(campaign, user)
+    url = reverse("annotation:item", args=[campaign.pk, lease.item_id])
+    page = client.get(url).content.decode()
+    assert "Does the output pass?" in page  # the definition beside the labels
+    keys = re.findall(
+        r'value="(\d)" tabindex="-1" data-key="(\d)"[^>]*><span class="num">(\w+)', page
+    )
+    assert keys == [("0", "1", "none"), ("1", "2", "minor"), ("2", "3", "major")] + [
+        ("0", "1", "fail"),
+        ("1", "2", "pass"),
+    ]
+    err, passes = campaign.aspect_list()
+    sent = client.post(
+        reverse("annotation:submit", args=[campaign.pk, lease.item_id]),
+        {f"aspect-{passes.pk}": "2", f"aspect-{err.pk}": "1"},
+    )
+    assert sent.status_code == 422
+    assert "expected one of the labels fail, pass" in sent.content.decode()
+    client.post(
+        reverse("annotation:submit", args=[campaign.pk, lease.item_id]),
+        {f"aspect-{passes.pk}": "1", f"aspect-{err.pk}": "2", "comment": "clear"},
+    )
+    stored = dict(Judgment.objects.filter(annotator=user).values_list("aspect__code", "value"))
+    assert stored == {"PASS": 1.0, "ERRK": 2.0}  # the labels' positions: pass, major
+
+
+def test_the_campaign_page_shows_kappa_and_alpha_of_a_label_aspect(
+    client, cast, make_campaign, annotators
+):
+    passes = label_aspect()
+    campaign = make_campaign(overlap=2, aspect_codes=("PASS",), annotators=annotators[:2])
+    answer_all(campaign, annotators[0], passes, {k: k % 2 for k in range(12)})
+    answer_all(campaign, annotators[1], passes, {k: int(k % 3 == 0) for k in range(12)})
+    client.force_login(cast["owner"])
+    page = client.get(reverse("annotation:campaign-detail", args=[campaign.pk])).content.decode()
+    expected = agreement.compute_agreement(campaign)["aspects"][0]
+    assert 'id="label-agreement-table"' in page and 'id="alpha-table"' not in page
+    row = page.split('id="label-agreement-table"')[1]
+    assert "Cohen&#x27;s κ" in row or "Cohen's κ" in row
+    assert f"{expected['kappa']['value']:.3f}" in row and f"{expected['alpha']:.3f}" in row
