@@ -221,6 +221,22 @@ def wait_until_true(page, expression: str, timeout: float = 10.0) -> None:  # ty
         time.sleep(0.05)
 
 
+def log_in(page, base: str, username: str) -> None:  # type: ignore[no-untyped-def]
+    """Log in through the form as ``username`` (the cast's password) and wait for a page."""
+    from playwright.sync_api import expect
+
+    page.goto(base + "/login/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", "pw")
+    page.click("button[type=submit]")
+    expect(page.locator("h1")).to_be_visible()
+
+
+def ready(page) -> None:  # type: ignore[no-untyped-def]
+    """Wait until the page has loaded and htmx (a deferred script) is running."""
+    wait_until_true(page, "typeof htmx === 'object' && document.readyState === 'complete'")
+
+
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args):  # type: ignore[no-untyped-def]
     if not os.path.exists(CHROMIUM):
