@@ -165,7 +165,8 @@ def _item_label(item: Any) -> str:
 
 
 class GoldForm(forms.Form):
-    """An item's expected answer per aspect: a score (Likert) or a, b, tie (pairwise)."""
+    """An item's expected answer per aspect: a score (Likert), a label (a binary or
+    categorical aspect) or a, b, tie (pairwise)."""
 
     item = forms.ModelChoiceField(
         queryset=None,  # type: ignore[arg-type]
@@ -186,6 +187,11 @@ class GoldForm(forms.Form):
             if campaign.is_pairwise:
                 field: forms.Field = forms.ChoiceField(
                     choices=[("a", "A better"), ("b", "B better"), ("tie", "Tie")]
+                )
+            elif aspect.is_labelled:  # the expected label, stored as its position
+                labels = enumerate(aspect.labels or [])
+                field = forms.TypedChoiceField(
+                    choices=[(str(k), str(label)) for k, label in labels], coerce=float
                 )
             else:
                 field = forms.FloatField(min_value=aspect.scale_min, max_value=aspect.scale_max)

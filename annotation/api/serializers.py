@@ -192,6 +192,8 @@ class AssignmentSerializer(serializers.ModelSerializer):  # type: ignore[type-ar
                     "definition": x.definition,
                     "scale_min": x.scale_min,
                     "scale_max": x.scale_max,
+                    "kind": x.kind,  # binary, categorical: answer with a label's position
+                    "labels": list(x.labels or []),
                 }
                 for x in item.campaign.aspect_list()
             ],
@@ -207,7 +209,8 @@ class AssignmentSerializer(serializers.ModelSerializer):  # type: ignore[type-ar
 
 class SubmitSerializer(StrictJsonTypes, serializers.Serializer):  # type: ignore[type-arg]
     answers = serializers.DictField(
-        help_text="Aspect id → a scale point (Likert) or left / right / tie (pairwise)."
+        help_text="Aspect id → a scale point (Likert; for a binary or categorical aspect "
+        "the position of its label in its labels, from 0) or left / right / tie (pairwise)."
     )
     comment = serializers.CharField(
         required=False,

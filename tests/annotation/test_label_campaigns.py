@@ -1,7 +1,8 @@
 """A campaign on binary and categorical aspects: the item page offers the labels on keys
-1..k, an answer is stored as the label's position, and the campaign's agreement is
-Cohen's κ (two annotators) or Fleiss' κ (more) and nominal α, equal to scikit-learn's,
-statsmodels' and the ``krippendorff`` package's, with intervals over items."""
+1..k, an answer is stored as the label's position (a revision, a stale page, the API and
+gold items read labels too), and the campaign's agreement is Cohen's κ (two annotators)
+or Fleiss' κ (more) and nominal α, equal to scikit-learn's, statsmodels' and the
+``krippendorff`` package's, with intervals over items."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ import krippendorff
 import numpy as np
 import pytest
 from django.urls import reverse
+from rest_framework.test import APIClient
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
-from annotation.services import agreement, answers, assignment
+from annotation.forms import GoldForm
+from annotation.services import agreement, answers, assignment, gold
 from studies.models import Judgment
 from tests.annotation.conftest import label_aspect
 
@@ -136,3 +139,46 @@ def test_the_campaign_page_shows_kappa_and_alpha_of_a_label_aspect(
     row = page.split('id="label-agreement-table"')[1]
     assert "Cohen&#x27;s κ" in row or "Cohen's κ" in row
     assert f"{expected['kappa']['value']:.3f}" in row and f"{expected['alpha']:.3f}" in row
+
+
+def test_a_changed_label_is_revised_and_a_stale_page_names_both_labels(
+    client, make_campaign, annotators
+):
+    passes = label_aspect()
+    campaign = make_campaign(overlap=1, aspect_codes=("PASS",))
+    user = annotators[0]
+    client.force_login(user)
+    lease = assignment.claim_next(campaign, user)
+    submit = reverse("annotation:submit", args=[campaign.pk, lease.item_id])
+    client.post(submit, {f"aspect-{passes.pk}": "0", "revision": ""})
+    old = answers.revision_of({passes.pk: 0.0})
+    client.post(submit, {f"aspect-{passes.pk}": "1", "revision": old})  # revised: pass
+    judgment = Judgment.objects.get(annotator=user, aspect=passes)
+    assert judgment.value == 1.0
+    assert list(lease.revisions.values_list("value", flat=True)) == [0.0, 1.0]
+    stale = client.post(submit, {f"aspect-{passes.pk}": "0", "revision": old})
+    assert stale.status_code == 409
+    assert "stored as pass, and this page sent fail" in stale.content.decode()
+
+
+def test_the_api_names_the_labels_and_gold_items_take_a_label(cast, make_campaign, annotators):
+    passes = label_aspect()
+    campaign = make_campaign(overlap=1, aspect_codes=("PASS",))
+    lease = assignment.claim_next(campaign, annotators[0])
+    api = APIClient()
+    api.force_authenticate(annotators[0])
+    url = f"/api/annotate/assignments/{lease.pk}/"
+    (shown,) = api.get(url).json()["content"]["aspects"]
+    assert (shown["kind"], shown["labels"]) == ("binary", ["fail", "pass"])
+    sent = api.post(url + "submit/", {"answers": {str(passes.pk): 1}}, format="json")
+    assert sent.status_code == 200 and sent.json()["answers"] == {str(passes.pk): 1.0}
+
+    item = campaign.items.first()
+    form = GoldForm({"item": item.pk, f"aspect-{passes.pk}": "1"}, campaign=campaign)
+    assert form.fields[f"aspect-{passes.pk}"].choices == [("0", "fail"), ("1", "pass")]  # type: ignore[attr-defined]
+    assert form.is_valid(), form.errors
+    gold.set_gold(item, form.expected())
+    item.refresh_from_db()
+    assert item.gold_answer == {str(passes.pk): 1.0}
+    wrong = GoldForm({"item": item.pk, f"aspect-{passes.pk}": "2"}, campaign=campaign)
+    assert not wrong.is_valid()
