@@ -1,7 +1,9 @@
 """A binary aspect in a real Chromium: two annotators label a campaign with the keyboard
-only (one of them at a phone's width, where the page never scrolls sideways), the
+only (one going back to revise a label, the other at a phone's width, where the page
+never scrolls sideways), the
 researcher reads Cohen's κ on the campaign page, and the report card's label rows sort on
-a click of the MCC / κ header, both ways."""
+a click of the MCC / κ header, both ways (the researcher's pages at a phone's width too,
+neither wider than the window)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 from sklearn.metrics import cohen_kappa_score
 
+from annotation.models import AnswerRevision
 from annotation.services.agreement import compute_agreement
 from studies.models import Dataset, Judgment
 from studies.services.imports import ImportOptions, import_file
@@ -41,9 +44,26 @@ NO_SIDEWAYS = """() => {
 }"""
 
 
-def _annotate(page: Page, base: str, campaign: int, keys: Any, phone: bool = False) -> list[int]:
+def _revise(page: Page, digit: str) -> int:
+    """From an item, go back to the one answered before (``p``) and change its label to
+    ``digit``; Save change (Enter) brings the item left back. The revised item."""
+    left = page.locator("#annotate").get_attribute("data-item")
+    page.keyboard.press("p")
+    expect(page.locator("#revisit-note")).to_be_visible()
+    revised = int(page.locator("#annotate").get_attribute("data-item") or 0)
+    page.keyboard.press(digit)
+    expect(page.locator("fieldset.aspect input:checked")).to_have_attribute("data-key", digit)
+    page.keyboard.press("Enter")
+    expect(page.locator("#annotate")).to_have_attribute("data-item", left or "")
+    return revised
+
+
+def _annotate(
+    page: Page, base: str, campaign: int, keys: Any, phone: bool = False, revise: Any = None
+) -> list[int]:
     """Start the campaign from the keyboard and label every item: ``keys(k, item)`` is the
-    digit for the k-th item shown. The items answered, in order."""
+    digit for the k-th item shown; ``revise`` (the k-th item, a digit): before answering
+    it, change the answer to the one before. The items answered, in order."""
     page.goto(f"{base}/annotate/")
     page.focus(f"#start-{campaign}")
     page.keyboard.press("Enter")
@@ -59,6 +79,9 @@ def _annotate(page: Page, base: str, campaign: int, keys: Any, phone: bool = Fal
         if phone:
             width, window, outside = page.evaluate(NO_SIDEWAYS)
             assert width <= window and outside == 0, (width, window, outside)
+        if revise is not None and len(seen) == revise[0]:
+            assert _revise(page, revise[1]) == seen[-1]
+            ready(page)
         digit = keys(len(seen), item)
         page.keyboard.press(digit)
         expect(page.locator("fieldset.aspect input:checked")).to_have_attribute("data-key", digit)
@@ -127,9 +150,10 @@ def test_two_annotators_label_with_the_keyboard_and_the_researcher_reads_kappa(
     base = live_server.url
     log_in(page, base, "annotator")
     first_keys = ["2", "1", "2", "1"]
-    shown = _annotate(page, base, campaign.pk, lambda k, item: first_keys[k])
+    # before the third item, back to the second (p) to change its label to the second one
+    shown = _annotate(page, base, campaign.pk, lambda k, item: first_keys[k], revise=(2, "2"))
     assert len(shown) == 4
-    by_item = dict(zip(shown, first_keys, strict=True))
+    by_item = dict(zip(shown, ["2", "2", "2", "1"], strict=True))
 
     phone = browser.new_context(viewport={"width": 390, "height": 800})
     on_phone = phone.new_page()
@@ -156,17 +180,24 @@ def test_two_annotators_label_with_the_keyboard_and_the_researcher_reads_kappa(
     one = [stored[(i, cast["annotator"].pk)] for i in shown]
     two = [stored[(i, second.pk)] for i in shown]
     assert one == [float(by_item[i]) - 1 for i in shown]  # key k: the label at position k-1
+    revisions = AnswerRevision.objects.filter(
+        assignment__item_id=shown[1], assignment__annotator=cast["annotator"]
+    )
+    assert list(revisions.values_list("value", flat=True)) == [0.0, 1.0]  # fail, then pass
     kappa = cohen_kappa_score(one, two)
     assert kappa == pytest.approx(0.5)
     assert compute_agreement(campaign)["aspects"][0]["kappa"]["value"] == pytest.approx(kappa)
 
-    researcher = browser.new_context()
+    researcher = browser.new_context(viewport={"width": 390, "height": 844})  # a phone too
     reading = researcher.new_page()
+    sideways = "[document.documentElement.scrollWidth, window.innerWidth]"
     log_in(reading, base, "owner")
     reading.goto(f"{base}/campaigns/{campaign.pk}/")
     row = reading.locator('#label-agreement-table tr[data-aspect="CONS"]')
     expect(row.locator(".kappa-name")).to_have_text("Cohen's κ")
     expect(row.locator(".kappa")).to_have_text(f"{kappa:.3f}")
+    width, window = reading.evaluate(sideways)
+    assert width <= window  # the wide tables scroll in their own box
 
     dataset = _import_judged(cast["owner"], tmp_path)
     reading.goto(f"{base}/datasets/{dataset.pk}/report-card/")
@@ -180,4 +211,6 @@ def test_two_annotators_label_with_the_keyboard_and_the_researcher_reads_kappa(
     reading.click("#sort-label")  # again: the other way
     expect(reading.locator("#sort-label")).to_contain_text("▴")
     assert _primaries(reading) == best_first[::-1]
+    width, window = reading.evaluate(sideways)
+    assert width <= window
     researcher.close()
