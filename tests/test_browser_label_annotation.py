@@ -198,6 +198,8 @@ def test_two_annotators_label_with_the_keyboard_and_the_researcher_reads_kappa(
     expect(row.locator(".kappa")).to_have_text(f"{kappa:.3f}")
     width, window = reading.evaluate(sideways)
     assert width <= window  # the wide tables scroll in their own box
+    box = row.locator(".kappa").bounding_box()
+    assert box is not None and box["x"] + box["width"] <= window  # κ in view as it opens
 
     dataset = _import_judged(cast["owner"], tmp_path)
     reading.goto(f"{base}/datasets/{dataset.pk}/report-card/")
