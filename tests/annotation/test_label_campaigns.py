@@ -182,3 +182,17 @@ def test_the_api_names_the_labels_and_gold_items_take_a_label(cast, make_campaig
     assert item.gold_answer == {str(passes.pk): 1.0}
     wrong = GoldForm({"item": item.pk, f"aspect-{passes.pk}": "2"}, campaign=campaign)
     assert not wrong.is_valid()
+
+
+def test_the_guidelines_list_the_labels_with_their_keys(client, make_campaign, annotators):
+    label_aspect("ERRK", name="Error kind", kind="categorical", labels=ERRORS, positive="")
+    campaign = make_campaign(overlap=1, aspect_codes=("ERRK", "COH"))
+    client.force_login(annotators[0])
+    page = client.get(reverse("annotation:guidelines", args=[campaign.pk])).content.decode()
+    guide = page.split('id="guide-ERRK"')[1].split("</section>")[0]
+    assert re.findall(r"<li>(\w+) <kbd>(\d)</kbd></li>", guide) == [
+        ("none", "1"),
+        ("minor", "2"),
+        ("major", "3"),
+    ]
+    assert "Scale" not in guide and "Scale 1 to 5" in page.split('id="guide-COH"')[1]
