@@ -153,7 +153,7 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         return Response(routing.summary(self.get_object()))
 
     @extend_schema(
-        summary="Agreement per aspect (Krippendorff α with CI, pairwise ρ)",
+        summary="Agreement per aspect (α with CI, pairwise ρ; label aspects: κ, nominal α)",
         responses={200: AgreementSerializer, 202: AgreementSerializer},
     )
     @action(
