@@ -20,6 +20,8 @@ from scoring.stats.labels import annotator_reliability
 from scoring.stats.table_intervals import Estimate
 from studies.models import Aspect
 
+NO_ANSWERS = "no answers yet"
+
 
 def label_set(aspect: Aspect) -> LabelSet:
     """The aspect's labels in their declared order (a judgment stores the position)."""
@@ -63,15 +65,19 @@ def label_reliability(
     a value is a label's position) whose rows are the annotators ``names``."""
     labels = label_set(aspect)
     codes = np.where(np.isin(data, np.arange(labels.q)), data, np.nan)  # stray values: none
-    answered = np.isfinite(codes).any(axis=1)
-    found = annotator_reliability(
-        codes, np.arange(codes.shape[1]), labels, rng=rng, resamples=resamples
-    )
-    n_annotators = int(answered.sum())
-    # two annotators: their pair's κ (Cohen's); more: Fleiss'
-    two = n_annotators == 2 and bool(found.pairs)
-    kappa = found.pairs[0].kappa if two else found.fleiss_kappa
-    alpha = estimate(found.krippendorff_alpha)
+    n_annotators = int(np.isfinite(codes).any(axis=1).sum())
+    if codes.shape[1] == 0:  # no answer yet: nothing to bootstrap
+        kappa = alpha_found = Estimate(math.nan, math.nan, math.nan, 0.0, reason=NO_ANSWERS)
+        n_items, pairs = 0, ()
+    else:
+        found = annotator_reliability(
+            codes, np.arange(codes.shape[1]), labels, rng=rng, resamples=resamples
+        )
+        n_items, pairs, alpha_found = found.n_items, found.pairs, found.krippendorff_alpha
+        # two annotators: their pair's κ (Cohen's); more: Fleiss'
+        two = n_annotators == 2 and bool(pairs)
+        kappa = pairs[0].kappa if two else found.fleiss_kappa
+    alpha = estimate(alpha_found)
     return {
         "code": aspect.code,
         "name": aspect.name,
@@ -84,11 +90,11 @@ def label_reliability(
         "alpha_reason": alpha["reason"],
         "kappa": {"name": kappa_name(labels, n_annotators), **estimate(kappa)},
         "n_annotators": n_annotators,
-        "n_units": found.n_items,
+        "n_units": n_items,
         "n_answers": int(np.isfinite(codes).sum()),
         "pairs": [
             {"a": names[p.first], "b": names[p.second], "n": p.n_items, **estimate(p.kappa)}
-            for p in found.pairs
+            for p in pairs
         ],
         "others": [],
     }

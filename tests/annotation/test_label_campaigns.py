@@ -19,7 +19,7 @@ from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
 from annotation.forms import GoldForm
 from annotation.services import agreement, answers, assignment, gold
-from studies.models import Judgment
+from studies.models import Aspect, Judgment
 from tests.annotation.conftest import label_aspect
 
 pytestmark = pytest.mark.django_db
@@ -196,3 +196,16 @@ def test_the_guidelines_list_the_labels_with_their_keys(client, make_campaign, a
         ("major", "3"),
     ]
     assert "Scale" not in guide and "Scale 1 to 5" in page.split('id="guide-COH"')[1]
+
+
+def test_a_label_aspect_without_answers_has_no_kappa_yet(make_campaign, annotators):
+    passes = label_aspect()
+    campaign = make_campaign(overlap=2, aspect_codes=("PASS", "COH"), annotators=annotators[:2])
+    found = agreement.compute_agreement(campaign, resamples=50)["aspects"]
+    assert found[1]["code"] == "PASS" and found[1]["kappa"]["reason"] == "no answers yet"
+    lease = assignment.claim_next(campaign, annotators[0])
+    coh = Aspect.objects.get(code="COH")
+    answers.submit(lease.pk, annotators[0], {coh.pk: 3.0, passes.pk: 1.0})
+    found = agreement.compute_agreement(campaign, resamples=50)["aspects"]
+    assert found[1]["n_answers"] == 1 and found[1]["kappa"]["value"] is None
+    assert found[1]["alpha"] is None and found[1]["alpha_reason"]
