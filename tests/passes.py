@@ -52,12 +52,17 @@ BACKEND = {
     "tests/studies/test_import_fuzz.py": "fuzzed files against PostgreSQL's stricter types "
     "(NUL in text, integer ranges) and its rollback: no partial write",
 }
-# Left out of --quick: minutes of walking every route or of a real model (they still run
-# in CI's embedded pass and in the full suite).
+# Left out of --quick: minutes of walking every route, or seconds each of a real model or
+# of whole commands and processes (they still run in CI's embedded pass and in the full
+# suite).
 SLOW = {
     "tests/api/test_access_sequences.py": "every route after every sharing step",
     "tests/api/test_authorization_matrix.py": "every route × every role",
     "tests/studies/test_real_model.py": "the real default model on SummEval",
+    "tests/scoring/test_lm_real.py": "the real default model's stored numbers",
+    "tests/studies/test_demo_stop.py": "a whole demo started and stopped",
+    "tests/studies/test_bench_ingest.py": "the import benchmark run as a command",
+    "tests/scoring/test_bench_gpu_speed.py": "the GPU benchmark run end to end on the CPU",
     "tests/test_passes.py::test_the_embedded_and_the_production_pass_partition_the_suite": (
         "collects the whole suite"
     ),
@@ -86,6 +91,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _listed(nodeid: str, table: dict[str, str]) -> bool:
+    nodeid = nodeid.split("@")[0]  # pytest-xdist's group suffix (--dist loadgroup)
     return any(nodeid == key or nodeid.startswith(key + "::") for key in table) or (
         nodeid.split("::")[0] in table
     )
@@ -113,14 +119,30 @@ def selected(item: pytest.Item, ci_pass: str | None, quick: bool) -> bool:
     return in_production_pass(item) == (ci_pass == "production")
 
 
-@pytest.hookimpl(trylast=True)
+def group(item: pytest.Item) -> str:
+    """The tests one pytest-xdist worker runs together (``--dist loadgroup``, as
+    ``runtests`` runs them): every served test in one group, so one vLLM server serves
+    them all; the other tests by module, so a module's fixtures are built once."""
+    return "served" if item.get_closest_marker("served") else item.nodeid.split("::")[0]
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Markers first (before pytest-xdist reads the groups and renames the tests)."""
     for item in items:
         mark(item)
+        item.add_marker(pytest.mark.xdist_group(group(item)))
+
+
+@pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
+def select(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep the pass's tests; served tests first, the longest group, so that a worker
+    starts on it while the others share the rest."""
     report = config.getoption("passes_report")
     if report:
-        passes = {item.nodeid: PASSES[in_production_pass(item)] for item in items}
+        passes = {item.nodeid.split("@")[0]: PASSES[in_production_pass(item)] for item in items}
         Path(report).write_text(json.dumps(passes), encoding="utf-8")
+    items.sort(key=lambda item: not item.get_closest_marker("served"))  # stable
     ci_pass, quick = config.getoption("ci_pass"), config.getoption("quick")
     if ci_pass is None and not quick:
         return

@@ -48,7 +48,9 @@ class Served:
 
 @pytest.fixture(scope="session")
 def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    """One real vLLM server for the session (minutes to start on a loaded CPU).
+    """One real vLLM server for the session (minutes to start on a loaded CPU), started
+    with vLLM's defaults (``--max-logprobs`` 20, as most deployments run it): labels
+    outside its top-20 are read exactly (issue 37), as on a user's server.
 
     ``$CONCORDIA_VLLM_URL`` names one already running (serving the default model as
     ``smollm2-135m-instruct``) instead, to save the start while developing."""
@@ -62,7 +64,9 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         return
     venv = local_server.install()
     log = tmp_path_factory.mktemp("vllm") / "server.log"
-    server = local_server.VLLMServer(where, venv=venv, model_id=MODEL_NAME, log_path=log)
+    server = local_server.VLLMServer(
+        where, venv=venv, model_id=MODEL_NAME, log_path=log, max_logprobs=None
+    )
     server.start()
     try:
         yield Served(server.base_url, server.model_id, where, server)

@@ -99,13 +99,48 @@ def test_runtests_installs_chromium_and_vllm_only_for_a_selection_that_uses_them
     assert selects_servers(args) is servers
 
 
-def test_the_whole_suite_on_the_embedded_backends_runs_as_its_two_passes_at_once():
-    from studies.management.commands.runtests import splits
+def test_runtests_runs_in_parallel_unless_told_or_picking_a_few_tests():
+    from studies.management.commands.runtests import parallel
 
-    assert splits([], {}) and splits(["-q"], {})
-    assert not splits(["-q"], {"CONCORDIA_TESTS_SERIAL": "1"})
-    # a selection, or backends shared by both passes (one database, one broker): one process
-    assert not splits(["-k", "import"], {}) and not splits(["tests/api"], {})
-    assert not splits(["--pass", "embedded"], {}) and not splits(["--quick"], {})
-    assert not splits([], {"DATABASE_URL": "postgres://x/y"})
-    assert not splits([], {"CELERY_BROKER_URL": "redis://127.0.0.1:6379/0"})
+    xdist = ["-n", "2", "--dist", "loadgroup", "-p", "tests.parallel"]
+    assert parallel([], {}) == xdist == parallel(["-q", "--quick"], {})
+    assert parallel(["--pass", "production"], {"CONCORDIA_TEST_WORKERS": "3"})[1] == "3"
+    assert parallel([], {"CONCORDIA_TEST_WORKERS": "1"}) == []
+    # the caller's own -n, or a few tests picked (a collection per worker would cost more)
+    assert parallel(["-n", "4"], {}) == [] == parallel(["-nauto"], {})
+    assert parallel(["-k", "import"], {}) == [] == parallel(["tests/api"], {})
+
+
+def test_each_xdist_worker_gets_its_own_folder_and_redis_databases(tmp_path):
+    from tests.parallel import isolate
+
+    redis = {"CONCORDIA_DATA_DIR": str(tmp_path), "CELERY_BROKER_URL": "redis://h:6379/0"}
+    isolate("gw1", redis)
+    assert redis["CONCORDIA_DATA_DIR"] == str(tmp_path / "gw1")
+    assert (redis["CELERY_BROKER_URL"], redis["CELERY_RESULT_BACKEND"]) == (
+        "redis://h:6379/3",
+        "redis://h:6379/4",
+    )
+    assert redis["CACHE_URL"] == "redis://h:6379/5"
+    first = {"CELERY_BROKER_URL": "redis://h:6379/0", "CACHE_URL": "redis://c:1/7"}
+    isolate("gw0", first)
+    assert (
+        first["CELERY_BROKER_URL"] == "redis://h:6379/0" and first["CACHE_URL"] == "redis://c:1/7"
+    )
+    embedded = {"CONCORDIA_DATA_DIR": str(tmp_path)}
+    isolate("gw2", embedded)
+    assert embedded == {"CONCORDIA_DATA_DIR": str(tmp_path / "gw2")}
+
+
+def test_served_tests_share_one_group_and_others_go_by_module():
+    from tests.passes import group
+
+    class Item:
+        def __init__(self, nodeid: str, served: bool) -> None:
+            self.nodeid, self.served = nodeid, served
+
+        def get_closest_marker(self, name: str) -> object:
+            return name == "served" and self.served or None
+
+    assert group(Item("tests/a/test_x.py::t[1]", True)) == "served"  # type: ignore[arg-type]
+    assert group(Item("tests/a/test_x.py::t[1]", False)) == "tests/a/test_x.py"  # type: ignore[arg-type]

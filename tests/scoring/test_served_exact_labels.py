@@ -1,12 +1,11 @@
-"""G-Eval's rating labels read exactly through an endpoint whose top-k is small: a REAL
-vLLM server started with vLLM's defaults (``--max-logprobs`` 20, as most deployments
-run it). Labels outside the top-20 are scored from prompt log-probabilities, so the
+"""G-Eval's rating labels read exactly through an endpoint whose top-k is small: the
+session's REAL vLLM server, started with vLLM's defaults (``--max-logprobs`` 20, as most
+deployments run it; tests/served.py). Labels outside the top-20 are scored from prompt log-probabilities, so the
 served G-Eval equals the local run of the same weights (issue 37, item 1)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 
@@ -14,7 +13,7 @@ from scoring.lm import HFLanguageModel
 from scoring.lm.served import Capabilities, ServedClient, ServedModel, probe
 from scoring.metrics import geval
 from tests.scoring.test_served_engine import DEFAULTS, items, spec
-from tests.served import Served, other_server
+from tests.served import Served
 
 pytestmark = [pytest.mark.served, pytest.mark.engine]  # no database: the SQLite pass only
 
@@ -23,11 +22,8 @@ FIGURES: dict[str, float] = {}
 
 
 @pytest.fixture(scope="module")
-def default_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    with other_server(
-        tmp_path_factory, "defaults", max_logprobs=None, env="CONCORDIA_VLLM_DEFAULTS_URL"
-    ) as served:
-        yield served
+def default_server(vllm_server: Served) -> Served:
+    return vllm_server
 
 
 @pytest.fixture(scope="module")

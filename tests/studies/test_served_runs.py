@@ -116,9 +116,9 @@ def test_a_gptscore_run_on_the_endpoint_through_the_io_worker_equals_the_local_r
     said = add_endpoint(fault_proxy.url, "--price-in", "2", "--price-out", "8")
     endpoint = Endpoint.objects.get(name="vllm")
     found = endpoint.capabilities
-    assert "probe of vllm: chat top_logprobs 1000" in said and endpoint.probed_at
+    assert "probe of vllm: chat top_logprobs 20" in said and endpoint.probed_at
     assert found["echo_logprobs"] and found["prompt_logprobs"] and found["sampling_n"]
-    assert found["chat_top_logprobs"] == 1000 and found["seed"]
+    assert found["chat_top_logprobs"] == 20 and found["seed"]
     # the key went to the server on every request
     assert {h.get("Authorization") for h in fault_proxy.headers_seen} == {f"Bearer {KEY}"}
 

@@ -1,0 +1,52 @@
+"""Each pytest-xdist worker its own data folder and Redis databases (a pytest plugin,
+loaded with ``-p tests.parallel`` before Django reads its settings; ``runtests`` loads it
+whenever it runs tests in parallel).
+
+Under ``pytest -n N`` worker ``gwK`` sets, before ``evalsite.settings`` is imported:
+
+- ``CONCORDIA_DATA_DIR`` to ``<data folder>/gwK``: its SQLite test database, filesystem
+  broker, cache, media and results are its own;
+- on a Redis broker, the broker's, the results' and the cache's database numbers moved
+  up by ``3 * K`` (worker 0 keeps 0, 1, 2; worker 1 takes 3, 4, 5), so one worker's
+  Celery workers never take another's tasks and ``cache.clear()`` clears its own cache.
+
+The processes a test starts (workers, commands) inherit these. pytest-django gives each
+worker its own database name on PostgreSQL (``test_<name>_gwK``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+REDIS_DBS_PER_WORKER = 3  # broker, results, cache (evalsite/settings.py: 0, 1, 2)
+
+
+def moved(url: str, offset: int) -> str:
+    """``url`` (redis://host:port/N) with its database number moved up by ``offset``."""
+    match = re.fullmatch(r"(rediss?://[^/]+)/(\d+)", url)
+    if not match or not offset:
+        return url
+    return f"{match[1]}/{int(match[2]) + offset}"
+
+
+def isolate(worker: str, environ: dict[str, str] | os._Environ[str]) -> None:
+    """Give xdist worker ``worker`` (``gwK``) its own folder and Redis databases."""
+    base = Path(environ.get("CONCORDIA_DATA_DIR") or ROOT / "data")
+    environ["CONCORDIA_DATA_DIR"] = str(base / worker)
+    broker = environ.get("CELERY_BROKER_URL", "")
+    if not broker.startswith(("redis://", "rediss://")):
+        return
+    offset = REDIS_DBS_PER_WORKER * int(worker.removeprefix("gw") or 0)
+    host = broker.rsplit("/", 1)[0]
+    environ.setdefault("CELERY_RESULT_BACKEND", f"{host}/1")
+    environ.setdefault("CACHE_URL", f"{host}/2")
+    for name in ("CELERY_BROKER_URL", "CELERY_RESULT_BACKEND", "CACHE_URL"):
+        environ[name] = moved(environ[name], offset)
+
+
+if WORKER:
+    isolate(WORKER, os.environ)
