@@ -94,6 +94,15 @@ def row_counts() -> dict[str, int]:
     }
 
 
+@pytest.fixture(scope="module")
+def schema(django_db_blocker):  # type: ignore[no-untyped-def]
+    """The public OpenAPI schema, as drf-spectacular generates it (once per test module)."""
+    from drf_spectacular.generators import SchemaGenerator
+
+    with django_db_blocker.unblock():
+        return dict(SchemaGenerator().get_schema(request=None, public=True))
+
+
 @pytest.fixture
 def allow_loopback(settings):  # type: ignore[no-untyped-def]
     """Researchers' endpoints may reach 127.0.0.1, where the tests' servers run (the

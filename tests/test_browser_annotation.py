@@ -14,7 +14,7 @@ from annotation.services import answers, assignment
 from annotation.services.agreement import compute_agreement
 from studies.models import Dataset, Judgment, Study
 from tests.annotation.conftest import make_study, new_campaign
-from tests.conftest import wait_until_true
+from tests.browser import log_in, ready
 from tests.factories import DatasetFactory, DocumentFactory, OutputFactory, UserFactory
 
 pytestmark = [
@@ -22,19 +22,6 @@ pytestmark = [
     pytest.mark.usefixtures("defaults_restored"),
     pytest.mark.browser,
 ]
-
-
-def log_in(page: Page, base: str, username: str) -> None:
-    page.goto(base + "/login/")
-    page.fill("input[name=username]", username)
-    page.fill("input[name=password]", "pw")
-    page.click("button[type=submit]")
-    expect(page.locator("h1")).to_be_visible()
-
-
-def ready(page: Page) -> None:
-    """Wait until the page has loaded and htmx (a deferred script) is running."""
-    wait_until_true(page, "typeof htmx === 'object' && document.readyState === 'complete'")
 
 
 def other_campaign_item(cast) -> tuple[int, int]:  # type: ignore[no-untyped-def]

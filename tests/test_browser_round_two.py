@@ -12,9 +12,9 @@ from playwright.sync_api import Browser, Dialog, expect
 
 from studies.models import Dataset, MetricRun, MetricScore, Output, PromptTemplateVersion
 from studies.services.imports import ImportOptions, import_file
+from tests.browser import Watched
 from tests.conftest import record
-from tests.studies.test_ppi import records as ppi_records
-from tests.test_browser_csp import Watched
+from tests.factories import ppi_records
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

@@ -17,8 +17,8 @@ from studies.services.catalog.endpoints import create_endpoint
 from studies.services.imports import ImportOptions, import_file
 from tests.annotation.conftest import make_study, new_campaign
 from tests.annotation.routing_data import informative_campaign, make_routed_study
-from tests.studies.test_dashboards import synthetic_records
-from tests.test_browser_annotation import log_in, ready
+from tests.browser import log_in, ready
+from tests.factories import synthetic_records
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

@@ -13,8 +13,8 @@ from playwright.sync_api import Browser, expect
 from annotation.models import Campaign
 from studies.models import Aspect, Study
 from studies.services.imports import ImportOptions, import_file
-from tests.studies.test_dashboards import synthetic_records
-from tests.test_browser_csp import Watched
+from tests.browser import Watched
+from tests.factories import synthetic_records
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

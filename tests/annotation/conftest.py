@@ -13,6 +13,7 @@ from studies.models import Aspect, Study
 from tests.factories import DatasetFactory, DocumentFactory, OutputFactory, UserFactory
 
 SYSTEMS = ("s1", "s2", "s3")
+HTMX = {"HTTP_HX_REQUEST": "true"}  # what htmx sends: the views answer with a partial
 
 
 def make_study(owner: Any) -> Study:
@@ -62,3 +63,7 @@ def make_campaign(study, cast, annotators) -> Callable[..., Campaign]:  # type: 
 
 def likert_answers(campaign: Campaign, value: float = 4) -> dict[int, float]:
     return {aspect.pk: value for aspect in campaign.aspects.all()}
+
+
+def form_data(campaign: Campaign, value: str = "4") -> dict[str, str]:
+    return {f"aspect-{a.pk}": value for a in campaign.aspects.all()}

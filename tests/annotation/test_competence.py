@@ -14,10 +14,10 @@ from studies.models import Aspect, Dataset, Judgment, MetricScore, Output
 from studies.services.analysis.dashboards import compute_and_cache, frame_for
 from studies.services.analysis.frames import load_frame
 from studies.services.analysis.params import MatrixParams
+from tests.annotation.conftest import HTMX
 from tests.factories import MetricRunFactory
 
 pytestmark = pytest.mark.django_db
-HTMX = {"HTTP_HX_REQUEST": "true"}
 
 
 def good_value(output: Output) -> float:

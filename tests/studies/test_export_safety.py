@@ -21,7 +21,7 @@ from studies.services.analysis.tables import to_csv
 from studies.services.csvfile import neutralise_cell, restore_cell
 from studies.services.imports import ImportOptions, export_dataset, import_file
 from tests.conftest import record
-from tests.studies.test_dashboards import synthetic_records
+from tests.factories import synthetic_records
 
 pytestmark = pytest.mark.django_db
 

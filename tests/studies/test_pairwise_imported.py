@@ -17,15 +17,9 @@ from studies.services.analysis.report_card import CardParams, compute_card
 from studies.services.imports import ImportOptions, import_file
 from studies.services.runs import RunRequest, execute_run, start_run
 from tests.conftest import record
-from tests.tiny_models import tiny_gpt2
 
 pytestmark = pytest.mark.django_db
 QUALITY = {"s0": 1.0, "s1": 2.0, "s2": 0.0}  # s1 best, s2 worst
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory):  # type: ignore[no-untyped-def]
-    return tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2"), n_positions=2048)
 
 
 def _import(path, cast) -> None:  # type: ignore[no-untyped-def]
@@ -40,7 +34,7 @@ def _import(path, cast) -> None:  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
+def human_pairs_dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
     outputs = [
         record(
             f"d{d}",
@@ -88,9 +82,9 @@ class Judge:
 
 
 @pytest.fixture
-def run(dataset, tiny_model) -> MetricRun:  # type: ignore[no-untyped-def]
-    request = RunRequest(metric="pairwise", aspect="coherence", model=tiny_model)
-    found = start_run(dataset, request, enqueue=False, local_paths=True)
+def run(human_pairs_dataset, long_context_tiny_model) -> MetricRun:  # type: ignore[no-untyped-def]
+    request = RunRequest(metric="pairwise", aspect="coherence", model=long_context_tiny_model)
+    found = start_run(human_pairs_dataset, request, enqueue=False, local_paths=True)
     execute_run(found.pk, model_factory=lambda r: Judge())
     return MetricRun.objects.get(pk=found.pk)
 

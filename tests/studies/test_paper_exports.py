@@ -18,30 +18,17 @@ from studies.models import Dataset, MetricRun
 from studies.services.analysis import tables
 from studies.services.analysis.dashboards import matrix_for
 from studies.services.analysis.params import MatrixParams
-from studies.services.imports import ImportOptions, import_file
-from tests.studies.test_dashboards import synthetic_records
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def scored(write_jsonl, cast):  # type: ignore[no-untyped-def]
-    records = synthetic_records()
-    path = write_jsonl(records, name="scored.jsonl")
-    import_file(
-        path,
-        ImportOptions(
-            dataset="scored",
-            task="summarization",
-            file_format="jsonl",
-            file_name=path.name,
-            owner=cast["owner"],
-        ),
-    )
+def scored(scored):  # type: ignore[no-untyped-def]
+    """The shared ``scored`` dataset with its noise run labelled as computed (``=noise``)."""
     dataset = Dataset.objects.get(name="scored")
     MetricRun.objects.filter(dataset=dataset, label="noise").update(label="=noise")
     dataset.bump_data_version()
-    return records
+    return scored
 
 
 @pytest.fixture
