@@ -11,9 +11,9 @@ import pytest
 from playwright.sync_api import Browser, Error, Route, expect
 
 from studies.models import Aspect, Dataset, MetricRun
-from studies.services.imports import ImportOptions, import_file
 from tests.browser import Watched
 from tests.conftest import record
+from tests.factories import import_jsonl
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -32,14 +32,7 @@ def test_a_choice_made_while_the_plan_loads_is_kept(live_server, browser: Browse
             lines.append(json.dumps(fields))
     path = tmp_path / "plan.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    options = ImportOptions(
-        dataset="plan",
-        task="summarization",
-        file_format="jsonl",
-        file_name=path.name,
-        owner=cast["owner"],
-    )
-    import_file(path, options)
+    import_jsonl(path, "plan", cast["owner"])
     dataset = Dataset.objects.get(name="plan")
     m1, m2 = MetricRun.objects.filter(dataset=dataset).order_by("label")
     coh = Aspect.objects.get(code="COH")

@@ -11,10 +11,9 @@ import pytest
 from playwright.sync_api import Browser, Dialog, expect
 
 from studies.models import Dataset, MetricRun, MetricScore, Output, PromptTemplateVersion
-from studies.services.imports import ImportOptions, import_file
 from tests.browser import Watched
 from tests.conftest import record
-from tests.factories import ppi_records
+from tests.factories import import_jsonl, ppi_records
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -36,10 +35,7 @@ def _dataset(tmp_path, owner) -> Dataset:  # type: ignore[no-untyped-def]
             lines.append(json.dumps(fields))
     path = tmp_path / "two.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    options = ImportOptions(
-        dataset="two", task="summarization", file_format="jsonl", file_name=path.name, owner=owner
-    )
-    import_file(path, options)
+    import_jsonl(path, "two", owner)
     return Dataset.objects.get(name="two")
 
 
@@ -124,14 +120,7 @@ def test_the_second_rounds_marks_labels_intervals_and_confirmations(
             json.dumps({k: v for k, v in r.items() if k != "human_all"}) + "\n" for r in rows_ppi
         )
     )
-    options = ImportOptions(
-        dataset="few",
-        task="summarization",
-        file_format="jsonl",
-        file_name=path.name,
-        owner=cast["owner"],
-    )
-    import_file(path, options)
+    import_jsonl(path, "few", cast["owner"])
     researcher.open(f"/datasets/{Dataset.objects.get(name='few').pk}/ppi/")
     table = page.locator("#ppi-table")
     expect(table.locator(".no-interval").first).to_contain_text(

@@ -257,3 +257,21 @@ def long_context_tiny_model(tmp_path_factory):  # type: ignore[no-untyped-def]
 def panel(cast):  # type: ignore[no-untyped-def]
     """The report card's panel of judges of known quality (report_card_data.build_panel)."""
     return build_panel(cast["owner"])
+
+
+SYSTEM_QUALITY = {"s0": 1.0, "s1": 2.0, "s2": 0.0}  # s1 best, s2 worst
+
+
+def known_quality_records() -> list[dict[str, object]]:
+    """3 documents × 3 systems of known quality, each output judged its quality + 1."""
+    return [
+        record(
+            f"d{d}",
+            f"s{s}",
+            output=f"Summary by s{s} of budget {d}.",
+            source=f"The council approved budget {d} after a long debate.",
+            human={"coherence": SYSTEM_QUALITY[f"s{s}"] + 1},
+        )
+        for d in range(3)
+        for s in range(3)
+    ]

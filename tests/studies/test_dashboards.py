@@ -17,9 +17,8 @@ from studies.models import Aspect, Dataset, MetricScore, Output, TaskKind
 from studies.services.analysis.dashboards import cached_matrix, compute_and_cache, request_matrix
 from studies.services.analysis.matrix_cost import estimated_seconds, matrix_size
 from studies.services.analysis.params import MatrixParams
-from studies.services.imports import ImportOptions, import_file
 from studies.tasks import compute_correlations
-from tests.factories import MetricRunFactory, dataset_pk, synthetic_records
+from tests.factories import MetricRunFactory, dataset_pk, import_jsonl, synthetic_records
 
 pytestmark = pytest.mark.django_db
 
@@ -472,16 +471,7 @@ def test_paper_view_shows_the_ranks_table(client, scored, cast):
 def test_command_averages_ranks_over_aspects_and_datasets(scored, write_jsonl, cast):
     records = synthetic_records(n_docs=10, seed=5)
     path = write_jsonl(records, name="scored2.jsonl")
-    import_file(
-        path,
-        ImportOptions(
-            dataset="scored2",
-            task="summarization",
-            file_format="jsonl",
-            file_name=path.name,
-            owner=cast["owner"],
-        ),
-    )
+    import_jsonl(path, "scored2", cast["owner"])
     both = command_json(
         "--dataset",
         "scored",

@@ -16,9 +16,8 @@ from annotation.models import Campaign, Item, PairwiseJudgment
 from scoring.lm.rating import RatingDistribution, RatingRequest
 from studies.api.serializers.runs import RunCreateSerializer
 from studies.management.commands.run_metric import Command
-from studies.models import AllowedModel, Aspect, Dataset, MetricRun, MetricScore, Output, Study
+from studies.models import AllowedModel, Aspect, MetricRun, MetricScore, Output, Study
 from studies.services.analysis import pairwise_judge as service
-from studies.services.imports import ImportOptions, import_file
 from studies.services.runs import (
     METRICS,
     RunError,
@@ -29,36 +28,16 @@ from studies.services.runs import (
     queue_for,
     start_run,
 )
-from tests.conftest import record
-from tests.factories import UserFactory
+from tests.factories import UserFactory, import_jsonl
+from tests.studies.conftest import SYSTEM_QUALITY, known_quality_records
 
 pytestmark = pytest.mark.django_db
-QUALITY = {"s0": 1.0, "s1": 2.0, "s2": 0.0}  # s1 best, s2 worst; the coherence judgments + 1
 
 
 @pytest.fixture
 def known_quality_dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
-    records = [
-        record(
-            f"d{d}",
-            f"s{s}",
-            output=f"Summary by s{s} of budget {d}.",
-            source=f"The council approved budget {d} after a long debate.",
-            human={"coherence": QUALITY[f"s{s}"] + 1},
-        )
-        for d in range(3)
-        for s in range(3)
-    ]
-    path = write_jsonl(records, name="judged.jsonl")
-    options = ImportOptions(
-        dataset="pairs",
-        task="summarization",
-        file_format="jsonl",
-        file_name=path.name,
-        owner=cast["owner"],
-    )
-    import_file(path, options)
-    return Dataset.objects.get(name="pairs")
+    records = known_quality_records()
+    return import_jsonl(write_jsonl(records, name="judged.jsonl"), "pairs", cast["owner"])
 
 
 def _shown(prompt: str) -> tuple[str, str]:
@@ -80,7 +59,13 @@ class Judge:
         out = []
         for r in requests:
             a, b = _shown(r.prompt)
-            p = 0.7 if self.kind == "position" else 0.8 if QUALITY[a] > QUALITY[b] else 0.2
+            p = (
+                0.7
+                if self.kind == "position"
+                else 0.8
+                if SYSTEM_QUALITY[a] > SYSTEM_QUALITY[b]
+                else 0.2
+            )
             probs = [p * (1 - self.tie), (1 - p) * (1 - self.tie), self.tie][: len(r.labels)]
             out.append(RatingDistribution(r.key, r.labels, tuple(probs), label_mass=0.5))
         return out
@@ -259,7 +244,7 @@ def test_sampled_answers_need_a_sampler_and_say_so(known_quality_dataset, long_c
     class Sampler:
         def sample(self, prompt, *, n, temperature, max_new_tokens, seed):  # type: ignore[no-untyped-def]
             a, b = _shown(prompt)
-            return ["A" if QUALITY[a] > QUALITY[b] else "B"] * n
+            return ["A" if SYSTEM_QUALITY[a] > SYSTEM_QUALITY[b] else "B"] * n
 
     assert execute_run(run.pk, model_factory=lambda r: Sampler()) == "succeeded"
     values = _values(run)

@@ -16,10 +16,9 @@ from studies.models import Aspect, Dataset, MetricRun, MetricScore, Output
 from studies.services.analysis.dashboards import frame_for
 from studies.services.analysis.params import MatrixParams
 from studies.services.analysis.ppi import PPIQuery, compute_table, parse_query, ppi_table
-from studies.services.imports import ImportOptions, import_file
 from studies.services.runs import RunRequest, execute_run, start_run
 from tests.conftest import SHARED_DATA
-from tests.factories import ppi_records
+from tests.factories import import_jsonl, ppi_records
 
 pytestmark = pytest.mark.django_db
 
@@ -28,17 +27,7 @@ pytestmark = pytest.mark.django_db
 def ppi_dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
     rows = ppi_records()
     path = write_jsonl([{k: v for k, v in r.items() if k != "human_all"} for r in rows])
-    import_file(
-        path,
-        ImportOptions(
-            dataset="ppi",
-            task="summarization",
-            file_format="jsonl",
-            file_name=path.name,
-            owner=cast["owner"],
-        ),
-    )
-    dataset = Dataset.objects.get(name="ppi")
+    dataset = import_jsonl(path, "ppi", cast["owner"])
     run = MetricRun.objects.get(dataset=dataset)
     return dataset, run, Aspect.objects.get(code="COH"), rows
 
@@ -92,14 +81,7 @@ def test_too_few_judged_outputs_give_no_interval_and_the_default_run_is_the_most
     judged outputs per system."""
     rows = ppi_records(judged_docs=3)
     path = write_jsonl([{k: v for k, v in r.items() if k != "human_all"} for r in rows])
-    options = ImportOptions(
-        dataset="few",
-        task="summarization",
-        file_format="jsonl",
-        file_name=path.name,
-        owner=cast["owner"],
-    )
-    import_file(path, options)
+    import_jsonl(path, "few", cast["owner"])
     dataset = Dataset.objects.get(name="few")
     full = MetricRun.objects.get(dataset=dataset)
     partial = MetricRun.objects.create(
@@ -152,16 +134,7 @@ def test_a_dataset_without_runs_says_what_is_missing(client, cast, write_jsonl):
             for r in ppi_records(4, 4)
         ]
     )
-    import_file(
-        path,
-        ImportOptions(
-            dataset="bare",
-            task="summarization",
-            file_format="jsonl",
-            file_name=path.name,
-            owner=cast["owner"],
-        ),
-    )
+    import_jsonl(path, "bare", cast["owner"])
     client.force_login(cast["owner"])
     page = client.get(reverse("studies:dataset-ppi", args=[Dataset.objects.get(name="bare").pk]))
     assert page.status_code == 200 and b"no metric run yet" in page.content
@@ -193,17 +166,7 @@ def test_summeval_with_a_fifth_of_its_documents_judged_recovers_the_system_means
         ],
         "summeval-fifth.jsonl",
     )
-    import_file(
-        path,
-        ImportOptions(
-            dataset="summeval",
-            task="summarization",
-            file_format="jsonl",
-            file_name=path.name,
-            owner=cast["owner"],
-        ),
-    )
-    dataset = Dataset.objects.get(name="summeval")
+    dataset = import_jsonl(path, "summeval", cast["owner"])
     run = start_run(dataset, RunRequest(metric="rouge1"), enqueue=False)
     assert execute_run(run.pk, chunk_outputs=400) == "succeeded"
     relevance = Aspect.objects.get(code="REL")
