@@ -1,7 +1,10 @@
 """What the browser tests share: a page that collects CSP violations, console and script
-errors (``Watched``), logging in, and waiting until htmx runs."""
+errors (``Watched``), logging in, waiting until htmx runs, and waiting for a condition."""
 
 from __future__ import annotations
+
+import time
+from collections.abc import Callable
 
 from playwright.sync_api import Browser, Page, expect
 
@@ -14,6 +17,15 @@ def log_in(page: Page, base: str, username: str) -> None:
     page.fill("input[name=password]", "pw")
     page.click("button[type=submit]")
     expect(page.locator("h1")).to_be_visible()
+
+
+def wait_for(page: Page, condition: Callable[[], object], what: str, timeout: float = 60.0) -> None:
+    """Wait for ``condition()`` while Playwright handles the page's events and routes (a
+    plain sleep would hold its event loop, and with it every dialog and routed request)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
+        page.wait_for_timeout(50)
 
 
 def ready(page: Page) -> None:

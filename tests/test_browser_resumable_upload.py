@@ -6,15 +6,14 @@ from byte 0); a real worker imports the file exactly once."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from playwright.sync_api import Page, Route, expect
 
 from studies.models import Dataset, ImportJob, Output, UploadSession
 from studies.services.uploads import file_path
+from tests.browser import wait_for
 from tests.conftest import record
 
 pytestmark = [
@@ -36,15 +35,6 @@ def write_file(path: Path) -> bytes:
     data = ("\n".join(lines) + "\n").encode()
     path.write_bytes(data)
     return data
-
-
-def wait_for(page: Page, condition: Any, what: str, timeout: float = 60.0) -> None:
-    """Wait for ``condition()`` while Playwright handles the page's routes (a plain sleep
-    would hold its event loop, and with it every routed request)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
-        page.wait_for_timeout(100)
 
 
 class Network:

@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Browser, Dialog, expect
 
 from studies.models import Dataset, MetricRun, MetricScore, Output, PromptTemplateVersion
-from tests.browser import Watched
+from tests.browser import Watched, wait_for
 from tests.conftest import record
 from tests.factories import import_jsonl, ppi_records
 
@@ -90,8 +90,9 @@ def test_the_second_rounds_marks_labels_intervals_and_confirmations(
     expect(page.locator("#matrix-table .sentinel-fail")).to_have_count(0)
     # item 8: Add sentinel baselines asks, with what it starts; dismissed, nothing starts
     runs_before = MetricRun.objects.count()
+    asked = len(questions)
     page.click("#add-sentinels")
-    page.wait_for_timeout(300)
+    wait_for(page, lambda: len(questions) > asked, "the question before adding sentinels", 10)
     assert questions and "sentinel runs over the 36 outputs" in questions[-1]
     assert MetricRun.objects.count() == runs_before and "/correlations/" in page.url
 
@@ -107,8 +108,9 @@ def test_the_second_rounds_marks_labels_intervals_and_confirmations(
     # item 8: Cancel asks first; dismissed, the run goes on
     scoring = MetricRun.objects.get(label="length")
     researcher.open(f"/runs/{scoring.pk}/")
+    asked = len(questions)
     page.click("#run-progress button:has-text('Cancel')")
-    page.wait_for_timeout(300)
+    wait_for(page, lambda: len(questions) > asked, "the question before cancelling", 10)
     assert "Cancel this run?" in questions[-1] and "the 9 scores so far are kept" in questions[-1]
     assert MetricRun.objects.get(pk=scoring.pk).status == "running"
 
