@@ -28,6 +28,12 @@ def wait_for(page: Page, condition: Callable[[], object], what: str, timeout: fl
         page.wait_for_timeout(50)
 
 
+def log_in_as_owner(page: Page, base: str) -> None:
+    """The researcher ``owner`` (the cast's) logged in, on the home page."""
+    log_in(page, base, "owner")
+    expect(page.locator("h1")).to_have_text("Your studies")
+
+
 def ready(page: Page) -> None:
     """Wait until the page has loaded and htmx (a deferred script) is running."""
     wait_until_true(page, "typeof htmx === 'object' && document.readyState === 'complete'")

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from annotation.models import Campaign
+from annotation.services import answers, assignment
 from annotation.services.campaigns import CampaignSpec, create_campaign
 from studies.models import Aspect, Study
 from tests.factories import DatasetFactory, DocumentFactory, OutputFactory, UserFactory
@@ -67,3 +68,10 @@ def likert_answers(campaign: Campaign, value: float = 4) -> dict[int, float]:
 
 def form_data(campaign: Campaign, value: str = "4") -> dict[str, str]:
     return {f"aspect-{a.pk}": value for a in campaign.aspects.all()}
+
+
+def answer_all(campaign, user, value_of) -> None:  # type: ignore[no-untyped-def]
+    """Answer every item the queue gives ``user`` with ``value_of(output)`` on every aspect."""
+    while (lease := assignment.claim_next(campaign, user)) is not None:
+        value = value_of(lease.item.output_a)
+        answers.submit(lease.pk, user, {a.pk: value for a in campaign.aspects.all()})

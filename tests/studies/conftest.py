@@ -275,3 +275,10 @@ def known_quality_records() -> list[dict[str, object]]:
         for d in range(3)
         for s in range(3)
     ]
+
+
+@pytest.fixture
+def owner_client(client, cast):  # type: ignore[no-untyped-def]
+    """The test client, logged in as the cast's ``owner``."""
+    client.force_login(cast["owner"])
+    return client

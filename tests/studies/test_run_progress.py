@@ -38,12 +38,6 @@ def progress_dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
     return import_jsonl(write_jsonl(records), "progress", cast["owner"])
 
 
-@pytest.fixture
-def owner_client(client, cast):  # type: ignore[no-untyped-def]
-    client.force_login(cast["owner"])
-    return client
-
-
 def _run(dataset, tiny_model):  # type: ignore[no-untyped-def]
     return start_run(
         dataset, RunRequest(aspect="COH", model=tiny_model), enqueue=False, local_paths=True
