@@ -10,6 +10,8 @@ from playwright.sync_api import Browser, Page, expect
 
 from tests.conftest import wait_until_true
 
+FOCUSED = "document.activeElement && document.activeElement.id"  # the focused element's id
+
 
 def log_in(page: Page, base: str, username: str) -> None:
     page.goto(base + "/login/")

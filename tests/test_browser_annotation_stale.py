@@ -11,7 +11,7 @@ from playwright.sync_api import Browser, expect
 from annotation.models import Assignment
 from studies.models import Judgment
 from tests.annotation.conftest import make_study, new_campaign
-from tests.browser import log_in, ready
+from tests.browser import FOCUSED, log_in, ready
 from tests.conftest import wait_until_true
 
 pytestmark = [
@@ -19,7 +19,6 @@ pytestmark = [
     pytest.mark.usefixtures("defaults_restored"),
     pytest.mark.browser,
 ]
-FOCUSED = "document.activeElement && document.activeElement.id"
 
 
 def _item_id(url: str) -> int:
