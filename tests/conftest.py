@@ -94,6 +94,15 @@ def row_counts() -> dict[str, int]:
     }
 
 
+@pytest.fixture(scope="module")
+def schema(django_db_blocker):  # type: ignore[no-untyped-def]
+    """The public OpenAPI schema, as drf-spectacular generates it (once per test module)."""
+    from drf_spectacular.generators import SchemaGenerator
+
+    with django_db_blocker.unblock():
+        return dict(SchemaGenerator().get_schema(request=None, public=True))
+
+
 @pytest.fixture
 def allow_loopback(settings):  # type: ignore[no-untyped-def]
     """Researchers' endpoints may reach 127.0.0.1, where the tests' servers run (the
@@ -219,22 +228,6 @@ def wait_until_true(page, expression: str, timeout: float = 10.0) -> None:  # ty
     while not page.evaluate(expression):
         assert time.monotonic() < deadline, f"still false after {timeout} s: {expression}"
         time.sleep(0.05)
-
-
-def log_in(page, base: str, username: str) -> None:  # type: ignore[no-untyped-def]
-    """Log in through the form as ``username`` (the cast's password) and wait for a page."""
-    from playwright.sync_api import expect
-
-    page.goto(base + "/login/")
-    page.fill("input[name=username]", username)
-    page.fill("input[name=password]", "pw")
-    page.click("button[type=submit]")
-    expect(page.locator("h1")).to_be_visible()
-
-
-def ready(page) -> None:  # type: ignore[no-untyped-def]
-    """Wait until the page has loaded and htmx (a deferred script) is running."""
-    wait_until_true(page, "typeof htmx === 'object' && document.readyState === 'complete'")
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +78,11 @@ def import_demo(owner: Any, folder: Path, name: str = "demo") -> models.Dataset:
     """The demo data (studies/demo_data.py) imported as ``owner``'s dataset ``name``."""
     path = folder / f"{name}.jsonl"
     write_demo_jsonl(path)
+    return import_jsonl(path, name, owner)
+
+
+def import_jsonl(path: Path, name: str, owner: Any) -> models.Dataset:
+    """The summarization records of a .jsonl file imported as ``owner``'s dataset ``name``."""
     options = ImportOptions(
         dataset=name, task="summarization", file_format="jsonl", file_name=path.name, owner=owner
     )
@@ -167,3 +173,65 @@ def pairwise_campaign(
         for who, k, choice in answers
     )
     return campaign
+
+
+def synthetic_records(
+    n_docs: int = 12, n_systems: int = 5, seed: int = 3
+) -> list[dict[str, object]]:
+    rng = np.random.default_rng(seed)
+    records = []
+    for d in range(n_docs):
+        for s in range(n_systems):
+            coherence = float(rng.integers(1, 6))
+            fluency = (
+                float(rng.integers(1, 6)) if (d, s) != (0, 0) else None
+            )  # one missing judgment
+            records.append(
+                {
+                    "doc_id": f"doc{d:02d}",
+                    "system_id": f"sys{s}",
+                    "source": f"Source {d}.",
+                    "references": [f"Ref {d}."],
+                    "output": f"Output {d}-{s}.",
+                    "human": {"coherence": coherence, **({"fluency": fluency} if fluency else {})},
+                    "metrics": {
+                        "good": round(coherence + float(rng.normal(0, 0.8)), 4),
+                        "noise": round(float(rng.normal()), 4),
+                    },
+                }
+            )
+    return records
+
+
+PPI_QUALITY = {"good": 4.0, "fair": 3.0, "poor": 2.0}
+
+
+def import_scored(write_jsonl: Any, owner: Any) -> models.Dataset:
+    """synthetic_records() imported as ``owner``'s dataset ``scored`` (``write_jsonl`` is
+    the fixture of that name)."""
+    return import_jsonl(write_jsonl(synthetic_records(), name="scored.jsonl"), "scored", owner)
+
+
+def ppi_records(n_docs: int = 30, judged_docs: int = 9, seed: int = 0) -> list[dict[str, object]]:
+    """Three systems of known quality on documents of varying difficulty; a metric on
+    its own scale that follows the human scores; human scores on the first
+    ``judged_docs`` documents only (the others are left for the metric)."""
+    rng = random.Random(seed)
+    rows = []
+    for d in range(n_docs):
+        difficulty = rng.gauss(0, 0.6)
+        for system, quality in PPI_QUALITY.items():
+            human = quality + difficulty + rng.gauss(0, 0.3)
+            row: dict[str, object] = {
+                "doc_id": f"d{d:02d}",
+                "system_id": system,
+                "source": f"Source {d}.",
+                "references": [f"Reference {d}."],
+                "output": f"{system} output {d}.",
+                "metrics": {"m": 0.1 * human + rng.gauss(0, 0.02)},
+                "human_all": human,
+            }
+            if d < judged_docs:
+                row["human"] = {"coherence": round(min(max(human, 0.0), 5.0), 6)}
+            rows.append(row)
+    return rows

@@ -1,6 +1,6 @@
 """The architecture checks CI runs (ARCHITECTURE.md): import-linter's layer contracts and
 ``scripts/check_architecture.py`` (cycles, imports inside functions, private names taken
-from another module, module length, ``# fmt: skip``), each run on the project, and the checker shown to catch what it checks."""
+from another module, test modules imported, module length, ``# fmt: skip``), each run on the project, and the checker shown to catch what it checks."""
 
 from __future__ import annotations
 
@@ -111,6 +111,35 @@ def test_the_checker_refuses_a_private_name_taken_from_another_module(
     assert "private names imported from another module: 2" in out
     assert "studies/b.py:1: imports the private studies.a._helper" in out
     assert "studies/c.py:1: imports the private studies.a._helper" in out
+
+
+def test_the_checker_refuses_a_test_module_imported_by_another_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    check = _checker()
+    _write(
+        tmp_path,
+        {
+            "tests/__init__.py": "",
+            "tests/factories.py": "def build():\n    pass\n",
+            "tests/conftest.py": "from tests.test_b import helper\n",
+            "tests/test_a.py": "from tests.factories import build\nfrom tests.test_b import helper\n",
+            "tests/sub/__init__.py": "",
+            "tests/sub/test_c.py": "from tests import test_b as b\n\n\n"
+            "def test_x():\n    import tests.sub.test_d\n",
+            "tests/sub/test_d.py": "import tests.sub.test_d\n",  # itself: no finding
+            "tests/test_b.py": "def helper():\n    pass\n",
+        },
+    )
+    monkeypatch.setattr(check, "ROOT", tmp_path)
+    assert check.main([]) == 1
+    out = capsys.readouterr().out
+    assert "test modules imported by another module: 4" in out
+    assert "tests/conftest.py:1: imports the test module tests.test_b" in out
+    assert "tests/test_a.py:2: imports the test module tests.test_b" in out
+    assert "tests/sub/test_c.py:1: imports the test module tests.test_b" in out
+    assert "tests/sub/test_c.py:5: imports the test module tests.sub.test_d" in out
+    assert "factories" not in out and "test_d.py" not in out
 
 
 def test_a_light_worker_loads_every_task_without_torch() -> None:

@@ -6,7 +6,9 @@ import json
 import re
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import expect
+
+from tests.browser import log_in_as_owner
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -29,18 +31,10 @@ GOOD = "\n".join(
 )
 
 
-def log_in(page: Page, base: str) -> None:
-    page.goto(base + "/login/")
-    page.fill("input[name=username]", "owner")
-    page.fill("input[name=password]", "pw")
-    page.click("button[type=submit]")
-    expect(page.locator("h1")).to_have_text("Your studies")
-
-
 def test_researcher_uploads_a_file_and_sees_it_imported(
     live_server, page, cast, celery_worker_process, tmp_path
 ):
-    log_in(page, live_server.url)
+    log_in_as_owner(page, live_server.url)
     page.click("text=Upload a file")
     good = tmp_path / "browser.jsonl"
     good.write_text(GOOD + "\n")
@@ -60,7 +54,7 @@ def test_researcher_uploads_a_file_and_sees_it_imported(
 def test_researcher_sees_located_errors_for_a_bad_file(
     live_server, page, cast, celery_worker_process, tmp_path
 ):
-    log_in(page, live_server.url)
+    log_in_as_owner(page, live_server.url)
     page.goto(live_server.url + "/datasets/upload/")
     notes = tmp_path / "notes.txt"
     notes.write_text("hello")

@@ -14,7 +14,7 @@ from annotation.services import answers, assignment
 from annotation.services.agreement import compute_agreement
 from studies.models import Dataset, Judgment, Study
 from tests.annotation.conftest import make_study, new_campaign
-from tests.conftest import log_in, ready
+from tests.browser import log_in, ready
 from tests.factories import DatasetFactory, DocumentFactory, OutputFactory, UserFactory
 
 pytestmark = [

@@ -10,9 +10,9 @@ from playwright.sync_api import Browser, Page, expect
 from annotation.models import Assignment
 from studies.models import Judgment, Study
 from tests.annotation.conftest import make_study, new_campaign
+from tests.browser import FOCUSED, log_in, ready
 from tests.conftest import wait_until_true
 from tests.factories import DatasetFactory, DocumentFactory, OutputFactory
-from tests.test_browser_annotation import log_in, ready
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -20,7 +20,6 @@ pytestmark = [
     pytest.mark.browser,
 ]
 ASPECTS = ("COH", "FLU", "REL")  # shown by code: Coherence, Fluency, Relevance
-FOCUSED = "document.activeElement && document.activeElement.id"
 
 
 def _item_id(page: Page) -> int:

@@ -15,9 +15,9 @@ from playwright.sync_api import Browser, Page
 
 from studies.models import Study
 from tests.annotation.conftest import new_campaign
+from tests.browser import log_in, ready
 from tests.conftest import SHARED_DATA
 from tests.factories import DatasetFactory, DocumentFactory, OutputFactory
-from tests.test_browser_annotation import log_in, ready
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

@@ -11,15 +11,14 @@ from playwright.sync_api import Browser, expect
 from annotation.models import Assignment
 from studies.models import Judgment
 from tests.annotation.conftest import make_study, new_campaign
+from tests.browser import FOCUSED, log_in, ready
 from tests.conftest import wait_until_true
-from tests.test_browser_annotation import log_in, ready
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("defaults_restored"),
     pytest.mark.browser,
 ]
-FOCUSED = "document.activeElement && document.activeElement.id"
 
 
 def _item_id(url: str) -> int:

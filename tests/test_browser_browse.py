@@ -8,10 +8,9 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from studies.models import MetricRun, MetricScore
-from studies.services.imports import ImportOptions, import_file
+from tests.browser import Watched
 from tests.conftest import wait_until_true
-from tests.studies.test_dashboards import synthetic_records
-from tests.test_browser_csp import Watched
+from tests.factories import import_scored
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -23,17 +22,7 @@ pytestmark = [
 def test_researcher_filters_sorts_opens_an_output_and_comes_back(
     live_server, browser: Browser, cast, write_jsonl
 ):
-    path = write_jsonl(synthetic_records(), name="scored.jsonl")
-    import_file(
-        path,
-        ImportOptions(
-            dataset="scored",
-            task="summarization",
-            file_format="jsonl",
-            file_name=path.name,
-            owner=cast["owner"],
-        ),
-    )
+    import_scored(write_jsonl, cast["owner"])
     run = MetricRun.objects.get(dataset__name="scored", label="good")
     best = (
         MetricScore.objects.filter(run=run, output__system_id="sys2")

@@ -9,9 +9,8 @@ from playwright.sync_api import Browser, expect
 
 from learned.models import TrainedMetric
 from studies.models import Aspect, MetricRun
-from studies.services.imports import ImportOptions, import_file
-from tests.studies.test_dashboards import synthetic_records
-from tests.test_browser_csp import Watched
+from tests.browser import Watched
+from tests.factories import import_scored
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -23,17 +22,7 @@ pytestmark = [
 def test_cell_page_draws_vega_charts_with_a_legend_and_no_csp_violation(
     live_server, browser: Browser, cast, write_jsonl
 ):
-    path = write_jsonl(synthetic_records(), name="scored.jsonl")
-    import_file(
-        path,
-        ImportOptions(
-            dataset="scored",
-            task="summarization",
-            file_format="jsonl",
-            file_name=path.name,
-            owner=cast["owner"],
-        ),
-    )
+    import_scored(write_jsonl, cast["owner"])
     run = MetricRun.objects.get(dataset__name="scored", label="good")
     other = MetricRun.objects.get(dataset__name="scored", label="noise")
     coh = Aspect.objects.get(code="COH")

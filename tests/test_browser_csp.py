@@ -8,91 +8,24 @@ from __future__ import annotations
 
 import pytest
 from django.utils import timezone
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, expect
 
 from annotation.models import Campaign
 from studies.models import Aspect, Endpoint, MetricRun
 from studies.services.analysis import planner
 from studies.services.analysis.planner import PlannerParams
 from studies.services.catalog.endpoints import create_endpoint
-from studies.services.imports import ImportOptions, import_file
 from tests.annotation.conftest import make_study, new_campaign
 from tests.annotation.routing_data import informative_campaign, make_routed_study
+from tests.browser import Watched
 from tests.conftest import wait_until_true
-from tests.studies.test_dashboards import synthetic_records
+from tests.factories import import_scored
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("defaults_restored"),
     pytest.mark.browser,
 ]
-WATCH = """
-window.__violations = [];
-document.addEventListener("securitypolicyviolation", (e) => window.__violations.push(
-  `${e.violatedDirective} blocked ${e.blockedURI || "inline"} at ${e.sourceFile}:${e.lineNumber}`));
-"""
-
-
-class Watched:
-    """A page whose CSP violations, console errors and script errors are all collected."""
-
-    def __init__(self, browser: Browser, base: str) -> None:
-        self.base, self.problems, self.visited = base, [], 0  # type: ignore[var-annotated]
-        self.page: Page = browser.new_page()
-        self.page.add_init_script(WATCH)
-        self.page.on("console", self._console)
-        self.page.on("pageerror", lambda exc: self.problems.append(f"script error: {exc}"))
-        self.page.on("response", self._response)
-
-    def _console(self, message) -> None:  # type: ignore[no-untyped-def]
-        # A failed load is reported by _response, with its address.
-        if message.type == "error" and not message.text.startswith("Failed to load resource"):
-            self.problems.append(f"console: {message.text}")
-
-    def _response(self, response) -> None:  # type: ignore[no-untyped-def]
-        # Chromium asks for /favicon.ico on its own; the lockout page answers 429 on purpose.
-        expected = response.url.endswith("/favicon.ico") or (
-            response.status == 429 and response.url.endswith("/login/")
-        )
-        if response.status >= 400 and not expected:
-            self.problems.append(f"{response.status} for {response.url}")
-
-    def open(self, path: str, status: int = 200) -> None:
-        self.collect()
-        response = self.page.goto(self.base + path)
-        assert response is not None and response.status == status, (path, response)
-        policy = response.headers.get("content-security-policy", "")
-        assert "script-src 'self'" in policy and "style-src 'self'" in policy, (path, policy)
-        self.page.wait_for_load_state("load")
-        if not path.startswith(("/admin/", "/api/")):  # pages of their own, without htmx
-            wait_until_true(self.page, "typeof htmx === 'object'")
-        self.visited += 1
-
-    def log_in(self, username: str, path: str = "/login/") -> None:
-        self.open(path)
-        self.page.fill("input[name=username]", username)
-        self.page.fill("input[name=password]", "pw")
-        self.page.click("[type=submit]")
-        self.page.wait_for_load_state("load")
-
-    def settled(self) -> None:
-        """Wait until htmx has finished settling a swap: the swapped-in elements get their
-        htmx listeners only in the settle step (a few ms after the new DOM appears), so a
-        change made in that window would be lost."""
-        wait_until_true(
-            self.page, "!document.querySelector('.htmx-request, .htmx-settling, .htmx-swapping')"
-        )
-
-    def collect(self) -> list[str]:
-        """Violations seen by the current document so far (each document starts afresh)."""
-        try:
-            seen = self.page.evaluate("window.__violations || []")
-        except Exception:  # between two documents
-            seen = []
-        for v in seen:
-            if v not in self.problems:
-                self.problems.append(v)
-        return self.problems
 
 
 def annotate(annotator: Watched, campaign: Campaign, keys: str) -> None:
@@ -148,17 +81,7 @@ def annotate(annotator: Watched, campaign: Campaign, keys: str) -> None:
 def test_pages_work_under_the_content_security_policy_without_violations(
     live_server, browser: Browser, cast, write_jsonl, allow_loopback
 ):
-    path = write_jsonl(synthetic_records(), name="scored.jsonl")
-    import_file(
-        path,
-        ImportOptions(
-            dataset="scored",
-            task="summarization",
-            file_format="jsonl",
-            file_name=path.name,
-            owner=cast["owner"],
-        ),
-    )
+    import_scored(write_jsonl, cast["owner"])
     run = MetricRun.objects.filter(dataset__name="scored").first()
     assert run is not None
     scored = f"/datasets/{run.dataset_id}"

@@ -5,9 +5,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from studies.services.imports import ImportOptions, import_file
-from tests.factories import dataset_pk
-from tests.studies.test_dashboards import synthetic_records
+from tests.factories import dataset_pk, import_scored
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -18,17 +16,7 @@ pytestmark = [
 
 def log_in_with_a_scored_dataset(live_server, page: Page, cast, write_jsonl) -> None:  # type: ignore[no-untyped-def]
     """The owner, logged in, with the synthetic "scored" dataset imported."""
-    path = write_jsonl(synthetic_records(), name="scored.jsonl")
-    import_file(
-        path,
-        ImportOptions(
-            dataset="scored",
-            task="summarization",
-            file_format="jsonl",
-            file_name=path.name,
-            owner=cast["owner"],
-        ),
-    )
+    import_scored(write_jsonl, cast["owner"])
     page.goto(live_server.url + "/login/")
     page.fill("input[name=username]", "owner")
     page.fill("input[name=password]", "pw")

@@ -17,8 +17,8 @@ from playwright.sync_api import Browser, expect
 from studies.models import Dataset, ImportJob, MetricRun
 from studies.services.imports import ImportOptions, import_file
 from studies.services.runs import RunRequest, cancel_run, start_run
+from tests.browser import Watched
 from tests.conftest import record
-from tests.test_browser_csp import Watched
 from tests.tiny_models import tiny_gpt2
 
 pytestmark = [

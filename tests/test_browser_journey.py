@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from studies.models import MetricRun, Study
-from tests.test_browser_csp import Watched
+from tests.browser import Watched
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

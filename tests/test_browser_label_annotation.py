@@ -22,7 +22,7 @@ from annotation.services.agreement import compute_agreement
 from studies.models import Dataset, Judgment
 from studies.services.imports import ImportOptions, import_file
 from tests.annotation.conftest import label_aspect, make_study, new_campaign
-from tests.conftest import log_in, ready
+from tests.browser import log_in, ready
 from tests.factories import UserFactory
 
 pytestmark = [

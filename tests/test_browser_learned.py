@@ -10,9 +10,9 @@ from playwright.sync_api import Browser, expect
 
 from learned.models import TrainedMetric
 from studies.services.imports import ImportOptions, import_file
+from tests.browser import Watched
 from tests.factories import dataset_pk
 from tests.learned.conftest import records
-from tests.test_browser_csp import Watched
 from tests.tiny_models import tiny_gpt2
 
 pytestmark = [

@@ -7,11 +7,9 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Browser, expect
 
-from studies.services.imports import ImportOptions, import_file
+from tests.browser import Watched
 from tests.conftest import wait_until_true
-from tests.factories import dataset_pk
-from tests.studies.test_dashboards import synthetic_records
-from tests.test_browser_csp import Watched
+from tests.factories import dataset_pk, import_scored
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -22,17 +20,7 @@ pytestmark = [
 
 @pytest.fixture
 def researcher(live_server, browser: Browser, cast, write_jsonl) -> Watched:  # type: ignore[no-untyped-def]
-    path = write_jsonl(synthetic_records(), name="scored.jsonl")
-    import_file(
-        path,
-        ImportOptions(
-            dataset="scored",
-            task="summarization",
-            file_format="jsonl",
-            file_name=path.name,
-            owner=cast["owner"],
-        ),
-    )
+    import_scored(write_jsonl, cast["owner"])
     watched = Watched(browser, live_server.url)
     watched.log_in("owner")
     watched.open(f"/datasets/{dataset_pk('scored')}/correlations/")

@@ -4,16 +4,16 @@ the plan alone, the form stays, the latest request wins and the URL follows."""
 
 from __future__ import annotations
 
+import contextlib
 import json
-import time
 
 import pytest
-from playwright.sync_api import Browser, Route, expect
+from playwright.sync_api import Browser, Error, Route, expect
 
 from studies.models import Aspect, Dataset, MetricRun
-from studies.services.imports import ImportOptions, import_file
+from tests.browser import Watched
 from tests.conftest import record
-from tests.test_browser_csp import Watched
+from tests.factories import import_jsonl
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -32,14 +32,7 @@ def test_a_choice_made_while_the_plan_loads_is_kept(live_server, browser: Browse
             lines.append(json.dumps(fields))
     path = tmp_path / "plan.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    options = ImportOptions(
-        dataset="plan",
-        task="summarization",
-        file_format="jsonl",
-        file_name=path.name,
-        owner=cast["owner"],
-    )
-    import_file(path, options)
+    import_jsonl(path, "plan", cast["owner"])
     dataset = Dataset.objects.get(name="plan")
     m1, m2 = MetricRun.objects.filter(dataset=dataset).order_by("label")
     coh = Aspect.objects.get(code="COH")
@@ -50,14 +43,26 @@ def test_a_choice_made_while_the_plan_loads_is_kept(live_server, browser: Browse
     researcher.open(f"/datasets/{dataset.pk}/planner/")
     page.evaluate("document.getElementById('planner-form').dataset.mark = 'same form'")
 
-    def slow(route: Route) -> None:  # each plan answers after a while, as a busy server
-        time.sleep(0.8)
-        route.continue_()
+    # No plan is answered until the last choice is made, as on a busy server: each choice
+    # is made while the plans asked for before it are still loading.
+    held: list[Route] = []
+    released = False
 
-    page.route("**/planner/?*", slow)
+    def busy(route: Route) -> None:
+        if released:
+            route.continue_()
+        else:
+            held.append(route)
+
+    page.route("**/planner/?*", busy)
     page.select_option("#planner-aspect", str(coh.pk))
     page.select_option("#planner-a", str(m1.pk))  # while the first is loading
     page.select_option("#planner-b", str(m2.pk))
+    assert held, "no plan was asked for while the choices were made"
+    released = True
+    for route in held:
+        with contextlib.suppress(Error):  # a request htmx has since aborted
+            route.continue_()
     page.wait_for_url(f"**b={m2.pk}**")
     expect(page.locator("#planner")).not_to_contain_text("Choose an aspect", timeout=15_000)
     assert page.evaluate("document.getElementById('planner-form').dataset.mark") == "same form"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.browser import log_in
 from tests.studies.report_card_data import build_panel
-from tests.test_browser_annotation import log_in
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

@@ -6,15 +6,14 @@ from byte 0); a real worker imports the file exactly once."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from playwright.sync_api import Page, Route, expect
 
 from studies.models import Dataset, ImportJob, Output, UploadSession
 from studies.services.uploads import file_path
+from tests.browser import log_in_as_owner, wait_for
 from tests.conftest import record
 
 pytestmark = [
@@ -36,15 +35,6 @@ def write_file(path: Path) -> bytes:
     data = ("\n".join(lines) + "\n").encode()
     path.write_bytes(data)
     return data
-
-
-def wait_for(page: Page, condition: Any, what: str, timeout: float = 60.0) -> None:
-    """Wait for ``condition()`` while Playwright handles the page's routes (a plain sleep
-    would hold its event loop, and with it every routed request)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
-        page.wait_for_timeout(100)
 
 
 class Network:
@@ -74,14 +64,6 @@ class Network:
         route.continue_()
 
 
-def log_in(page: Page, base: str) -> None:
-    page.goto(base + "/login/")
-    page.fill("input[name=username]", "owner")
-    page.fill("input[name=password]", "pw")
-    page.click("button[type=submit]")
-    expect(page.locator("h1")).to_have_text("Your studies")
-
-
 def choose(page: Page, base: str, path: Path) -> None:
     page.goto(base + "/datasets/upload/")
     page.set_input_files("input[name=file]", str(path))
@@ -97,7 +79,7 @@ def test_an_upload_cut_off_and_reloaded_resumes_and_imports_once(
     data = write_file(source)
     network = Network()
     page.route("**/api/uploads/**", network.handle)
-    log_in(page, live_server.url)
+    log_in_as_owner(page, live_server.url)
 
     # 1. four chunks arrive, then the connection is gone: the page keeps retrying
     network.abort_after = 4
@@ -133,7 +115,7 @@ def test_the_page_shows_a_refused_start_on_its_fields(live_server, page, cast, s
     settings.CONCORDIA = {**settings.CONCORDIA, "IMPORT_MAX_FILE_BYTES": 1024}
     source = tmp_path / "large.jsonl"
     write_file(source)
-    log_in(page, live_server.url)
+    log_in_as_owner(page, live_server.url)
     choose(page, live_server.url, source)
     expect(page.locator(".field.has-error .error")).to_contain_text("import limit of 1,024 bytes")
     expect(page.locator("#upload-progress")).to_be_hidden()

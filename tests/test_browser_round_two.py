@@ -11,10 +11,9 @@ import pytest
 from playwright.sync_api import Browser, Dialog, expect
 
 from studies.models import Dataset, MetricRun, MetricScore, Output, PromptTemplateVersion
-from studies.services.imports import ImportOptions, import_file
+from tests.browser import Watched, wait_for
 from tests.conftest import record
-from tests.studies.test_ppi import records as ppi_records
-from tests.test_browser_csp import Watched
+from tests.factories import import_jsonl, ppi_records
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -36,10 +35,7 @@ def _dataset(tmp_path, owner) -> Dataset:  # type: ignore[no-untyped-def]
             lines.append(json.dumps(fields))
     path = tmp_path / "two.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    options = ImportOptions(
-        dataset="two", task="summarization", file_format="jsonl", file_name=path.name, owner=owner
-    )
-    import_file(path, options)
+    import_jsonl(path, "two", owner)
     return Dataset.objects.get(name="two")
 
 
@@ -94,8 +90,9 @@ def test_the_second_rounds_marks_labels_intervals_and_confirmations(
     expect(page.locator("#matrix-table .sentinel-fail")).to_have_count(0)
     # item 8: Add sentinel baselines asks, with what it starts; dismissed, nothing starts
     runs_before = MetricRun.objects.count()
+    asked = len(questions)
     page.click("#add-sentinels")
-    page.wait_for_timeout(300)
+    wait_for(page, lambda: len(questions) > asked, "the question before adding sentinels", 10)
     assert questions and "sentinel runs over the 36 outputs" in questions[-1]
     assert MetricRun.objects.count() == runs_before and "/correlations/" in page.url
 
@@ -111,8 +108,9 @@ def test_the_second_rounds_marks_labels_intervals_and_confirmations(
     # item 8: Cancel asks first; dismissed, the run goes on
     scoring = MetricRun.objects.get(label="length")
     researcher.open(f"/runs/{scoring.pk}/")
+    asked = len(questions)
     page.click("#run-progress button:has-text('Cancel')")
-    page.wait_for_timeout(300)
+    wait_for(page, lambda: len(questions) > asked, "the question before cancelling", 10)
     assert "Cancel this run?" in questions[-1] and "the 9 scores so far are kept" in questions[-1]
     assert MetricRun.objects.get(pk=scoring.pk).status == "running"
 
@@ -124,14 +122,7 @@ def test_the_second_rounds_marks_labels_intervals_and_confirmations(
             json.dumps({k: v for k, v in r.items() if k != "human_all"}) + "\n" for r in rows_ppi
         )
     )
-    options = ImportOptions(
-        dataset="few",
-        task="summarization",
-        file_format="jsonl",
-        file_name=path.name,
-        owner=cast["owner"],
-    )
-    import_file(path, options)
+    import_jsonl(path, "few", cast["owner"])
     researcher.open(f"/datasets/{Dataset.objects.get(name='few').pk}/ppi/")
     table = page.locator("#ppi-table")
     expect(table.locator(".no-interval").first).to_contain_text(

@@ -12,7 +12,7 @@ from playwright.sync_api import Browser, expect
 from annotation.models import Assignment, Campaign
 from studies.models import Aspect
 from tests.annotation.routing_data import DISAGREE, make_routed_study
-from tests.test_browser_annotation import log_in, ready
+from tests.browser import log_in, ready
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

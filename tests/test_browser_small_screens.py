@@ -14,11 +14,10 @@ from playwright.sync_api import Browser, Page
 from studies.models import Aspect, Endpoint, MetricRun, Study
 from studies.services.analysis.planner import PlannerParams
 from studies.services.catalog.endpoints import create_endpoint
-from studies.services.imports import ImportOptions, import_file
 from tests.annotation.conftest import make_study, new_campaign
 from tests.annotation.routing_data import informative_campaign, make_routed_study
-from tests.studies.test_dashboards import synthetic_records
-from tests.test_browser_annotation import log_in, ready
+from tests.browser import log_in, ready
+from tests.factories import import_jsonl, synthetic_records
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -72,14 +71,7 @@ def _world(owner: Any, annotator: Any, write_jsonl: Any) -> dict[str, Any]:
         r["doc_id"] = f"{LONG_KEY}-{r['doc_id']}"
         r["source"] = f"{r['source']} " + "A sentence of the source, told at length. " * 40
     path = write_jsonl(records, name="scored.jsonl")
-    options = ImportOptions(
-        dataset="scored",
-        task="summarization",
-        file_format="jsonl",
-        file_name=path.name,
-        owner=owner,
-    )
-    import_file(path, options)
+    import_jsonl(path, "scored", owner)
     runs = list(MetricRun.objects.filter(dataset__name="scored").order_by("pk"))
     campaign = new_campaign(make_study(owner), owner, [annotator], aspect_codes=("COH", "FLU"))
     pairs = new_campaign(campaign.study, owner, [annotator], name="Pairs", mode="pairwise")

@@ -12,9 +12,8 @@ from playwright.sync_api import Browser, expect
 
 from annotation.models import Campaign
 from studies.models import Aspect, Study
-from studies.services.imports import ImportOptions, import_file
-from tests.studies.test_dashboards import synthetic_records
-from tests.test_browser_csp import Watched
+from tests.browser import Watched
+from tests.factories import import_jsonl, synthetic_records
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -27,16 +26,7 @@ def test_from_an_uploaded_dataset_to_an_annotators_campaign(
     live_server, browser: Browser, cast, write_jsonl
 ):
     path = write_jsonl(synthetic_records(), name="uploaded.jsonl")
-    import_file(
-        path,
-        ImportOptions(
-            dataset="uploaded",
-            task="summarization",
-            file_format="jsonl",
-            file_name=path.name,
-            owner=cast["owner"],
-        ),
-    )
+    import_jsonl(path, "uploaded", cast["owner"])
     coherence = Aspect.objects.get(code="COH", owner__isnull=True)
 
     researcher = Watched(browser, live_server.url)

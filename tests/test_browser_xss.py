@@ -22,8 +22,8 @@ from annotation.models import Campaign
 from studies.models import Aspect, Dataset, MetricRun, Study
 from studies.services.imports import ImportOptions, import_file
 from tests.annotation.conftest import new_campaign
+from tests.browser import log_in
 from tests.conftest import XSS_CHECKS
-from tests.test_browser_annotation import log_in
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

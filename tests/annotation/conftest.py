@@ -8,11 +8,13 @@ from typing import Any
 import pytest
 
 from annotation.models import Campaign
+from annotation.services import answers, assignment
 from annotation.services.campaigns import CampaignSpec, create_campaign
 from studies.models import Aspect, Study
 from tests.factories import DatasetFactory, DocumentFactory, OutputFactory, UserFactory
 
 SYSTEMS = ("s1", "s2", "s3")
+HTMX = {"HTTP_HX_REQUEST": "true"}  # what htmx sends: the views answer with a partial
 
 
 def make_study(owner: Any) -> Study:
@@ -78,3 +80,14 @@ def label_aspect(code: str = "PASS", **fields: Any) -> Aspect:
     aspect.full_clean()
     aspect.save()
     return aspect
+
+
+def form_data(campaign: Campaign, value: str = "4") -> dict[str, str]:
+    return {f"aspect-{a.pk}": value for a in campaign.aspects.all()}
+
+
+def answer_all(campaign, user, value_of) -> None:  # type: ignore[no-untyped-def]
+    """Answer every item the queue gives ``user`` with ``value_of(output)`` on every aspect."""
+    while (lease := assignment.claim_next(campaign, user)) is not None:
+        value = value_of(lease.item.output_a)
+        answers.submit(lease.pk, user, {a.pk: value for a in campaign.aspects.all()})

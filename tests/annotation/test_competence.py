@@ -9,25 +9,19 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
-from annotation.services import answers, assignment, competence, gold
+from annotation.services import competence, gold
 from studies.models import Aspect, Dataset, Judgment, MetricScore, Output
 from studies.services.analysis.dashboards import compute_and_cache, frame_for
 from studies.services.analysis.frames import load_frame
 from studies.services.analysis.params import MatrixParams
+from tests.annotation.conftest import HTMX, answer_all
 from tests.factories import MetricRunFactory
 
 pytestmark = pytest.mark.django_db
-HTMX = {"HTTP_HX_REQUEST": "true"}
 
 
 def good_value(output: Output) -> float:
     return float(1 + (int(output.document.doc_key[1:]) * 3 + int(output.system_id[1:])) % 5)
-
-
-def answer_all(campaign, user, value_of) -> None:  # type: ignore[no-untyped-def]
-    while (lease := assignment.claim_next(campaign, user)) is not None:
-        value = value_of(lease.item.output_a)
-        answers.submit(lease.pk, user, {a.pk: value for a in campaign.aspects.all()})
 
 
 def careful_careless_spammer(make_campaign, annotators):  # type: ignore[no-untyped-def]

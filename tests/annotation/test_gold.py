@@ -8,16 +8,10 @@ from annotation.services import answers, assignment, gold
 from studies.models import Aspect, Dataset, MetricScore, Output
 from studies.services.analysis.dashboards import compute_and_cache
 from studies.services.analysis.params import MatrixParams
+from tests.annotation.conftest import answer_all
 from tests.factories import MetricRunFactory
 
 pytestmark = pytest.mark.django_db
-
-
-def answer_all(campaign, user, value_of) -> None:  # type: ignore[no-untyped-def]
-    """Answer every item the queue gives ``user`` with ``value_of(output)`` on every aspect."""
-    while (lease := assignment.claim_next(campaign, user)) is not None:
-        value = value_of(lease.item.output_a)
-        answers.submit(lease.pk, user, {a.pk: value for a in campaign.aspects.all()})
 
 
 def good_value(output: Output) -> float:

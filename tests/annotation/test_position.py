@@ -12,9 +12,9 @@ from annotation.models import PairwiseJudgment
 from annotation.services import answers, assignment
 from annotation.services.position import position_report
 from studies.models import Aspect, Output
+from tests.annotation.conftest import HTMX
 
 pytestmark = pytest.mark.django_db
-HTMX = {"HTTP_HX_REQUEST": "true"}
 
 
 def quality(output: Output) -> int:

@@ -15,8 +15,7 @@ from annotation.models import AnswerRevision, Assignment, Campaign, PairwiseJudg
 from annotation.services import answer_rows, answers, assignment
 from annotation.services.preferences import pairwise_answers, preference_pairs
 from studies.models import Aspect, Dataset, Judgment
-from tests.annotation.conftest import likert_answers
-from tests.annotation.test_views import HTMX, form_data
+from tests.annotation.conftest import HTMX, form_data, likert_answers
 
 pytestmark = pytest.mark.django_db
 ONLY_COMMENT = "only the comment changes <img src=x onerror=alert(1)>"

@@ -12,10 +12,10 @@ from django.utils import timezone
 from annotation.models import Assignment, Campaign, Item
 from annotation.services import answers, assignment
 from studies.models import Aspect, Judgment, MetricScore
+from tests.annotation.conftest import HTMX, form_data
 from tests.factories import MetricRunFactory
 
 pytestmark = pytest.mark.django_db
-HTMX = {"HTTP_HX_REQUEST": "true"}
 
 
 def start(client, campaign, user) -> Assignment:  # type: ignore[no-untyped-def]
@@ -24,10 +24,6 @@ def start(client, campaign, user) -> Assignment:  # type: ignore[no-untyped-def]
     lease = Assignment.objects.get(annotator=user, status="leased")
     assert response["Location"] == reverse("annotation:item", args=[campaign.pk, lease.item_id])
     return lease
-
-
-def form_data(campaign: Campaign, value: str = "4") -> dict[str, str]:
-    return {f"aspect-{a.pk}": value for a in campaign.aspects.all()}
 
 
 def test_item_page_and_its_htmx_partial(client, make_campaign, cast):

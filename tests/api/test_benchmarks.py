@@ -16,7 +16,7 @@ from django.test import Client
 from studies.models import Dataset, ImportJob, Output
 from studies.services import queue
 from studies.services.imports import run_import_job
-from tests.studies.sources import test_formats_annotation as ann
+from tests.studies.sources import annotation_exports as ann
 
 pytestmark = pytest.mark.django_db
 

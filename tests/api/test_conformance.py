@@ -9,19 +9,12 @@ from typing import Any
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from drf_spectacular.generators import SchemaGenerator
 
 from studies.api.schema import NO_NUL, NOT_BLANK
 from studies.models import Dataset
 from tests.api.conftest import errors_body
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(scope="module")
-def schema(django_db_blocker: Any) -> dict[str, Any]:
-    with django_db_blocker.unblock():
-        return dict(SchemaGenerator().get_schema(request=None, public=True))
 
 
 def parameters(schema: dict[str, Any], path: str, method: str = "get") -> dict[str, Any]:

@@ -13,15 +13,8 @@ from typing import Any, get_args
 
 import pytest
 from concordia_client import _uploads, client, models, operations
-from drf_spectacular.generators import SchemaGenerator
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(scope="module")
-def schema(django_db_blocker: Any) -> dict[str, Any]:
-    with django_db_blocker.unblock():
-        return dict(SchemaGenerator().get_schema(request=None, public=True))
 
 
 def resolve(schema: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:

@@ -20,6 +20,9 @@ from studies.models import Dataset, MetricRun, MetricScore
 from studies.services.imports import ImportOptions, import_file
 from studies.services.runs import RunRequest, start_run
 from tests.conftest import ROOT, free_port, record, worker_env
+from tests.factories import import_jsonl, import_scored, synthetic_records
+from tests.studies.report_card_data import build_panel
+from tests.tiny_models import tiny_gpt2
 
 
 def pending_run(write_jsonl, owner, name: str = "lost") -> MetricRun:  # type: ignore[no-untyped-def]
@@ -204,3 +207,78 @@ def redis_server(tmp_path) -> Iterator[RedisServer]:  # type: ignore[no-untyped-
     server = RedisServer(tmp_path)
     yield server
     server.stop()
+
+
+@pytest.fixture
+def scored(write_jsonl, cast):  # type: ignore[no-untyped-def]
+    """The dataset ``scored``: synthetic_records() (12 documents × 5 systems, two metrics,
+    coherence and fluency, one judgment missing); the records are returned."""
+    import_scored(write_jsonl, cast["owner"])
+    return synthetic_records()
+
+
+BASELINE_REFS = ["The council approved the budget on Tuesday.", "A budget passed after debate."]
+
+
+def import_baseline_dataset(write_jsonl, owner=None, name="base"):  # type: ignore[no-untyped-def]
+    """4 documents × 3 systems with two references each (ROUGE, BLEU, chrF need them)."""
+    records = [
+        record(
+            f"d{d}",
+            f"s{s}",
+            references=BASELINE_REFS,
+            output=[
+                "The council approved the budget.",
+                "Budget debate on Tuesday.",
+                "Schools reopened after the storm.",
+            ][s]
+            + f" {d}",
+        )
+        for d in range(4)
+        for s in range(3)
+    ]
+    return import_jsonl(write_jsonl(records), name, owner)
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):  # type: ignore[no-untyped-def]
+    """A randomly initialised GPT-2 of a few kilobytes, converted once per test module."""
+    return tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2"))
+
+
+@pytest.fixture(scope="module")
+def long_context_tiny_model(tmp_path_factory):  # type: ignore[no-untyped-def]
+    """The tiny GPT-2 with a context long enough for a judge's prompt with the random
+    model's 256 tokens of steps."""
+    return tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2"), n_positions=2048)
+
+
+@pytest.fixture
+def panel(cast):  # type: ignore[no-untyped-def]
+    """The report card's panel of judges of known quality (report_card_data.build_panel)."""
+    return build_panel(cast["owner"])
+
+
+SYSTEM_QUALITY = {"s0": 1.0, "s1": 2.0, "s2": 0.0}  # s1 best, s2 worst
+
+
+def known_quality_records() -> list[dict[str, object]]:
+    """3 documents × 3 systems of known quality, each output judged its quality + 1."""
+    return [
+        record(
+            f"d{d}",
+            f"s{s}",
+            output=f"Summary by s{s} of budget {d}.",
+            source=f"The council approved budget {d} after a long debate.",
+            human={"coherence": SYSTEM_QUALITY[f"s{s}"] + 1},
+        )
+        for d in range(3)
+        for s in range(3)
+    ]
+
+
+@pytest.fixture
+def owner_client(client, cast):  # type: ignore[no-untyped-def]
+    """The test client, logged in as the cast's ``owner``."""
+    client.force_login(cast["owner"])
+    return client

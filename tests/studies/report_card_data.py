@@ -170,3 +170,22 @@ def add_pairwise_run(panel: Panel) -> MetricRun:
                 k += 1
                 pairs.append((first, second, ab, ba))
     return pairwise_judge_run(panel.dataset, "COH", pairs)
+
+
+def raw_answers(dataset, code: str):  # type: ignore[no-untyped-def]
+    """Annotators × outputs (by id) and the outputs' documents, from the models."""
+    outputs = list(
+        Output.objects.filter(document__dataset=dataset).order_by("pk").select_related("document")
+    )
+    index = {o.pk: k for k, o in enumerate(outputs)}
+    names = sorted(
+        set(
+            Judgment.objects.filter(
+                output__document__dataset=dataset, aspect__code=code
+            ).values_list("annotator__username", flat=True)
+        )
+    )
+    answers = np.full((len(names), len(outputs)), np.nan)
+    for j in Judgment.objects.filter(output__document__dataset=dataset, aspect__code=code):
+        answers[names.index(j.annotator.username), index[j.output_id]] = j.value
+    return answers, names, [o.document.doc_key for o in outputs], [o.pk for o in outputs]

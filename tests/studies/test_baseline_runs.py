@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from scoring.metrics import rouge, sacrebleu_metrics
 from scoring.metrics.base import Item
-from studies.models import Dataset, MetricRun, MetricScore
+from studies.models import MetricRun, MetricScore
 from studies.services.runs import (
     RunError,
     RunRequest,
@@ -20,53 +20,19 @@ from studies.services.runs import (
     start_run,
     start_runs,
 )
-from tests.conftest import record
+from tests.studies.conftest import BASELINE_REFS, import_baseline_dataset
 from tests.tiny_models import tiny_bert
 
 pytestmark = pytest.mark.django_db
 
-REFS = ["The council approved the budget on Tuesday.", "A budget passed after debate."]
-
-
-def _import(write_jsonl, owner=None, name="base"):  # type: ignore[no-untyped-def]
-    from studies.services.imports import ImportOptions, import_file
-
-    records = [
-        record(
-            f"d{d}",
-            f"s{s}",
-            references=REFS,
-            output=[
-                "The council approved the budget.",
-                "Budget debate on Tuesday.",
-                "Schools reopened after the storm.",
-            ][s]
-            + f" {d}",
-        )
-        for d in range(4)
-        for s in range(3)
-    ]
-    path = write_jsonl(records)
-    import_file(
-        path,
-        ImportOptions(
-            dataset=name,
-            task="summarization",
-            file_format="jsonl",
-            file_name=path.name,
-            owner=owner,
-        ),
-    )
-    return Dataset.objects.get(name=name)
-
 
 @pytest.fixture
-def dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
-    return _import(write_jsonl, cast["owner"])
+def referenced_dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
+    return import_baseline_dataset(write_jsonl, cast["owner"])
 
 
 def test_rouge_starts_three_runs_on_the_cpu_queue_with_a_frozen_config(
-    dataset, django_capture_on_commit_callbacks, monkeypatch
+    referenced_dataset, django_capture_on_commit_callbacks, monkeypatch
 ):
     from django.conf import settings
 
@@ -76,7 +42,7 @@ def test_rouge_starts_three_runs_on_the_cpu_queue_with_a_frozen_config(
     sent: list[tuple[str, object]] = []
     monkeypatch.setattr(queue, "send", lambda name, *args: sent.append((name, *args)))
     with django_capture_on_commit_callbacks(execute=True):
-        runs = start_runs(dataset, RunRequest(metric="rouge"))
+        runs = start_runs(referenced_dataset, RunRequest(metric="rouge"))
     assert [r.label for r in runs] == ["rouge1:mean", "rouge2:mean", "rougeL:mean"]
     assert sent == [("studies.tasks.run_metric_quick", r.pk) for r in runs]
     assert settings.CELERY_TASK_ROUTES["studies.tasks.run_metric_quick"]["queue"] == "quick"
@@ -86,40 +52,45 @@ def test_rouge_starts_three_runs_on_the_cpu_queue_with_a_frozen_config(
     assert tasks.run_metric_quick.queue == "quick"
 
 
-def test_a_rouge_run_stores_the_engines_scores_and_a_second_call_writes_nothing(dataset):
+def test_a_rouge_run_stores_the_engines_scores_and_a_second_call_writes_nothing(referenced_dataset):
     run = start_run(
-        dataset, RunRequest(metric="rougeL", reference_aggregation="max"), enqueue=False
+        referenced_dataset, RunRequest(metric="rougeL", reference_aggregation="max"), enqueue=False
     )
     assert execute_run(run.pk, chunk_outputs=3) == "succeeded"
     run.refresh_from_db()
     assert (run.status, run.done, run.label) == ("succeeded", 12, "rougeL:max")
     for score in MetricScore.objects.filter(run=run).select_related("output"):
-        expected = rouge.score([Item(1, "d", "", score.output.text, tuple(REFS))], "rougeL", "max")
+        expected = rouge.score(
+            [Item(1, "d", "", score.output.text, tuple(BASELINE_REFS))], "rougeL", "max"
+        )
         assert score.value == expected[0].value and score.details["f"] == expected[0].details["f"]
     assert execute_run(run.pk) == "not pending"
     assert MetricScore.objects.filter(run=run).count() == 12
 
 
-def test_bleu_and_chrf_runs_record_sacrebleus_signature(dataset):
+def test_bleu_and_chrf_runs_record_sacrebleus_signature(referenced_dataset):
     for metric in ("bleu", "chrf"):
-        run = start_run(dataset, RunRequest(metric=metric), enqueue=False)
+        run = start_run(referenced_dataset, RunRequest(metric=metric), enqueue=False)
         assert run.config["signature"].startswith("nrefs:") and run.label == metric
         assert execute_run(run.pk) == "succeeded"
         score = MetricScore.objects.filter(run=run).select_related("output").first()
         expected = sacrebleu_metrics.score(
-            [Item(1, "d", "", score.output.text, tuple(REFS))], metric
+            [Item(1, "d", "", score.output.text, tuple(BASELINE_REFS))], metric
         )
         assert score.value == expected[0].value
 
 
 def test_a_bertscore_run_resumes_after_a_crash_without_losing_or_repeating_scores(
-    dataset, tmp_path
+    referenced_dataset, tmp_path
 ):
     from scoring.lm.encoder import HFEncoder
 
     model = tiny_bert(tmp_path / "bert")
     run = start_run(
-        dataset, RunRequest(metric="bertscore", model=model), enqueue=False, local_paths=True
+        referenced_dataset,
+        RunRequest(metric="bertscore", model=model),
+        enqueue=False,
+        local_paths=True,
     )
     assert run.label == "bertscore:bert:max" and run.config["model_files"]["sha256"]
 
@@ -145,17 +116,19 @@ def test_a_bertscore_run_resumes_after_a_crash_without_losing_or_repeating_score
     assert all(0 < v <= 1.0 + 1e-6 for v in after.values())
 
 
-def test_bad_baseline_requests_are_refused_and_change_nothing(dataset):
+def test_bad_baseline_requests_are_refused_and_change_nothing(referenced_dataset):
     with pytest.raises(RunError, match="mean or max"):
-        start_run(dataset, RunRequest(metric="rouge1", reference_aggregation="median"))
+        start_run(referenced_dataset, RunRequest(metric="rouge1", reference_aggregation="median"))
     with pytest.raises(RunError, match="Unknown metric"):
-        start_run(dataset, RunRequest(metric="meteor"))
+        start_run(referenced_dataset, RunRequest(metric="meteor"))
     assert not MetricRun.objects.exists()
 
 
-def test_the_run_form_starts_rouge_and_the_dashboard_lists_the_runs(client, cast, dataset):
+def test_the_run_form_starts_rouge_and_the_dashboard_lists_the_runs(
+    client, cast, referenced_dataset
+):
     client.force_login(cast["owner"])
-    url = reverse("studies:run-new", args=[dataset.pk])
+    url = reverse("studies:run-new", args=[referenced_dataset.pk])
     assert b"G-Eval" in client.get(url).content
     response = client.post(
         url,
@@ -173,7 +146,7 @@ def test_the_run_form_starts_rouge_and_the_dashboard_lists_the_runs(client, cast
         execute_run(run.pk)
     page = client.get(reverse("studies:run-detail", args=[run.pk]))
     assert b"against the document's references (mean)" in page.content
-    matrix = client.get(reverse("studies:correlations", args=[dataset.pk]))
+    matrix = client.get(reverse("studies:correlations", args=[referenced_dataset.pk]))
     assert matrix.status_code == 200
     for label in labels:
         assert label.encode() in matrix.content
@@ -185,7 +158,7 @@ def test_the_run_form_starts_rouge_and_the_dashboard_lists_the_runs(client, cast
 def test_a_rouge_run_goes_through_the_cpu_queue_of_a_real_worker(
     write_jsonl, celery_worker_process
 ):
-    dataset = _import(write_jsonl, name="worker-rouge")
+    dataset = import_baseline_dataset(write_jsonl, name="worker-rouge")
     run = start_run(dataset, RunRequest(metric="rouge2"))
     deadline = time.monotonic() + 60
     while run.status != "succeeded" and time.monotonic() < deadline:
@@ -195,16 +168,20 @@ def test_a_rouge_run_goes_through_the_cpu_queue_of_a_real_worker(
     assert run.done == 12 == MetricScore.objects.filter(run=run, value__isnull=False).count()
 
 
-def test_the_command_runs_rouge_as_three_runs_and_needs_an_aspect_for_geval(dataset, capsys):
+def test_the_command_runs_rouge_as_three_runs_and_needs_an_aspect_for_geval(
+    referenced_dataset, capsys
+):
     from django.core.management import CommandError, call_command
 
-    call_command("run_metric", "--dataset", dataset.name, "--metric", "rouge", "--limit-docs", "2")
+    call_command(
+        "run_metric", "--dataset", referenced_dataset.name, "--metric", "rouge", "--limit-docs", "2"
+    )
     out = capsys.readouterr().out
     for label in ("rouge1:mean", "rouge2:mean", "rougeL:mean"):
         assert f"{label}: succeeded, 6/6 outputs" in out
     assert "tokens/s" not in out
     with pytest.raises(CommandError, match="--aspect for gptscore and geval"):
-        call_command("run_metric", "--dataset", dataset.name, "--metric", "geval")
+        call_command("run_metric", "--dataset", referenced_dataset.name, "--metric", "geval")
 
 
 def test_the_default_encoder_is_found_without_importing_its_package_or_named_missing(

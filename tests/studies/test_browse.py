@@ -14,7 +14,6 @@ from studies.services.analysis.drilldown import drilldown
 from studies.services.analysis.params import MatrixParams
 from studies.services.browse import BadQuery, BrowseQuery
 from tests.factories import DatasetFactory, DocumentFactory, MetricRunFactory, OutputFactory
-from tests.studies.test_dashboards import scored  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.django_db
 

@@ -19,7 +19,6 @@ from studies.services.analysis.compare import compare
 from studies.services.analysis.drilldown import drilldown
 from studies.services.analysis.params import MatrixParams
 from tests.factories import dataset_pk
-from tests.studies.test_dashboards import scored  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.django_db
 

@@ -17,15 +17,9 @@ from studies.services.analysis import dashboards
 from studies.services.analysis.report_card import store
 from studies.services.jobs import all_jobs
 from studies.services.tokens import token_for
-from tests.studies.report_card_data import build_panel
 
 pytestmark = pytest.mark.django_db
 ERROR_ID = re.compile(r"error ([0-9a-f]{8})")
-
-
-@pytest.fixture
-def panel(cast):  # type: ignore[no-untyped-def]
-    return build_panel(cast["owner"])
 
 
 @pytest.fixture

@@ -29,7 +29,6 @@ from studies.services.analysis.frames import restrict_to_documents
 from studies.services.analysis.matrix import compute_matrix
 from studies.services.analysis.params import MatrixParams
 from tests.factories import MetricRunFactory
-from tests.studies.test_dashboards import scored  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.django_db
 DATASET = MatrixParams(level="dataset")

@@ -17,56 +17,10 @@ from studies.models import Aspect, Dataset, MetricScore, Output, TaskKind
 from studies.services.analysis.dashboards import cached_matrix, compute_and_cache, request_matrix
 from studies.services.analysis.matrix_cost import estimated_seconds, matrix_size
 from studies.services.analysis.params import MatrixParams
-from studies.services.imports import ImportOptions, import_file
 from studies.tasks import compute_correlations
-from tests.factories import MetricRunFactory, dataset_pk
+from tests.factories import MetricRunFactory, dataset_pk, import_jsonl, synthetic_records
 
 pytestmark = pytest.mark.django_db
-
-
-def synthetic_records(
-    n_docs: int = 12, n_systems: int = 5, seed: int = 3
-) -> list[dict[str, object]]:
-    rng = np.random.default_rng(seed)
-    records = []
-    for d in range(n_docs):
-        for s in range(n_systems):
-            coherence = float(rng.integers(1, 6))
-            fluency = (
-                float(rng.integers(1, 6)) if (d, s) != (0, 0) else None
-            )  # one missing judgment
-            records.append(
-                {
-                    "doc_id": f"doc{d:02d}",
-                    "system_id": f"sys{s}",
-                    "source": f"Source {d}.",
-                    "references": [f"Ref {d}."],
-                    "output": f"Output {d}-{s}.",
-                    "human": {"coherence": coherence, **({"fluency": fluency} if fluency else {})},
-                    "metrics": {
-                        "good": round(coherence + float(rng.normal(0, 0.8)), 4),
-                        "noise": round(float(rng.normal()), 4),
-                    },
-                }
-            )
-    return records
-
-
-@pytest.fixture
-def scored(write_jsonl, cast):  # type: ignore[no-untyped-def]
-    records = synthetic_records()
-    path = write_jsonl(records, name="scored.jsonl")
-    import_file(
-        path,
-        ImportOptions(
-            dataset="scored",
-            task="summarization",
-            file_format="jsonl",
-            file_name=path.name,
-            owner=cast["owner"],
-        ),
-    )
-    return records
 
 
 def scipy_expected(records, metric, aspect, level, coefficient):  # type: ignore[no-untyped-def]
@@ -517,16 +471,7 @@ def test_paper_view_shows_the_ranks_table(client, scored, cast):
 def test_command_averages_ranks_over_aspects_and_datasets(scored, write_jsonl, cast):
     records = synthetic_records(n_docs=10, seed=5)
     path = write_jsonl(records, name="scored2.jsonl")
-    import_file(
-        path,
-        ImportOptions(
-            dataset="scored2",
-            task="summarization",
-            file_format="jsonl",
-            file_name=path.name,
-            owner=cast["owner"],
-        ),
-    )
+    import_jsonl(path, "scored2", cast["owner"])
     both = command_json(
         "--dataset",
         "scored",

@@ -12,7 +12,7 @@ from studies.models import Aspect, Dataset, Judgment, MetricScore, Output, TaskK
 from studies.services.analysis.dashboards import compute_and_cache
 from studies.services.analysis.diagnostics import UnknownChoice, diagnostics
 from studies.services.analysis.params import MatrixParams
-from tests.factories import MetricRunFactory, UserFactory
+from tests.factories import MetricRunFactory, UserFactory, import_jsonl, synthetic_records
 
 pytestmark = pytest.mark.django_db
 N_DOCS, N_SYSTEMS = 8, 5
@@ -139,21 +139,9 @@ def test_the_matrix_page_and_csv_show_the_ceiling_row(client, judged, cast):
 
 
 def test_a_dataset_judged_once_has_no_ceiling_value(client, cast, write_jsonl):
-    from studies.services.imports import ImportOptions, import_file
-    from tests.studies.test_dashboards import synthetic_records
 
     path = write_jsonl(synthetic_records(), name="once.jsonl")
-    import_file(
-        path,
-        ImportOptions(
-            dataset="once",
-            task="summarization",
-            file_format="jsonl",
-            file_name=path.name,
-            owner=cast["owner"],
-        ),
-    )
-    dataset = Dataset.objects.get(name="once")
+    dataset = import_jsonl(path, "once", cast["owner"])
     result = compute_and_cache(dataset, MatrixParams(ci=False))
     assert all(c["value"] is None and c["n_annotators"] == 0 for c in result["ceiling"])
     client.force_login(cast["owner"])
@@ -360,7 +348,6 @@ def test_the_correlations_command_prints_the_ceiling(judged, capsys):
 
 def test_each_import_file_counts_as_one_annotator_of_the_ceiling(cast, write_jsonl):
     from studies.services.imports import ImportOptions, import_file
-    from tests.studies.test_dashboards import synthetic_records
 
     first = synthetic_records(seed=3)
     second = synthetic_records(seed=4)  # the same outputs, judged again

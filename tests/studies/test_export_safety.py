@@ -21,7 +21,7 @@ from studies.services.analysis.tables import to_csv
 from studies.services.csvfile import neutralise_cell, restore_cell
 from studies.services.imports import ImportOptions, export_dataset, import_file
 from tests.conftest import record
-from tests.studies.test_dashboards import synthetic_records
+from tests.factories import import_jsonl, synthetic_records
 
 pytestmark = pytest.mark.django_db
 
@@ -249,17 +249,7 @@ def hostile_world(write_jsonl, cast, settings) -> tuple[Dataset, MetricRun]:
         r["doc_id"] = HOSTILE_DOC if r["doc_id"] == "doc00" else r["doc_id"]
         r["system_id"] = HOSTILE_SYSTEMS.get(str(r["system_id"]), r["system_id"])
     path = write_jsonl(records, name="world.jsonl")
-    import_file(
-        path,
-        ImportOptions(
-            dataset="world",
-            task="summarization",
-            file_format="jsonl",
-            file_name=path.name,
-            owner=cast["owner"],
-        ),
-    )
-    dataset = Dataset.objects.get(name="world")
+    dataset = import_jsonl(path, "world", cast["owner"])
     good = MetricRun.objects.get(dataset=dataset, label="good")
     good.label, good.config = "-good", {"model": "=MODEL()", "setting": "VAL"}
     good.save()

@@ -15,21 +15,13 @@ from studies.services.catalog import steps as steps_service
 from studies.services.runs import RunError, RunRequest, execute_run, start_run
 from studies.services.runs.geval import derive_variant, label_config_of, served_needs
 from tests.conftest import record
-from tests.tiny_models import tiny_gpt2
+from tests.factories import import_jsonl
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory):  # type: ignore[no-untyped-def]
-    return tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2"), n_positions=2048)
-
-
 @pytest.fixture
-def dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
-    from studies.models import Dataset
-    from studies.services.imports import ImportOptions, import_file
-
+def faithful_label_dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
     aspect = Aspect(
         code="FAITH",
         name="Faithful",
@@ -46,25 +38,16 @@ def dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
         for d in range(2)
         for s in range(2)
     ]
-    path = write_jsonl(records)
-    import_file(
-        path,
-        ImportOptions(
-            dataset="labels",
-            task="summarization",
-            file_format="jsonl",
-            file_name=path.name,
-            owner=cast["owner"],
-        ),
-    )
-    return Dataset.objects.get(name="labels")
+    return import_jsonl(write_jsonl(records), "labels", cast["owner"])
 
 
 def test_a_label_run_scores_the_predicted_labels_position_with_its_distribution(
-    client, cast, dataset, tiny_model
+    client, cast, faithful_label_dataset, long_context_tiny_model
 ):
-    request = RunRequest(metric="geval", aspect="FAITH", model=tiny_model, steps="none")
-    run = start_run(dataset, request, enqueue=False, local_paths=True)
+    request = RunRequest(
+        metric="geval", aspect="FAITH", model=long_context_tiny_model, steps="none"
+    )
+    run = start_run(faithful_label_dataset, request, enqueue=False, local_paths=True)
     assert run.config["labels"] == ["no", "yes"] and run.config["positive"] == "yes"
     assert run.config["scale"] == [0, 1]
     assert run.config["criteria"] == (
@@ -94,16 +77,18 @@ def test_a_label_run_scores_the_predicted_labels_position_with_its_distribution(
         derive_variant(run, "argmax")
 
 
-def test_the_steps_prompt_of_a_label_aspect_names_its_labels(dataset):
+def test_the_steps_prompt_of_a_label_aspect_names_its_labels(faithful_label_dataset):
     aspect_version = Aspect.objects.get(code="FAITH").current_version()
-    config = steps_service.base_config(dataset.task, aspect_version)
+    config = steps_service.base_config(faithful_label_dataset.task, aspect_version)
     assert config.scale == (0, 1)
     assert "Faithful (no / yes)" in steps_service.geval.steps_prompt(config)
 
 
-def test_the_yes_no_judge_runs_on_a_binary_aspect_only(dataset, tiny_model):
-    request = RunRequest(metric="yesno", aspect="FAITH", model=tiny_model)
-    run = start_run(dataset, request, enqueue=False, local_paths=True)
+def test_the_yes_no_judge_runs_on_a_binary_aspect_only(
+    faithful_label_dataset, long_context_tiny_model
+):
+    request = RunRequest(metric="yesno", aspect="FAITH", model=long_context_tiny_model)
+    run = start_run(faithful_label_dataset, request, enqueue=False, local_paths=True)
     assert run.label.endswith(":FAITH") and run.label.startswith("yesno:")
     assert run.config["positive"] == "yes" and run.config["negative"] == "no"
     assert execute_run(run.pk, chunk_outputs=2) == "succeeded"
@@ -114,8 +99,8 @@ def test_the_yes_no_judge_runs_on_a_binary_aspect_only(dataset, tiny_model):
         assert score.value == pytest.approx(math.log(p) - math.log(1 - p), abs=1e-9)
     with pytest.raises(RunError, match="binary aspect; COH is a scale one"):
         start_run(
-            dataset,
-            RunRequest(metric="yesno", aspect="COH", model=tiny_model),
+            faithful_label_dataset,
+            RunRequest(metric="yesno", aspect="COH", model=long_context_tiny_model),
             local_paths=True,
         )
 

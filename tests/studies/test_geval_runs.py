@@ -20,22 +20,13 @@ from studies.models import (
 from studies.services.catalog import steps as steps_service
 from studies.services.runs import RunError, RunRequest, execute_run, start_run
 from tests.conftest import record
-from tests.tiny_models import tiny_gpt2
+from tests.factories import import_jsonl
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory):  # type: ignore[no-untyped-def]
-    # a context long enough for the prompt with the random model's 256 tokens of steps
-    return tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2"), n_positions=2048)
-
-
 @pytest.fixture
-def dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
-    from studies.models import Dataset
-    from studies.services.imports import ImportOptions, import_file
-
+def sourced_dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
     records = [
         record(
             f"d{d}",
@@ -46,18 +37,7 @@ def dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
         for d in range(3)
         for s in range(3)
     ]
-    path = write_jsonl(records)
-    import_file(
-        path,
-        ImportOptions(
-            dataset="geval",
-            task="summarization",
-            file_format="jsonl",
-            file_name=path.name,
-            owner=cast["owner"],
-        ),
-    )
-    return Dataset.objects.get(name="geval")
+    return import_jsonl(write_jsonl(records), "geval", cast["owner"])
 
 
 def _geval(dataset, model, **options):  # type: ignore[no-untyped-def]
@@ -66,15 +46,15 @@ def _geval(dataset, model, **options):  # type: ignore[no-untyped-def]
 
 
 def test_a_geval_run_generates_steps_once_then_scores_every_output_with_its_distribution(
-    dataset, tiny_model
+    sourced_dataset, long_context_tiny_model
 ):
-    run = _geval(dataset, tiny_model, seed=7)
+    run = _geval(sourced_dataset, long_context_tiny_model, seed=7)
     config = run.config
     coh = Aspect.objects.get(code="COH")
     assert config["criteria"].startswith(f"Coherence (1-5) - {coh.definition}")
     assert config["scale"] == [1, 2, 3, 4, 5] and config["steps"] is None
     assert config["introduction"].startswith("You will be given one summary written for a news")
-    assert run.label == f"geval:{tiny_model.rsplit('/', 1)[-1]}:COH:cot:prob"
+    assert run.label == f"geval:{long_context_tiny_model.rsplit('/', 1)[-1]}:COH:cot:prob"
 
     from scoring.lm.hf import HFLanguageModel
 
@@ -85,7 +65,7 @@ def test_a_geval_run_generates_steps_once_then_scores_every_output_with_its_dist
             seen.append(MetricRun.objects.get(pk=run.pk).timings.get("phase"))
             return super().generate(prompt, **kw)
 
-    factory = lambda r: Watched(tiny_model)  # noqa: E731
+    factory = lambda r: Watched(long_context_tiny_model)  # noqa: E731
     assert execute_run(run.pk, chunk_outputs=3, model_factory=factory) == "succeeded"
     assert seen == ["writing evaluation steps"]
     run.refresh_from_db()
@@ -105,20 +85,24 @@ def test_a_geval_run_generates_steps_once_then_scores_every_output_with_its_dist
         assert score.details["argmax"] in (1, 2, 3, 4, 5) and score.details["sampled"] is False
     assert execute_run(run.pk) == "not pending"
 
-    again = _geval(dataset, tiny_model)  # the steps now exist: frozen at start, not regenerated
+    again = _geval(
+        sourced_dataset, long_context_tiny_model
+    )  # the steps now exist: frozen at start, not regenerated
     assert again.config["steps"]["version"] == 1 and again.steps == steps
     assert execute_run(again.pk) == "succeeded"
     assert EvaluationSteps.objects.count() == 1
 
 
-def test_an_edit_is_a_new_version_and_runs_keep_the_version_they_used(dataset, tiny_model):
+def test_an_edit_is_a_new_version_and_runs_keep_the_version_they_used(
+    sourced_dataset, long_context_tiny_model
+):
     task = TaskKind.objects.get(code="summarization")
     version = Aspect.objects.get(code="COH").current_version()
     first = steps_service.edit_steps(task, version, "1. Read the article.\n2. Rate it.")
-    run_one = _geval(dataset, tiny_model)
+    run_one = _geval(sourced_dataset, long_context_tiny_model)
     assert steps_service.edit_steps(task, version, " 1. Read the article.\n2. Rate it. ") == first
     second = steps_service.edit_steps(task, version, "1. Read the summary twice.")
-    run_two = _geval(dataset, tiny_model)
+    run_two = _geval(sourced_dataset, long_context_tiny_model)
     assert (first.version, second.version) == (1, 2) and second.origin == "edited"
     assert run_one.config["steps"]["version"] == 1 and run_two.config["steps"]["version"] == 2
     assert "Read the summary twice" in run_two.config["steps"]["text"]
@@ -127,19 +111,21 @@ def test_an_edit_is_a_new_version_and_runs_keep_the_version_they_used(dataset, t
     assert EvaluationSteps.objects.count() == 2
 
 
-def test_a_new_aspect_definition_gets_its_own_steps(dataset, tiny_model):
+def test_a_new_aspect_definition_gets_its_own_steps(sourced_dataset, long_context_tiny_model):
     task = TaskKind.objects.get(code="summarization")
     coh = Aspect.objects.get(code="COH")
     steps_service.edit_steps(task, coh.current_version(), "1. Old steps.")
     coh.definition = "Do the sentences build a coherent body of information?"
     coh.save()
-    run = _geval(dataset, tiny_model)
+    run = _geval(sourced_dataset, long_context_tiny_model)
     assert run.config["aspect_version"] == 2 and run.config["steps"] is None
     assert "coherent body of information" in run.config["criteria"]
 
 
-def test_the_no_steps_variant_and_the_argmax_variant_are_labelled_and_recorded(dataset, tiny_model):
-    no_steps = _geval(dataset, tiny_model, steps="none", weighting="argmax")
+def test_the_no_steps_variant_and_the_argmax_variant_are_labelled_and_recorded(
+    sourced_dataset, long_context_tiny_model
+):
+    no_steps = _geval(sourced_dataset, long_context_tiny_model, steps="none", weighting="argmax")
     assert no_steps.label.endswith(":COH:no-cot:argmax") and no_steps.config["steps_mode"] == "none"
     assert execute_run(no_steps.pk) == "succeeded"
     assert not EvaluationSteps.objects.exists()  # nothing generated for a no-steps run
@@ -148,14 +134,16 @@ def test_the_no_steps_variant_and_the_argmax_variant_are_labelled_and_recorded(d
 
 
 def test_a_model_without_probabilities_fails_the_run_clearly_unless_sampling_is_asked(
-    dataset, tiny_model
+    sourced_dataset, long_context_tiny_model
 ):
-    run = _geval(dataset, tiny_model, steps="none")
+    run = _geval(sourced_dataset, long_context_tiny_model, steps="none")
     assert execute_run(run.pk, model_factory=lambda r: FakeLanguageModel()) == "failed"
     run.refresh_from_db()
     assert "gives no probabilities" in run.error and not MetricScore.objects.filter(run=run)
 
-    sampled = _geval(dataset, tiny_model, steps="none", estimation="sampled", n_samples=4)
+    sampled = _geval(
+        sourced_dataset, long_context_tiny_model, steps="none", estimation="sampled", n_samples=4
+    )
     assert sampled.label.endswith(":sampled") and sampled.config["n_samples"] == 4
     assert sampled.config["temperature"] == 1.0
     # a random tiny model names no label in its samples: every output says so, and a run
@@ -167,12 +155,14 @@ def test_a_model_without_probabilities_fails_the_run_clearly_unless_sampling_is_
     assert len(details) == 9 and all(d["sampled"] is True for d in details)
 
 
-def test_bad_geval_requests_change_nothing(dataset, tiny_model):
+def test_bad_geval_requests_change_nothing(sourced_dataset, long_context_tiny_model):
     with pytest.raises(RunError, match="Weighting must be"):
-        _geval(dataset, tiny_model, weighting="median")
+        _geval(sourced_dataset, long_context_tiny_model, weighting="median")
     with pytest.raises(RunError, match="Unknown aspect"):
         start_run(
-            dataset, RunRequest(metric="geval", aspect="nope", model=tiny_model), local_paths=True
+            sourced_dataset,
+            RunRequest(metric="geval", aspect="nope", model=long_context_tiny_model),
+            local_paths=True,
         )
     assert not MetricRun.objects.filter(kind="computed").exists()
 
@@ -201,14 +191,18 @@ def test_steps_page_shows_edits_and_queues_generation_for_researchers_only(
     )
 
 
-def test_the_generation_task_stores_a_version_with_its_model_and_seed(tiny_model, settings):
+def test_the_generation_task_stores_a_version_with_its_model_and_seed(
+    long_context_tiny_model, settings
+):
     from studies.tasks import generate_steps
 
     task = TaskKind.objects.get(code="summarization")
     version = Aspect.objects.get(code="FLU").current_version()
-    first = generate_steps(task.pk, version.pk, tiny_model, 3)
-    assert generate_steps(task.pk, version.pk, tiny_model, 3) == first  # once, not twice
-    forced = generate_steps(task.pk, version.pk, tiny_model, 3, True)
+    first = generate_steps(task.pk, version.pk, long_context_tiny_model, 3)
+    assert (
+        generate_steps(task.pk, version.pk, long_context_tiny_model, 3) == first
+    )  # once, not twice
+    forced = generate_steps(task.pk, version.pk, long_context_tiny_model, 3, True)
     rows = EvaluationSteps.objects.filter(aspect_version=version).order_by("version")
     assert [r.pk for r in rows] == [first, forced] and rows[1].version == 2
     assert rows[0].text == rows[1].text  # greedy: the same steps again
@@ -216,9 +210,9 @@ def test_the_generation_task_stores_a_version_with_its_model_and_seed(tiny_model
 
 
 def test_the_argmax_variant_comes_from_the_stored_distributions_without_the_model(
-    client, cast, dataset, tiny_model
+    client, cast, sourced_dataset, long_context_tiny_model
 ):
-    run = _geval(dataset, tiny_model, steps="none")
+    run = _geval(sourced_dataset, long_context_tiny_model, steps="none")
     assert execute_run(run.pk) == "succeeded"
     client.force_login(cast["owner"])
     page = client.get(reverse("studies:run-detail", args=[run.pk]))
@@ -238,11 +232,13 @@ def test_the_argmax_variant_comes_from_the_stored_distributions_without_the_mode
     assert bad.status_code == 302 and MetricRun.objects.count() == 2
 
 
-def test_a_geval_run_resumes_with_the_steps_it_started_with_and_loses_no_score(dataset, tiny_model):
+def test_a_geval_run_resumes_with_the_steps_it_started_with_and_loses_no_score(
+    sourced_dataset, long_context_tiny_model
+):
     from scoring.lm.hf import HFLanguageModel
     from studies.services.runs import resume_run
 
-    run = _geval(dataset, tiny_model)
+    run = _geval(sourced_dataset, long_context_tiny_model)
 
     class Dying(HFLanguageModel):
         calls = 0
@@ -254,7 +250,7 @@ def test_a_geval_run_resumes_with_the_steps_it_started_with_and_loses_no_score(d
             return super().rating_distributions(requests)
 
     with pytest.raises(SystemExit):
-        execute_run(run.pk, model_factory=lambda r: Dying(tiny_model), chunk_outputs=3)
+        execute_run(run.pk, model_factory=lambda r: Dying(long_context_tiny_model), chunk_outputs=3)
     run.refresh_from_db()
     kept = dict(MetricScore.objects.filter(run=run).values_list("output_id", "value"))
     assert run.status == "running" and len(kept) == 3 and run.config["steps"]["version"] == 1
@@ -268,7 +264,7 @@ def test_a_geval_run_resumes_with_the_steps_it_started_with_and_loses_no_score(d
 
 
 def test_step_generation_is_limited_per_researcher_with_a_message_and_retry_after(
-    client, cast, settings, tiny_model, django_capture_on_commit_callbacks
+    client, cast, settings, long_context_tiny_model, django_capture_on_commit_callbacks
 ):
     """At most STEPS_MAX_PENDING generations waiting or running per researcher, and
     STEPS_MAX_PER_HOUR asked for in an hour: past either, the steps page again with why,
@@ -298,7 +294,14 @@ def test_step_generation_is_limited_per_researcher_with_a_message_and_retry_afte
     version = Aspect.objects.get(code="COH").current_version()
     for request in StepsGeneration.objects.filter(requested_by=cast["owner"]):
         generate_steps(
-            task.pk, version.pk, tiny_model, 0, False, cast["owner"].pk, False, request.pk
+            task.pk,
+            version.pk,
+            long_context_tiny_model,
+            0,
+            False,
+            cast["owner"].pk,
+            False,
+            request.pk,
         )
     assert set(StepsGeneration.objects.values_list("status", flat=True)) == {"succeeded"}
     assert ask()[0].status_code == 302  # type: ignore[attr-defined]

@@ -9,15 +9,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from scoring.stats import Coefficient, Groups, Level, bootstrap_ci, correlate, draw_resamples
-from tests.studies.report_card_data import build_panel
-from tests.studies.test_report_card import raw_answers
+from tests.studies.report_card_data import raw_answers
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def panel(cast):  # type: ignore[no-untyped-def]
-    return build_panel(cast["owner"])
 
 
 def gate(*args: str) -> tuple[int, str]:

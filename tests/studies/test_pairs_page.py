@@ -11,14 +11,9 @@ from django.urls import reverse
 
 from studies.models import Output
 from tests.factories import pairwise_judge_run
-from tests.studies.report_card_data import add_pairwise_run, build_panel
+from tests.studies.report_card_data import add_pairwise_run
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def panel(cast):  # type: ignore[no-untyped-def]
-    return build_panel(cast["owner"])
 
 
 def _selected(page: str) -> list[str]:

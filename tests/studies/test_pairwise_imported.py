@@ -14,44 +14,20 @@ from scoring.lm.rating import RatingDistribution, RatingRequest
 from studies.models import Dataset, MetricRun
 from studies.services.analysis import pairwise_judge as service
 from studies.services.analysis.report_card import CardParams, compute_card
-from studies.services.imports import ImportOptions, import_file
 from studies.services.runs import RunRequest, execute_run, start_run
-from tests.conftest import record
-from tests.tiny_models import tiny_gpt2
+from tests.factories import import_jsonl
+from tests.studies.conftest import SYSTEM_QUALITY, known_quality_records
 
 pytestmark = pytest.mark.django_db
-QUALITY = {"s0": 1.0, "s1": 2.0, "s2": 0.0}  # s1 best, s2 worst
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory):  # type: ignore[no-untyped-def]
-    return tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2"), n_positions=2048)
 
 
 def _import(path, cast) -> None:  # type: ignore[no-untyped-def]
-    options = ImportOptions(
-        dataset="prefs",
-        task="summarization",
-        file_format="jsonl",
-        file_name=path.name,
-        owner=cast["owner"],
-    )
-    import_file(path, options)
+    import_jsonl(path, "prefs", cast["owner"])
 
 
 @pytest.fixture
-def dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
-    outputs = [
-        record(
-            f"d{d}",
-            f"s{s}",
-            output=f"Summary by s{s} of budget {d}.",
-            source=f"The council approved budget {d} after a long debate.",
-            human={"coherence": QUALITY[f"s{s}"] + 1},
-        )
-        for d in range(3)
-        for s in range(3)
-    ]
+def human_pairs_dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
+    outputs = known_quality_records()
     _import(write_jsonl(outputs, name="judged.jsonl"), cast)
     # per document: (s0, s1) both say b; (s2, s1) ann1 b, ann2 tie; (s0, s2) both say a
     answers = [("s0", "s1", "b", "b"), ("s2", "s1", "b", "tie"), ("s0", "s2", "a", "a")]
@@ -82,15 +58,15 @@ class Judge:
         out = []
         for r in requests:
             a, b = re.findall(r"Output [AB]:\n\nSummary by (s\d)", r.prompt)
-            p = 0.8 if QUALITY[a] > QUALITY[b] else 0.2
+            p = 0.8 if SYSTEM_QUALITY[a] > SYSTEM_QUALITY[b] else 0.2
             out.append(RatingDistribution(r.key, r.labels, (p, 1 - p)[: len(r.labels)], 0.5))
         return out
 
 
 @pytest.fixture
-def run(dataset, tiny_model) -> MetricRun:  # type: ignore[no-untyped-def]
-    request = RunRequest(metric="pairwise", aspect="coherence", model=tiny_model)
-    found = start_run(dataset, request, enqueue=False, local_paths=True)
+def run(human_pairs_dataset, long_context_tiny_model) -> MetricRun:  # type: ignore[no-untyped-def]
+    request = RunRequest(metric="pairwise", aspect="coherence", model=long_context_tiny_model)
+    found = start_run(human_pairs_dataset, request, enqueue=False, local_paths=True)
     execute_run(found.pk, model_factory=lambda r: Judge())
     return MetricRun.objects.get(pk=found.pk)
 

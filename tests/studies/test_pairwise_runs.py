@@ -16,9 +16,8 @@ from annotation.models import Campaign, Item, PairwiseJudgment
 from scoring.lm.rating import RatingDistribution, RatingRequest
 from studies.api.serializers.runs import RunCreateSerializer
 from studies.management.commands.run_metric import Command
-from studies.models import AllowedModel, Aspect, Dataset, MetricRun, MetricScore, Output, Study
+from studies.models import AllowedModel, Aspect, MetricRun, MetricScore, Output, Study
 from studies.services.analysis import pairwise_judge as service
-from studies.services.imports import ImportOptions, import_file
 from studies.services.runs import (
     METRICS,
     RunError,
@@ -29,42 +28,16 @@ from studies.services.runs import (
     queue_for,
     start_run,
 )
-from tests.conftest import record
-from tests.factories import UserFactory
-from tests.tiny_models import tiny_gpt2
+from tests.factories import UserFactory, import_jsonl
+from tests.studies.conftest import SYSTEM_QUALITY, known_quality_records
 
 pytestmark = pytest.mark.django_db
-QUALITY = {"s0": 1.0, "s1": 2.0, "s2": 0.0}  # s1 best, s2 worst; the coherence judgments + 1
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory):  # type: ignore[no-untyped-def]
-    return tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2"), n_positions=2048)
 
 
 @pytest.fixture
-def dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
-    records = [
-        record(
-            f"d{d}",
-            f"s{s}",
-            output=f"Summary by s{s} of budget {d}.",
-            source=f"The council approved budget {d} after a long debate.",
-            human={"coherence": QUALITY[f"s{s}"] + 1},
-        )
-        for d in range(3)
-        for s in range(3)
-    ]
-    path = write_jsonl(records, name="judged.jsonl")
-    options = ImportOptions(
-        dataset="pairs",
-        task="summarization",
-        file_format="jsonl",
-        file_name=path.name,
-        owner=cast["owner"],
-    )
-    import_file(path, options)
-    return Dataset.objects.get(name="pairs")
+def known_quality_dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
+    records = known_quality_records()
+    return import_jsonl(write_jsonl(records, name="judged.jsonl"), "pairs", cast["owner"])
 
 
 def _shown(prompt: str) -> tuple[str, str]:
@@ -86,7 +59,13 @@ class Judge:
         out = []
         for r in requests:
             a, b = _shown(r.prompt)
-            p = 0.7 if self.kind == "position" else 0.8 if QUALITY[a] > QUALITY[b] else 0.2
+            p = (
+                0.7
+                if self.kind == "position"
+                else 0.8
+                if SYSTEM_QUALITY[a] > SYSTEM_QUALITY[b]
+                else 0.2
+            )
             probs = [p * (1 - self.tie), (1 - p) * (1 - self.tie), self.tie][: len(r.labels)]
             out.append(RatingDistribution(r.key, r.labels, tuple(probs), label_mass=0.5))
         return out
@@ -115,10 +94,10 @@ def test_the_registry_lists_the_pairwise_judge_everywhere_metrics_are_listed():
 
 
 def test_a_run_judges_every_pair_of_each_document_in_both_orders_on_the_local_engine(
-    dataset, tiny_model
+    known_quality_dataset, long_context_tiny_model
 ):
-    run = _start(dataset, tiny_model)
-    assert run.label == f"pairwise:{tiny_model.rsplit('/', 1)[-1]}:COH:all"
+    run = _start(known_quality_dataset, long_context_tiny_model)
+    assert run.label == f"pairwise:{long_context_tiny_model.rsplit('/', 1)[-1]}:COH:all"
     assert (run.config["n_pairs"], run.config["n_requests"], run.total) == (9, 18, 9)
     coh = Aspect.objects.get(code="COH")
     assert run.config["aspect_definition"] == coh.definition and run.config["ties"] is False
@@ -138,8 +117,10 @@ def test_a_run_judges_every_pair_of_each_document_in_both_orders_on_the_local_en
     assert execute_run(run.pk) == "not pending"
 
 
-def test_stored_values_are_the_mean_preferences_over_both_orders(dataset, tiny_model):
-    run = _start(dataset, tiny_model)
+def test_stored_values_are_the_mean_preferences_over_both_orders(
+    known_quality_dataset, long_context_tiny_model
+):
+    run = _start(known_quality_dataset, long_context_tiny_model)
     judge = Judge()
     assert execute_run(run.pk, model_factory=lambda r: judge) == "succeeded"
     assert len(judge.seen) == 18 and len({r.group for r in judge.seen}) == 3
@@ -148,13 +129,22 @@ def test_stored_values_are_the_mean_preferences_over_both_orders(dataset, tiny_m
     assert values[("d0", "s1")] == pytest.approx(0.8)
     assert values[("d0", "s0")] == pytest.approx(0.5)
     assert values[("d0", "s2")] == pytest.approx(0.2)
-    biased = _start(dataset, tiny_model)
+    biased = _start(known_quality_dataset, long_context_tiny_model)
     execute_run(biased.pk, model_factory=lambda r: Judge("position"))
     assert list(_values(biased).values()) == [pytest.approx(0.5)] * 9  # the orders cancel out
 
 
-def test_k_sampled_pairs_are_seeded_and_ties_are_a_third_answer(dataset, tiny_model):
-    run = _start(dataset, tiny_model, pairs="k", pairs_per_doc=1, seed=4, ties=True)
+def test_k_sampled_pairs_are_seeded_and_ties_are_a_third_answer(
+    known_quality_dataset, long_context_tiny_model
+):
+    run = _start(
+        known_quality_dataset,
+        long_context_tiny_model,
+        pairs="k",
+        pairs_per_doc=1,
+        seed=4,
+        ties=True,
+    )
     assert run.label.endswith(":COH:k1:ties") and run.config["pairs_per_doc"] == 1
     assert (run.config["n_pairs"], run.config["n_requests"]) == (3, 6)
     judge = Judge(tie=0.5)
@@ -166,7 +156,14 @@ def test_k_sampled_pairs_are_seeded_and_ties_are_a_third_answer(dataset, tiny_mo
         s.error == "in none of the run's pairs" for s in scores if s.value is None
     )
     assert all(len(p["ab"]) == 3 for s in scores for p in s.details["pairs"])
-    again = _start(dataset, tiny_model, pairs="k", pairs_per_doc=1, seed=4, ties=True)
+    again = _start(
+        known_quality_dataset,
+        long_context_tiny_model,
+        pairs="k",
+        pairs_per_doc=1,
+        seed=4,
+        ties=True,
+    )
     execute_run(again.pk, model_factory=lambda r: Judge(tie=0.5))
     assert {k for k, v in _values(again).items() if v is not None} == {
         k for k, v in _values(run).items() if v is not None
@@ -200,9 +197,13 @@ def _campaign(dataset, cast, pairs, answers=()):  # type: ignore[no-untyped-def]
     return campaign
 
 
-def test_a_campaigns_pairs_are_frozen_and_only_its_documents_are_scored(dataset, cast, tiny_model):
-    campaign = _campaign(dataset, cast, [("s0", "s1")])
-    run = _start(dataset, tiny_model, pairs="campaign", campaign=campaign.pk)
+def test_a_campaigns_pairs_are_frozen_and_only_its_documents_are_scored(
+    known_quality_dataset, cast, long_context_tiny_model
+):
+    campaign = _campaign(known_quality_dataset, cast, [("s0", "s1")])
+    run = _start(
+        known_quality_dataset, long_context_tiny_model, pairs="campaign", campaign=campaign.pk
+    )
     s0, s1 = (Output.objects.get(document__doc_key="d0", system_id=s).pk for s in ("s0", "s1"))
     assert run.config["campaign_pairs"] == [[s0, s1]]
     assert run.config["doc_keys"] == ["d0"] and run.total == 3
@@ -217,36 +218,48 @@ def test_a_campaigns_pairs_are_frozen_and_only_its_documents_are_scored(dataset,
         ("d0", "s2"): None,
     }
     narrowed = _start(
-        dataset, tiny_model, pairs="campaign", campaign=campaign.pk, doc_keys=("d0", "d1")
+        known_quality_dataset,
+        long_context_tiny_model,
+        pairs="campaign",
+        campaign=campaign.pk,
+        doc_keys=("d0", "d1"),
     )
     assert narrowed.config["doc_keys"] == ["d0"] and narrowed.total == 3
     with pytest.raises(RunError, match="no pairwise campaign #999"):
-        _start(dataset, tiny_model, pairs="campaign", campaign=999)
+        _start(known_quality_dataset, long_context_tiny_model, pairs="campaign", campaign=999)
     with pytest.raises(RunError, match="Choose the pairwise campaign"):
-        _start(dataset, tiny_model, pairs="campaign")
+        _start(known_quality_dataset, long_context_tiny_model, pairs="campaign")
 
 
-def test_sampled_answers_need_a_sampler_and_say_so(dataset, tiny_model):
-    run = _start(dataset, tiny_model, estimation="sampled", n_samples=3, limit_docs=1)
+def test_sampled_answers_need_a_sampler_and_say_so(known_quality_dataset, long_context_tiny_model):
+    run = _start(
+        known_quality_dataset,
+        long_context_tiny_model,
+        estimation="sampled",
+        n_samples=3,
+        limit_docs=1,
+    )
     assert run.label.endswith(":sampled") and run.config["n_pairs"] == 3
 
     class Sampler:
         def sample(self, prompt, *, n, temperature, max_new_tokens, seed):  # type: ignore[no-untyped-def]
             a, b = _shown(prompt)
-            return ["A" if QUALITY[a] > QUALITY[b] else "B"] * n
+            return ["A" if SYSTEM_QUALITY[a] > SYSTEM_QUALITY[b] else "B"] * n
 
     assert execute_run(run.pk, model_factory=lambda r: Sampler()) == "succeeded"
     values = _values(run)
     assert values[("d0", "s1")] == 1.0 and values[("d0", "s2")] == 0.0
     assert all(s.details["sampled"] for s in MetricScore.objects.filter(run=run))
-    plain = _start(dataset, tiny_model, limit_docs=1)
+    plain = _start(known_quality_dataset, long_context_tiny_model, limit_docs=1)
     assert execute_run(plain.pk, model_factory=lambda r: Sampler()) == "failed"
     plain.refresh_from_db()
     assert "gives no probabilities" in plain.error
 
 
-def test_the_summary_ranks_the_systems_and_measures_the_position_bias(dataset, tiny_model):
-    run = _start(dataset, tiny_model)
+def test_the_summary_ranks_the_systems_and_measures_the_position_bias(
+    known_quality_dataset, long_context_tiny_model
+):
+    run = _start(known_quality_dataset, long_context_tiny_model)
     execute_run(run.pk, model_factory=lambda r: Judge())
     found = service.summary(run, n_resamples=200)
     assert (found.n_pairs, found.n_documents, found.n_failed) == (9, 3, 0)
@@ -260,7 +273,7 @@ def test_the_summary_ranks_the_systems_and_measures_the_position_bias(dataset, t
     assert found.position_consistency == 1.0 and found.first_position_share == 0.5
     assert (found.n_first, found.n_second, found.first_position_p) == (9, 9, pytest.approx(1.0))
 
-    biased = _start(dataset, tiny_model)
+    biased = _start(known_quality_dataset, long_context_tiny_model)
     execute_run(biased.pk, model_factory=lambda r: Judge("position"))
     bias = service.summary(biased, n_resamples=50)
     assert bias.position_consistency == 0.0 and bias.first_position_share == 1.0
@@ -270,9 +283,9 @@ def test_the_summary_ranks_the_systems_and_measures_the_position_bias(dataset, t
 
 
 def test_agreement_with_likert_preferences_at_a_margin_and_with_a_campaign(
-    dataset, cast, tiny_model
+    known_quality_dataset, cast, long_context_tiny_model
 ):
-    run = _start(dataset, tiny_model)
+    run = _start(known_quality_dataset, long_context_tiny_model)
     execute_run(run.pk, model_factory=lambda r: Judge())
     exact = service.human_agreement(run, "likert", n_resamples=100)
     assert exact.with_ties.value == 1.0 and exact.kappa.value == pytest.approx(1.0)
@@ -290,7 +303,7 @@ def test_agreement_with_likert_preferences_at_a_margin_and_with_a_campaign(
     ann1, ann2 = (UserFactory(username=n, role="annotator") for n in ("ann1", "ann2"))
     # items (s0, s1) and (s1, s2); the judge prefers s1 in both: b, then a
     answers = [(ann1, 0, "b"), (ann2, 0, "b"), (ann1, 1, "a"), (ann2, 1, "b")]
-    campaign = _campaign(dataset, cast, [("s0", "s1"), ("s1", "s2")], answers)
+    campaign = _campaign(known_quality_dataset, cast, [("s0", "s1"), ("s1", "s2")], answers)
     found = service.human_agreement(run, f"pairwise:{campaign.pk}", n_resamples=50)
     assert found.n_items == 2 and found.with_ties.value == pytest.approx(3 / 4)
     assert found.human_with_ties.value == pytest.approx(1 / 2)
@@ -302,8 +315,10 @@ def test_agreement_with_likert_preferences_at_a_margin_and_with_a_campaign(
         service.human_agreement(run, "likert:file:other.jsonl")
 
 
-def test_the_run_page_the_report_page_and_the_api_show_the_pairs(client, cast, dataset, tiny_model):
-    run = _start(dataset, tiny_model)
+def test_the_run_page_the_report_page_and_the_api_show_the_pairs(
+    client, cast, known_quality_dataset, long_context_tiny_model
+):
+    run = _start(known_quality_dataset, long_context_tiny_model)
     execute_run(run.pk, model_factory=lambda r: Judge())
     client.force_login(cast["owner"])
     page = client.get(reverse("studies:run-detail", args=[run.pk])).content.decode()
@@ -326,19 +341,21 @@ def test_the_run_page_the_report_page_and_the_api_show_the_pairs(client, cast, d
     assert body["agreement"]["human_with_ties"]["value"] is None  # NaN in JSON: null
     bad = client.get(f"/api/runs/{run.pk}/pairwise/", {"against": "nonsense"}).json()
     assert bad["agreement"] is None and "Unknown source" in bad["agreement_problem"]
-    new = client.get(reverse("studies:run-new", args=[dataset.pk])).content.decode()
+    new = client.get(reverse("studies:run-new", args=[known_quality_dataset.pk])).content.decode()
     assert "all pairs: 9 pairs × 2 orders = 18 requests" in new
 
 
-def test_the_api_starts_a_pairwise_run_with_its_options(client, cast, dataset, tiny_model):
+def test_the_api_starts_a_pairwise_run_with_its_options(
+    client, cast, known_quality_dataset, long_context_tiny_model
+):
     client.force_login(cast["owner"])
     coh = Aspect.objects.get(code="COH")
-    AllowedModel.objects.create(hub_id=tiny_model)  # a path resolves as a local model
+    AllowedModel.objects.create(hub_id=long_context_tiny_model)  # a path resolves as a local model
     body = {
-        "dataset": dataset.pk,
+        "dataset": known_quality_dataset.pk,
         "metric": "pairwise",
         "aspects": [coh.pk],
-        "model": tiny_model,
+        "model": long_context_tiny_model,
         "pairs": "k",
         "pairs_per_doc": 2,
         "ties": True,

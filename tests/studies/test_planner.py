@@ -17,7 +17,6 @@ from studies.models import Aspect, MetricRun
 from studies.services.analysis import planner
 from studies.services.analysis.planner import PlannerParams
 from studies.tasks import compute_planner
-from tests.studies.test_dashboards import scored  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.django_db
 

@@ -4,7 +4,6 @@ the page, and SummEval with a fifth of its documents treated as judged."""
 from __future__ import annotations
 
 import json
-import random
 import time
 from collections import defaultdict
 
@@ -17,60 +16,24 @@ from studies.models import Aspect, Dataset, MetricRun, MetricScore, Output
 from studies.services.analysis.dashboards import frame_for
 from studies.services.analysis.params import MatrixParams
 from studies.services.analysis.ppi import PPIQuery, compute_table, parse_query, ppi_table
-from studies.services.imports import ImportOptions, import_file
 from studies.services.runs import RunRequest, execute_run, start_run
 from tests.conftest import SHARED_DATA
+from tests.factories import import_jsonl, ppi_records
 
 pytestmark = pytest.mark.django_db
-QUALITY = {"good": 4.0, "fair": 3.0, "poor": 2.0}
-
-
-def records(n_docs: int = 30, judged_docs: int = 9, seed: int = 0) -> list[dict[str, object]]:
-    """Three systems of known quality on documents of varying difficulty; a metric on
-    its own scale that follows the human scores; human scores on the first
-    ``judged_docs`` documents only (the others are left for the metric)."""
-    rng = random.Random(seed)
-    rows = []
-    for d in range(n_docs):
-        difficulty = rng.gauss(0, 0.6)
-        for system, quality in QUALITY.items():
-            human = quality + difficulty + rng.gauss(0, 0.3)
-            row: dict[str, object] = {
-                "doc_id": f"d{d:02d}",
-                "system_id": system,
-                "source": f"Source {d}.",
-                "references": [f"Reference {d}."],
-                "output": f"{system} output {d}.",
-                "metrics": {"m": 0.1 * human + rng.gauss(0, 0.02)},
-                "human_all": human,
-            }
-            if d < judged_docs:
-                row["human"] = {"coherence": round(min(max(human, 0.0), 5.0), 6)}
-            rows.append(row)
-    return rows
 
 
 @pytest.fixture
-def scored(write_jsonl, cast):  # type: ignore[no-untyped-def]
-    rows = records()
+def ppi_dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
+    rows = ppi_records()
     path = write_jsonl([{k: v for k, v in r.items() if k != "human_all"} for r in rows])
-    import_file(
-        path,
-        ImportOptions(
-            dataset="ppi",
-            task="summarization",
-            file_format="jsonl",
-            file_name=path.name,
-            owner=cast["owner"],
-        ),
-    )
-    dataset = Dataset.objects.get(name="ppi")
+    dataset = import_jsonl(path, "ppi", cast["owner"])
     run = MetricRun.objects.get(dataset=dataset)
     return dataset, run, Aspect.objects.get(code="COH"), rows
 
 
-def test_each_system_gets_human_metric_and_ppi_means_with_intervals(scored):
-    dataset, run, coh, rows = scored
+def test_each_system_gets_human_metric_and_ppi_means_with_intervals(ppi_dataset):
+    dataset, run, coh, rows = ppi_dataset
     table = compute_table(dataset, PPIQuery(run=run.pk, aspect=coh.pk))
     assert (table["n_outputs"], table["n_scored"], table["n_judged"]) == (90, 90, 27)
     assert table["calibration"]["slope"] == pytest.approx(10, rel=0.2)  # human ≈ metric × 10
@@ -98,8 +61,8 @@ def test_each_system_gets_human_metric_and_ppi_means_with_intervals(scored):
     assert ppi_table(dataset, other)["reference"] == "poor"
 
 
-def test_the_query_defaults_to_the_first_run_and_aspect_and_refuses_others(scored):
-    dataset, run, coh, _ = scored
+def test_the_query_defaults_to_the_first_run_and_aspect_and_refuses_others(ppi_dataset):
+    dataset, run, coh, _ = ppi_dataset
     query, runs, aspects = parse_query(dataset, {})
     assert (query.run, query.aspect, runs, aspects) == (run.pk, coh.pk, [run], [coh])
     query, _, _ = parse_query(dataset, {"run": str(run.pk), "vs": "fair", "weights": "competence"})
@@ -116,16 +79,9 @@ def test_too_few_judged_outputs_give_no_interval_and_the_default_run_is_the_most
 ):
     """Issue: the page opened on a 3-document run and showed 4.333 [4.333, 4.333] from 3
     judged outputs per system."""
-    rows = records(judged_docs=3)
+    rows = ppi_records(judged_docs=3)
     path = write_jsonl([{k: v for k, v in r.items() if k != "human_all"} for r in rows])
-    options = ImportOptions(
-        dataset="few",
-        task="summarization",
-        file_format="jsonl",
-        file_name=path.name,
-        owner=cast["owner"],
-    )
-    import_file(path, options)
+    import_jsonl(path, "few", cast["owner"])
     dataset = Dataset.objects.get(name="few")
     full = MetricRun.objects.get(dataset=dataset)
     partial = MetricRun.objects.create(
@@ -153,9 +109,9 @@ def test_too_few_judged_outputs_give_no_interval_and_the_default_run_is_the_most
 
 
 def test_the_page_shows_the_table_and_is_cached(
-    client, cast, scored, django_assert_max_num_queries
+    client, cast, ppi_dataset, django_assert_max_num_queries
 ):
-    dataset, run, coh, _ = scored
+    dataset, run, coh, _ = ppi_dataset
     client.force_login(cast["owner"])
     url = reverse("studies:dataset-ppi", args=[dataset.pk])
     page = client.get(url, {"run": run.pk, "aspect": coh.pk})
@@ -173,18 +129,12 @@ def test_the_page_shows_the_table_and_is_cached(
 
 def test_a_dataset_without_runs_says_what_is_missing(client, cast, write_jsonl):
     path = write_jsonl(
-        [{k: v for k, v in r.items() if k not in ("human_all", "metrics")} for r in records(4, 4)]
+        [
+            {k: v for k, v in r.items() if k not in ("human_all", "metrics")}
+            for r in ppi_records(4, 4)
+        ]
     )
-    import_file(
-        path,
-        ImportOptions(
-            dataset="bare",
-            task="summarization",
-            file_format="jsonl",
-            file_name=path.name,
-            owner=cast["owner"],
-        ),
-    )
+    import_jsonl(path, "bare", cast["owner"])
     client.force_login(cast["owner"])
     page = client.get(reverse("studies:dataset-ppi", args=[Dataset.objects.get(name="bare").pk]))
     assert page.status_code == 200 and b"no metric run yet" in page.content
@@ -216,17 +166,7 @@ def test_summeval_with_a_fifth_of_its_documents_judged_recovers_the_system_means
         ],
         "summeval-fifth.jsonl",
     )
-    import_file(
-        path,
-        ImportOptions(
-            dataset="summeval",
-            task="summarization",
-            file_format="jsonl",
-            file_name=path.name,
-            owner=cast["owner"],
-        ),
-    )
-    dataset = Dataset.objects.get(name="summeval")
+    dataset = import_jsonl(path, "summeval", cast["owner"])
     run = start_run(dataset, RunRequest(metric="rouge1"), enqueue=False)
     assert execute_run(run.pk, chunk_outputs=400) == "succeeded"
     relevance = Aspect.objects.get(code="REL")

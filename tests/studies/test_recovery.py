@@ -15,7 +15,7 @@ from studies.services import queue
 from studies.services.imports import run_import_job
 from studies.services.recovery import sweep_stale_work
 from studies.services.runs import RunRequest, execute_run, start_run
-from tests.studies.test_baseline_runs import _import
+from tests.studies.conftest import import_baseline_dataset
 
 pytestmark = pytest.mark.django_db
 
@@ -30,7 +30,7 @@ def sent(monkeypatch):  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def run(write_jsonl, cast, django_capture_on_commit_callbacks):  # type: ignore[no-untyped-def]
-    dataset = _import(write_jsonl, cast["owner"])
+    dataset = import_baseline_dataset(write_jsonl, cast["owner"])
     return start_run(dataset, RunRequest(metric="rougeL"), enqueue=False)
 
 

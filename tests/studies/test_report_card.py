@@ -10,36 +10,11 @@ import pytest
 from scoring.stats.alttest import alt_test
 from scoring.stats.consistency import self_consistency
 from scoring.stats.judge_agreement import pointwise_agreement
-from studies.models import Judgment, Output
 from studies.services.analysis.dashboards import compute_and_cache
 from studies.services.analysis.report_card import CardParams, compute_card
-from tests.studies.report_card_data import SCALE, add_pairwise_run, build_panel
+from tests.studies.report_card_data import SCALE, add_pairwise_run, raw_answers
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def panel(cast):  # type: ignore[no-untyped-def]
-    return build_panel(cast["owner"])
-
-
-def raw_answers(dataset, code: str):  # type: ignore[no-untyped-def]
-    """Annotators × outputs (by id) and the outputs' documents, from the models."""
-    outputs = list(
-        Output.objects.filter(document__dataset=dataset).order_by("pk").select_related("document")
-    )
-    index = {o.pk: k for k, o in enumerate(outputs)}
-    names = sorted(
-        set(
-            Judgment.objects.filter(
-                output__document__dataset=dataset, aspect__code=code
-            ).values_list("annotator__username", flat=True)
-        )
-    )
-    answers = np.full((len(names), len(outputs)), np.nan)
-    for j in Judgment.objects.filter(output__document__dataset=dataset, aspect__code=code):
-        answers[names.index(j.annotator.username), index[j.output_id]] = j.value
-    return answers, names, [o.document.doc_key for o in outputs], [o.pk for o in outputs]
 
 
 def rows_by_label(card):  # type: ignore[no-untyped-def]

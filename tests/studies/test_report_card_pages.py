@@ -15,14 +15,9 @@ from studies.models import Aspect, Study
 from studies.services.analysis.report_card import CardParams, sorted_rows
 from studies.services.analysis.report_card.store import cached_card
 from studies.services.jobs import all_jobs
-from tests.studies.report_card_data import add_pairwise_run, build_panel
+from tests.studies.report_card_data import add_pairwise_run
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def panel(cast):  # type: ignore[no-untyped-def]
-    return build_panel(cast["owner"])
 
 
 def page(client, panel, headers=None, **query):  # type: ignore[no-untyped-def]

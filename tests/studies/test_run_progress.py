@@ -17,22 +17,14 @@ from studies.services.analysis.dashboards import matrix_for
 from studies.services.analysis.params import MatrixParams
 from studies.services.runs import RunRequest, cancel_run, eta, execute_run, phase, start_run
 from tests.conftest import record
-from tests.tiny_models import tiny_gpt2
+from tests.factories import import_jsonl
 
 pytestmark = pytest.mark.django_db
 N_DOCS, N_SYSTEMS = 4, 3
 
 
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory):  # type: ignore[no-untyped-def]
-    return tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2"))
-
-
 @pytest.fixture
-def dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
-    from studies.models import Dataset
-    from studies.services.imports import ImportOptions, import_file
-
+def progress_dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
     records = [
         record(
             f"d{d}",
@@ -43,24 +35,7 @@ def dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
         for d in range(N_DOCS)
         for s in range(N_SYSTEMS)
     ]
-    path = write_jsonl(records)
-    import_file(
-        path,
-        ImportOptions(
-            dataset="progress",
-            task="summarization",
-            file_format="jsonl",
-            file_name=path.name,
-            owner=cast["owner"],
-        ),
-    )
-    return Dataset.objects.get(name="progress")
-
-
-@pytest.fixture
-def owner_client(client, cast):  # type: ignore[no-untyped-def]
-    client.force_login(cast["owner"])
-    return client
+    return import_jsonl(write_jsonl(records), "progress", cast["owner"])
 
 
 def _run(dataset, tiny_model):  # type: ignore[no-untyped-def]
@@ -90,8 +65,10 @@ def _watching(run_pk: int, seen: list[tuple[int, str, int]]):  # type: ignore[no
     return factory
 
 
-def test_progress_moves_once_per_document_by_default_and_loading_comes_first(dataset, tiny_model):
-    run = _run(dataset, tiny_model)
+def test_progress_moves_once_per_document_by_default_and_loading_comes_first(
+    progress_dataset, tiny_model
+):
+    run = _run(progress_dataset, tiny_model)
     seen: list[tuple[int, str, int]] = []
     assert execute_run(run.pk, model_factory=_watching(run.pk, seen)) == "succeeded"
     loading, *calls = seen
@@ -106,8 +83,8 @@ def test_progress_moves_once_per_document_by_default_and_loading_comes_first(dat
     assert phase(run) == ""  # finished: no phase to show
 
 
-def test_a_document_is_never_split_between_chunks(dataset, tiny_model):
-    run = _run(dataset, tiny_model)
+def test_a_document_is_never_split_between_chunks(progress_dataset, tiny_model):
+    run = _run(progress_dataset, tiny_model)
     calls: list[int] = []
 
     def factory(r):  # type: ignore[no-untyped-def]
@@ -127,9 +104,9 @@ def test_a_document_is_never_split_between_chunks(dataset, tiny_model):
 
 
 def test_eta_comes_from_the_runs_own_rate_and_the_page_says_minutes(
-    dataset, tiny_model, owner_client
+    progress_dataset, tiny_model, owner_client
 ):
-    run = _run(dataset, tiny_model)
+    run = _run(progress_dataset, tiny_model)
     MetricRun.objects.filter(pk=run.pk).update(
         status="running",
         done=3,
@@ -143,17 +120,19 @@ def test_eta_comes_from_the_runs_own_rate_and_the_page_says_minutes(
     assert "loading model" not in page.content.decode()
 
 
-def test_the_page_says_loading_model_before_the_first_document(dataset, tiny_model, owner_client):
-    run = _run(dataset, tiny_model)
+def test_the_page_says_loading_model_before_the_first_document(
+    progress_dataset, tiny_model, owner_client
+):
+    run = _run(progress_dataset, tiny_model)
     MetricRun.objects.filter(pk=run.pk).update(status="running", timings={"phase": "loading model"})
     body = owner_client.get(reverse("studies:run-detail", args=[run.pk])).content.decode()
     assert 'id="run-phase"' in body and "loading model" in body and "min left" not in body
 
 
 def test_cancel_stops_after_the_current_document_and_every_page_says_what_was_kept(
-    dataset, tiny_model, owner_client
+    progress_dataset, tiny_model, owner_client
 ):
-    run = _run(dataset, tiny_model)
+    run = _run(progress_dataset, tiny_model)
 
     def cancelling(r):  # type: ignore[no-untyped-def]
         model = FakeLanguageModel()
@@ -181,16 +160,18 @@ def test_cancel_stops_after_the_current_document_and_every_page_says_what_was_ke
     assert "Resume</button>" in body
 
     listing = owner_client.get(
-        reverse("studies:dataset-detail", args=[dataset.pk])
+        reverse("studies:dataset-detail", args=[progress_dataset.pk])
     ).content.decode()
     assert f"partial: {kept} of {total}" in listing
     home = owner_client.get(reverse("studies:home")).content.decode()
     assert f"partial: {kept} of {total}" in home  # the recent runs
 
-    matrix = owner_client.get(reverse("studies:correlations", args=[dataset.pk])).content.decode()
+    matrix = owner_client.get(
+        reverse("studies:correlations", args=[progress_dataset.pk])
+    ).content.decode()
     assert f"cancelled, partial {kept}/{total}" in matrix
 
-    result = matrix_for(dataset, MatrixParams())
+    result = matrix_for(progress_dataset, MatrixParams())
     rows = {r["run"]: r for r in csv.DictReader(io.StringIO(tables.to_csv(result)))}
     assert rows[run.label]["partial_run"] == f"cancelled: {kept} of {total} outputs"
     latex = tables.to_latex(result)
@@ -198,30 +179,36 @@ def test_cancel_stops_after_the_current_document_and_every_page_says_what_was_ke
 
 
 def test_a_finished_run_that_scored_everything_is_not_labelled_partial(
-    dataset, tiny_model, owner_client
+    progress_dataset, tiny_model, owner_client
 ):
-    run = _run(dataset, tiny_model)
+    run = _run(progress_dataset, tiny_model)
     assert execute_run(run.pk, model_factory=lambda r: FakeLanguageModel()) == "succeeded"
     run.refresh_from_db()
     assert not run.is_partial
-    matrix = owner_client.get(reverse("studies:correlations", args=[dataset.pk])).content.decode()
+    matrix = owner_client.get(
+        reverse("studies:correlations", args=[progress_dataset.pk])
+    ).content.decode()
     assert "partial-run" not in matrix
-    result = matrix_for(dataset, MatrixParams())
+    result = matrix_for(progress_dataset, MatrixParams())
     assert "$^{p}$" not in tables.to_latex(result)
 
 
-def test_cancelling_bumps_the_data_version_so_no_table_shows_a_stale_status(dataset, tiny_model):
-    run = _run(dataset, tiny_model)
-    before = MatrixParams().key(dataset)
+def test_cancelling_bumps_the_data_version_so_no_table_shows_a_stale_status(
+    progress_dataset, tiny_model
+):
+    run = _run(progress_dataset, tiny_model)
+    before = MatrixParams().key(progress_dataset)
     assert cancel_run(run)
-    dataset.refresh_from_db()
-    assert MatrixParams().key(dataset) != before
+    progress_dataset.refresh_from_db()
+    assert MatrixParams().key(progress_dataset) != before
 
 
-def test_the_api_gives_a_runs_phase_and_what_a_cancelled_run_kept(dataset, tiny_model, cast):
+def test_the_api_gives_a_runs_phase_and_what_a_cancelled_run_kept(
+    progress_dataset, tiny_model, cast
+):
     from rest_framework.test import APIClient
 
-    run = _run(dataset, tiny_model)
+    run = _run(progress_dataset, tiny_model)
     api = APIClient()
     api.force_authenticate(cast["owner"])
     MetricRun.objects.filter(pk=run.pk).update(status="running", timings={"phase": "loading model"})

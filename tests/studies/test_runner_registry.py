@@ -32,6 +32,7 @@ from studies.services.runs import (
 from studies.services.runs.registry import register, runner, unregister
 from studies.services.runs.types import ModelFactory, Plan, Scorer
 from tests.conftest import record
+from tests.factories import import_jsonl
 
 pytestmark = pytest.mark.django_db
 
@@ -78,21 +79,12 @@ def toys():  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
-    from studies.services.imports import ImportOptions, import_file
-
-    path = write_jsonl([record(f"d{d}", f"s{s}") for d in range(2) for s in range(2)])
-    import_file(
-        path,
-        ImportOptions(
-            dataset="toy",
-            task="summarization",
-            file_format="jsonl",
-            file_name=path.name,
-            owner=cast["owner"],
-        ),
+def toy_dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
+    return import_jsonl(
+        write_jsonl([record(f"d{d}", f"s{s}") for d in range(2) for s in range(2)]),
+        "toy",
+        cast["owner"],
     )
-    return Dataset.objects.get(name="toy")
 
 
 def _form(dataset: Dataset, **data: Any) -> RunForm:
@@ -100,14 +92,14 @@ def _form(dataset: Dataset, **data: Any) -> RunForm:
     return RunForm({**base, **data}, dataset=dataset)
 
 
-def test_a_registered_metric_is_listed_everywhere_and_gone_once_unregistered(toys, dataset):
+def test_a_registered_metric_is_listed_everywhere_and_gone_once_unregistered(toys, toy_dataset):
     assert {"toycount", "toyjudge"} <= set(METRICS)
     assert ("toycount", "Toy character count (a test's)") in metric_choices()
     assert ("toyjudge", "Toy judge") in list(RunForm.base_fields["metric"].choices)
-    assert _form(dataset, metric="toycount").is_valid()
+    assert _form(toy_dataset, metric="toycount").is_valid()
     api = RunCreateSerializer().fields["metric"].choices
     assert api["toycount"] == "Toy character count (a test's)" and "toyjudge" in api
-    assert RunCreateSerializer(data={"dataset": dataset.pk, "metric": "toyjudge"}).is_valid()
+    assert RunCreateSerializer(data={"dataset": toy_dataset.pk, "metric": "toyjudge"}).is_valid()
     parser = Command().create_parser("manage.py", "run_metric")
     (action,) = [a for a in parser._actions if "--metric" in a.option_strings]
     assert {"toycount", "toyjudge"} <= set(action.choices)  # type: ignore[arg-type]
@@ -118,13 +110,13 @@ def test_a_registered_metric_is_listed_everywhere_and_gone_once_unregistered(toy
     assert "toycount" not in METRICS and runner("toyjudge") is None
     assert "toycount" not in dict(metric_choices())
     assert "toycount" not in RunCreateSerializer().fields["metric"].choices
-    assert not _form(dataset, metric="toycount").is_valid()
+    assert not _form(toy_dataset, metric="toycount").is_valid()
     assert str(RunForm.base_fields["setting"].help_text) == "GPTScore only"
 
 
-def test_the_per_aspect_rule_follows_the_runner(toys, dataset):
+def test_the_per_aspect_rule_follows_the_runner(toys, toy_dataset):
     assert per_aspect("toyjudge") and not per_aspect("toycount")
-    form = _form(dataset, metric="toyjudge")
+    form = _form(toy_dataset, metric="toyjudge")
     assert not form.is_valid()
     assert (
         "Choose at least one aspect for GPTScore or G-Eval or Pairwise judge or Yes/no judge or Toy judge."
@@ -132,30 +124,30 @@ def test_the_per_aspect_rule_follows_the_runner(toys, dataset):
     )
     aspects = list(form.fields["aspects"].queryset.order_by("code")[:2])  # type: ignore[attr-defined]
     assert len(aspects) == 2
-    runs = start_requested(dataset, RunRequest(metric="toyjudge"), aspects)
+    runs = start_requested(toy_dataset, RunRequest(metric="toyjudge"), aspects)
     assert sorted(r.label for r in runs) == sorted(f"toyjudge:{a.code}" for a in aspects)
-    (single,) = start_requested(dataset, RunRequest(metric="toycount"), aspects)
+    (single,) = start_requested(toy_dataset, RunRequest(metric="toycount"), aspects)
     assert single.label == "toycount:all"
     with pytest.raises(
         CommandError, match="--aspect for gptscore and geval and pairwise and yesno and toyjudge"
     ):
-        call_command("run_metric", "--dataset", dataset.name, "--metric", "toyjudge")
+        call_command("run_metric", "--dataset", toy_dataset.name, "--metric", "toyjudge")
 
 
 def test_runs_go_to_the_queue_their_runner_declares(
-    toys, dataset, django_capture_on_commit_callbacks, monkeypatch
+    toys, toy_dataset, django_capture_on_commit_callbacks, monkeypatch
 ):
     sent: list[tuple[str, int]] = []
     monkeypatch.setattr(queue, "send", lambda name, *args, **kw: sent.append((name, args[0])))
     assert (queue_for("toycount"), queue_for("toyjudge")) == ("cpu", "gpu")
     with django_capture_on_commit_callbacks(execute=True):
-        cpu = start_run(dataset, RunRequest(metric="toycount"))
-        gpu = start_run(dataset, RunRequest(metric="toyjudge", aspect="coherence"))
+        cpu = start_run(toy_dataset, RunRequest(metric="toycount"))
+        gpu = start_run(toy_dataset, RunRequest(metric="toyjudge", aspect="coherence"))
     assert sent == [(queue.RUN_METRIC_CPU, cpu.pk), (queue.RUN_METRIC, gpu.pk)]
 
 
-def test_a_toy_run_scores_and_its_page_shows_the_runner_label(toys, dataset, client, cast):
-    run = start_run(dataset, RunRequest(metric="toycount"), enqueue=False)
+def test_a_toy_run_scores_and_its_page_shows_the_runner_label(toys, toy_dataset, client, cast):
+    run = start_run(toy_dataset, RunRequest(metric="toycount"), enqueue=False)
     assert execute_run(run.pk) == "succeeded"
     assert MetricScore.objects.filter(run=run, value__isnull=False).count() == 4
     assert label_of("toycount") == "Toy character count"

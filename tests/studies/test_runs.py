@@ -17,46 +17,27 @@ from studies.services.runs import (
     start_run,
 )
 from tests.conftest import record
-from tests.tiny_models import tiny_gpt2
+from tests.factories import import_jsonl
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory):  # type: ignore[no-untyped-def]
-    return tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2"))
-
-
 @pytest.fixture
-def dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
-    from studies.models import Dataset
-    from studies.services.imports import ImportOptions, import_file
-
+def four_docs_dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
     records = [
         record(f"d{d}", f"s{s}", output=f"Output {s} about the budget {d}.")
         for d in range(4)
         for s in range(3)
     ]
-    path = write_jsonl(records)
-    import_file(
-        path,
-        ImportOptions(
-            dataset="runs",
-            task="summarization",
-            file_format="jsonl",
-            file_name=path.name,
-            owner=cast["owner"],
-        ),
-    )
-    return Dataset.objects.get(name="runs")
+    return import_jsonl(write_jsonl(records), "runs", cast["owner"])
 
 
 def test_start_run_freezes_template_aspect_version_model_and_versions(
-    dataset, tiny_model, django_capture_on_commit_callbacks
+    four_docs_dataset, tiny_model, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         run = start_run(
-            dataset,
+            four_docs_dataset,
             RunRequest(aspect="coherence", model=tiny_model, dimension="src-hypo"),
             local_paths=True,
         )
@@ -73,10 +54,10 @@ def test_start_run_freezes_template_aspect_version_model_and_versions(
 
 
 def test_a_run_on_a_tiny_model_scores_every_output_once_and_a_second_call_writes_nothing(
-    dataset, tiny_model
+    four_docs_dataset, tiny_model
 ):
     run = start_run(
-        dataset,
+        four_docs_dataset,
         RunRequest(aspect="COH", model=tiny_model, batch_size=2),
         enqueue=False,
         local_paths=True,
@@ -92,9 +73,12 @@ def test_a_run_on_a_tiny_model_scores_every_output_once_and_a_second_call_writes
     assert MetricScore.objects.filter(run=run).count() == 12
 
 
-def test_a_failing_document_marks_its_outputs_and_the_run_goes_on(dataset, tiny_model):
+def test_a_failing_document_marks_its_outputs_and_the_run_goes_on(four_docs_dataset, tiny_model):
     run = start_run(
-        dataset, RunRequest(aspect="COH", model=tiny_model), enqueue=False, local_paths=True
+        four_docs_dataset,
+        RunRequest(aspect="COH", model=tiny_model),
+        enqueue=False,
+        local_paths=True,
     )
     calls = {"n": 0}
 
@@ -112,9 +96,14 @@ def test_a_failing_document_marks_its_outputs_and_the_run_goes_on(dataset, tiny_
     assert MetricScore.objects.filter(run=run, value__isnull=False).count() == 9
 
 
-def test_run_resumes_after_a_crash_without_losing_or_repeating_scores(dataset, tiny_model):
+def test_run_resumes_after_a_crash_without_losing_or_repeating_scores(
+    four_docs_dataset, tiny_model
+):
     other = start_run(
-        dataset, RunRequest(aspect="FLU", model=tiny_model), enqueue=False, local_paths=True
+        four_docs_dataset,
+        RunRequest(aspect="FLU", model=tiny_model),
+        enqueue=False,
+        local_paths=True,
     )
 
     def dies_after_two_chunks(r):  # type: ignore[no-untyped-def]
@@ -145,9 +134,12 @@ def test_run_resumes_after_a_crash_without_losing_or_repeating_scores(dataset, t
     assert len(after) == 12 and all(after[k] == v for k, v in kept.items())
 
 
-def test_cancel_stops_a_run_between_chunks(dataset, tiny_model):
+def test_cancel_stops_a_run_between_chunks(four_docs_dataset, tiny_model):
     run = start_run(
-        dataset, RunRequest(aspect="COH", model=tiny_model), enqueue=False, local_paths=True
+        four_docs_dataset,
+        RunRequest(aspect="COH", model=tiny_model),
+        enqueue=False,
+        local_paths=True,
     )
 
     def cancelling(r):  # type: ignore[no-untyped-def]
@@ -167,13 +159,16 @@ def test_cancel_stops_a_run_between_chunks(dataset, tiny_model):
 
 
 def test_a_run_cancelled_and_resumed_while_its_worker_scores_never_scores_as_pending(
-    dataset, tiny_model
+    four_docs_dataset, tiny_model
 ):
     """Cancel then Resume before the worker reached the end of its document: the run is
     PENDING again; the worker must stop there (its resume message starts the run afresh,
     RUNNING), not score on while every page says "Pending"."""
     run = start_run(
-        dataset, RunRequest(aspect="COH", model=tiny_model), enqueue=False, local_paths=True
+        four_docs_dataset,
+        RunRequest(aspect="COH", model=tiny_model),
+        enqueue=False,
+        local_paths=True,
     )
     statuses_while_scoring: list[str] = []
 
@@ -202,21 +197,21 @@ def test_a_run_cancelled_and_resumed_while_its_worker_scores_never_scores_as_pen
     assert set(statuses_while_scoring) == {"running"}
 
 
-def test_a_setting_without_a_template_is_refused_clearly(dataset, tiny_model):
+def test_a_setting_without_a_template_is_refused_clearly(four_docs_dataset, tiny_model):
     with pytest.raises(RunError, match="No GPTScore IST template for summarization × INT"):
-        start_run(dataset, RunRequest(aspect="INT", model=tiny_model), local_paths=True)
+        start_run(four_docs_dataset, RunRequest(aspect="INT", model=tiny_model), local_paths=True)
     with pytest.raises(RunError, match="IDM needs"):
         start_run(
-            dataset,
+            four_docs_dataset,
             RunRequest(aspect="COH", setting="IDM", k=0, model=tiny_model),
             local_paths=True,
         )
     assert MetricRun.objects.filter(kind="computed").count() == 0
 
 
-def test_idm_and_avg_f_runs_record_k_seed_and_both_templates(dataset, tiny_model):
+def test_idm_and_avg_f_runs_record_k_seed_and_both_templates(four_docs_dataset, tiny_model):
     run = start_run(
-        dataset,
+        four_docs_dataset,
         RunRequest(aspect="COH", setting="IDM", k=2, seed=5, dimension="avg-f", model=tiny_model),
         enqueue=False,
         local_paths=True,
@@ -231,12 +226,12 @@ def test_idm_and_avg_f_runs_record_k_seed_and_both_templates(dataset, tiny_model
 
 
 def test_a_run_freezes_its_precision_and_records_the_engine_it_scored_with(
-    dataset, tiny_model, client, cast
+    four_docs_dataset, tiny_model, client, cast
 ):
     import torch
 
     run = start_run(
-        dataset,
+        four_docs_dataset,
         RunRequest(aspect="COH", model=tiny_model, precision="exact"),
         enqueue=False,
         local_paths=True,
@@ -262,10 +257,10 @@ def test_a_run_freezes_its_precision_and_records_the_engine_it_scored_with(
     assert "scored by different engines" in client.get(f"/runs/{run.pk}/").content.decode()
 
 
-def test_an_unknown_precision_is_refused_and_saves_nothing(dataset, tiny_model):
+def test_an_unknown_precision_is_refused_and_saves_nothing(four_docs_dataset, tiny_model):
     with pytest.raises(RunError, match="Unknown precision 'half'"):
         start_run(
-            dataset,
+            four_docs_dataset,
             RunRequest(aspect="COH", model=tiny_model, precision="half"),
             enqueue=False,
             local_paths=True,

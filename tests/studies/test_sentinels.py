@@ -9,12 +9,12 @@ import pytest
 from django.urls import reverse
 
 from scoring.lm import FakeLanguageModel
-from studies.models import Dataset, MetricRun, MetricScore, Output
+from studies.models import MetricRun, MetricScore, Output
 from studies.services.analysis import dashboards
 from studies.services.analysis.params import MatrixParams
 from studies.services.analysis.sentinels import add_sentinels
 from studies.services.runs import execute_run
-from tests.tiny_models import tiny_gpt2
+from tests.factories import import_jsonl
 
 pytestmark = pytest.mark.django_db
 WORDS = [
@@ -33,11 +33,6 @@ WORDS = [
     "and",
     "parks",
 ]
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory):  # type: ignore[no-untyped-def]
-    return tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2"))
 
 
 def length_records(n_docs: int = 12, n_systems: int = 5, seed: int = 1) -> list[dict[str, object]]:
@@ -64,28 +59,17 @@ def length_records(n_docs: int = 12, n_systems: int = 5, seed: int = 1) -> list[
 
 
 @pytest.fixture
-def dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
-    from studies.services.imports import ImportOptions, import_file
-
-    path = write_jsonl(length_records(), name="lengthy.jsonl")
-    import_file(
-        path,
-        ImportOptions(
-            dataset="lengthy",
-            task="summarization",
-            file_format="jsonl",
-            file_name=path.name,
-            owner=cast["owner"],
-        ),
+def lengthy_dataset(write_jsonl, cast):  # type: ignore[no-untyped-def]
+    return import_jsonl(
+        write_jsonl(length_records(), name="lengthy.jsonl"), "lengthy", cast["owner"]
     )
-    return Dataset.objects.get(name="lengthy")
 
 
 def test_the_action_adds_the_three_sentinels_once(
-    dataset, tiny_model, django_capture_on_commit_callbacks
+    lengthy_dataset, tiny_model, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        added = add_sentinels(dataset, model=tiny_model, local_paths=True, seed=3)
+        added = add_sentinels(lengthy_dataset, model=tiny_model, local_paths=True, seed=3)
     assert added.skipped == [] and added.existing == []
     assert sorted(r.metric for r in added.created) == ["gptscore", "length", "random"]
     assert len(callbacks) == 3  # each enqueued on commit, like any run
@@ -98,23 +82,28 @@ def test_the_action_adds_the_three_sentinels_once(
     )
     assert all(r.status == "pending" and r.total == 60 for r in added.created)
 
-    again = add_sentinels(dataset, model=tiny_model, local_paths=True, seed=3)
+    again = add_sentinels(lengthy_dataset, model=tiny_model, local_paths=True, seed=3)
     assert again.created == [] and {r.pk for r in again.existing} == {r.pk for r in added.created}
-    assert MetricRun.objects.filter(dataset=dataset, kind="computed").count() == 3
-    other_seed = add_sentinels(dataset, model=tiny_model, local_paths=True, seed=4)
+    assert MetricRun.objects.filter(dataset=lengthy_dataset, kind="computed").count() == 3
+    other_seed = add_sentinels(lengthy_dataset, model=tiny_model, local_paths=True, seed=4)
     assert [r.metric for r in other_seed.created] == ["random"]  # a new configuration
 
 
-def test_a_failed_sentinel_is_added_again(dataset, tiny_model):
-    first = add_sentinels(dataset, model=tiny_model, local_paths=True, enqueue=False)
+def test_a_failed_sentinel_is_added_again(lengthy_dataset, tiny_model):
+    first = add_sentinels(lengthy_dataset, model=tiny_model, local_paths=True, enqueue=False)
     MetricRun.objects.filter(pk=first.created[0].pk).update(status=MetricRun.Status.FAILED)
     assert (
-        len(add_sentinels(dataset, model=tiny_model, local_paths=True, enqueue=False).created) == 1
+        len(
+            add_sentinels(
+                lengthy_dataset, model=tiny_model, local_paths=True, enqueue=False
+            ).created
+        )
+        == 1
     )
 
 
-def test_a_missing_model_skips_only_the_gptscore_sentinel(dataset):
-    added = add_sentinels(dataset, model="no-such-model", enqueue=False)
+def test_a_missing_model_skips_only_the_gptscore_sentinel(lengthy_dataset):
+    added = add_sentinels(lengthy_dataset, model="no-such-model", enqueue=False)
     assert sorted(r.metric for r in added.created) == ["length", "random"]
     assert len(added.skipped) == 1 and added.skipped[0].startswith("gptscore")
 
@@ -127,8 +116,8 @@ def _run_sentinels(dataset, tiny_model):  # type: ignore[no-untyped-def]
     return {r.metric: r for r in added.created}
 
 
-def test_sentinel_runs_score_length_and_seeded_random(dataset, tiny_model):
-    runs = _run_sentinels(dataset, tiny_model)
+def test_sentinel_runs_score_length_and_seeded_random(lengthy_dataset, tiny_model):
+    runs = _run_sentinels(lengthy_dataset, tiny_model)
     lengths = dict(
         MetricScore.objects.filter(run=runs["length"]).values_list("output__text", "value")
     )
@@ -144,9 +133,9 @@ def _matrix(dataset):  # type: ignore[no-untyped-def]
     return result, {label: result["columns"][0]["cells"][i] for i, label in enumerate(labels)}
 
 
-def test_the_matrix_marks_a_metric_that_does_not_beat_a_sentinel(dataset, tiny_model):
-    runs = _run_sentinels(dataset, tiny_model)
-    result, cells = _matrix(dataset)
+def test_the_matrix_marks_a_metric_that_does_not_beat_a_sentinel(lengthy_dataset, tiny_model):
+    runs = _run_sentinels(lengthy_dataset, tiny_model)
+    result, cells = _matrix(lengthy_dataset)
     sentinel_labels = {r.label for r in runs.values()}
     assert {r["label"] for r in result["runs"] if r["sentinel"]} == sentinel_labels
     assert not any(cells[label]["best"] or cells[label]["rank"] for label in sentinel_labels)
@@ -178,13 +167,13 @@ def test_the_matrix_marks_a_metric_that_does_not_beat_a_sentinel(dataset, tiny_m
 
 
 def test_a_sentinel_still_scoring_marks_nothing_and_a_mark_says_what_it_compared(
-    dataset, tiny_model
+    lengthy_dataset, tiny_model
 ):
     """Issue: with the source-free GPTScore sentinel at 400/1600 outputs, fully scored
     runs were marked ≈S from those 400. A sentinel that has not scored every output marks
     nothing (the page says so), as a partial run is never best."""
-    runs = _run_sentinels(dataset, tiny_model)
-    _, cells = _matrix(dataset)
+    runs = _run_sentinels(lengthy_dataset, tiny_model)
+    _, cells = _matrix(lengthy_dataset)
     fails = cells["just_length"]["fails_sentinel"]
     n_judged = cells["just_length"]["judged_outputs"]
     assert fails is not None and fails["n"] == n_judged  # both scored every judged output
@@ -194,8 +183,8 @@ def test_a_sentinel_still_scoring_marks_nothing_and_a_mark_says_what_it_compared
     kept = MetricScore.objects.filter(run=length).order_by("pk")[:10].values_list("pk", flat=True)
     MetricScore.objects.filter(run=length).exclude(pk__in=list(kept)).delete()
     MetricRun.objects.filter(pk=length.pk).update(status="running", done=10)
-    dataset.bump_data_version()
-    result, cells = _matrix(dataset)
+    lengthy_dataset.bump_data_version()
+    result, cells = _matrix(lengthy_dataset)
     assert all(
         c["fails_sentinel"] is None or c["fails_sentinel"]["run"] != length.pk
         for c in cells.values()
@@ -204,44 +193,44 @@ def test_a_sentinel_still_scoring_marks_nothing_and_a_mark_says_what_it_compared
     assert result["sentinels_pending"] == [length.label]
 
 
-def test_without_intervals_nothing_is_marked(dataset, tiny_model):
-    _run_sentinels(dataset, tiny_model)
+def test_without_intervals_nothing_is_marked(lengthy_dataset, tiny_model):
+    _run_sentinels(lengthy_dataset, tiny_model)
     params = MatrixParams(ci=False)
-    result = dashboards.compute_matrix(dashboards.frame_for(dataset, params), params)
+    result = dashboards.compute_matrix(dashboards.frame_for(lengthy_dataset, params), params)
     assert all(c["fails_sentinel"] is None for c in result["columns"][0]["cells"])
 
 
-def test_the_button_adds_sentinels_for_the_owner_only(client, dataset, cast, settings):
-    url = reverse("studies:sentinels", args=[dataset.pk])
+def test_the_button_adds_sentinels_for_the_owner_only(client, lengthy_dataset, cast, settings):
+    url = reverse("studies:sentinels", args=[lengthy_dataset.pk])
     client.force_login(cast["outsider"])
     assert client.post(url).status_code == 404
     client.force_login(cast["owner"])
     assert client.get(url).status_code == 405  # a POST only
     response = client.post(url)
     assert response.status_code == 302 and response["Location"].endswith(
-        f"/datasets/{dataset.pk}/correlations/"
+        f"/datasets/{lengthy_dataset.pk}/correlations/"
     )
-    first = MetricRun.objects.filter(dataset=dataset, kind="computed").count()
+    first = MetricRun.objects.filter(dataset=lengthy_dataset, kind="computed").count()
     assert first >= 2  # length and random; GPTScore too when the default model is installed
     client.post(url)
-    assert MetricRun.objects.filter(dataset=dataset, kind="computed").count() == first
+    assert MetricRun.objects.filter(dataset=lengthy_dataset, kind="computed").count() == first
 
 
 def test_the_correlations_page_shows_the_badge_the_mark_and_the_button(
-    client, dataset, cast, tiny_model
+    client, lengthy_dataset, cast, tiny_model
 ):
-    _run_sentinels(dataset, tiny_model)
+    _run_sentinels(lengthy_dataset, tiny_model)
     client.force_login(cast["owner"])
-    page = client.get(reverse("studies:correlations", args=[dataset.pk])).content.decode()
+    page = client.get(reverse("studies:correlations", args=[lengthy_dataset.pk])).content.decode()
     assert 'id="add-sentinels"' in page and 'id="planner-link"' in page
     # it asks first, saying how long the model worker is held (the GPTScore sentinel's rate)
-    n = Output.objects.filter(document__dataset=dataset).count()
+    n = Output.objects.filter(document__dataset=lengthy_dataset).count()
     assert f'data-confirm="This starts up to three sentinel runs over the {n} outputs' in page
     assert page.count("sentinel-badge") == 3
     assert "does not significantly beat the sentinel " in page and "≈S</span>" in page
 
 
-def test_the_command_adds_and_scores_the_sentinels_once(dataset, tiny_model):
+def test_the_command_adds_and_scores_the_sentinels_once(lengthy_dataset, tiny_model):
     from io import StringIO
 
     from django.core.management import call_command
@@ -258,7 +247,7 @@ def test_the_command_adds_and_scores_the_sentinels_once(dataset, tiny_model):
         "2",
         stdout=out,
     )
-    runs = MetricRun.objects.filter(dataset=dataset, kind="computed")
+    runs = MetricRun.objects.filter(dataset=lengthy_dataset, kind="computed")
     assert sorted(runs.values_list("metric", flat=True)) == ["gptscore", "length", "random"]
     assert all(r.status == "succeeded" and r.done == 60 for r in runs)
     assert out.getvalue().count(": succeeded") == 3
@@ -278,11 +267,13 @@ def test_the_command_adds_and_scores_the_sentinels_once(dataset, tiny_model):
 
 
 def test_each_sentinel_runs_page_says_what_it_is_not_a_reference_metric(
-    client, dataset, cast, tiny_model
+    client, lengthy_dataset, cast, tiny_model
 ):
     """Issue 43: the length and random runs' pages read "… against the document's
     references", as a ROUGE run's does."""
-    added = add_sentinels(dataset, model=tiny_model, local_paths=True, seed=3, enqueue=False)
+    added = add_sentinels(
+        lengthy_dataset, model=tiny_model, local_paths=True, seed=3, enqueue=False
+    )
     client.force_login(cast["owner"])
     pages = {run.metric: client.get(f"/runs/{run.pk}/").content.decode() for run in added.created}
     assert set(pages) == {"length", "random", "gptscore"}

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from studies.services.sources import SourceError, convert, write_jsonl
+from tests.conftest import SHARED_DATA
 
 
 def dump(path: Path, value: Any, lines: bool = False) -> Path:
@@ -47,3 +48,16 @@ def write_parquet(path: Path, rows: list[dict[str, Any]]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows), path)
     return path
+
+
+def shared(name: str) -> list[dict[str, Any]]:
+    """The records of a file of ../shared/data, one a line."""
+    with (SHARED_DATA / name).open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh]
+
+
+def three_ratings(mean: float) -> list[int]:
+    """Three integer ratings 1-5 whose mean is ``mean`` (a third, as SummEval's are)."""
+    total = round(mean * 3)
+    base, extra = divmod(total, 3)
+    return [base + (1 if i < extra else 0) for i in range(3)]

@@ -19,9 +19,9 @@ from studies.models import Aspect, Dataset, Document, ImportedPreference, Judgme
 from studies.services.imports import ImportOptions, ImportValidationError
 from studies.services.imports.converted import import_any
 from tests.conftest import SHARED_DATA, row_counts
-from tests.studies.sources import test_formats_annotation as ann
-from tests.studies.sources import test_formats_tracing as tr
-from tests.studies.sources.conftest import dump
+from tests.studies.sources import annotation_exports as ann
+from tests.studies.sources import tracing_exports as tr
+from tests.studies.sources.conftest import dump, shared, three_ratings
 
 pytestmark = pytest.mark.django_db
 
@@ -130,8 +130,6 @@ def test_non_commercial_benchmark_is_refused_without_accepting_its_licence(tmp_p
 
 @pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="../shared/data is not beside the repository")
 def test_load_benchmark_summeval_into_a_dataset_reproduces_the_shared_counts(tmp_path, client):
-    from tests.studies.sources.test_shared_data import shared, three_ratings
-
     lines = shared("summeval.jsonl")
     with (tmp_path / "model_annotations.aligned.paired.jsonl").open("w") as fh:
         for line in lines:

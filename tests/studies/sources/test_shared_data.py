@@ -15,22 +15,11 @@ import pytest
 
 from studies.services.sources import convert
 from tests.conftest import SHARED_DATA
+from tests.studies.sources.conftest import shared, three_ratings
 
 pytestmark = pytest.mark.skipif(
     not SHARED_DATA.is_dir(), reason="../shared/data is not beside the repository"
 )
-
-
-def shared(name: str) -> list[dict[str, Any]]:
-    with (SHARED_DATA / name).open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh]
-
-
-def three_ratings(mean: float) -> list[int]:
-    """Three integer ratings 1-5 whose mean is ``mean`` (a third, as SummEval's are)."""
-    total = round(mean * 3)
-    base, extra = divmod(total, 3)
-    return [base + (1 if i < extra else 0) for i in range(3)]
 
 
 def test_summeval_from_the_published_layout_reproduces_the_shared_file(tmp_path):
