@@ -11,6 +11,7 @@ real one, answers the faults it is told to, and forwards everything else.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import threading
@@ -25,15 +26,84 @@ from typing import Any
 import httpx
 import pytest
 
-from scoring.lm.served import local_server
+from scoring.lm.served import EndpointSpec, local_server
+from scoring.metrics.base import Item
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL_NAME = "smollm2-135m-instruct"
+SHARED_DATA = Path(os.environ.get("CONCORDIA_SHARED_DATA") or ROOT.parent / "shared" / "data")
+SUMMEVAL = SHARED_DATA / "summeval.jsonl"
+DEFAULTS = ROOT / "studies" / "defaults" / "defaults.json"
+ENGINE_KEY = "sk-concordia-test-6f1d2c"  # the engine's tests' key (spec)
+RUNS_KEY = "sk-concordia-e2e-7c41f0b9"  # the endpoint's key in the run tests (add_endpoint)
 
 
 def model_dir() -> Path:
     """The installed default model (``$CONCORDIA_MODEL_DIR``, else data/models)."""
     return Path(os.environ.get("CONCORDIA_MODEL_DIR") or ROOT / "data" / "models") / MODEL_NAME
+
+
+def items(n: int = 16) -> list[Item]:
+    """``n`` outputs: SummEval's first document when ../shared is here, else the demo's."""
+    if SUMMEVAL.is_file():
+        rows = [json.loads(line) for line in SUMMEVAL.read_text().splitlines()]
+        first = rows[0]["doc_id"]
+        return [
+            Item(
+                f"{r['doc_id']}/{r['system_id']}",
+                r["doc_id"],
+                r["source"],
+                r["output"],
+                tuple(r["references"][:1]),
+            )
+            for r in rows
+            if r["doc_id"] == first
+        ][:n]
+    docs = json.loads((ROOT / "studies" / "defaults" / "demo_documents.json").read_text())
+    out = []
+    for doc in docs["documents"]:
+        refs = doc["references"]
+        for i, hypo in enumerate(refs):
+            ref = refs[(i + 1) % len(refs)]
+            out.append(
+                Item(f"{doc['doc_id']}/{i}", doc["doc_id"], " ".join(doc["source"]), hypo, (ref,))
+            )
+    return out[:n]
+
+
+def spec(served: Served, url: str | None = None, **kw: object) -> EndpointSpec:
+    """The endpoint of ``served`` (or ``url``: a proxy in front of it) for the engine."""
+    options: dict[str, object] = {"api_key": ENGINE_KEY, "max_concurrency": 4, "timeout": 120.0}
+    options.update(kw)
+    return EndpointSpec(url or served.base_url, served.model_id, **options)  # type: ignore[arg-type]
+
+
+def add_endpoint(url: str, *extra: str) -> str:
+    """``manage.py endpoint add vllm`` at ``url`` for the owner, its key on stdin; what it said."""
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("sys.stdin", io.StringIO(RUNS_KEY + "\n"))
+        call_command(
+            "endpoint",
+            "add",
+            "vllm",
+            "--base-url",
+            url,
+            "--model-id",
+            MODEL_NAME,
+            "--api-key-stdin",
+            "--owner",
+            "owner",
+            "--max-concurrency",
+            "4",
+            "--timeout",
+            "120",
+            *extra,
+            stdout=out,
+        )
+    return out.getvalue()
 
 
 @dataclass

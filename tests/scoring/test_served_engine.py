@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -24,15 +23,11 @@ from scoring.lm.served import (
     probe,
 )
 from scoring.metrics import geval, gptscore
-from scoring.metrics.base import Item
-from tests.served import FaultProxy, Served
+from tests.served import DEFAULTS, FaultProxy, Served, items, spec
+from tests.served import ENGINE_KEY as KEY
 
 pytestmark = [pytest.mark.served, pytest.mark.engine]  # no database
 
-ROOT = Path(__file__).resolve().parents[2]
-SUMMEVAL = ROOT.parent / "shared" / "data" / "summeval.jsonl"
-DEFAULTS = ROOT / "studies" / "defaults" / "defaults.json"
-KEY = "sk-concordia-test-6f1d2c"
 TEMPLATES = {  # IST: GPTScore Table 11 (the project's defaults); VAL: the same, no instruction
     ("IST", "src_hypo"): "Generate a coherent summary for the following text: {src}\n\nTl;dr",
     ("IST", "ref_hypo"): "Rewrite the following text into a coherent text. {ref} In other words, ",
@@ -40,40 +35,6 @@ TEMPLATES = {  # IST: GPTScore Table 11 (the project's defaults); VAL: the same,
     ("VAL", "ref_hypo"): "{ref} In other words, ",
 }
 FIGURES: dict[str, float] = {}
-
-
-def items(n: int = 16) -> list[Item]:
-    """``n`` outputs: SummEval's first document when ../shared is here, else the demo's."""
-    if SUMMEVAL.is_file():
-        rows = [json.loads(line) for line in SUMMEVAL.read_text().splitlines()]
-        first = rows[0]["doc_id"]
-        return [
-            Item(
-                f"{r['doc_id']}/{r['system_id']}",
-                r["doc_id"],
-                r["source"],
-                r["output"],
-                tuple(r["references"][:1]),
-            )
-            for r in rows
-            if r["doc_id"] == first
-        ][:n]
-    docs = json.loads((ROOT / "studies" / "defaults" / "demo_documents.json").read_text())
-    out = []
-    for doc in docs["documents"]:
-        refs = doc["references"]
-        for i, hypo in enumerate(refs):
-            ref = refs[(i + 1) % len(refs)]
-            out.append(
-                Item(f"{doc['doc_id']}/{i}", doc["doc_id"], " ".join(doc["source"]), hypo, (ref,))
-            )
-    return out[:n]
-
-
-def spec(served: Served, url: str | None = None, **kw: object) -> EndpointSpec:
-    options: dict[str, object] = {"api_key": KEY, "max_concurrency": 4, "timeout": 120.0}
-    options.update(kw)
-    return EndpointSpec(url or served.base_url, served.model_id, **options)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")

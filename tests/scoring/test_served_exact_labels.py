@@ -12,8 +12,7 @@ import pytest
 from scoring.lm import HFLanguageModel
 from scoring.lm.served import Capabilities, ServedClient, ServedModel, probe
 from scoring.metrics import geval
-from tests.scoring.test_served_engine import DEFAULTS, items, spec
-from tests.served import Served
+from tests.served import DEFAULTS, Served, items, spec
 
 pytestmark = [pytest.mark.served, pytest.mark.engine]  # no database: the SQLite pass only
 

@@ -24,7 +24,8 @@ from django.utils import timezone
 from studies.models import Dataset, Endpoint, MetricRun, MetricScore, ServedResponse
 from studies.services.runs import RunRequest, execute_run, start_run
 from tests.factories import import_demo
-from tests.served import FaultProxy, Served
+from tests.served import RUNS_KEY as KEY
+from tests.served import FaultProxy, Served, add_endpoint
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -33,7 +34,6 @@ pytestmark = [
     pytest.mark.served,
     pytest.mark.worker,
 ]
-KEY = "sk-concordia-e2e-7c41f0b9"
 DOCS = "2"  # demo documents per run (× 6 systems: 12 outputs)
 
 
@@ -76,31 +76,6 @@ def wait_finished(run: MetricRun, seconds: float = 600.0) -> MetricRun:
             return run
         time.sleep(0.5)
     raise AssertionError(f"run {run.pk} still {run.status} after {seconds:.0f} s: {run.error}")
-
-
-def add_endpoint(url: str, *extra: str) -> str:
-    out = io.StringIO()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("sys.stdin", io.StringIO(KEY + "\n"))
-        call_command(
-            "endpoint",
-            "add",
-            "vllm",
-            "--base-url",
-            url,
-            "--model-id",
-            "smollm2-135m-instruct",
-            "--api-key-stdin",
-            "--owner",
-            "owner",
-            "--max-concurrency",
-            "4",
-            "--timeout",
-            "120",
-            *extra,
-            stdout=out,
-        )
-    return out.getvalue()
 
 
 def test_a_gptscore_run_on_the_endpoint_through_the_io_worker_equals_the_local_run(

@@ -15,9 +15,7 @@ from django.core.management.base import CommandError
 
 from studies.models import Dataset, Endpoint, MetricRun, MetricScore
 from studies.services.imports import ImportOptions, import_file
-from tests.scoring.test_served_engine import SUMMEVAL
-from tests.served import Served, other_server
-from tests.studies.test_served_runs import add_endpoint
+from tests.served import SUMMEVAL, Served, add_endpoint, other_server
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
