@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from scoring.lm.served import EndpointSpec, MemoryCache
+from scoring.lm.served import EndpointSpec, MemoryCache, RequestRefused
 from scoring.lm.served.batch import (
     AWAITING,
     AwaitingBatch,
@@ -20,7 +20,7 @@ from scoring.lm.served.batch import (
 )
 from scoring.lm.served.protocols import protocol_of
 from scoring.lm.served.protocols.base import Call
-from scoring.lm.served.protocols.openai_batch import VERBATIM_TEMPLATE
+from scoring.lm.served.protocols.openai_batch import VERBATIM_TEMPLATE, Refusal
 
 SPEC = EndpointSpec("http://127.0.0.1:9", "judge")
 ANSWER = {"choices": [{"index": 0, "text": "4"}], "usage": {"prompt_tokens": 3}}
@@ -62,14 +62,16 @@ def test_results_are_read_by_custom_id_and_damaged_lines_are_named() -> None:
         good,
         good[: len(good) // 2],  # cut short: its id still readable
         output_line("b", ANSWER)[:5],  # no id left
-        output_line("c", {"error": "too long"}, status=400),
+        output_line("c", {"error": "too long"}, status=400),  # refused for good
+        output_line("f", {"error": "busy"}, status=503),  # to be asked again
         output_line("d", None),
         json.dumps({"custom_id": "e", "response": None, "error": {"message": "boom"}}),
         "",
     ]
     found = read_results(lines, fmt)
     assert found.answers == {"a": ANSWER}  # a's good line wins over its damaged copy
-    assert set(found.failed) == {"c", "d", "e"} and "status 400" in found.failed["c"]
+    assert set(found.failed) == {"d", "e", "f"} and "status 503" in found.failed["f"]
+    assert set(found.refused) == {"c"} and found.refused["c"].status == 400
     assert "boom" in found.failed["e"] and found.unreadable == [3]
     assert "not valid JSON" in read_results(lines[1:2], fmt).failed["a"]
 
@@ -77,15 +79,22 @@ def test_results_are_read_by_custom_id_and_damaged_lines_are_named() -> None:
 def test_the_client_answers_from_the_results_and_the_cache_and_records_the_rest() -> None:
     cache = MemoryCache()
     wire = protocol_of("openai")
-    calls = [Call("/v1/completions", {"prompt": p, "max_tokens": 1}) for p in "xyz"]
+    calls = [Call("/v1/completions", {"prompt": p, "max_tokens": 1}) for p in "xyzw"]
     probe = BatchClient(SPEC)
     keys = [probe.key_of(c.route, wire.with_model(c.body, "judge")) for c in calls]
     cache.set(keys[0], ANSWER)
-    client = BatchClient(SPEC, answers={keys[1]: {**ANSWER, "id": "from-file"}}, cache=cache)
+    client = BatchClient(
+        SPEC,
+        answers={keys[1]: {**ANSWER, "id": "from-file"}},
+        refused={keys[3]: Refusal(400, "too long")},
+        cache=cache,
+    )
     outcomes = client.run([*calls, calls[2]])
     assert outcomes[0] == ANSWER and outcomes[1]["id"] == "from-file"
     assert isinstance(outcomes[2], AwaitingBatch) and AWAITING in str(outcomes[2])
-    assert isinstance(outcomes[3], AwaitingBatch)  # the same request, recorded once
+    assert isinstance(outcomes[3], RequestRefused) and outcomes[3].status == 400
+    assert not outcomes[3].endpoint_wide  # that output's error, as online
+    assert isinstance(outcomes[4], AwaitingBatch)  # the same request, recorded once
     assert list(client.pending) == [keys[2]] and client.used == {keys[1]}
     assert cache.get(keys[1]) is not None  # an answer read is kept for the next step
     (line,) = client.request_lines(batch_format("openai-batch"))

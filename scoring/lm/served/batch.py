@@ -21,10 +21,14 @@ from typing import Any
 
 from scoring.lm.served.cache import ResponseCache
 from scoring.lm.served.client import Outcome, ServedClient
-from scoring.lm.served.errors import BadAnswer
+from scoring.lm.served.errors import BadAnswer, RequestRefused
 from scoring.lm.served.protocols import protocol_of
 from scoring.lm.served.protocols.base import Call
-from scoring.lm.served.protocols.openai_batch import BatchLineError, OpenAIBatchProtocol
+from scoring.lm.served.protocols.openai_batch import (
+    BatchLineError,
+    OpenAIBatchProtocol,
+    Refusal,
+)
 from scoring.lm.served.spec import EndpointSpec
 
 AWAITING = "awaiting its batch answer"  # in the error of every output still waiting
@@ -50,6 +54,7 @@ class Results:
     used (by ``custom_id``: why), and the line numbers with no readable ``custom_id``."""
 
     answers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    refused: dict[str, Refusal] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
     unreadable: list[int] = field(default_factory=list)
 
@@ -67,28 +72,36 @@ def read_results(lines: Iterable[str], fmt: OpenAIBatchProtocol) -> Results:
             found.unreadable.append(number)
             continue
         if isinstance(answer, str):
-            if custom_id not in found.answers:
+            if custom_id not in found.answers and custom_id not in found.refused:
                 found.failed[custom_id] = answer
+        elif isinstance(answer, Refusal):
+            if custom_id not in found.answers:
+                found.refused[custom_id] = answer
+                found.failed.pop(custom_id, None)
         else:
             found.answers[custom_id] = answer
             found.failed.pop(custom_id, None)
+            found.refused.pop(custom_id, None)
     return found
 
 
 class BatchClient(ServedClient):
     """A client that answers from the cache and from ``answers`` (an output file's, by
     ``custom_id``), and records every other request in :attr:`pending` instead of
-    sending it. The answers it uses are written to the cache."""
+    sending it. The answers it uses are written to the cache; a request the results
+    refused for good (``refused``) is that request's :class:`RequestRefused`, as online."""
 
     def __init__(
         self,
         spec: EndpointSpec,
         *,
         answers: Mapping[str, dict[str, Any]] | None = None,
+        refused: Mapping[str, Refusal] | None = None,
         cache: ResponseCache | None = None,
     ) -> None:
         super().__init__(spec, cache=cache)
         self.answers = dict(answers or {})
+        self.refused = dict(refused or {})
         self.pending: dict[str, Call] = {}  # custom_id → the request (its body names the model)
         self.used: set[str] = set()  # custom_ids answered from ``answers``
 
@@ -113,7 +126,13 @@ class BatchClient(ServedClient):
             if isinstance(answer, dict):
                 self._note(answer)
         for key, call in unique.items():
-            if key not in found:
+            if key not in found and key in self.refused:
+                refusal = self.refused[key]
+                found[key] = RequestRefused(
+                    f"the batch refused the request ({key}): {refusal.status}: {refusal.message}",
+                    refusal.status,
+                )
+            elif key not in found:
                 self.pending[key] = call
                 found[key] = AwaitingBatch(f"{AWAITING} ({key})")
         return [found[key] for key in keys]

@@ -51,7 +51,9 @@ class BatchReport:
     """What a batch step did: outputs scored now and in all, the requests still
     outstanding (written to the request file when one was asked for), and, of those
     the last request file asked for, the ones the results file lacked (``missing``) or
-    held unusable (``failed``: why), by ``custom_id``."""
+    held unusable (``failed``: why), by ``custom_id``; ``refused``: the requests it
+    answered with a refusal for good (a prompt past the context: that output's error, as
+    online)."""
 
     run_id: int
     status: str
@@ -61,6 +63,7 @@ class BatchReport:
     outstanding: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+    refused: list[str] = field(default_factory=list)  # answered for good with a refusal
     unreadable: list[int] = field(default_factory=list)  # line numbers with no custom_id
     written: int = 0  # requests in the request file written
 
@@ -74,6 +77,11 @@ class BatchReport:
         if self.failed:
             shown = [f"{k} ({why})" for k, why in sorted(self.failed.items())]
             lines.append(f"{len(self.failed)} failed: {_ids(shown)}")
+        if self.refused:
+            lines.append(
+                f"{len(self.refused)} refused (the outputs' errors, as online): "
+                f"{_ids(self.refused)}"
+            )
         if self.unreadable:
             lines.append(f"lines with no readable custom_id: {self.unreadable[:SHOWN]}")
         if self.written:
@@ -127,7 +135,10 @@ def _step(
         data_owner=run.dataset.owner_id,
     )
     client = BatchClient(
-        spec, answers=results.answers if results else None, cache=endpoints.DatabaseCache()
+        spec,
+        answers=results.answers if results else None,
+        refused=results.refused if results else None,
+        cache=endpoints.DatabaseCache(),
     )
     model = ServedModel(client, capabilities=capabilities)
     provenance = {k: v for k, v in model.provenance().items() if k != "usage"}
@@ -151,6 +162,7 @@ def _step(
         report.failed = {k: v for k, v in results.failed.items() if k in client.pending}
         report.missing = [k for k in outstanding if k in asked and k not in results.failed]
         report.unreadable = results.unreadable
+        report.refused = sorted(results.refused)
     if requests is not None:
         lines_out = client.request_lines(wire)
         requests.write_text("".join(f"{line}\n" for line in lines_out), encoding="utf-8")

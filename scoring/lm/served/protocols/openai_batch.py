@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from scoring.lm.served.protocols.base import Call
@@ -26,8 +27,21 @@ from scoring.lm.served.protocols.openai import CHAT, COMPLETIONS, OpenAIProtocol
 VERBATIM_TEMPLATE = "{% for message in messages %}{{ message['content'] }}{% endfor %}"
 # a damaged line's custom_id, when it can still be read
 _CUSTOM_ID = re.compile(r'"custom_id"\s*:\s*"([^"\\]{1,200})"')
-# an answer line: (custom_id, the answer's body, or why it has none)
-Line = tuple[str, "dict[str, Any] | str"]
+# statuses that answer a request for good (the request is at fault: a prompt past the
+# context, a parameter the server does not take), as online; any other is asked again
+REFUSED = (400, 413, 422)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """An output line refusing its request for good (a status in :data:`REFUSED`)."""
+
+    status: int
+    message: str
+
+
+# an answer line: (custom_id, the answer's body, its refusal, or why it has no answer)
+Line = tuple[str, "dict[str, Any] | Refusal | str"]
 
 
 class BatchLineError(ValueError):
@@ -67,6 +81,8 @@ class OpenAIBatchProtocol(OpenAIProtocol):
             return custom_id, "its line has no response"
         status = response.get("status_code")
         body = response.get("body")
+        if status in REFUSED:
+            return custom_id, Refusal(int(status), _short(body))
         if status != 200:
             return custom_id, f"status {status}: {_short(body)}"
         if not isinstance(body, dict) or not body.get("choices"):
