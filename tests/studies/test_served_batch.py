@@ -1,7 +1,7 @@
 """Batch runs by file, end to end: a GPTScore run and a G-Eval run written as a batch
 request file (``run_metric --batch-file``), answered by the REAL ``vllm run-batch`` (its
 CPU build, once for the module: it loads the model each time), read back with
-``batch_results``, equal to the same runs online against the session's vLLM server; and
+``batch_results`` (and the API's upload), equal to the same runs online against the session's vLLM server; and
 a results file with 3 lines removed and 2 corrupted, reported by ``custom_id``, leaving
 the run waiting and resumable, then finished by answering only those 5.
 
@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 
 from scoring.lm.served import local_server
@@ -69,7 +70,7 @@ def write_lines(path: Path, lines: list[str]) -> Path:
 
 
 def test_batch_runs_answered_by_vllm_run_batch_equal_the_online_runs_and_resume(
-    demo, vllm_server: Served, tmp_path: Path, capsys
+    demo, cast, client, vllm_server: Served, tmp_path: Path, capsys
 ):
     command(
         "endpoint",
@@ -148,12 +149,24 @@ def test_batch_runs_answered_by_vllm_run_batch_equal_the_online_runs_and_resume(
     again = lines_of(tmp_path / "next.jsonl")
     assert set(again) == {*removed, cut, empty}  # only the 5 are asked again
     assert all(again[k] == asked["gptscore"][k] for k in again)  # the same requests
+    client.force_login(cast["owner"])  # the API gives the same file
+    got = client.post(
+        f"/api/runs/{run.pk}/batch/requests/",
+        {"batch_format": "vllm-batch"},
+        content_type="application/json",
+    )
+    assert got.status_code == 200 and got["Content-Type"].startswith("application/x-ndjson")
+    assert sorted(got.content.decode().splitlines()) == sorted(again.values())
 
     # answering only those 5 finishes the run; G-Eval's file is read whole
     rest = write_lines(tmp_path / "rest.jsonl", [answered[k] for k in again])
     finished = command("batch_results", str(run.pk), str(rest))
     assert "succeeded" in finished
-    command("batch_results", str(batch["geval"].pk), str(tmp_path / "out.jsonl"))
+    upload = SimpleUploadedFile("out.jsonl", (tmp_path / "out.jsonl").read_bytes())
+    read = client.post(f"/api/runs/{batch['geval'].pk}/batch/results/", {"file": upload})
+    assert read.status_code == 200, read.content
+    assert read.json()["status"] == "succeeded" and read.json()["scored"] == n
+    assert read.json()["missing"] == [] and read.json()["failed"] == {}
     worst = {}
     for name, run in batch.items():
         run.refresh_from_db()

@@ -14,7 +14,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from scoring.lm.served.batch import FORMATS
 from studies.models import MetricRun
-from studies.services.runs import RunError, read_answers
+from studies.services.runs import RunError, read_answers, save_lines
 
 
 class Command(BaseCommand):
@@ -43,9 +43,14 @@ class Command(BaseCommand):
             raise CommandError(f"no results file at {results}")
         requests = Path(opts["requests"]) if opts["requests"] else None
         try:
-            report = read_answers(run, results, requests, opts["batch_format"])
+            with results.open(encoding="utf-8", errors="replace") as lines:
+                report = read_answers(
+                    run, lines, write=requests is not None, fmt=opts["batch_format"]
+                )
         except RunError as exc:
             raise CommandError(str(exc)) from exc
+        if requests is not None:
+            save_lines(requests, report.lines)
         self.stdout.write(report.summary())
         if report.outstanding and not requests:
             raise CommandError(

@@ -30,6 +30,7 @@ from studies.services.runs import (
     held_out_docs,
     per_aspect_metrics,
     resume_run,
+    save_lines,
     start_runs,
     write_requests,
 )
@@ -194,9 +195,10 @@ class Command(BaseCommand):
             MetricRun.objects.filter(pk__in=[r.pk for r in runs]).delete()
             raise CommandError("--batch-file writes one run's requests: name one metric")
         try:
-            report = write_requests(runs[0], Path(opts["batch_file"]), opts["batch_format"])
+            report = write_requests(runs[0], opts["batch_format"])
         except RunError as exc:
             raise CommandError(str(exc)) from exc
+        save_lines(Path(opts["batch_file"]), report.lines)
         self.stdout.write(report.summary())
 
     def test_docs(self, trained_id: int | None, dataset: str) -> tuple[str, ...]:

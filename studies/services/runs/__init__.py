@@ -5,7 +5,7 @@ cancel and resume. :mod:`.core` holds what every metric shares; each metric is a
 found by name in :mod:`.registry`. Modules of this package never import it: they
 import each other (``types`` and ``model`` are the leaves)."""
 
-from studies.services.runs.batch import BatchReport, read_answers, write_requests
+from studies.services.runs.batch import BatchReport, read_answers, save_lines, write_requests
 from studies.services.runs.core import (
     can_resume,
     cancel_run,
@@ -67,6 +67,7 @@ __all__ = [
     "read_answers",
     "resume_run",
     "run_lease",
+    "save_lines",
     "start_requested",
     "start_run",
     "start_runs",

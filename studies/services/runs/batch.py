@@ -66,6 +66,7 @@ class BatchReport:
     refused: list[str] = field(default_factory=list)  # answered for good with a refusal
     unreadable: list[int] = field(default_factory=list)  # line numbers with no custom_id
     written: int = 0  # requests in the request file written
+    lines: list[str] = field(default_factory=list, repr=False)  # the request file's lines
 
     def summary(self) -> str:
         lines = [
@@ -89,24 +90,27 @@ class BatchReport:
         return "\n".join(lines)
 
 
-def write_requests(run: MetricRun, requests: Path, fmt: str = DEFAULT_FORMAT) -> BatchReport:
-    """Write the requests a served run still needs to ``requests`` (the batch format
-    ``fmt``); the run waits for their answers."""
-    return _step(run, None, requests, fmt)
+def write_requests(run: MetricRun, fmt: str = DEFAULT_FORMAT) -> BatchReport:
+    """The requests a served run still needs, as request lines in the batch format
+    ``fmt`` (``report.lines``); the run waits for their answers."""
+    return _step(run, None, True, fmt)
 
 
 def read_answers(
-    run: MetricRun, results: Path, requests: Path | None = None, fmt: str | None = None
+    run: MetricRun, results: Iterable[str], *, write: bool = False, fmt: str | None = None
 ) -> BatchReport:
-    """Read a results file into the run; with ``requests``, write the requests still
-    outstanding there (the missing, the failed, and those the answers lead to)."""
-    with results.open(encoding="utf-8", errors="replace") as lines:
-        return _step(run, lines, requests, fmt)
+    """Read a results file's lines into the run; with ``write``, the requests still
+    outstanding (the missing, the failed, and those the answers lead to) as the next
+    request file's lines (``report.lines``)."""
+    return _step(run, results, write, fmt)
 
 
-def _step(
-    run: MetricRun, lines: Iterable[str] | None, requests: Path | None, fmt: str | None
-) -> BatchReport:
+def save_lines(path: Path, lines: list[str]) -> None:
+    """A request file of ``lines``."""
+    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+
+
+def _step(run: MetricRun, lines: Iterable[str] | None, write: bool, fmt: str | None) -> BatchReport:
     if not run.config.get("endpoint"):
         raise RunError(f"run {run.pk} scores with a local model: a batch file is for served runs")
     if run.status in (MetricRun.Status.RUNNING, MetricRun.Status.SUCCEEDED):
@@ -163,10 +167,9 @@ def _step(
         report.missing = [k for k in outstanding if k in asked and k not in results.failed]
         report.unreadable = results.unreadable
         report.refused = sorted(results.refused)
-    if requests is not None:
-        lines_out = client.request_lines(wire)
-        requests.write_text("".join(f"{line}\n" for line in lines_out), encoding="utf-8")
-        report.written = len(lines_out)
+    if write:
+        report.lines = client.request_lines(wire)
+        report.written = len(report.lines)
         asked = set(outstanding)
     state.update(format=name, requested=sorted(asked & set(outstanding)))
     report.status, report.done = _settle(run, state, report)
