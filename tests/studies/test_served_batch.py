@@ -5,8 +5,8 @@ CPU build, once for the module: it loads the model each time), read back with
 a results file with 3 lines removed and 2 corrupted, reported by ``custom_id``, leaving
 the run waiting and resumable, then finished by answering only those 5.
 
-``$CONCORDIA_BATCH_DOCS`` scales the documents (6 outputs each; the acceptance's
-160-output GPTScore run: 27, or ``bench/batch_runs.py``)."""
+``$CONCORDIA_BATCH_DOCS`` scales the demo documents (6 outputs each, 12 at most); the
+acceptance's 160-output GPTScore run (SummEval, 10 documents) is ``bench/batch_runs.py``."""
 
 from __future__ import annotations
 
