@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -197,11 +198,16 @@ def _write(run: MetricRun, results: list[ScoreResult]) -> int:
 
 
 def _settle(run: MetricRun, state: dict[str, object], report: BatchReport) -> tuple[str, int]:
-    """The run's status after a step: SUCCEEDED when nothing is outstanding, else
-    waiting (FAILED, saying for what: a Resume would score the rest online)."""
-    done = MetricScore.objects.filter(run=run).count()
+    """The run's status after a step: waiting (FAILED, saying for what: a Resume would
+    score the rest online) while requests are outstanding; else ended as an online run
+    ends: SUCCEEDED, or FAILED when more than ``RUN_MAX_ERROR_SHARE`` of its outputs got
+    no score (Resume scores them again)."""
+    rows = MetricScore.objects.filter(run=run)
+    done = rows.count()
     provenance = {**(run.provenance or {}), "batch": state}
     fields: dict[str, object] = {"done": done, "provenance": provenance}
+    n_failed = rows.filter(value__isnull=True).count()
+    share = float(settings.CONCORDIA["RUN_MAX_ERROR_SHARE"])
     if report.outstanding:
         fields.update(
             status=MetricRun.Status.FAILED,
@@ -211,6 +217,19 @@ def _settle(run: MetricRun, state: dict[str, object], report: BatchReport) -> tu
                 f"results with `manage.py batch_results {run.pk} FILE`."
             ),
             finished_at=None,
+        )
+    elif done and n_failed > share * done:
+        first = str(
+            rows.filter(value__isnull=True).order_by("pk").values_list("error", flat=True)[0]
+        )
+        fields.update(
+            status=MetricRun.Status.FAILED,
+            error=(
+                f"{n_failed} of {done} outputs got no score (more than {share:.0%}); the first "
+                f"error: {first[:300]}. The {done - n_failed} scores are kept; Resume scores the "
+                "failed outputs again."
+            ),
+            finished_at=timezone.now(),
         )
     else:
         fields.update(status=MetricRun.Status.SUCCEEDED, error="", finished_at=timezone.now())
