@@ -12,6 +12,7 @@ import pytest
 from scoring.lm.served import EndpointSpec
 from scoring.lm.served.protocols import REGISTRY, WireProtocol, protocol_of
 from scoring.lm.served.protocols.openai import OpenAIProtocol
+from scoring.lm.served.protocols.openai_batch import OpenAIBatchProtocol, VLLMBatchProtocol
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGINE = ("backend.py", "probe.py", "client.py")
@@ -92,7 +93,11 @@ def test_the_openai_module_holds_them() -> None:
 
 
 def test_a_protocol_is_one_registry_line_and_the_spec_takes_its_name() -> None:
-    assert {"openai": OpenAIProtocol} == REGISTRY
+    assert {
+        "openai": OpenAIProtocol,
+        "openai-batch": OpenAIBatchProtocol,
+        "vllm-batch": VLLMBatchProtocol,
+    } == REGISTRY
     assert all(issubclass(cls, WireProtocol) and cls.name == name for name, cls in REGISTRY.items())
     assert isinstance(protocol_of("openai"), OpenAIProtocol)
     with pytest.raises(ValueError, match="protocol must be one of"):

@@ -318,3 +318,63 @@ class VLLMServer:
         traceback: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def run_batch(
+    input_file: str | os.PathLike[str],
+    output_file: str | os.PathLike[str],
+    model_dir: str | os.PathLike[str] = DEFAULT_MODEL,
+    *,
+    model_id: str | None = None,
+    venv: str | os.PathLike[str] | None = None,
+    log_path: str | os.PathLike[str] | None = None,
+    max_logprobs: int | None = MAX_LOGPROBS,
+    max_model_len: int = 4096,
+    timeout: float = 1800.0,
+) -> float:
+    """Answer a batch request file with vLLM's own batch runner (``vllm run-batch``:
+    the model loaded, every line answered, the output file written), with the server's
+    flags, and ``--trust-request-chat-template`` (the ``vllm-batch`` format sends a
+    completion as a chat completion through a verbatim template). The seconds it took;
+    a :class:`ServerError` with the log's tail when it fails or passes ``timeout``."""
+    server = VLLMServer(model_dir, model_id=model_id, venv=venv, max_logprobs=max_logprobs, port=1)
+    server.max_model_len = max_model_len
+    serving = server.command()
+    flags = serving[serving.index("--model") :]
+    for flag in ("--host", "--port"):
+        at = flags.index(flag)
+        del flags[at : at + 2]
+    command = [
+        serving[0],
+        "-m",
+        "vllm.entrypoints.openai.run_batch",  # the ``vllm`` script needs the ``vllm`` dist
+        "-i",
+        str(input_file),
+        "-o",
+        str(output_file),
+        *flags,
+        "--trust-request-chat-template",
+    ]
+    log = Path(log_path) if log_path else Path(output_file).with_suffix(".log")
+    started = time.perf_counter()
+    with log.open("ab") as fh:
+        process = subprocess.Popen(
+            command,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=server.environment(),
+            start_new_session=True,
+        )
+        try:
+            code = process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            code = -1
+        finally:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    if code != 0:
+        tail = "\n".join(log.read_text(errors="replace").strip().splitlines()[-30:])
+        raise ServerError(f"vllm run-batch failed ({code}):\n{tail}")
+    return time.perf_counter() - started

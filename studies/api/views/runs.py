@@ -1,5 +1,5 @@
 """Metric runs: start (the run form's fields and checks), status with progress, cancel,
-resume, scores (paginated, or streamed as CSV/JSONL)."""
+resume, a served run's batch requests and results, scores (paginated, or streamed as CSV/JSONL)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,17 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from django.http import StreamingHttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from scoring.lm.served.batch import FORMATS
 from scoring.lm.store import ModelNotInstalled
 from studies.api.errors import ErrorSerializer, error_response
 from studies.api.permissions import IsResearcher
@@ -41,7 +43,14 @@ from studies.services.analysis.pairwise_judge import (
     report,
 )
 from studies.services.csvfile import CsvWriter
-from studies.services.runs import RunError, cancel_run, resume_run, start_requested
+from studies.services.runs import (
+    RunError,
+    cancel_run,
+    read_answers,
+    resume_run,
+    start_requested,
+    write_requests,
+)
 from studies.services.runs.labels import RenameError, rename_run
 
 
@@ -70,6 +79,27 @@ class PairwiseQuery(serializers.Serializer):  # type: ignore[type-arg]
     )
     seed = serializers.IntegerField(default=0)
     resamples = serializers.IntegerField(default=RESAMPLES, min_value=1, max_value=10_000)
+
+
+class BatchFormatQuery(serializers.Serializer):  # type: ignore[type-arg]
+    batch_format = serializers.ChoiceField(choices=FORMATS, required=False)
+
+
+class BatchResultsUpload(BatchFormatQuery):
+    file = serializers.FileField(help_text="the batch output file (JSON lines)")
+
+
+class BatchReportSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    run_id = serializers.IntegerField()
+    status = serializers.CharField()
+    scored = serializers.IntegerField(help_text="outputs scored by this file")
+    done = serializers.IntegerField()
+    total = serializers.IntegerField()
+    outstanding = serializers.ListField(child=serializers.CharField(), help_text="custom_ids")
+    missing = serializers.ListField(child=serializers.CharField())
+    failed = serializers.DictField(child=serializers.CharField(), help_text="custom_id: why")
+    refused = serializers.ListField(child=serializers.CharField())
+    unreadable = serializers.ListField(child=serializers.IntegerField(), help_text="line numbers")
 
 
 @extend_schema_view(
@@ -151,6 +181,57 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
             return error_response(409, f"The run is {run.status}; it cannot be resumed.")
         run.refresh_from_db()
         return Response(RunSerializer(run).data)
+
+    @extend_schema(
+        summary="A served run's outstanding requests as a batch request file (JSON lines, "
+        "one request each with its custom_id); the run waits for their answers",
+        request=BatchFormatQuery,
+        responses={(200, "application/x-ndjson"): OpenApiTypes.STR, 409: ErrorSerializer},
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path="batch/requests",
+        renderer_classes=[PassthroughRenderer],
+    )
+    def batch_requests(self, request: Request, pk: Any = None) -> Any:
+        run = self.get_object()
+        body = BatchFormatQuery(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            found = write_requests(run, body.validated_data.get("batch_format", FORMATS[0]))
+        except RunError as exc:
+            return error_response(409, str(exc))
+        response = HttpResponse(
+            "".join(f"{line}\n" for line in found.lines),
+            content_type="application/x-ndjson; charset=utf-8",
+        )
+        response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-requests.jsonl"'
+        return response
+
+    @extend_schema(
+        summary="Read a batch output file into a served run: matched by custom_id, the "
+        "finished outputs stored; the missing and failed lines named",
+        request={"multipart/form-data": BatchResultsUpload},
+        responses={200: BatchReportSerializer, 409: ErrorSerializer},
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path="batch/results",
+        parser_classes=[MultiPartParser, FormParser],
+    )
+    def batch_results(self, request: Request, pk: Any = None) -> Response:
+        run = self.get_object()
+        body = BatchResultsUpload(data=request.data)
+        body.is_valid(raise_exception=True)
+        upload = body.validated_data["file"]
+        lines = (raw.decode("utf-8", errors="replace") for raw in upload)
+        try:
+            found = read_answers(run, lines, fmt=body.validated_data.get("batch_format"))
+        except RunError as exc:
+            return error_response(409, str(exc))
+        return Response(BatchReportSerializer(found).data)
 
     @extend_schema(
         summary="The run's scores, by output (paginated)",

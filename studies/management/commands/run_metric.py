@@ -10,11 +10,13 @@ the dataset lacks, as the correlations page's button does."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from scoring.lm.precision import PRECISIONS
+from scoring.lm.served.batch import FORMATS
 from scoring.lm.store import ModelNotInstalled
 from studies.models import MetricRun
 from studies.services.analysis.sentinels import add_sentinels
@@ -28,7 +30,9 @@ from studies.services.runs import (
     held_out_docs,
     per_aspect_metrics,
     resume_run,
+    save_lines,
     start_runs,
+    write_requests,
 )
 
 
@@ -127,6 +131,19 @@ class Command(BaseCommand):
             help="only the test documents of trained metric ID",
         )
         parser.add_argument("--enqueue", action="store_true", help="hand the run to the workers")
+        parser.add_argument(
+            "--batch-file",
+            metavar="OUT.jsonl",
+            help="with --endpoint: write the run's requests to this batch request file instead "
+            "of sending them; the run waits for `manage.py batch_results RUN FILE`",
+        )
+        parser.add_argument(
+            "--batch-format",
+            default=FORMATS[0],
+            choices=FORMATS,
+            help="the batch file's format: openai-batch (a provider's Batch API) or "
+            "vllm-batch (`vllm run-batch`, which answers chat completions only)",
+        )
         parser.add_argument("--resume", type=int, metavar="RUN_ID", help="resume a stopped run")
         parser.add_argument(
             "--sentinels",
@@ -144,6 +161,9 @@ class Command(BaseCommand):
             runs = [run]
         elif opts["sentinels"]:
             runs = self.sentinels(opts)
+        elif opts["batch_file"]:
+            self.batch(opts)
+            return
         else:
             runs = self.start(opts)
         if opts["enqueue"]:
@@ -166,6 +186,20 @@ class Command(BaseCommand):
                 errors.append(run.error)
         if errors:
             raise CommandError("; ".join(errors))
+
+    def batch(self, opts: dict[str, Any]) -> None:
+        if not opts["endpoint"] or opts["enqueue"]:
+            raise CommandError("--batch-file needs --endpoint (and no --enqueue)")
+        runs = self.start({**opts, "enqueue": False})
+        if len(runs) != 1:
+            MetricRun.objects.filter(pk__in=[r.pk for r in runs]).delete()
+            raise CommandError("--batch-file writes one run's requests: name one metric")
+        try:
+            report = write_requests(runs[0], opts["batch_format"])
+        except RunError as exc:
+            raise CommandError(str(exc)) from exc
+        save_lines(Path(opts["batch_file"]), report.lines)
+        self.stdout.write(report.summary())
 
     def test_docs(self, trained_id: int | None, dataset: str) -> tuple[str, ...]:
         if trained_id is None:

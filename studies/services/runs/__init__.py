@@ -5,6 +5,7 @@ cancel and resume. :mod:`.core` holds what every metric shares; each metric is a
 found by name in :mod:`.registry`. Modules of this package never import it: they
 import each other (``types`` and ``model`` are the leaves)."""
 
+from studies.services.runs.batch import BatchReport, read_answers, save_lines, write_requests
 from studies.services.runs.core import (
     can_resume,
     cancel_run,
@@ -37,6 +38,7 @@ from studies.services.runs.request import start_requested, start_run, start_runs
 from studies.services.runs.types import RunError, Runner, RunRequest
 
 __all__ = [
+    "BatchReport",
     "DIMENSION_ALIASES",
     "METRICS",
     "METRIC_GROUPS",
@@ -62,9 +64,12 @@ __all__ = [
     "per_aspect_metrics",
     "phase",
     "queue_for",
+    "read_answers",
     "resume_run",
     "run_lease",
+    "save_lines",
     "start_requested",
     "start_run",
     "start_runs",
+    "write_requests",
 ]

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from scoring.lm.served.protocols.base import Call, WireProtocol
 from scoring.lm.served.protocols.openai import OpenAIProtocol
+from scoring.lm.served.protocols.openai_batch import OpenAIBatchProtocol, VLLMBatchProtocol
 
 REGISTRY: dict[str, type[WireProtocol]] = {
     "openai": OpenAIProtocol,
+    "openai-batch": OpenAIBatchProtocol,
+    "vllm-batch": VLLMBatchProtocol,
 }
 
 
