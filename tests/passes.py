@@ -128,21 +128,15 @@ def group(item: pytest.Item) -> str:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Markers first (before pytest-xdist reads the groups and renames the tests)."""
+    """Markers and groups first (before pytest-xdist reads the groups and renames the
+    tests), then the pass's tests kept."""
     for item in items:
         mark(item)
         item.add_marker(pytest.mark.xdist_group(group(item)))
-
-
-@pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
-def select(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Keep the pass's tests; served tests first, the longest group, so that a worker
-    starts on it while the others share the rest."""
     report = config.getoption("passes_report")
     if report:
-        passes = {item.nodeid.split("@")[0]: PASSES[in_production_pass(item)] for item in items}
+        passes = {item.nodeid: PASSES[in_production_pass(item)] for item in items}
         Path(report).write_text(json.dumps(passes), encoding="utf-8")
-    items.sort(key=lambda item: not item.get_closest_marker("served"))  # stable
     ci_pass, quick = config.getoption("ci_pass"), config.getoption("quick")
     if ci_pass is None and not quick:
         return
@@ -151,3 +145,17 @@ def select(config: pytest.Config, items: list[pytest.Item]) -> None:
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     items[:] = keep
+
+
+class ServedFirst:
+    """Served tests first, after every other plugin's ordering (pytest-django's): the
+    longest group, so that one pytest-xdist worker starts on it while the others share
+    the rest."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        items.sort(key=lambda item: not item.get_closest_marker("served"))  # stable
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(ServedFirst(), "concordia-served-first")

@@ -53,9 +53,12 @@ from studies.forms import UploadForm, body_too_large, upload_too_large
 from studies.permissions import is_researcher
 from studies.services.imports import upload_not_stored
 
-# The routes that take an import file (tests/studies/test_upload_limit.py checks that
-# every route accepting multipart files is one of them).
-UPLOAD_ROUTES = frozenset({"studies:upload", "api:import-list", "api:dataset-upload"})
+# The routes that take an import file or a batch run's results file, limited by
+# IMPORT_MAX_FILE_BYTES (tests/studies/test_upload_limit.py checks that every route
+# accepting multipart files is one of them).
+UPLOAD_ROUTES = frozenset(
+    {"studies:upload", "api:import-list", "api:dataset-upload", "api:run-batch-results"}
+)
 FORM_ALLOWANCE = 64 * 1024  # the other fields (dataset, task, rescale…) and part headers
 NOT_STORED = "concordia_upload_not_stored"  # the request attribute saying why
 
