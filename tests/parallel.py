@@ -12,6 +12,10 @@ Under ``pytest -n N`` worker ``gwK`` sets, before ``evalsite.settings`` is impor
 
 The processes a test starts (workers, commands) inherit these. pytest-django gives each
 worker its own database name on PostgreSQL (``test_<name>_gwK``).
+
+The controller hands out whole modules (``--dist loadscope``, in collection order), except
+that the served modules go to one worker together (tests/passes.py: ``scope``), first:
+one vLLM server for all of them, started while the other workers take the rest.
 """
 
 from __future__ import annotations
@@ -19,6 +23,9 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Any
+
+from tests.passes import scope
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = os.environ.get("PYTEST_XDIST_WORKER")
@@ -50,3 +57,15 @@ def isolate(worker: str, environ: dict[str, str] | os._Environ[str]) -> None:
 
 if WORKER:
     isolate(WORKER, os.environ)
+
+
+def pytest_xdist_make_scheduler(config: Any, log: Any) -> Any:
+    """pytest-xdist's module scheduler, with the served modules as one unit."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ServedTogether(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return scope(nodeid)
+
+    config.option.loadscopereorder = False  # collection order: the served modules first
+    return ServedTogether(config, log)

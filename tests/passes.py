@@ -52,6 +52,20 @@ BACKEND = {
     "tests/studies/test_import_fuzz.py": "fuzzed files against PostgreSQL's stricter types "
     "(NUL in text, integer ranges) and its rollback: no partial write",
 }
+# The modules of the tests that use the session's vLLM server (marked ``served``), which
+# one pytest-xdist worker runs one after the other (tests/parallel.py; tests/test_passes.py
+# checks the list against the markers).
+SERVED_MODULES = frozenset(
+    {
+        "tests/scoring/test_served_engine.py",
+        "tests/scoring/test_served_exact_labels.py",
+        "tests/scoring/test_served_labels.py",
+        "tests/studies/test_served_batch.py",
+        "tests/studies/test_served_label_runs.py",
+        "tests/studies/test_served_runs.py",
+        "tests/studies/test_served_top_k_only.py",
+    }
+)
 # Left out of --quick: minutes of walking every route, or seconds each of a real model or
 # of whole commands and processes (they still run in CI's embedded pass and in the full
 # suite).
@@ -119,24 +133,26 @@ def selected(item: pytest.Item, ci_pass: str | None, quick: bool) -> bool:
     return in_production_pass(item) == (ci_pass == "production")
 
 
-def group(item: pytest.Item) -> str:
-    """The tests one pytest-xdist worker runs together (``--dist loadgroup``, as
-    ``runtests`` runs them): every served test in one group, so one vLLM server serves
-    them all; the other tests by module, so a module's fixtures are built once."""
-    return "served" if item.get_closest_marker("served") else item.nodeid.split("::")[0]
+def scope(nodeid: str) -> str:
+    """The tests one pytest-xdist worker runs together (tests/parallel.py): the modules of
+    :data:`SERVED_MODULES` as one, so that one vLLM server serves them all; every other
+    module on its own, so that its fixtures are built once."""
+    path = nodeid.split("::")[0]
+    return "served" if path in SERVED_MODULES else path
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    mark(item)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Markers and groups first (before pytest-xdist reads the groups and renames the
-    tests), then the pass's tests kept."""
-    for item in items:
-        mark(item)
-        item.add_marker(pytest.mark.xdist_group(group(item)))
+    """The pass's tests kept (``--pass``, ``--quick``)."""
     report = config.getoption("passes_report")
     if report:
         passes = {item.nodeid: PASSES[in_production_pass(item)] for item in items}
-        Path(report).write_text(json.dumps(passes), encoding="utf-8")
+        served = [item.nodeid for item in items if item.get_closest_marker("served")]
+        Path(report).write_text(json.dumps({"passes": passes, "served": served}), "utf-8")
     ci_pass, quick = config.getoption("ci_pass"), config.getoption("quick")
     if ci_pass is None and not quick:
         return

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.passes import BACKEND, SLOW, selected
+from tests.passes import BACKEND, SERVED_MODULES, SLOW, selected
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def collect(tmp_path: Path, *args: str) -> tuple[set[str], dict[str, str]]:
-    """The test ids a collection selects, and every collected test's pass."""
+def collect(tmp_path: Path, *args: str) -> tuple[set[str], dict[str, str], set[str]]:
+    """The test ids a collection selects, every collected test's pass, the served tests."""
     report = tmp_path / "passes.json"
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
@@ -32,11 +32,12 @@ def collect(tmp_path: Path, *args: str) -> tuple[set[str], dict[str, str]]:
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     ids = {line for line in proc.stdout.splitlines() if line.startswith("tests/")}
-    return ids, json.loads(report.read_text(encoding="utf-8"))
+    found = json.loads(report.read_text(encoding="utf-8"))
+    return ids, found["passes"], set(found["served"])
 
 
 def test_the_embedded_and_the_production_pass_partition_the_suite(tmp_path):
-    embedded, passes = collect(tmp_path, "--pass", "embedded")
+    embedded, passes, served = collect(tmp_path, "--pass", "embedded")
     production = {nodeid for nodeid, where in passes.items() if where == "production"}
     assert embedded == {nodeid for nodeid, where in passes.items() if where == "embedded"}
     assert embedded and production and not embedded & production
@@ -47,6 +48,8 @@ def test_the_embedded_and_the_production_pass_partition_the_suite(tmp_path):
     assert any(nodeid.startswith("tests/scoring/test_served_engine.py") for nodeid in production)
     for key in (*BACKEND, *SLOW):
         assert any(nodeid == key or nodeid.startswith(key + "::") for nodeid in passes), key
+    # the served modules that one xdist worker runs together are those of the served tests
+    assert {nodeid.split("::")[0] for nodeid in served} == SERVED_MODULES
 
 
 class Item:
@@ -102,7 +105,7 @@ def test_runtests_installs_chromium_and_vllm_only_for_a_selection_that_uses_them
 def test_runtests_runs_in_parallel_unless_told_or_picking_a_few_tests():
     from studies.management.commands.runtests import parallel
 
-    xdist = ["-n", "2", "--dist", "loadgroup", "-p", "tests.parallel"]
+    xdist = ["-n", "2", "-p", "tests.parallel"]
     assert parallel([], {}) == xdist == parallel(["-q", "--quick"], {})
     assert parallel(["--pass", "production"], {"CONCORDIA_TEST_WORKERS": "3"})[1] == "3"
     assert parallel([], {"CONCORDIA_TEST_WORKERS": "1"}) == []
@@ -132,15 +135,9 @@ def test_each_xdist_worker_gets_its_own_folder_and_redis_databases(tmp_path):
     assert embedded == {"CONCORDIA_DATA_DIR": str(tmp_path / "gw2")}
 
 
-def test_served_tests_share_one_group_and_others_go_by_module():
-    from tests.passes import group
+def test_the_served_modules_are_one_scope_and_other_modules_their_own():
+    from tests.passes import scope
 
-    class Item:
-        def __init__(self, nodeid: str, served: bool) -> None:
-            self.nodeid, self.served = nodeid, served
-
-        def get_closest_marker(self, name: str) -> object:
-            return name == "served" and self.served or None
-
-    assert group(Item("tests/a/test_x.py::t[1]", True)) == "served"  # type: ignore[arg-type]
-    assert group(Item("tests/a/test_x.py::t[1]", False)) == "tests/a/test_x.py"  # type: ignore[arg-type]
+    assert scope("tests/scoring/test_served_engine.py::t[1]") == "served"
+    assert scope("tests/studies/test_served_runs.py::t") == "served"
+    assert scope("tests/a/test_x.py::t[1]") == "tests/a/test_x.py" == scope("tests/a/test_x.py::u")

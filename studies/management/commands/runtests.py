@@ -77,15 +77,14 @@ class Command(BaseCommand):
 def parallel(pytest_args: list[str], env: dict[str, str]) -> list[str]:
     """pytest-xdist's options: ``$CONCORDIA_TEST_WORKERS`` worker processes (default 2; 1
     runs in one process), each with its own data folder and Redis databases
-    (tests/parallel.py), served tests in one worker and other tests by module
-    (tests/passes.py: ``group``). None when the arguments already choose (``-n``), or
+    (tests/parallel.py), the served modules in one worker and others module by module. None when the arguments already choose (``-n``), or
     pick a few tests (``-k``, a path): a collection for each worker would cost more."""
     workers = int(env.get("CONCORDIA_TEST_WORKERS") or 2)
     chosen = any(a == "-n" or a.startswith(("-n", "--numprocesses")) for a in pytest_args)
     picks = any(a == "-k" or a.startswith("tests") for a in pytest_args)
     if workers <= 1 or chosen or picks:
         return []
-    return ["-n", str(workers), "--dist", "loadgroup", "-p", "tests.parallel"]
+    return ["-n", str(workers), "-p", "tests.parallel"]
 
 
 def selects_servers(pytest_args: list[str]) -> bool:
