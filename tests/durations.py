@@ -16,24 +16,16 @@ KINDS = ("served", "browser", "worker", "backend")
 TOP_FILES = 15
 
 
-def kind(item: pytest.Item) -> str:
-    return next((name for name in KINDS if item.get_closest_marker(name)), "plain")
-
-
 class Durations:
     def __init__(self) -> None:
-        self.kinds: dict[str, str] = {}
         self.by_file: defaultdict[str, float] = defaultdict(float)
         self.by_kind: defaultdict[str, float] = defaultdict(float)
         self.tests: Counter[str] = Counter()
         self.files_tests: Counter[str] = Counter()
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        self.kinds[item.nodeid] = kind(item)  # markers complete (tests/passes.py)
-
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        what = self.kinds.get(report.nodeid, "plain")
+        # the report's keywords carry the test's markers, from a pytest-xdist worker too
+        what = next((name for name in KINDS if name in report.keywords), "plain")
         path = report.nodeid.split("::")[0]
         self.by_file[path] += report.duration
         self.by_kind[what] += report.duration

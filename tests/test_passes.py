@@ -106,7 +106,8 @@ def test_runtests_runs_in_parallel_unless_told_or_picking_a_few_tests():
     from studies.management.commands.runtests import parallel
 
     xdist = ["-n", "2", "-p", "tests.parallel"]
-    assert parallel([], {}) == xdist == parallel(["-q", "--quick"], {})
+    assert parallel(["-q", "--quick"], {}) == xdist == parallel(["--pass=embedded"], {})
+    assert parallel([], {})[:2] == ["-n", "3"]  # the whole suite: the served modules, + 2
     assert parallel(["--pass", "production"], {"CONCORDIA_TEST_WORKERS": "3"})[1] == "3"
     assert parallel([], {"CONCORDIA_TEST_WORKERS": "1"}) == []
     # the caller's own -n, or a few tests picked (a collection per worker would cost more)

@@ -75,11 +75,13 @@ class Command(BaseCommand):
 
 
 def parallel(pytest_args: list[str], env: dict[str, str]) -> list[str]:
-    """pytest-xdist's options: ``$CONCORDIA_TEST_WORKERS`` worker processes (default 2; 1
-    runs in one process), each with its own data folder and Redis databases
+    """pytest-xdist's options: ``$CONCORDIA_TEST_WORKERS`` worker processes (default 3 for
+    the whole suite, 2 for one pass or ``--quick``; 1 runs in one process), each with its own data folder and Redis databases
     (tests/parallel.py), the served modules in one worker and others module by module. None when the arguments already choose (``-n``), or
     pick a few tests (``-k``, a path): a collection for each worker would cost more."""
-    workers = int(env.get("CONCORDIA_TEST_WORKERS") or 2)
+    one_pass = "--quick" in pytest_args or any(a.startswith("--pass") for a in pytest_args)
+    # the whole suite: one process for the served modules, two for the rest
+    workers = int(env.get("CONCORDIA_TEST_WORKERS") or (2 if one_pass else 3))
     chosen = any(a == "-n" or a.startswith(("-n", "--numprocesses")) for a in pytest_args)
     picks = any(a == "-k" or a.startswith("tests") for a in pytest_args)
     if workers <= 1 or chosen or picks:
