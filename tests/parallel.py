@@ -25,8 +25,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tests.passes import scope
-
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = os.environ.get("PYTEST_XDIST_WORKER")
 REDIS_DBS_PER_WORKER = 3  # broker, results, cache (evalsite/settings.py: 0, 1, 2)
@@ -62,6 +60,8 @@ if WORKER:
 def pytest_xdist_make_scheduler(config: Any, log: Any) -> Any:
     """pytest-xdist's module scheduler, with the served modules as one unit."""
     from xdist.scheduler import LoadScopeScheduling
+
+    from tests.passes import scope  # here: the conftest registers it (its asserts rewritten)
 
     class ServedTogether(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:

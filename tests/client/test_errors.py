@@ -103,8 +103,8 @@ def test_waiting_on_a_failed_run_raises_run_failed_with_its_error(api, cast):
 def test_a_wait_that_outlasts_its_timeout_raises_timeout_with_the_last_state(api, cast):
     run = MetricRunFactory(dataset__owner=cast["owner"], total=6)  # no worker takes it
     seen = []
-    with pytest.raises(Timeout) as raised:
-        api.wait_for_run(run.pk, timeout=0.5, progress=seen.append)
+    with pytest.raises(Timeout) as raised:  # polls every 0.1 s: a loaded server's too
+        api.wait_for_run(run.pk, timeout=3.0, progress=seen.append)
     assert isinstance(raised.value, TimeoutError)
     assert len(seen) >= 2 and {(r.status, r.done, r.total) for r in seen} == {("pending", 0, 6)}
     assert raised.value.last == [seen[-1]]
