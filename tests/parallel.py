@@ -6,6 +6,8 @@ Under ``pytest -n N`` worker ``gwK`` sets, before ``evalsite.settings`` is impor
 
 - ``CONCORDIA_DATA_DIR`` to ``<data folder>/gwK``: its SQLite test database, filesystem
   broker, cache, media and results are its own;
+- ``OMP_NUM_THREADS`` (and MKL's, OpenBLAS's) to 1 unless set: the processes share the
+  cores, and the servers and workers a test starts inherit it;
 - on a Redis broker, the broker's, the results' and the cache's database numbers moved
   up by ``3 * K`` (worker 0 keeps 0, 1, 2; worker 1 takes 3, 4, 5), so one worker's
   Celery workers never take another's tasks and ``cache.clear()`` clears its own cache.
@@ -38,8 +40,17 @@ def moved(url: str, offset: int) -> str:
     return f"{match[1]}/{int(match[2]) + offset}"
 
 
+# Math libraries' threads per process: several processes on a few cores, each with a
+# thread per core, spin-wait on each other (a tiny model's benchmark test took 191 s
+# beside the other pass instead of 5 s alone).
+THREADS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
 def isolate(worker: str, environ: dict[str, str] | os._Environ[str]) -> None:
-    """Give xdist worker ``worker`` (``gwK``) its own folder and Redis databases."""
+    """Give xdist worker ``worker`` (``gwK``) its own folder and Redis databases, and one
+    math-library thread (unless told otherwise)."""
+    for name in THREADS:
+        environ.setdefault(name, "1")
     base = Path(environ.get("CONCORDIA_DATA_DIR") or ROOT / "data")
     environ["CONCORDIA_DATA_DIR"] = str(base / worker)
     broker = environ.get("CELERY_BROKER_URL", "")

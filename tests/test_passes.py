@@ -131,9 +131,11 @@ def test_each_xdist_worker_gets_its_own_folder_and_redis_databases(tmp_path):
     assert (
         first["CELERY_BROKER_URL"] == "redis://h:6379/0" and first["CACHE_URL"] == "redis://c:1/7"
     )
-    embedded = {"CONCORDIA_DATA_DIR": str(tmp_path)}
+    embedded = {"CONCORDIA_DATA_DIR": str(tmp_path), "MKL_NUM_THREADS": "2"}
     isolate("gw2", embedded)
-    assert embedded == {"CONCORDIA_DATA_DIR": str(tmp_path / "gw2")}
+    assert embedded["CONCORDIA_DATA_DIR"] == str(tmp_path / "gw2")
+    assert (embedded["OMP_NUM_THREADS"], embedded["MKL_NUM_THREADS"]) == ("1", "2")
+    assert "CELERY_BROKER_URL" not in embedded and "CACHE_URL" not in embedded
 
 
 def test_the_served_modules_are_one_scope_and_other_modules_their_own():
