@@ -107,12 +107,39 @@ def test_runtests_runs_in_parallel_unless_told_or_picking_a_few_tests():
 
     xdist = ["-n", "2", "-p", "tests.parallel"]
     assert parallel(["-q", "--quick"], {}) == xdist == parallel(["--pass=embedded"], {})
-    assert parallel([], {})[:2] == ["-n", "3"]  # the whole suite: the served modules, + 2
     assert parallel(["--pass", "production"], {"CONCORDIA_TEST_WORKERS": "3"})[1] == "3"
-    assert parallel([], {"CONCORDIA_TEST_WORKERS": "1"}) == []
+    assert parallel(["--quick"], {"CONCORDIA_TEST_WORKERS": "1"}) == []
+    # both passes in one selection (committing and rolled-back tests): one process
+    assert parallel([], {}) == [] == parallel(["-q"], {})
     # the caller's own -n, or a few tests picked (a collection per worker would cost more)
-    assert parallel(["-n", "4"], {}) == [] == parallel(["-nauto"], {})
-    assert parallel(["-k", "import"], {}) == [] == parallel(["tests/api"], {})
+    assert parallel(["--quick", "-n", "4"], {}) == [] == parallel(["--quick", "-nauto"], {})
+    assert parallel(["--quick", "-k", "x"], {}) == [] == parallel(["--quick", "tests/api"], {})
+
+
+def test_each_pass_of_the_whole_suite_runs_in_parallel_processes():
+    from studies.management.commands.runtests import one_pass
+
+    assert one_pass("embedded", ["-q"], {}) == [
+        "--pass",
+        "embedded",
+        "-n",
+        "2",
+        "-p",
+        "tests.parallel",
+    ]
+    assert one_pass("production", [], {"CONCORDIA_TEST_WORKERS": "1"}) == ["--pass", "production"]
+
+
+def test_the_whole_suite_on_the_embedded_backends_runs_as_its_two_passes_at_once():
+    from studies.management.commands.runtests import splits
+
+    assert splits([], {}) and splits(["-q"], {})
+    assert not splits(["-q"], {"CONCORDIA_TESTS_SERIAL": "1"})
+    # a selection, or backends shared by both passes (one database, one broker): one process
+    assert not splits(["-k", "import"], {}) and not splits(["tests/api"], {})
+    assert not splits(["--pass", "embedded"], {}) and not splits(["--quick"], {})
+    assert not splits([], {"DATABASE_URL": "postgres://x/y"})
+    assert not splits([], {"CELERY_BROKER_URL": "redis://127.0.0.1:6379/0"})
 
 
 def test_each_xdist_worker_gets_its_own_folder_and_redis_databases(tmp_path):

@@ -4,8 +4,11 @@
 developer's loop (no worker, browser or served test; tests/passes.py says which test
 runs where). Chromium and vLLM are installed only when the selection has tests that
 use them (not for ``--quick`` nor ``--pass embedded``). Tests run in
-``$CONCORDIA_TEST_WORKERS`` pytest-xdist processes (default 2; 1: one process), each with
-a data folder and Redis databases of its own (tests/parallel.py).
+``$CONCORDIA_TEST_WORKERS`` pytest-xdist processes per pass (default 2; 1: one process),
+each with a data folder and Redis databases of its own (tests/parallel.py). The whole
+suite on the embedded backends (no DATABASE_URL nor CELERY_BROKER_URL, no selection)
+runs as the two passes at once, each in a data folder of its own;
+``CONCORDIA_TESTS_SERIAL=1`` runs it in one process.
 
 Without DATABASE_URL / CELERY_BROKER_URL the suite runs on SQLite and the filesystem
 broker in ./data/test; CI sets them to PostgreSQL and Redis. Debian's Chromium is
@@ -21,6 +24,9 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
+import time
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -67,26 +73,96 @@ class Command(BaseCommand):
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env.setdefault("CONCORDIA_DATA_DIR", str(settings.BASE_DIR / "data" / "test"))
         env.setdefault("CONCORDIA_MODEL_DIR", str(settings.CONCORDIA["MODEL_DIR"]))
-        cmd = [sys.executable, "-m", "pytest", *parallel(opts["pytest_args"], env)]
-        cmd += opts["pytest_args"]
+        cmd = [sys.executable, "-m", "pytest", *opts["pytest_args"]]
         sys.stdout.flush()
         os.chdir(settings.BASE_DIR)
-        os.execve(sys.executable, cmd, env)
+        if splits(opts["pytest_args"], env):
+            sys.exit(run_both_passes(opts["pytest_args"], env, self.stdout.write))
+        os.execve(sys.executable, cmd + parallel(opts["pytest_args"], env), env)
 
 
 def parallel(pytest_args: list[str], env: dict[str, str]) -> list[str]:
-    """pytest-xdist's options: ``$CONCORDIA_TEST_WORKERS`` worker processes (default 3 for
-    the whole suite, 2 for one pass or ``--quick``; 1 runs in one process), each with its own data folder and Redis databases
-    (tests/parallel.py), the served modules in one worker and others module by module. None when the arguments already choose (``-n``), or
-    pick a few tests (``-k``, a path): a collection for each worker would cost more."""
+    """pytest-xdist's options for one pass or ``--quick``: ``$CONCORDIA_TEST_WORKERS``
+    worker processes (default 2; 1 runs in one process), each with its own data folder and
+    Redis databases (tests/parallel.py), the served modules in one worker and others module
+    by module. None for a selection that holds both passes (tests that commit and tests
+    that roll back: one process keeps pytest-django's order, the rolled-back tests first,
+    so that no flush empties their seeded rows), when the arguments choose (``-n``), or
+    when they pick a few tests (``-k``, a path: a collection per worker would cost more)."""
+    workers = int(env.get("CONCORDIA_TEST_WORKERS") or 2)
     one_pass = "--quick" in pytest_args or any(a.startswith("--pass") for a in pytest_args)
-    # the whole suite: one process for the served modules, two for the rest
-    workers = int(env.get("CONCORDIA_TEST_WORKERS") or (2 if one_pass else 3))
     chosen = any(a == "-n" or a.startswith(("-n", "--numprocesses")) for a in pytest_args)
     picks = any(a == "-k" or a.startswith("tests") for a in pytest_args)
-    if workers <= 1 or chosen or picks:
+    if workers <= 1 or not one_pass or chosen or picks:
         return []
     return ["-n", str(workers), "-p", "tests.parallel"]
+
+
+# Arguments that leave the whole suite selected: the two passes may run side by side.
+WHOLE_SUITE_ARGS = frozenset({"-q", "-v", "-vv", "-rA", "-rf", "--tb=short", "--tb=line"})
+
+
+def splits(pytest_args: list[str], env: dict[str, str]) -> bool:
+    """Whether the whole suite runs as its two passes at once (tests/passes.py): on the
+    embedded backends only, where each pass's data folder holds its database, broker,
+    results and cache, so the two share nothing; ``CONCORDIA_TESTS_SERIAL=1`` says no."""
+    if env.get("CONCORDIA_TESTS_SERIAL") == "1":
+        return False
+    if env.get("DATABASE_URL") or env.get("CELERY_BROKER_URL"):
+        return False
+    return set(pytest_args) <= WHOLE_SUITE_ARGS
+
+
+def run_both_passes(pytest_args: list[str], env: dict[str, str], say: Any) -> int:
+    """The production pass in the background (its output in a log, printed at the end),
+    the embedded pass in the foreground; each pass's wall time. Exit status: the worse."""
+    data = Path(env["CONCORDIA_DATA_DIR"])
+    production_data = data.with_name(data.name + "-production")
+    production_data.mkdir(parents=True, exist_ok=True)
+    log_path = production_data / "pytest.log"
+    pytest = [sys.executable, "-m", "pytest", *pytest_args]
+    say(
+        f"The production pass runs beside this one (its output: {log_path}, printed at the "
+        "end); CONCORDIA_TESTS_SERIAL=1 runs the suite in one process."
+    )
+    sys.stdout.flush()
+    started = time.monotonic()
+    ended: list[float] = []
+    with log_path.open("wb") as log:
+        production = subprocess.Popen(
+            [*pytest, *one_pass("production", pytest_args, env)],
+            env=dict(env, CONCORDIA_DATA_DIR=str(production_data)),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+
+        def wait_for_production() -> None:
+            production.wait()
+            ended.append(time.monotonic())
+
+        waiter = threading.Thread(target=wait_for_production, daemon=True)
+        waiter.start()
+        try:
+            embedded = subprocess.run(
+                [*pytest, *one_pass("embedded", pytest_args, env)], env=env
+            ).returncode
+            embedded_s = time.monotonic() - started
+            waiter.join()
+        finally:
+            if production.poll() is None:
+                production.terminate()
+                production.wait()
+    production_s = (ended[0] if ended else time.monotonic()) - started
+    say("=" * 30 + " production pass (workers, browser, served, backend) " + "=" * 30)
+    say(log_path.read_text(encoding="utf-8", errors="replace"))
+    say(f"embedded pass: exit {embedded}, {embedded_s:.0f} s")
+    say(f"production pass: exit {production.returncode}, {production_s:.0f} s")
+    return embedded or production.returncode
+
+
+def one_pass(name: str, pytest_args: list[str], env: dict[str, str]) -> list[str]:
+    """The options that run pass ``name``, in parallel processes (:func:`parallel`)."""
+    return ["--pass", name, *parallel([*pytest_args, "--pass", name], env)]
 
 
 def selects_servers(pytest_args: list[str]) -> bool:
