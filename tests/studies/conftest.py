@@ -45,6 +45,12 @@ def scores(run: MetricRun) -> dict[int, float]:
     return dict(MetricScore.objects.filter(run=run).values_list("output_id", "value"))
 
 
+def valued_scores(run: MetricRun) -> dict[int, float]:
+    """The run's scores that have a value (not an output's error), by output."""
+    rows = MetricScore.objects.filter(run=run, value__isnull=False)
+    return dict(rows.values_list("output_id", "value"))
+
+
 class Workers:
     """Starts ``celery worker`` processes (model workers, the maintenance worker with beat)
     on one broker and stops them all."""

@@ -20,11 +20,12 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 
 from scoring.lm.served import local_server
-from studies.models import Dataset, MetricRun, MetricScore, ServedResponse
+from studies.models import Dataset, MetricRun, ServedResponse
 from studies.services.runs import can_resume
 from studies.services.runs.batch import WAITING
 from tests.factories import import_demo
 from tests.served import Served
+from tests.studies.conftest import valued_scores as scores
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -52,11 +53,6 @@ def run_metric(*args: str) -> MetricRun:
     (run,) = MetricRun.objects.exclude(pk__in=before)
     run.refresh_from_db()
     return run
-
-
-def scores(run: MetricRun) -> dict[int, float]:
-    rows = MetricScore.objects.filter(run=run)
-    return {s.output_id: s.value for s in rows if s.value is not None}
 
 
 def lines_of(path: Path) -> dict[str, str]:

@@ -26,6 +26,7 @@ from studies.services.runs import RunRequest, execute_run, start_run
 from tests.factories import import_demo
 from tests.served import RUNS_KEY as KEY
 from tests.served import FaultProxy, Served, add_endpoint
+from tests.studies.conftest import valued_scores as scores
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -61,11 +62,6 @@ def run_metric(*args: str) -> MetricRun:
     (run,) = MetricRun.objects.exclude(pk__in=before)
     run.refresh_from_db()
     return run
-
-
-def scores(run: MetricRun) -> dict[int, float]:
-    rows = MetricScore.objects.filter(run=run)
-    return {s.output_id: s.value for s in rows if s.value is not None}
 
 
 def wait_finished(run: MetricRun, seconds: float = 600.0) -> MetricRun:
