@@ -181,14 +181,21 @@ class VLLMServer:
             str(self.venv / "bin" / "python"),
             "-m",
             "vllm.entrypoints.openai.api_server",
-            "--model",
-            str(self.model_dir),
-            "--served-model-name",
-            self.model_id,
             "--host",
             "127.0.0.1",
             "--port",
             str(self.port),
+            *self.model_flags(),
+        ]
+
+    def model_flags(self) -> list[str]:
+        """The model, its name and how it is served: the server's flags and ``vllm
+        run-batch``'s alike."""
+        return [
+            "--model",
+            str(self.model_dir),
+            "--served-model-name",
+            self.model_id,
             *SERVER_FLAGS,
             *(() if self.max_logprobs is None else ("--max-logprobs", str(self.max_logprobs))),
             "--max-model-len",
@@ -197,6 +204,19 @@ class VLLMServer:
             str(self.max_model_len),
             *self.extra_args,
         ]
+
+    def spawn(self, command: list[str], log_path: Path) -> subprocess.Popen[bytes]:
+        """``command`` in this server's environment, in a session of its own (so that its
+        process group can be stopped whole), its output appended to ``log_path``."""
+        with log_path.open("ab") as log:
+            return subprocess.Popen(
+                command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=self.environment(),
+                start_new_session=True,
+            )
 
     def environment(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHON"))}
@@ -219,15 +239,7 @@ class VLLMServer:
             raise ServerError(f"no model at {self.model_dir} (config.json is missing)")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
-        with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(
-                self.command(),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=self.environment(),
-                start_new_session=True,
-            )
+        self.process = self.spawn(self.command(), self.log_path)
         try:
             self._wait_ready()
         except BaseException:
@@ -339,41 +351,28 @@ def run_batch(
     a :class:`ServerError` with the log's tail when it fails or passes ``timeout``."""
     server = VLLMServer(model_dir, model_id=model_id, venv=venv, max_logprobs=max_logprobs, port=1)
     server.max_model_len = max_model_len
-    serving = server.command()
-    flags = serving[serving.index("--model") :]
-    for flag in ("--host", "--port"):
-        at = flags.index(flag)
-        del flags[at : at + 2]
     command = [
-        serving[0],
+        str(server.venv / "bin" / "python"),
         "-m",
         "vllm.entrypoints.openai.run_batch",  # the ``vllm`` script needs the ``vllm`` dist
         "-i",
         str(input_file),
         "-o",
         str(output_file),
-        *flags,
+        *server.model_flags(),
         "--trust-request-chat-template",
     ]
     log = Path(log_path) if log_path else Path(output_file).with_suffix(".log")
     started = time.perf_counter()
-    with log.open("ab") as fh:
-        process = subprocess.Popen(
-            command,
-            stdout=fh,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=server.environment(),
-            start_new_session=True,
-        )
-        try:
-            code = process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            code = -1
-        finally:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+    process = server.spawn(command, log)
+    try:
+        code = process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        code = -1
+    finally:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
     if code != 0:
         tail = "\n".join(log.read_text(errors="replace").strip().splitlines()[-30:])
         raise ServerError(f"vllm run-batch failed ({code}):\n{tail}")
