@@ -36,7 +36,7 @@ def down(cast, settings, monkeypatch, allow_loopback):  # type: ignore[no-untype
 
 
 def _served_run(endpoint: Endpoint, owner, status: str = "pending") -> MetricRun:  # type: ignore[no-untyped-def]
-    return MetricRun.objects.create(
+    run = MetricRun.objects.create(
         dataset=DatasetFactory(owner=owner),
         metric="gptscore",
         label="gptscore:down",
@@ -47,6 +47,12 @@ def _served_run(endpoint: Endpoint, owner, status: str = "pending") -> MetricRun
         heartbeat_at=timezone.now(),
         config={"endpoint": {"id": endpoint.pk, "name": endpoint.name}, "model_version": ""},
     )
+    # the rolled-back test database gives the next test's run the same id, and an earlier
+    # test's clients of that id live on until the garbage collector finds them (their
+    # outage would be this run's): a new run has no clients
+    gc.collect()
+    served._clients.pop(run.pk, None)
+    return run
 
 
 def test_a_served_run_connects_instead_of_loading_a_model_and_shows_the_outage(down, cast, client):
