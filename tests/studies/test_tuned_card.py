@@ -112,9 +112,7 @@ def test_the_api_the_page_and_the_exports_carry_the_badge(tuned, client, cast):
     page = client.get(f"/datasets/{dataset}/report-card/", {"aspects": "COH"}).content.decode()
     assert 'class="badge tuned"' in page and TEXT in page
     text = client.get(f"/datasets/{dataset}/report-card/export.csv", {"aspects": "COH"})
-    lines = {
-        r["run_id"]: r for r in csv.DictReader(io.StringIO(b"".join(text).decode()))
-    }  # type: ignore[arg-type]
+    lines = {r["run_id"]: r for r in csv.DictReader(io.StringIO(b"".join(text).decode()))}  # type: ignore[arg-type]
     assert lines[str(made.pk)]["tuned_on_documents"] == "15"
     assert lines[str(made.pk)]["evaluated_on_test_documents"] == "15"
     assert lines[str(start.pk)]["tuned_on_documents"] == ""
