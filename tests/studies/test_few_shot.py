@@ -34,9 +34,8 @@ def tiny_encoder(tmp_path_factory):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def judged(write_jsonl, cast, long_context_tiny_model):  # type: ignore[no-untyped-def]
-    """A dataset with three annotators per output and a finished G-Eval run of the tiny
-    model on coherence (no evaluation steps)."""
+def labelled(write_jsonl, cast):  # type: ignore[no-untyped-def]
+    """A study of a dataset with three annotators per output on coherence."""
     rng = np.random.default_rng(5)
     records = []
     for d in range(N_DOCS):
@@ -54,14 +53,24 @@ def judged(write_jsonl, cast, long_context_tiny_model):  # type: ignore[no-untyp
                 }
             )
     dataset = import_jsonl(write_jsonl(records), "few-shot", cast["owner"])
+    study = Study.objects.create(name="few", dataset=dataset, owner=cast["owner"])
+    study.aspects.add(Aspect.objects.get(code="COH"))
+    return study
+
+
+def finished(study: Study, request: RunRequest) -> MetricRun:
+    run = start_run(study.dataset, request, enqueue=False, local_paths=True)
+    assert execute_run(run.pk) == "succeeded"
+    return MetricRun.objects.get(pk=run.pk)
+
+
+@pytest.fixture
+def judged(labelled, long_context_tiny_model):  # type: ignore[no-untyped-def]
+    """The study and a finished G-Eval run of the tiny model on coherence (no steps)."""
     request = RunRequest(
         metric="geval", aspect="coherence", model=long_context_tiny_model, steps="none"
     )
-    run = start_run(dataset, request, enqueue=False, local_paths=True)
-    assert execute_run(run.pk) == "succeeded"
-    study = Study.objects.create(name="few", dataset=dataset, owner=cast["owner"])
-    study.aspects.add(Aspect.objects.get(code="COH"))
-    return study, MetricRun.objects.get(pk=run.pk)
+    return labelled, finished(labelled, request)
 
 
 def watched(prompts: list[str]):  # type: ignore[no-untyped-def]
@@ -231,3 +240,40 @@ def test_the_command_prints_the_run_and_a_delta_of_the_test_documents_only(judge
     assert float(found.group(1)) == pytest.approx(on_test(run_scores(start)), abs=5e-5, nan_ok=True)
     assert float(found.group(2)) == pytest.approx(on_test(run_scores(made)), abs=5e-5, nan_ok=True)
     assert re.search(r"test Δ spearman \(sample\): [+-][\d.]+ \[[+-][\d.]+, [+-][\d.]+\]", second)
+
+
+def test_a_gptscore_judge_gets_well_rated_tune_examples_as_demonstrations(
+    labelled, long_context_tiny_model
+):
+    start = finished(labelled, RunRequest(aspect="COH", model=long_context_tiny_model))
+    split = make_split(labelled, dev=0.25, test=0.25, seed=3)
+    aspect = Aspect.objects.get(code="COH")
+    prompts: list[str] = []
+
+    class Watched(HFLanguageModel):
+        def score_targets(self, requests):  # type: ignore[no-untyped-def]
+            prompts.extend(r.prompt for r in requests)
+            return super().score_targets(requests)
+
+    made = tune_judge(
+        start,
+        aspect,
+        "few-shot",
+        options={"k": "2", "selection": "random"},
+        resamples=20,
+        model_factory=lambda run: Watched(run.config["model_location"]),
+    ).run
+    tuning = made.config["tuning"]
+    assert tuning["k"] == 2 and len(tuning["example_outputs"]) == 2
+    tune_human = held_out_labels(split, aspect, "tune")
+    median = float(np.median(list(tune_human.values())))
+    assert all(tune_human[pk] >= median for pk in tuning["example_outputs"])
+    texts = dict(Output.objects.filter(pk__in=tuning["example_outputs"]).values_list("pk", "text"))
+    part = parts_of_texts(split)
+    assert {part[t] for t in texts.values()} == {"tune"}
+    for prompt in prompts:  # the output scored is the target: any output text is an example's
+        assert {t for t in part if t in prompt} <= set(texts.values())
+    shown = sum(t in p for p in prompts for t in texts.values())
+    # every prompt shows both examples but those of the example's own documents (2 × 3)
+    assert shown == 2 * len(prompts) - 2 * N_SYSTEMS
+    assert len(run_scores(made)) == N_DOCS * N_SYSTEMS

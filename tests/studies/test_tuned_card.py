@@ -17,14 +17,15 @@ from studies.services.tuning.derived import run_scores
 from studies.services.tuning.labels import held_out_labels
 from studies.services.tuning.splits import make_split
 from studies.services.tuning.tune import tune_judge
-from tests.studies.test_tuning import N_SYSTEMS, study  # noqa: F401
+from tests.studies.judged_file import N_SYSTEMS, judged_study
 
 pytestmark = pytest.mark.django_db
 TEXT = "tuned on 15 documents; evaluated on 15 test documents"
 
 
 @pytest.fixture
-def tuned(study):  # type: ignore[no-untyped-def]  # noqa: F811
+def tuned(cast, tmp_path):  # type: ignore[no-untyped-def]
+    study = judged_study(cast["owner"], tmp_path)
     split = make_split(study, test=0.5, seed=1)
     start = MetricRun.objects.get(label="judge_b")
     aspect = Aspect.objects.get(code="COH")

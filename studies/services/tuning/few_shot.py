@@ -25,10 +25,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+from scipy.stats import rankdata
 
+from scoring.lm.encoder import HFEncoder, find_default_encoder
 from scoring.metrics import geval, geval_labels, gptscore
 from scoring.metrics.base import Item
 from studies.models import Aspect, MetricRun, Output
+from studies.services.catalog.model_catalog import default_encoder_path
 from studies.services.runs import geval as geval_runs
 from studies.services.runs import gptscore as gptscore_runs
 from studies.services.runs.core import item_of
@@ -142,8 +145,6 @@ def random_examples(pool: list[Example], k: int, seed: int) -> list[Example]:
 def worst_examples(pool: list[Example], k: int, scores: dict[int, float]) -> list[Example]:
     """The ``k`` where the judge's rank among the pool is furthest from the humans'
     (ranks as shares of the pool, ties averaged)."""
-    from scipy.stats import rankdata
-
     scored = [e for e in pool if e.output in scores]
     if not scored:
         return []
@@ -173,9 +174,6 @@ def encoder_location(given: str) -> str | None:
     """The encoder for ``diverse``: the option's, else the default one where installed."""
     if given:
         return given
-    from scoring.lm.encoder import find_default_encoder
-    from studies.services.catalog.model_catalog import default_encoder_path
-
     found = find_default_encoder()
     if found is not None:
         return str(found)
@@ -185,8 +183,6 @@ def encoder_location(given: str) -> str | None:
 
 def embed(location: str, texts: list[str]) -> np.ndarray:
     """Each text's mean token embedding, unit length (rows)."""
-    from scoring.lm.encoder import HFEncoder
-
     rows = []
     for found in HFEncoder(location).embed(texts):
         vector = found.vectors.mean(dim=0).numpy() if len(found.vectors) else None
