@@ -85,6 +85,7 @@ class Judge:
         self.run, self.aspect, self.metric = run, aspect, run.metric
         self.model = (factory or load_language_model)(run)
         self.requests = 0
+        self.labelled: geval_labels.LabelConfig | None = None
         if self.metric == "geval":
             self.geval = geval_runs.config_of(run)
             self.labelled = geval_runs.label_config_of(run)
