@@ -500,11 +500,17 @@ def send_shard(run: MetricRun, index: int, on: str | None = None) -> None:
 
 
 def cancel_run(run: MetricRun) -> bool:
-    """Ask a pending or running run to stop after its current document (chunk); the
-    scores written so far are kept and count as a partial run."""
+    """Ask a pending or running run to stop after its current document (chunk), or stop a
+    run waiting for batch answers; the scores written so far are kept and count as a
+    partial run."""
     cancelled = bool(
         MetricRun.objects.filter(
-            pk=run.pk, status__in=[MetricRun.Status.PENDING, MetricRun.Status.RUNNING]
+            pk=run.pk,
+            status__in=[
+                MetricRun.Status.PENDING,
+                MetricRun.Status.RUNNING,
+                MetricRun.Status.WAITING,
+            ],
         ).update(status=MetricRun.Status.CANCELLED, finished_at=timezone.now())
     )
     if cancelled:  # tables label the run as cancelled: no cached "running" row
@@ -522,7 +528,12 @@ def can_resume(run: MetricRun) -> bool:
     if run.status == MetricRun.Status.RUNNING:
         last = run.heartbeat_at or run.started_at
         return last is None or timezone.now() - last > run_lease()
-    return run.status in (MetricRun.Status.FAILED, MetricRun.Status.CANCELLED)
+    # a run waiting for batch answers: Resume scores the rest online instead
+    return run.status in (
+        MetricRun.Status.FAILED,
+        MetricRun.Status.CANCELLED,
+        MetricRun.Status.WAITING,
+    )
 
 
 def eta(run: MetricRun) -> float | None:
@@ -545,7 +556,18 @@ def phase(run: MetricRun) -> str:
 
 
 def outcome(run: MetricRun) -> str:
-    """What a cancelled or failed run kept, in a sentence (empty for other runs)."""
+    """What a cancelled or failed run kept, or what a run waiting for batch answers
+    waits for, in a sentence (empty for other runs)."""
+    if run.status == MetricRun.Status.WAITING:
+        state = (run.provenance or {}).get("batch") or {}
+        n = int(state.get("outstanding") or len(state.get("requested") or ()))
+        return (
+            f"Waiting for batch answers: {n} request{'s' if n != 1 else ''} outstanding "
+            f"({run.done}/{run.total} outputs scored). Answer the request file (a provider's "
+            "batch job, or vllm run-batch) and read its results file in: on this page, with "
+            f"`manage.py batch_results {run.pk} FILE` or through the API. Resume scores the "
+            "rest online instead; Cancel keeps the scores so far as a partial run."
+        )
     if run.kind != MetricRun.Kind.COMPUTED or run.status not in (
         MetricRun.Status.CANCELLED,
         MetricRun.Status.FAILED,
