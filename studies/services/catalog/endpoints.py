@@ -466,7 +466,10 @@ def estimate_cost(
         "cost": round((prompt * endpoint.price_in + completion * endpoint.price_out) / 1e6, 6),
         # the same requests through the endpoint's batch interface (None: no batch price)
         "batch_cost": round(
-            (prompt * (endpoint.batch_price_in or 0.0) + completion * (endpoint.batch_price_out or 0.0))
+            (
+                prompt * (endpoint.batch_price_in or 0.0)
+                + completion * (endpoint.batch_price_out or 0.0)
+            )
             / 1e6,
             6,
         )
