@@ -10,6 +10,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.utils.functional import lazy
 
+from scoring.lm.served.batch import FORMATS as BATCH_FORMATS
 from studies.hooks import pairwise_campaign_choices
 from studies.models import Aspect, Endpoint, TaskKind
 from studies.models.endpoints import LIMIT_FIELDS, check_base_url
@@ -547,3 +548,29 @@ class EndpointForm(forms.ModelForm):  # type: ignore[type-arg]
         if commit:
             endpoint.save()
         return endpoint
+
+
+class BatchRequestsForm(forms.Form):
+    """A served run's batch request file: its format (the run page's download)."""
+
+    batch_format = forms.ChoiceField(
+        choices=[(name, name) for name in BATCH_FORMATS],
+        initial=BATCH_FORMATS[0],
+        help_text="openai-batch: a provider's Batch API or vllm run-batch",
+    )
+
+
+class BatchResultsForm(forms.Form):
+    """A batch output file read into the served run waiting for it (the run page's
+    upload; the format: the one its requests were written in, unless given)."""
+
+    file = forms.FileField(help_text="The batch output file (JSON lines), matched by custom_id.")
+    batch_format = forms.ChoiceField(
+        choices=[("", "as written"), *((name, name) for name in BATCH_FORMATS)],
+        required=False,
+    )
+
+    def clean_file(self) -> Any:
+        upload = self.cleaned_data["file"]
+        check_import_size(upload.size)
+        return upload

@@ -35,7 +35,16 @@ from scoring.lm.served.spec import BOUNDS
 from studies.models.datasets import unique_name_per_owner
 
 # an endpoint's limits and prices: what its forms, API and command set beside its address
-LIMIT_FIELDS = ("max_concurrency", "rpm", "tpm", "price_in", "price_out", "timeout")
+LIMIT_FIELDS = (
+    "max_concurrency",
+    "rpm",
+    "tpm",
+    "price_in",
+    "price_out",
+    "batch_price_in",
+    "batch_price_out",
+    "timeout",
+)
 ENV_NAME = RegexValidator(r"^[A-Za-z_][A-Za-z0-9_]*$", "An environment variable's name.")
 KEY_FILE_NAME = "endpoint.key"  # under DATA_DIR: the generated key, when none is set
 
@@ -174,6 +183,20 @@ class Endpoint(models.Model):
         validators=bounded("price_out"),
         help_text="Per million output tokens (at most 10,000).",
     )
+    # what its batch interface charges (a run written as a batch file: usually half);
+    # empty: no batch price given. Bounded as the online prices are.
+    batch_price_in = models.FloatField(
+        null=True,
+        blank=True,
+        validators=bounded("price_in"),
+        help_text="Per million input tokens through the batch interface (optional).",
+    )
+    batch_price_out = models.FloatField(
+        null=True,
+        blank=True,
+        validators=bounded("price_out"),
+        help_text="Per million output tokens through the batch interface (optional).",
+    )
     timeout = models.FloatField(
         default=60.0,
         validators=bounded("timeout"),
@@ -218,6 +241,17 @@ class Endpoint(models.Model):
                 ),
                 name="endpoint_settings_bounded",
             ),
+            models.CheckConstraint(
+                condition=(
+                    Q(batch_price_in__isnull=True)
+                    | Q(batch_price_in__gte=0, batch_price_in__lte=BOUNDS["price_in"][1])
+                )
+                & (
+                    Q(batch_price_out__isnull=True)
+                    | Q(batch_price_out__gte=0, batch_price_out__lte=BOUNDS["price_out"][1])
+                ),
+                name="endpoint_batch_prices_bounded",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -225,6 +259,11 @@ class Endpoint(models.Model):
 
     def __repr__(self) -> str:
         return f"<Endpoint {self.pk}: {self.name} ({self.model_id})>"
+
+    @property
+    def has_batch_price(self) -> bool:
+        """Whether a batch price was given (either one: the other counts as 0)."""
+        return self.batch_price_in is not None or self.batch_price_out is not None
 
     @property
     def has_api_key(self) -> bool:

@@ -25,6 +25,9 @@ class MetricRun(models.Model):
         SUCCEEDED = "succeeded", "Succeeded"
         FAILED = "failed", "Failed"
         CANCELLED = "cancelled", "Cancelled"
+        # a served run written as a batch request file: no worker takes it, the sweeper
+        # leaves it alone; reading the results file (or Resume, online) moves it on
+        WAITING = "waiting", "Waiting for batch answers"
 
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="runs")
     metric = models.CharField(
@@ -89,6 +92,12 @@ class MetricRun(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in {self.Status.SUCCEEDED, self.Status.FAILED, self.Status.CANCELLED}
+
+    @property
+    def is_waiting(self) -> bool:
+        """Waiting for a batch processor's answers (:mod:`studies.services.runs.batch`):
+        neither running nor ended."""
+        return self.status == self.Status.WAITING
 
     @property
     def is_partial(self) -> bool:

@@ -36,7 +36,13 @@ def dataset_contents(dataset: Dataset) -> DatasetContents:
         .order_by("aspect__code")
     )
     rows = list(per_aspect)
-    unfinished = Q(status__in=[MetricRun.Status.PENDING, MetricRun.Status.RUNNING])
+    unfinished = Q(
+        status__in=[
+            MetricRun.Status.PENDING,
+            MetricRun.Status.RUNNING,
+            MetricRun.Status.WAITING,  # for batch answers
+        ]
+    )
     runs = MetricRun.objects.filter(dataset=dataset).aggregate(
         n=Count("id"), unfinished=Count("id", filter=unfinished)
     )

@@ -12,6 +12,9 @@ Each lane lists its workers as alive, not answering or dead with their last hear
 (:mod:`.workers`); while none is alive, its queued work says that nothing serves it
 instead of when it starts.
 
+Runs waiting for batch answers (a request file out with a batch processor) are in no
+lane: no worker takes them; the page lists them apart (:func:`waiting_runs`).
+
 Sources: metric runs and imports (rows), what other apps register in
 :data:`studies.hooks.job_sources` (learned metrics in training), and the computed pages
 (matrices, diagnostics, plans, agreement), which live in the cache and are recorded
@@ -46,6 +49,8 @@ LANE_LABELS = {  # the lanes the page shows (the sweeper's has nothing to queue)
     "light": "Light worker (queue light): imports and computed pages",
     "io": "io worker (queue io): runs on served endpoints",
 }
+# what the API calls the runs waiting for batch answers: no worker's lane (none takes them)
+BATCH_LANE = "batch"
 # queue → the lane (one worker) that serves it, as local_workers and compose lay them out
 LANES = {queue: lane for lane, queues in LANE_QUEUES.items() for queue in queues}
 _TRACKED = "jobs:computations"  # the cache key of the computed pages being computed
@@ -205,10 +210,36 @@ def lanes_for(user: Any) -> list[Lane]:
     return lanes
 
 
-def as_rows(lanes: list[Lane]) -> list[dict[str, Any]]:
-    """The API's rows: one per job, with its lane."""
+def waiting_runs(user: Any) -> list[Job]:
+    """The runs waiting for batch answers that ``user`` may see (an admin: all), oldest
+    first: no worker takes them (a batch processor answers their request file), so they
+    are in no lane and the sweeper leaves them alone."""
+    runs = MetricRun.objects.filter(status=MetricRun.Status.WAITING, kind=MetricRun.Kind.COMPUTED)
+    if not user.is_staff:
+        runs = runs.filter(dataset__in=visible_datasets(user))
     return [
-        {"lane": lane.name, **{k: v for k, v in asdict(job).items() if k != "owner_id"}}
-        for lane in lanes
-        for job in lane.jobs
+        Job(
+            kind="run",
+            title=f"{run.label} on {run.dataset.name}",
+            url=reverse("studies:run-detail", args=[run.pk]),
+            queue=queue_for(run.metric, run.config),
+            running=False,
+            user=run.created_by.username if run.created_by else "",
+            dataset_id=run.dataset_id,
+            queued_at=run.heartbeat_at or run.created_at,
+            done=run.done,
+            total=run.total,
+        )
+        for run in runs.select_related("created_by", "dataset").order_by("pk")
+    ]
+
+
+def as_rows(lanes: list[Lane], waiting: list[Job] | None = None) -> list[dict[str, Any]]:
+    """The API's rows: one per job, with its lane (``batch``: a run waiting for batch
+    answers, in no worker's lane)."""
+    placed = [(lane.name, job) for lane in lanes for job in lane.jobs]
+    placed += [(BATCH_LANE, job) for job in waiting or ()]
+    return [
+        {"lane": name, **{k: v for k, v in asdict(job).items() if k != "owner_id"}}
+        for name, job in placed
     ]

@@ -1,6 +1,7 @@
 """The app's pages, one module per area; each view serves its page and its htmx partial."""
 
 from studies.views.account import api_token
+from studies.views.batch import run_batch_requests, run_batch_results
 from studies.views.benchmarks import benchmarks
 from studies.views.browse import dataset_outputs, document_detail, output_detail
 from studies.views.dashboards import (
@@ -49,6 +50,8 @@ from studies.views.studies import home, study_detail, study_members, study_new
 
 __all__ = [
     "benchmarks",
+    "run_batch_requests",
+    "run_batch_results",
     "jobs",
     "run_rename",
     "endpoint_delete",

@@ -9,7 +9,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from scoring.lm.store import ModelNotInstalled
-from studies.forms import PairwiseReportForm, RunForm
+from studies.forms import BatchRequestsForm, BatchResultsForm, PairwiseReportForm, RunForm
 from studies.models import MetricRun
 from studies.permissions import (
     RENAME_REFUSED,
@@ -92,6 +92,11 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "about": page_of(run.metric),  # the run page's part on its metric, and its label
         "metric_label": label_of(run.metric),
         "may_rename": may_rename_run(request.user, run),
+        # a served run's batch file (download requests, upload results): not while a
+        # worker holds it or once it succeeded (the service refuses those)
+        "batch": run.config.get("endpoint")
+        and run.status not in (MetricRun.Status.RUNNING, MetricRun.Status.SUCCEEDED),
+        "batch_forms": (BatchRequestsForm(), BatchResultsForm()),
     }
     if run.is_finished:
         context["scores"] = run.scores.select_related("output__document").order_by("-value")[:20]
@@ -100,7 +105,9 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         context["top_k_flags"] = top_k_flags(run)
     partial = wants_partial(request)
     template = "studies/partials/run_progress.html" if partial else "studies/run_detail.html"
-    return stop_polling_when(render(request, template, context), partial and run.is_finished)
+    # nothing moves a run waiting for batch answers but its results file: no polling
+    ended = run.is_finished or run.is_waiting
+    return stop_polling_when(render(request, template, context), partial and ended)
 
 
 @researcher_required

@@ -57,7 +57,13 @@ from studies.services.imports import upload_not_stored
 # IMPORT_MAX_FILE_BYTES (tests/studies/test_upload_limit.py checks that every route
 # accepting multipart files is one of them).
 UPLOAD_ROUTES = frozenset(
-    {"studies:upload", "api:import-list", "api:dataset-upload", "api:run-batch-results"}
+    {
+        "studies:upload",
+        "studies:run-batch-results",
+        "api:import-list",
+        "api:dataset-upload",
+        "api:run-batch-results",
+    }
 )
 FORM_ALLOWANCE = 64 * 1024  # the other fields (dataset, task, rescale…) and part headers
 NOT_STORED = "concordia_upload_not_stored"  # the request attribute saying why
@@ -250,7 +256,8 @@ def refusal(request: HttpRequest, message: str, status: int, parsed: bool) -> Ht
     upload page with the message on its file field (plain text for a non-researcher)."""
     if request.path_info.startswith("/api/"):
         return JsonResponse({"detail": message, "errors": {"file": [message]}}, status=status)
-    if not is_researcher(request.user):
+    if not is_researcher(request.user) or request.path_info.startswith("/runs/"):
+        # a run page's results file: no import form to show it on
         return HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
     kept = request.POST.dict() if parsed else {}  # the fields that came before the file
     form = UploadForm(

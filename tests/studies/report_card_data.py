@@ -189,3 +189,46 @@ def raw_answers(dataset, code: str):  # type: ignore[no-untyped-def]
     for j in Judgment.objects.filter(output__document__dataset=dataset, aspect__code=code):
         answers[names.index(j.annotator.username), index[j.output_id]] = j.value
     return answers, names, [o.document.doc_key for o in outputs], [o.pk for o in outputs]
+
+
+def add_top_k_run(panel: Panel, bound: float, every: int = 1, label_mass: float = 0.6) -> MetricRun:
+    """A served G-Eval run (probabilities) whose scores are the annotators' means, read
+    as a distribution between the two scale points around each mean (its weighted score
+    is the mean); on every ``every``-th output the other labels were outside the
+    endpoint's top-k, each with ``bound`` as its bound (flagged), as
+    :func:`scoring.metrics.geval.result` stores them."""
+    coh = Aspect.objects.get(code="COH").current_version()
+    outputs = list(Output.objects.filter(document__dataset=panel.dataset).order_by("pk"))
+    run = MetricRunFactory(
+        dataset=panel.dataset,
+        label=f"geval:judge-model:COH:top-k:{bound:g}",
+        metric="geval",
+        status="succeeded",
+        config=geval_config(coh, estimation="probs", n_samples=0),
+        aspect_version=coh,
+        done=len(outputs),
+        total=len(outputs),
+    )
+    means = dict(panel.mean.scores.values_list("output_id", "value"))
+    scores = []
+    for k, output in enumerate(outputs):
+        m = float(means[output.pk])
+        low = min(int(np.floor(m)), SCALE[-2])
+        probs = dict.fromkeys(SCALE, 0.0)
+        probs[low], probs[low + 1] = low + 1 - m, m - low
+        details: dict[str, Any] = {
+            "distribution": {str(v): p for v, p in probs.items()},
+            "weighted": m,
+            "argmax": float(max(probs, key=probs.__getitem__)),
+            "label_mass": label_mass,
+            "sampled": False,
+            "weighting": "prob",
+            "label_mode": "top-k",
+        }
+        if k % every == 0:
+            outside = {str(v): bound for v, p in probs.items() if p == 0.0}
+            details |= {"outside_top_k": outside, "outside_bound": min(1.0, bound * len(outside))}
+        scores.append(MetricScore(run=run, output=output, value=m, details=details))
+    MetricScore.objects.bulk_create(scores)
+    panel.dataset.bump_data_version()
+    return run

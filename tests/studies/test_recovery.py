@@ -75,7 +75,7 @@ def test_live_finished_and_cancelled_runs_are_left_alone(
 ):
     now = timezone.now()
     age(MetricRun, run.pk, status="running", heartbeat_at=now - timedelta(seconds=10))
-    for status in ("succeeded", "failed", "cancelled"):
+    for status in ("succeeded", "failed", "cancelled", "waiting"):  # waiting: for batch answers
         other = MetricRun.objects.create(
             dataset=run.dataset,
             metric="rougeL",

@@ -1,8 +1,8 @@
 """An endpoint that gives only its top-k candidates (issue 37, item 2): a REAL vLLM server
 started with ``--max-logprobs 5``, its echo and prompt log-probabilities ignored by the
 probe (as a hosted API gives none). G-Eval's labels outside the top-5 are never a silent
-0: each score records them with the bound on their probability, the run page and the
-export flag them, and ``--require-exact-labels`` refuses such a run before it starts."""
+0: each score records them with the bound on their probability, the run page, the
+export and the report card flag them, and ``--require-exact-labels`` refuses such a run before it starts."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from studies.models import Dataset, Endpoint, MetricRun, MetricScore
+from studies.services.analysis.report_card import CardParams, compute_card
 from studies.services.imports import ImportOptions, import_file
 from tests.served import SUMMEVAL, Served, add_endpoint, other_server
 
@@ -98,6 +99,14 @@ def test_top_k_only_scores_are_flagged_with_their_bound_and_exact_labels_can_be_
     )
     header = export.decode().splitlines()[0]
     assert f"metric_{run.label}:outside_top_k_bound" in header
+    # the report card flags the row and its verdict says whether the flags could change it
+    card = compute_card(summeval, CardParams(resamples=50))
+    (row,) = [r for r in card["rows"] if r["run"]["pk"] == run.pk]
+    assert row["top_k"]["scores"] == len(flagged) and set(row["top_k"]["verdicts"]) == {
+        "against",
+        "toward",
+    }
+    assert f"{len(flagged)} of its {row['top_k']['of']} scores were read" in row["verdict"]["text"]
 
 
 @pytest.mark.parametrize("metric", ["geval", "gptscore"])

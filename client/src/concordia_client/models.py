@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
-RunStatus = Literal["pending", "running", "succeeded", "failed", "cancelled"]
+RunStatus = Literal["pending", "running", "succeeded", "failed", "cancelled", "waiting"]
 ImportStatus = Literal["pending", "running", "succeeded", "failed"]
 UploadStatus = Literal["receiving", "received", "completed"]
 Level = Literal["sample", "dataset", "system"]
@@ -247,7 +247,7 @@ class Job:
     shows only its kind and place."""
 
     SCHEMA: ClassVar[str] = "Job"
-    lane: str  # the worker that takes it: model, quick, light or io
+    lane: str  # the worker that takes it: model, quick, light, io; batch: waiting for answers
     kind: str
     title: str
     url: str

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from studies.services.jobs import LANE_LABELS
+from studies.services.jobs import BATCH_LANE, LANE_LABELS
 
 
 class JobSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    lane = serializers.ChoiceField(choices=list(LANE_LABELS), help_text="the worker that takes it")
+    lane = serializers.ChoiceField(
+        choices=[*LANE_LABELS, BATCH_LANE],
+        help_text="the worker that takes it; batch: a run waiting for batch answers (none)",
+    )
     kind = serializers.CharField(help_text="run, import, training, matrix, diagnostics, plan…")
     title = serializers.CharField(help_text="another researcher's work: its kind only")
     url = serializers.CharField(allow_blank=True, help_text="its page ('' when not yours)")

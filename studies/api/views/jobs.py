@@ -9,14 +9,16 @@ from rest_framework.response import Response
 
 from studies.api.permissions import IsResearcher
 from studies.api.serializers.jobs import JobSerializer
-from studies.services.jobs import as_rows, lanes_for
+from studies.services.jobs import as_rows, lanes_for, waiting_runs
 
 
 @extend_schema(
-    summary="The work queued and running in the workers, lane by lane, in order",
+    summary="The work queued and running in the workers, lane by lane, in order; then the "
+    "runs waiting for batch answers (lane 'batch')",
     responses={200: JobSerializer(many=True)},
 )
 @api_view(["GET"])
 @permission_classes([IsResearcher])
 def job_list(request: Request) -> Response:
-    return Response(JobSerializer(as_rows(lanes_for(request.user)), many=True).data)
+    rows = as_rows(lanes_for(request.user), waiting_runs(request.user))
+    return Response(JobSerializer(rows, many=True).data)

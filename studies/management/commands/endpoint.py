@@ -1,6 +1,6 @@
 """``python manage.py endpoint add NAME --base-url URL --model-id ID [--api-key-env VAR |
 --api-key-stdin] [--owner USERNAME] [--max-concurrency N] [--rpm N] [--tpm N]
-[--price-in X --price-out Y] [--timeout S] [--no-probe] [--keep-existing]``, ``endpoint probe NAME
+[--price-in X --price-out Y] [--batch-price-in X --batch-price-out Y] [--timeout S] [--no-probe] [--keep-existing]``, ``endpoint probe NAME
 [--owner USERNAME]``, ``endpoint list``, ``endpoint rekey``.
 
 A key is never an argument (the process list would show it): ``--api-key-env`` names
@@ -51,6 +51,12 @@ class Command(BaseCommand):
         add.add_argument("--tpm", type=int, help="tokens a minute")
         add.add_argument("--price-in", type=float, default=0.0, help="per million input tokens")
         add.add_argument("--price-out", type=float, default=0.0, help="per million output tokens")
+        add.add_argument(
+            "--batch-price-in", type=float, help="per million input tokens by batch file"
+        )
+        add.add_argument(
+            "--batch-price-out", type=float, help="per million output tokens by batch file"
+        )
         add.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
         add.add_argument("--no-probe", action="store_true", help="save without probing")
         add.add_argument(*IGNORE_ARGS, **IGNORE_OPTIONS)  # type: ignore[arg-type]
@@ -101,6 +107,8 @@ class Command(BaseCommand):
             tpm=opts["tpm"],
             price_in=opts["price_in"],
             price_out=opts["price_out"],
+            batch_price_in=opts["batch_price_in"],
+            batch_price_out=opts["batch_price_out"],
             timeout=opts["timeout"],
         )
         self.stdout.write(f"endpoint {endpoint.pk} {endpoint.name} added ({self._where(endpoint)})")

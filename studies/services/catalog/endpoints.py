@@ -424,7 +424,8 @@ def estimate_cost(
     be written; ``n_samples``: the sampled estimate instead (8 tokens a sample).
     ``text``: the dataset's :func:`dataset_text`, when the caller prices several runs of
     it; ``pairs``: a pairwise judge's pairs, each asked in two orders (a source and two
-    outputs of the average length, one answer token; or 8 a sample)."""
+    outputs of the average length, one answer token; or 8 a sample). ``batch_cost``: the
+    same tokens at the endpoint's batch prices (None when it has none)."""
     found = text if text is not None else dataset_text(dataset, limit_docs)
     n = int(found["n"] or 0)
     shape = shape or {}
@@ -463,4 +464,15 @@ def estimate_cost(
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "cost": round((prompt * endpoint.price_in + completion * endpoint.price_out) / 1e6, 6),
+        # the same requests through the endpoint's batch interface (None: no batch price)
+        "batch_cost": round(
+            (
+                prompt * (endpoint.batch_price_in or 0.0)
+                + completion * (endpoint.batch_price_out or 0.0)
+            )
+            / 1e6,
+            6,
+        )
+        if endpoint.has_batch_price
+        else None,
     }

@@ -11,11 +11,8 @@ from studies.services.runs.core import (
     cancel_run,
     chunks_by_document,
     enqueue_run,
-    eta,
     execute_run,
     outage,
-    outcome,
-    phase,
     resume_run,
     run_lease,
 )
@@ -35,6 +32,7 @@ from studies.services.runs.registry import (
     queue_for,
 )
 from studies.services.runs.request import start_requested, start_run, start_runs
+from studies.services.runs.state import eta, outcome, phase
 from studies.services.runs.types import RunError, Runner, RunRequest
 
 __all__ = [

@@ -8,8 +8,9 @@ same request bodies, the same reading of the answers as online): an output whose
 requests are all answered is stored as a score, the others stay unscored. The answers
 read are kept in the response cache (under the keys the online path reads), so a later
 step, or an online Resume, never asks for them again. While requests are outstanding
-the run waits (FAILED, its error says for what; no worker takes it); the step that
-answers the last of them ends it SUCCEEDED. A G-Eval label outside the top-k candidates
+the run is WAITING (for batch answers: no worker takes it, the sweeper leaves it alone,
+its page, the API and the jobs page say what it waits for); the step that answers the
+last of them ends it SUCCEEDED. A G-Eval label outside the top-k candidates
 asks for exact label scores after its first answers: such requests come in a next
 request file.
 """
@@ -43,7 +44,6 @@ from studies.services.runs.served import endpoint_of, settle_probe
 from studies.services.runs.types import RunError
 
 DEFAULT_FORMAT = "openai-batch"
-WAITING = "Waiting for batch answers"  # the error of a run that waits for them
 SHOWN = 20  # custom_ids named in a summary, per kind
 
 
@@ -172,7 +172,9 @@ def _step(run: MetricRun, lines: Iterable[str] | None, write: bool, fmt: str | N
         report.lines = client.request_lines(wire)
         report.written = len(report.lines)
         asked = set(outstanding)
-    state.update(format=name, requested=sorted(asked & set(outstanding)))
+    state.update(
+        format=name, requested=sorted(asked & set(outstanding)), outstanding=len(outstanding)
+    )
     report.status, report.done = _settle(run, state, report)
     return report
 
@@ -198,8 +200,9 @@ def _write(run: MetricRun, results: list[ScoreResult]) -> int:
 
 
 def _settle(run: MetricRun, state: dict[str, object], report: BatchReport) -> tuple[str, int]:
-    """The run's status after a step: waiting (FAILED, saying for what: a Resume would
-    score the rest online) while requests are outstanding; else ended as an online run
+    """The run's status after a step: WAITING while requests are outstanding (their
+    number kept in the run's batch state, which its ``outcome`` says; a Resume would score the rest
+    online); else ended as an online run
     ends: SUCCEEDED, or FAILED when more than ``RUN_MAX_ERROR_SHARE`` of its outputs got
     no score (Resume scores them again)."""
     rows = MetricScore.objects.filter(run=run)
@@ -208,16 +211,8 @@ def _settle(run: MetricRun, state: dict[str, object], report: BatchReport) -> tu
     fields: dict[str, object] = {"done": done, "provenance": provenance}
     n_failed = rows.filter(value__isnull=True).count()
     share = float(settings.CONCORDIA["RUN_MAX_ERROR_SHARE"])
-    if report.outstanding:
-        fields.update(
-            status=MetricRun.Status.FAILED,
-            error=(
-                f"{WAITING}: {len(report.outstanding)} requests outstanding "
-                f"({done}/{run.total} outputs scored). Answer the request file and read the "
-                f"results with `manage.py batch_results {run.pk} FILE`."
-            ),
-            finished_at=None,
-        )
+    if report.outstanding:  # no worker takes it, the sweeper leaves it alone
+        fields.update(status=MetricRun.Status.WAITING, error="", finished_at=None)
     elif done and n_failed > share * done:
         first = str(
             rows.filter(value__isnull=True).order_by("pk").values_list("error", flat=True)[0]

@@ -500,11 +500,17 @@ def send_shard(run: MetricRun, index: int, on: str | None = None) -> None:
 
 
 def cancel_run(run: MetricRun) -> bool:
-    """Ask a pending or running run to stop after its current document (chunk); the
-    scores written so far are kept and count as a partial run."""
+    """Ask a pending or running run to stop after its current document (chunk), or stop a
+    run waiting for batch answers; the scores written so far are kept and count as a
+    partial run."""
     cancelled = bool(
         MetricRun.objects.filter(
-            pk=run.pk, status__in=[MetricRun.Status.PENDING, MetricRun.Status.RUNNING]
+            pk=run.pk,
+            status__in=[
+                MetricRun.Status.PENDING,
+                MetricRun.Status.RUNNING,
+                MetricRun.Status.WAITING,
+            ],
         ).update(status=MetricRun.Status.CANCELLED, finished_at=timezone.now())
     )
     if cancelled:  # tables label the run as cancelled: no cached "running" row
@@ -522,42 +528,11 @@ def can_resume(run: MetricRun) -> bool:
     if run.status == MetricRun.Status.RUNNING:
         last = run.heartbeat_at or run.started_at
         return last is None or timezone.now() - last > run_lease()
-    return run.status in (MetricRun.Status.FAILED, MetricRun.Status.CANCELLED)
-
-
-def eta(run: MetricRun) -> float | None:
-    """Seconds left for a running run at its own measured rate (this attempt's outputs
-    per second of wall time, over every worker); None when unknown."""
-    timings = run.timings or {}
-    rate = timings.get("scoring_outputs_per_s") or timings.get("outputs_per_s")
-    if run.status != MetricRun.Status.RUNNING or not rate:
-        return None
-    return float(max(run.total - run.done, 0) / rate)
-
-
-def phase(run: MetricRun) -> str:
-    """What a run is doing, for its page: "loading model" ("connecting to the endpoint"
-    for a served run) while RUNNING before its first document of this attempt, "writing
-    evaluation steps" (G-Eval), "scoring" after; "" when not running."""
-    if run.status != MetricRun.Status.RUNNING:
-        return ""
-    return str((run.timings or {}).get("phase") or SCORING)
-
-
-def outcome(run: MetricRun) -> str:
-    """What a cancelled or failed run kept, in a sentence (empty for other runs)."""
-    if run.kind != MetricRun.Kind.COMPUTED or run.status not in (
-        MetricRun.Status.CANCELLED,
+    # a run waiting for batch answers: Resume scores the rest online instead
+    return run.status in (
         MetricRun.Status.FAILED,
-    ):
-        return ""
-    word = "Cancelled" if run.status == MetricRun.Status.CANCELLED else "Failed"
-    if not run.done:
-        return f"{word} before its first document; nothing was scored. Resume starts it again."
-    kept = f"the {run.done} score{'s' if run.done != 1 else ''} {'are' if run.done != 1 else 'is'}"
-    return (
-        f"{word} after {run.done} of {run.total} outputs; {kept} kept and count as a "
-        f"partial run; Resume scores the rest."
+        MetricRun.Status.CANCELLED,
+        MetricRun.Status.WAITING,
     )
 
 

@@ -8,7 +8,8 @@ ceiling; a label aspect's statistics (MCC, κ, F1, TPR/TNR, prevalence, calibrat
 the annotators' ordinal scale; the alternative-annotator test; the sentinel check;
 length bias; self-consistency; a pairwise judge's position bias and agreement with
 imported human pairs; the change from its prompt variant; cost and time per 1,000
-outputs (each module says what it holds). Then a verdict (:mod:`.verdict`, which reads
+outputs; scores read from a served endpoint's top-k alone, and whether they could change
+the verdict (:mod:`.bounds`) (each module says what it holds). Then a verdict (:mod:`.verdict`, which reads
 the primary statistic of the aspect's kind and the caveats through the registry).
 
 A tuned run (one whose configuration names a study split: tuned there, or a jury weighed
@@ -33,6 +34,7 @@ from django.urls import reverse
 
 from studies.models import Dataset, MetricRun
 from studies.services.analysis.frames import AspectInfo, RunInfo
+from studies.services.analysis.report_card.bounds import check_bounds
 from studies.services.analysis.report_card.context import Context, RowInput
 from studies.services.analysis.report_card.evidence import MIN_ANNOTATORS, annotator_matrix
 from studies.services.analysis.report_card.held_out import HeldOut, held_out_of
@@ -176,6 +178,7 @@ def _row(inp: RowInput) -> dict[str, Any]:
     }
     for piece in PIECES:
         row[piece.key] = piece.compute(inp)
+    check_bounds(inp, row, c.mp.label)  # flagged top-k scores: could they change the verdict?
     row["links"] = _links(c, info, aspect)
     row["verdict"] = verdict(row, c.mp.label)
     return row

@@ -20,6 +20,7 @@ from studies.services.analysis.report_card.pieces import (
     position,
     prompt,
     sentinel,
+    top_k,
 )
 from studies.services.analysis.report_card.pieces.base import Column, Piece, Primary, Row
 
@@ -43,6 +44,7 @@ register(position.PIECE)
 register(human_pairs.PIECE)
 register(prompt.PIECE)
 register(cost.PIECE)
+register(top_k.PIECE)
 
 
 def shown() -> list[Piece]:
