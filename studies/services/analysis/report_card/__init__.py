@@ -14,6 +14,7 @@ from studies.services.analysis.report_card.store import (
     progress,
     try_again,
 )
+from studies.services.analysis.report_card.thresholds import split_params
 from studies.services.analysis.report_card.table import (
     COLUMNS,
     sorted_rows,
@@ -34,6 +35,7 @@ __all__ = [
     "is_judge",
     "progress",
     "sorted_rows",
+    "split_params",
     "to_csv",
     "to_json",
     "to_latex",

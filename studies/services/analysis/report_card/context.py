@@ -16,6 +16,7 @@ from studies.services.analysis.dashboards import frame_for, matrix_for
 from studies.services.analysis.diagnostics import length_bias, output_lengths
 from studies.services.analysis.frames import AspectInfo, RunInfo
 from studies.services.analysis.report_card.params import CardParams
+from studies.services.analysis.report_card.thresholds import DeclaredSplit, declared_split
 from studies.services.runs.labels import with_traits
 
 
@@ -57,6 +58,14 @@ class Context:
         self.rows = {
             r.pk: r for r in with_traits(MetricRun.objects.filter(dataset=dataset)).order_by("pk")
         }
+        self._split: DeclaredSplit | None = None
+
+    @property
+    def split(self) -> DeclaredSplit:
+        """Where a numeric judge's threshold on a binary aspect is chosen (read once)."""
+        if self._split is None:
+            self._split = declared_split(self.frame.doc_keys, self.params.split, self.mp.seed)
+        return self._split
 
 
 @dataclass
