@@ -71,7 +71,9 @@ def _on_split(request: HttpRequest, dataset: Dataset) -> CardParams:
     """The query's parameters, the thresholds on the split of the study ``?split=``
     names (a study card's links), else of the dataset's one study with a split."""
     named = request.GET.get("split", "")
-    study = Study.objects.filter(pk=int(named), dataset=dataset).first() if named.isdigit() else None
+    study = (
+        Study.objects.filter(pk=int(named), dataset=dataset).first() if named.isdigit() else None
+    )
     params = CardParams.from_query(request.GET)
     return params.on_split(*report_card.split_params(dataset, study))
 

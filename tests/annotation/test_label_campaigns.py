@@ -240,7 +240,9 @@ def test_a_pairwise_campaign_on_a_label_aspect_is_refused_by_service_form_and_ap
     }
     page = client.post(reverse("annotation:campaign-new"), data)
     assert page.status_code == 400
-    assert "compares two outputs on a scale; Pass (binary) is a label aspect" in page.content.decode()
+    assert (
+        "compares two outputs on a scale; Pass (binary) is a label aspect" in page.content.decode()
+    )
     api = APIClient()
     api.force_authenticate(cast["owner"])
     body = {"study": study.pk, "name": "Pairs", "mode": "pairwise", "aspects": [passes.pk]}

@@ -113,9 +113,7 @@ def _pairs(lines: list[dict[str, Any]], docs: set[str], cut: dict[str, Any], pos
     return np.array(humans), np.array(judged)
 
 
-def test_the_threshold_is_chosen_on_the_studys_tune_documents_and_evaluated_on_test(
-    judged, cast
-):
+def test_the_threshold_is_chosen_on_the_studys_tune_documents_and_evaluated_on_test(judged, cast):
     dataset, lines, faithful = judged
     study = Study.objects.create(name="Split study", dataset=dataset, owner=cast["owner"])
     split = make_split(study, test=0.4, seed=3, aspect=faithful)
@@ -175,9 +173,7 @@ def test_without_a_split_the_halves_are_cross_fitted_and_each_cut_never_sees_its
     assert flipped[0] == cut["thresholds"][0] and flipped[1] != cut["thresholds"][1]
 
 
-def test_the_page_api_and_exports_name_the_split_and_the_evaluated_documents(
-    judged, cast, client
-):
+def test_the_page_api_and_exports_name_the_split_and_the_evaluated_documents(judged, cast, client):
     dataset, _, faithful = judged
     study = Study.objects.create(name="Split study", dataset=dataset, owner=cast["owner"])
     make_split(study, test=0.4, seed=3, aspect=faithful)

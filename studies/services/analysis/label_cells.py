@@ -69,8 +69,7 @@ def judge_problem(judge: np.ndarray, q: int) -> str | None:
     scored = np.isfinite(judge)
     if (scored & ((judge != np.round(judge)) | (judge < 0) | (judge > q - 1))).any():
         how = (
-            "the report card meets a binary aspect through a threshold chosen on a declared "
-            "split"
+            "the report card meets a binary aspect through a threshold chosen on a declared split"
             if q == 2
             else "a numeric metric has no labels on a categorical aspect"
         )

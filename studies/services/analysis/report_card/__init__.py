@@ -14,7 +14,6 @@ from studies.services.analysis.report_card.store import (
     progress,
     try_again,
 )
-from studies.services.analysis.report_card.thresholds import split_params
 from studies.services.analysis.report_card.table import (
     COLUMNS,
     sorted_rows,
@@ -22,6 +21,7 @@ from studies.services.analysis.report_card.table import (
     to_json,
     to_latex,
 )
+from studies.services.analysis.report_card.thresholds import split_params
 
 __all__ = [
     "COLUMNS",

@@ -133,7 +133,9 @@ def threshold_labels(
         found = _choose(output_ids[use], scores[use], truth[use], split.name)
         target = fold.evaluated[doc_codes] & np.isfinite(scores)
         predicted = apply_threshold(found, output_ids[target].tolist(), scores[target].tolist())
-        codes = [np.nan if p is None else (positive_at if p else 1.0 - positive_at) for p in predicted]
+        codes = [
+            np.nan if p is None else (positive_at if p else 1.0 - positive_at) for p in predicted
+        ]
         judged[target] = codes
         cuts.append(
             {

@@ -32,7 +32,6 @@ from studies.services.analysis.label_cells import (
 )
 from studies.services.analysis.report_card.context import RowInput
 from studies.services.analysis.report_card.evidence import num
-from studies.services.analysis.report_card.thresholds import threshold_labels
 from studies.services.analysis.report_card.pieces.base import (
     CardEstimateSerializer,
     Column,
@@ -41,6 +40,7 @@ from studies.services.analysis.report_card.pieces.base import (
     Primary,
     Row,
 )
+from studies.services.analysis.report_card.thresholds import threshold_labels
 from studies.services.csvfile import number
 
 NO_DISTRIBUTION = "the judge stored no distribution over the labels"
@@ -108,9 +108,8 @@ def compute(inp: RowInput) -> Row | None:
         reasons = {t["reason"] for t in threshold["thresholds"] if t["reason"]}
         problem = None
         if not threshold["n_outputs_evaluated"]:
-            problem = (
-                f"no threshold labels an output on {threshold['split']}: "
-                + ("; ".join(sorted(reasons)) or "no evaluated document has a score")
+            problem = f"no threshold labels an output on {threshold['split']}: " + (
+                "; ".join(sorted(reasons)) or "no evaluated document has a score"
             )
     if problem:
         return base | {"problem": problem}
