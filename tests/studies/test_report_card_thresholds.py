@@ -15,11 +15,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from django.core.management import CommandError, call_command
 from django.urls import reverse
 from rest_framework.test import APIClient
 from sklearn.metrics import matthews_corrcoef
 
-from studies.models import Aspect, Dataset, Judgment, Study
+from studies.models import Aspect, Dataset, Judgment, MetricRun, Study
 from studies.services.analysis.report_card import (
     CardParams,
     compute_card,
@@ -199,3 +200,25 @@ def test_the_page_api_and_exports_name_the_split_and_the_evaluated_documents(jud
     assert f"study {study.pk}" in line["threshold_split"]
     assert line["threshold_documents_evaluated"] == str(n)
     assert f"chosen on the tune documents of study {study.pk}" in to_latex(card)
+
+
+def test_judge_gate_thresholds_a_numeric_judge_as_the_card_does(judged):
+    dataset, _, faithful = judged
+    run = MetricRun.objects.get(dataset=dataset, metric="logodds")
+    mcc = _labels(dataset, faithful)["judge"]["mcc"]["value"]
+
+    def gate(bound: str) -> tuple[int, str]:
+        out = io.StringIO()
+        args = ("--run", str(run.pk), "--aspect", "faithful", "--min-lower-bound", bound)
+        try:
+            call_command("judge_gate", *args, "--resamples", "200", stdout=out)
+        except CommandError as exc:
+            return exc.returncode, out.getvalue() + str(exc)
+        return 0, out.getvalue()
+
+    code, out = gate("0.1")
+    assert code == 0 and f"MCC {mcc:.3f} [" in out
+    assert "threshold chosen on cross-fitted document halves (seed 0)" in out
+    assert f"evaluated on {N_DOCS} other documents" in out
+    code, out = gate("0.95")
+    assert code == 1 and "below 0.95" in out
