@@ -336,12 +336,13 @@ def run_case(case: str, path: Path, tmp: Path, args: argparse.Namespace) -> Case
     )
 
     if args.profile:
-        print(f"[{case}] cProfile of one cold import (untimed)", flush=True)
-        profiler = cProfile.Profile()
-        profiler.runcall(import_once, path, f"bench-{case}-profile")
-        text = io.StringIO()
-        pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(30)
-        notes.append("cProfile, top 30 by cumulative time:\n" + text.getvalue())
+        for kind in ("cold import", "warm re-import"):  # the second into the first's dataset
+            print(f"[{case}] cProfile of one {kind} (untimed)", flush=True)
+            profiler = cProfile.Profile()
+            profiler.runcall(import_once, path, f"bench-{case}-profile")
+            text = io.StringIO()
+            pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(30)
+            notes.append(f"cProfile of one {kind}, top 30 by cumulative time:\n" + text.getvalue())
 
     return CaseResult(
         rows=[
@@ -436,7 +437,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--tracemalloc", action="store_true", help="add an untimed tracemalloc peak per case"
     )
     parser.add_argument(
-        "--profile", action="store_true", help="print a cProfile of one cold import per case"
+        "--profile",
+        action="store_true",
+        help="print a cProfile of one cold import and one warm re-import per case",
     )
     parser.add_argument("--memory-child", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--child-dataset", help=argparse.SUPPRESS)

@@ -16,8 +16,9 @@ The processes a test starts (workers, commands) inherit these. pytest-django giv
 worker its own database name on PostgreSQL (``test_<name>_gwK``).
 
 The controller hands out whole modules (``--dist loadscope``, in collection order), except
-that the served modules go to one worker together (tests/passes.py: ``scope``), first:
-one vLLM server for all of them, started while the other workers take the rest.
+that each group of served modules goes to one worker together (tests/passes.py:
+``scope``, ``SERVED_GROUPS``), first: one vLLM server for the group, started while the
+other workers take the rest.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ if WORKER:
 
 
 def pytest_xdist_make_scheduler(config: Any, log: Any) -> Any:
-    """pytest-xdist's module scheduler, with the served modules as one unit."""
+    """pytest-xdist's module scheduler, with each group of served modules as one unit."""
     from xdist.scheduler import LoadScopeScheduling
 
     from tests.passes import scope  # here: the conftest registers it (its asserts rewritten)
@@ -78,5 +79,5 @@ def pytest_xdist_make_scheduler(config: Any, log: Any) -> Any:
         def _split_scope(self, nodeid: str) -> str:
             return scope(nodeid)
 
-    config.option.loadscopereorder = False  # collection order: the served modules first
+    config.option.loadscopereorder = False  # collection order: the served groups first
     return ServedTogether(config, log)

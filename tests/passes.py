@@ -52,20 +52,26 @@ BACKEND = {
     "tests/studies/test_import_fuzz.py": "fuzzed files against PostgreSQL's stricter types "
     "(NUL in text, integer ranges) and its rollback: no partial write",
 }
-# The modules of the tests that use the session's vLLM server (marked ``served``), which
-# one pytest-xdist worker runs one after the other (tests/parallel.py; tests/test_passes.py
-# checks the list against the markers).
-SERVED_MODULES = frozenset(
-    {
+# The modules of the tests that use the session's vLLM server (marked ``served``), in two
+# groups of about equal length (minutes each: the long pole of the production pass); one
+# pytest-xdist worker runs a group's modules one after the other with a server of its own
+# (tests/parallel.py; tests/test_passes.py checks the groups against the markers). The
+# first group holds the modules that start servers of their own besides (``vllm
+# run-batch``, the top-5 server).
+SERVED_GROUPS = (
+    (
+        "tests/studies/test_served_batch.py",
+        "tests/studies/test_served_top_k_only.py",
+        "tests/scoring/test_served_labels.py",
+    ),
+    (
+        "tests/studies/test_served_runs.py",
         "tests/scoring/test_served_engine.py",
         "tests/scoring/test_served_exact_labels.py",
-        "tests/scoring/test_served_labels.py",
-        "tests/studies/test_served_batch.py",
         "tests/studies/test_served_label_runs.py",
-        "tests/studies/test_served_runs.py",
-        "tests/studies/test_served_top_k_only.py",
-    }
+    ),
 )
+SERVED_MODULES = frozenset(path for group in SERVED_GROUPS for path in group)
 # Left out of --quick: minutes of walking every route, or seconds each of a real model or
 # of whole commands and processes (they still run in CI's embedded pass and in the full
 # suite).
@@ -136,10 +142,14 @@ def selected(item: pytest.Item, ci_pass: str | None, quick: bool) -> bool:
 
 def scope(nodeid: str) -> str:
     """The tests one pytest-xdist worker runs together (tests/parallel.py): the modules of
-    :data:`SERVED_MODULES` as one, so that one vLLM server serves them all; every other
-    module on its own, so that its fixtures are built once."""
+    each group of :data:`SERVED_GROUPS` as one (``served-1``, ``served-2``), so that one
+    vLLM server serves a group; every other module on its own, so that its fixtures are
+    built once."""
     path = nodeid.split("::")[0]
-    return "served" if path in SERVED_MODULES else path
+    for number, group in enumerate(SERVED_GROUPS, 1):
+        if path in group:
+            return f"served-{number}"
+    return path
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
@@ -166,7 +176,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 class ServedFirst:
     """Served tests first, after every other plugin's ordering (pytest-django's): the
-    longest group, so that one pytest-xdist worker starts on it while the others share
+    longest groups, so that a pytest-xdist worker starts on each while the others share
     the rest."""
 
     @pytest.hookimpl(trylast=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.passes import BACKEND, SERVED_MODULES, SLOW, selected
+from tests.passes import BACKEND, SERVED_GROUPS, SERVED_MODULES, SLOW, selected
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -107,7 +107,11 @@ def test_runtests_runs_in_parallel_unless_told_or_picking_a_few_tests():
 
     xdist = ["-n", "2", "-p", "tests.parallel"]
     assert parallel(["-q", "--quick"], {}) == xdist == parallel(["--pass=embedded"], {})
-    assert parallel(["--pass", "production"], {"CONCORDIA_TEST_WORKERS": "3"})[1] == "3"
+    assert parallel(["--pass", "production"], {"CONCORDIA_TEST_WORKERS": "4"})[1] == "4"
+    # the production pass: a worker for each group of served modules, one for the rest
+    assert (
+        parallel(["--pass", "production"], {})[1] == "3" == parallel(["--pass=production"], {})[1]
+    )
     assert parallel(["--quick"], {"CONCORDIA_TEST_WORKERS": "1"}) == []
     # both passes in one selection (committing and rolled-back tests): one process
     assert parallel([], {}) == [] == parallel(["-q"], {})
@@ -165,9 +169,11 @@ def test_each_xdist_worker_gets_its_own_folder_and_redis_databases(tmp_path):
     assert "CELERY_BROKER_URL" not in embedded and "CACHE_URL" not in embedded
 
 
-def test_the_served_modules_are_one_scope_and_other_modules_their_own():
+def test_each_group_of_served_modules_is_one_scope_and_other_modules_their_own():
     from tests.passes import scope
 
-    assert scope("tests/scoring/test_served_engine.py::t[1]") == "served"
-    assert scope("tests/studies/test_served_runs.py::t") == "served"
+    assert scope("tests/scoring/test_served_engine.py::t[1]") == "served-2"
+    assert scope("tests/studies/test_served_runs.py::t") == "served-2"
+    assert scope("tests/studies/test_served_batch.py::t") == "served-1"
+    assert len({scope(f"{path}::t") for path in SERVED_MODULES}) == len(SERVED_GROUPS) == 2
     assert scope("tests/a/test_x.py::t[1]") == "tests/a/test_x.py" == scope("tests/a/test_x.py::u")

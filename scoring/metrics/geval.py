@@ -3,7 +3,8 @@ probability-weighted sum of the rating labels, Σ p(s)·s.
 
 The prompt is the task introduction, the evaluation criteria (the aspect's name, scale
 and definition), the evaluation steps (generated once by the model itself from the
-introduction and criteria: "auto chain-of-thought"; or none, for the ablation), the
+introduction and criteria: "auto chain-of-thought"; or none, for the ablation), any
+human-rated examples (a few-shot tuned judge's, each with the form filled in), the
 texts, and "Evaluation Form (scores ONLY): - Aspect:". It is wrapped in the model's
 chat template when the model has one. The source comes before the output, so the
 outputs of one document share the prompt up to the output (the fast path computes it
@@ -69,6 +70,9 @@ class GEvalConfig:
     n_samples: int = 20
     temperature: float = 1.0
     seed: int = 0
+    # human-rated examples shown before the output (a few-shot tuned judge): (source,
+    # output, the humans' answer as the form takes it)
+    examples: tuple[tuple[str, str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.weighting not in WEIGHTINGS:
@@ -187,6 +191,7 @@ def build_prompt(config: GEvalConfig, item: Item, form: str = "") -> str:
     parts = [config.introduction, f"Evaluation Criteria:\n\n{config.criteria}"]
     if config.steps.strip():
         parts.append(f"{STEPS_HEADER}\n\n{config.steps.strip()}")
+    parts.extend(_rated(config, n, e) for n, e in enumerate(config.examples, 1))
     texts = "Example:\n\n"
     if item.source:
         texts += f"{config.source_label}:\n\n{item.source}\n\n"
@@ -194,6 +199,18 @@ def build_prompt(config: GEvalConfig, item: Item, form: str = "") -> str:
     parts.append(texts)
     parts.append(form or FORM.format(aspect=config.aspect_name))
     return "\n\n".join(parts)
+
+
+EXAMPLE_HEADER = "Example rated by human annotators ({n}):"
+
+
+def _rated(config: GEvalConfig, n: int, example: tuple[str, str, str]) -> str:
+    """One human-rated example: its texts and the form filled in with the humans' answer."""
+    source, output, answer = example
+    text = EXAMPLE_HEADER.format(n=n) + "\n\n"
+    if source:
+        text += f"{config.source_label}:\n\n{source}\n\n"
+    return text + f"{config.output_label}:\n\n{output}\n\n- {config.aspect_name}: {answer}"
 
 
 def formatter(model: object, config: GEvalConfig) -> Callable[[str], str]:

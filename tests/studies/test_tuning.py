@@ -3,10 +3,8 @@ file with three annotators per output and three judges as metric columns (no mod
 
 from __future__ import annotations
 
-import json
 from io import StringIO
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -16,65 +14,19 @@ from scoring.stats import Coefficient, Level, correlate
 from scoring.stats.dawid_skene import dawid_skene
 from scoring.stats.jury import majority
 from studies.models import Aspect, MetricRun, Output, SplitDocument, Study
-from studies.services.imports import ImportOptions, import_file
 from studies.services.tuning import registry
 from studies.services.tuning.labels import HeldOutLabel, TuneLabels, held_out_labels
 from studies.services.tuning.splits import make_split
 from studies.services.tuning.tune import tune_judge
 from studies.services.tuning.types import Tuned, Tuner
+from tests.studies.judged_file import JUDGES, N_DOCS, N_SYSTEMS, judged_study, lines
 
 pytestmark = pytest.mark.django_db
-N_DOCS, N_SYSTEMS = 30, 4
-JUDGES = ("judge_a", "judge_b", "judge_c")
-
-
-def lines(seed: int = 11) -> list[dict[str, Any]]:
-    rng = np.random.default_rng(seed)
-    out = []
-    for d in range(N_DOCS):
-        for s in range(N_SYSTEMS):
-            quality = rng.normal() + 0.4 * s
-            raters = np.clip(np.round(quality + 3 + rng.normal(0, 0.6, 3)), 1, 5)
-            out.append(
-                {
-                    "doc_id": f"doc{d:02d}",
-                    "system_id": f"sys{s}",
-                    "source": f"Source {d}.",
-                    "references": [f"Reference {d}."],
-                    "output": f"Output {s} of {d}.",
-                    "annotators": {"coherence": {f"r{k}": float(v) for k, v in enumerate(raters)}},
-                    "metrics": {
-                        # a good judge on a squashed scale, a noisy one, a coarse one
-                        "judge_a": float(np.round(np.tanh(quality / 2) + 3, 3)),
-                        "judge_b": float(np.clip(np.round(quality + 3 + rng.normal(0, 1.2)), 1, 5)),
-                        "judge_c": float(np.clip(np.round(quality + 3 + rng.normal(0, 0.8)), 1, 5)),
-                    },
-                }
-            )
-    return out
 
 
 @pytest.fixture
 def study(cast, tmp_path: Path) -> Study:  # type: ignore[no-untyped-def]
-    path = tmp_path / "judged.jsonl"
-    path.write_text("\n".join(json.dumps(line) for line in lines()) + "\n", encoding="utf-8")
-    import_file(
-        path,
-        ImportOptions(
-            dataset="judged",
-            task="summarization",
-            file_format="jsonl",
-            file_name=path.name,
-            owner=cast["owner"],
-        ),
-    )
-    found = Study.objects.create(
-        name="tuning",
-        dataset_id=MetricRun.objects.get(label="judge_a").dataset_id,
-        owner=cast["owner"],
-    )
-    found.aspects.add(Aspect.objects.get(code="COH"))
-    return found
+    return judged_study(cast["owner"], tmp_path)
 
 
 def command(name: str, *args: str) -> str:

@@ -67,6 +67,18 @@ class ReportCardQuerySerializer(serializers.Serializer):  # type: ignore[type-ar
         return attrs
 
 
+class CardTunedSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    """Where a tuned run's row was computed: its split's test documents only."""
+
+    split = serializers.IntegerField(help_text="The study split the run was tuned on.")
+    tuned_on_documents = serializers.IntegerField(help_text="The split's tune and dev documents.")
+    test_documents = serializers.IntegerField(help_text="The test documents the row is of.")
+    replaced = serializers.BooleanField(
+        help_text="The split was since replaced: the row is of every document, not held out."
+    )
+    text = serializers.CharField()
+
+
 class CardRunSerializer(serializers.Serializer):  # type: ignore[type-arg]
     pk = serializers.IntegerField()
     label = serializers.CharField()
@@ -74,6 +86,13 @@ class CardRunSerializer(serializers.Serializer):  # type: ignore[type-arg]
     kind = serializers.CharField()
     model = serializers.CharField(allow_blank=True, allow_null=True)
     partial_run = serializers.BooleanField()
+    tuned = CardTunedSerializer(
+        allow_null=True,
+        required=False,
+        default=None,
+        help_text="A tuned run (its configuration names a split): the row is computed on "
+        "the split's test documents only. Null: every document.",
+    )
 
 
 class CardAspectSerializer(serializers.Serializer):  # type: ignore[type-arg]

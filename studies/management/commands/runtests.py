@@ -14,8 +14,8 @@ Without DATABASE_URL / CELERY_BROKER_URL the suite runs on SQLite and the filesy
 broker in ./data/test; CI sets them to PostgreSQL and Redis. Debian's Chromium is
 installed for the browser tests when it is missing and this user may run apt-get. vLLM's
 own virtualenv (``.venv-vllm``, or ``$CONCORDIA_VLLM_VENV``) is created for the served
-tests when missing (once; about 15 minutes), unless ``$CONCORDIA_VLLM_URL`` names a
-server already running.
+tests when missing (once; minutes), in the background while the other tests run, unless
+``$CONCORDIA_VLLM_URL`` names a server already running.
 """
 
 from __future__ import annotations
@@ -60,12 +60,7 @@ class Command(BaseCommand):
             and not os.environ.get("CONCORDIA_VLLM_URL")
             and not local_server.installed()
         ):
-            self.stdout.write(
-                f"Installing {local_server.VLLM_PACKAGE} in {local_server.venv_dir()} for the "
-                "served tests (once; about 15 minutes)..."
-            )
-            sys.stdout.flush()
-            local_server.install()
+            install_vllm_meanwhile(self.stdout.write)
         env = dict(os.environ)
         # Bytecode caches: without them every pytest process rewrites the asserts of the
         # ~500 test modules again (half of a collection's CPU), and every worker and
@@ -81,15 +76,43 @@ class Command(BaseCommand):
         os.execve(sys.executable, cmd + parallel(opts["pytest_args"], env), env)
 
 
+def install_vllm_meanwhile(say: Any) -> None:
+    """Install vLLM's virtualenv in a process of its own while the tests start: the served
+    tests' server fixture waits for it (``local_server.install`` holds a lock until the
+    install is done), the other tests need none of it."""
+    where = local_server.venv_dir()
+    where.parent.mkdir(parents=True, exist_ok=True)
+    log = where.parent / f".{where.name}-install.log"
+    say(
+        f"Installing {local_server.VLLM_PACKAGE} in {where} for the served tests (once, "
+        f"minutes; its log: {log}) while the other tests start..."
+    )
+    sys.stdout.flush()
+    with log.open("ab") as out:
+        subprocess.Popen(
+            [sys.executable, str(settings.BASE_DIR / "manage.py"), "vllm", "install"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # it outlives this process when pytest replaces it
+        )
+
+
+# pytest-xdist processes per pass unless $CONCORDIA_TEST_WORKERS says: the production pass
+# has two groups of served tests (a vLLM server each) beside the rest
+WORKERS = {"production": 3, "": 2}
+
+
 def parallel(pytest_args: list[str], env: dict[str, str]) -> list[str]:
     """pytest-xdist's options for one pass or ``--quick``: ``$CONCORDIA_TEST_WORKERS``
-    worker processes (default 2; 1 runs in one process), each with its own data folder and
-    Redis databases (tests/parallel.py), the served modules in one worker and others module
-    by module. None for a selection that holds both passes (tests that commit and tests
+    worker processes (default :data:`WORKERS`, else 2; 1 runs in one process), each with
+    its own data folder and Redis databases (tests/parallel.py), each group of served
+    modules in one worker and others module by module. None for a selection that holds both passes (tests that commit and tests
     that roll back: one process keeps pytest-django's order, the rolled-back tests first,
     so that no flush empties their seeded rows), when the arguments choose (``-n``), or
     when they pick a few tests (``-k``, a path: a collection per worker would cost more)."""
-    workers = int(env.get("CONCORDIA_TEST_WORKERS") or 2)
+    production = "production" in pytest_args or "--pass=production" in pytest_args
+    workers = int(env.get("CONCORDIA_TEST_WORKERS") or WORKERS["production" if production else ""])
     one_pass = "--quick" in pytest_args or any(a.startswith("--pass") for a in pytest_args)
     chosen = any(a == "-n" or a.startswith(("-n", "--numprocesses")) for a in pytest_args)
     picks = any(a == "-k" or a.startswith("tests") for a in pytest_args)

@@ -45,6 +45,24 @@ Value = float | str  # a human value as read: a number, or a label's text
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]*$")  # a score's name (records.py's rule)
 
 
+def read_number(value: Any) -> float | None:
+    """A metric score as a file gives it: a finite number (also from text), else None."""
+    if value.__class__ is float:  # the common case first
+        return value if math.isfinite(value) else None
+    if isinstance(value, bool):
+        return None
+    try:
+        if isinstance(value, int | float):
+            result = float(value)
+        elif isinstance(value, str):
+            result = float(value.strip())
+        else:
+            return None
+    except (ValueError, OverflowError):  # OverflowError: an integer beyond a float's range
+        return None
+    return result if math.isfinite(result) else None
+
+
 def read_value(value: Any) -> Value | None:
     """A human value as a file gives it: a finite number (also from text such as
     ``"3.5"``), else a label's text; None when it is neither (a boolean, a list, an

@@ -21,8 +21,8 @@ preference files have their own layout (:mod:`.pairs`).
 from __future__ import annotations
 
 import csv
+import functools
 import json
-import math
 import re
 import unicodedata
 from collections.abc import Callable, Iterator
@@ -36,6 +36,7 @@ from studies.services.imports.labels import (
     extra_keys,
     rater_id,
     read_annotators,
+    read_number,
     read_value,
 )
 
@@ -380,10 +381,10 @@ def _scores(
     scores: dict[str, Any] = {}
     written: dict[str, str] = {}  # name as read -> as written
     for written_name, value in raw.items():
-        name = normal_id(written_name)
+        name = _score_name(group, written_name)
         where = f"{group}.{written_name}"
         longest = MAX_METRIC_NAME if group == "metrics" else 100
-        if not KEY.match(name) or len(name) > longest:
+        if name is None:
             errors.append(
                 LineError(
                     number, where, f"name must be letters, digits, _ . : - (at most {longest})"
@@ -400,7 +401,7 @@ def _scores(
             spelled.append((group, written_name, name))
         if value is None:
             continue  # a missing score
-        read = _number(value) if group == "metrics" else read_value(value)
+        read = read_number(value) if group == "metrics" else read_value(value)
         if read is None:
             wanted = "a number" if group == "metrics" else "a number or a label"
             errors.append(LineError(number, where, f"expected {wanted}, got {value!r}"))
@@ -409,19 +410,15 @@ def _scores(
     return scores
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    try:
-        if isinstance(value, int | float):
-            result = float(value)
-        elif isinstance(value, str):
-            result = float(value.strip())
-        else:
-            return None
-    except (ValueError, OverflowError):  # OverflowError: an integer beyond a float's range
-        return None
-    return result if math.isfinite(result) else None
+@functools.lru_cache(maxsize=4096)
+def _score_name(group: str, written: str) -> str | None:
+    """A score name as read, or None when invalid: checked once per name, not per line."""
+    name = normal_id(written)
+    return (
+        name
+        if KEY.match(name) and len(name) <= (MAX_METRIC_NAME if group == "metrics" else 100)
+        else None
+    )
 
 
 # --- CSV ----------------------------------------------------------------------------------

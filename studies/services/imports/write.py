@@ -7,6 +7,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from studies.models import (
 )
 from studies.services import queue
 from studies.services.imports.aspects import rescalers, resolve_aspects
+from studies.services.imports.merge import Target, insert, insert_outputs, merge, update_by_pk
 from studies.services.imports.options import (
     ImportOptions,
     ImportSummary,
@@ -229,9 +231,17 @@ class _ChunkWriter:
             pk = stored[0]
             self.doc_ids[key] = pk
             if stored[1] != tuple(fields.values()):
-                changed.append(Document(pk=pk, doc_key=key, **fields))
+                context = fields["context"]
+                changed.append(
+                    (
+                        pk,
+                        fields["source"],
+                        json.dumps(fields["references"]),
+                        None if context is None else json.dumps(context),
+                    )
+                )
         Document.objects.bulk_create(new)
-        Document.objects.bulk_update(changed, ["source", "references", "context"])
+        update_by_pk(Document, ("source", "references", "context"), changed)
         self.summary.documents["created"] += len(new)
         self.summary.documents["updated"] += len(changed)
         if any(doc.pk is None for doc in new):  # backends that do not return ids
@@ -256,9 +266,9 @@ class _ChunkWriter:
             if own is _KEEP:
                 own = stored
             if text != r.output or stored != own:
-                changed.append(Output(pk=pk, text=r.output, references=own))
-        created = _insert_outputs(new) if new else []
-        Output.objects.bulk_update(changed, ["text", "references"])
+                changed.append((pk, r.output, None if own is None else json.dumps(own)))
+        created = insert_outputs(new) if new else []
+        update_by_pk(Output, ("text", "references"), changed)
         self.summary.outputs["created"] += len(new)
         self.summary.outputs["updated"] += len(changed)
         existing.update({(doc, system): (pk, "", None) for pk, doc, system in created})
@@ -316,30 +326,14 @@ class _ChunkWriter:
                 aspect = self.aspects[name].pk
                 for rater in sorted(given):
                     wanted[(output, aspect, rater)] = self._stored(name, given[rater])
-        if not wanted:
-            return
-        known = {o for o, _a, _r in wanted} - self.new_outputs
-        existing: list[tuple[int, tuple[Any, ...], Any]] = []
-        if known:
-            # By output ids alone, and the annotator checked here: with "annotator IS NULL"
-            # in the query, SQLite (without statistics) walks the annotator index, that is
-            # every imported judgment of every dataset, once per batch.
-            rows = Judgment.objects.filter(output_id__in=known, import_file=self.file_name)
-            existing = [
-                (pk, (output, aspect, rater), value)
-                for pk, output, aspect, rater, value, annotator in rows.order_by().values_list(
-                    "pk", "output_id", "aspect_id", "rater", "value", "annotator_id"
-                )
-                if annotator is None
-            ]
         now = timezone.now()
-        self._upsert(
-            Judgment,
-            existing,
+        self._write(
+            JUDGMENTS,
             wanted,
-            ("output_id", "aspect_id", "rater", "value", "import_file", "created_at", "updated_at"),
             lambda key, value: (*key, value, self.file_name, now, now),
             self.summary.judgments,
+            now,
+            fixed={"import_file": self.file_name},
         )
 
     def _pairwise(self, pairs: list[PairRecord], output_ids: dict[tuple[str, str], int]) -> None:
@@ -349,150 +343,79 @@ class _ChunkWriter:
             a = output_ids[(pair.a.doc_id, pair.a.system_id)]
             b = output_ids[(pair.b.doc_id, pair.b.system_id)]
             wanted[(a, b, self.aspects[pair.aspect].pk, pair.rater)] = pair.winner
-        known = {a for a, _b, _x, _r in wanted} - self.new_outputs
-        existing: list[tuple[int, tuple[Any, ...], Any]] = []
-        if known:
-            rows = ImportedPreference.objects.filter(
-                output_a_id__in=known, import_file=self.file_name
-            )
-            existing = [
-                (pk, (a, b, aspect, rater), winner)
-                for pk, a, b, aspect, rater, winner in rows.order_by().values_list(
-                    "pk", "output_a_id", "output_b_id", "aspect_id", "rater", "winner"
-                )
-            ]
         now = timezone.now()
-        self._upsert(
-            ImportedPreference,
-            existing,
+        self._write(
+            PREFERENCES,
             wanted,
-            (
-                "output_a_id",
-                "output_b_id",
-                "aspect_id",
-                "rater",
-                "winner",
-                "import_file",
-                "created_at",
-                "updated_at",
-            ),
             lambda key, winner: (*key, winner, self.file_name, now, now),
             self.summary.pairwise_judgments,
-            field="winner",
+            now,
+            fixed={"import_file": self.file_name},
         )
 
     def _metric_scores(self, records: list[Record], output_ids: dict[tuple[str, str], int]) -> None:
         wanted = {
-            (self.runs[name].pk, output_ids[(r.doc_id, r.system_id)]): value
+            (output_ids[(r.doc_id, r.system_id)], self.runs[name].pk): value
             for r in records
             for name, value in r.metrics.items()
         }
-        if not wanted:
-            return
-        known = {o for _r, o in wanted} - self.new_outputs
-        existing: list[tuple[int, tuple[Any, ...], Any]] = []
-        if known:
-            rows = MetricScore.objects.filter(
-                output_id__in=known, run_id__in={run for run, _o in wanted}
-            )
-            existing = [
-                (pk, (run, output), value)
-                for pk, run, output, value in rows.order_by().values_list(
-                    "pk", "run_id", "output_id", "value"
-                )
-            ]
-        self._upsert(
-            MetricScore,
-            existing,
+        self._write(
+            SCORES,
             wanted,
-            ("run_id", "output_id", "value", "details", "error"),
-            lambda key, value: (key[0], key[1], value, "{}", ""),
+            lambda key, value: (*key, value, "{}", ""),
             self.summary.metric_scores,
         )
 
-    @staticmethod
-    def _upsert(
-        model: Any,
-        existing: list[tuple[int, tuple[Any, ...], Any]],
+    def _write(
+        self,
+        target: Target,
         wanted: dict[Any, Any],
-        columns: tuple[str, ...],
         build: Any,
         counts: dict[str, int],
-        field: str = "value",
+        now: Any = None,
+        fixed: dict[str, Any] | None = None,
     ) -> None:
-        """Create the missing rows of ``wanted`` and update those whose ``field`` (the
-        value) changed; ``existing`` holds (pk, key, value) of the rows already there.
-
-        New rows go in with one ``executemany``: hundreds of thousands of judgments would
-        spend most of the import building model instances and compiling their SQL. Rows
-        already there stay tuples for the same reason; only a changed one becomes an
-        instance, for ``bulk_update``.
-        """
-        changed = []
-        for pk, key, value in existing:
-            if key not in wanted:
-                continue
-            new_value = wanted.pop(key)
-            if value != new_value:
-                changed.append(model(pk=pk, **{field: new_value}))
-        _insert(model, columns, [build(key, value) for key, value in wanted.items()])
-        model.objects.bulk_update(changed, [field], batch_size=1000)
-        counts["created"] += len(wanted)
-        counts["updated"] += len(changed)
+        """Write the batch's rows ``wanted`` (key -> value; a key starts with its output
+        id): those of outputs this batch created go straight in (nothing to compare
+        with); the others through one set-based merge (:func:`.merge.merge`), which
+        creates the missing rows and updates those whose value differs, without reading
+        a stored row back into Python."""
+        fresh, known = [], []
+        for key, value in wanted.items():
+            if key[0] in self.new_outputs:
+                fresh.append(build(key, value))
+            else:
+                known.append((*key, value))
+        insert(target.model, target.keys + target.values + INSERTED[target.model], fresh)
+        if fixed:
+            target = replace(target, fixed=fixed)
+        created, updated = merge(target, known, now)
+        counts["created"] += len(fresh) + created
+        counts["updated"] += updated
 
 
-def _insert(model: Any, columns: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
-    """INSERT plain rows (values in ``columns`` order): on PostgreSQL with one ``COPY``
-    (psycopg 3's ``cursor.copy``), elsewhere with one executemany per 10,000 rows."""
-    if not rows:
-        return
-    meta = model._meta
-    quote = connection.ops.quote_name
-    names = ", ".join(quote(meta.get_field(c.removesuffix("_id")).column) for c in columns)
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            with cursor.cursor.copy(f"COPY {quote(meta.db_table)} ({names}) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
-            return
-        marks = ", ".join("%s" for _ in columns)
-        sql = f"INSERT INTO {quote(meta.db_table)} ({names}) VALUES ({marks})"
-        for start in range(0, len(rows), 10_000):
-            cursor.executemany(sql, rows[start : start + 10_000])
-
-
-def _insert_outputs(rows: list[tuple[int, str, str, Any]]) -> list[tuple[int, int, str]]:
-    """Create outputs (document id, system id, text, own references or None) without
-    model instances; (id, document id, system id) of each. PostgreSQL: ``COPY`` into a
-    staging table, then one ``INSERT ... SELECT ... RETURNING``; elsewhere an executemany
-    and a lookup by the batch's documents."""
-    quote = connection.ops.quote_name
-    table = quote(Output._meta.db_table)
-    refs = quote(Output._meta.get_field("references").column)
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute(
-                "CREATE TEMP TABLE IF NOT EXISTS concordia_stage_outputs "
-                "(document_id bigint, system_id text, text text, refs jsonb) ON COMMIT DROP"
-            )
-            cursor.execute("TRUNCATE concordia_stage_outputs")
-            with cursor.cursor.copy("COPY concordia_stage_outputs FROM STDIN") as copy:
-                for doc, system, text, own in rows:
-                    copy.write_row((doc, system, text, None if own is None else json.dumps(own)))
-            cursor.execute(
-                f"INSERT INTO {table} (document_id, system_id, text, {refs}) "
-                "SELECT document_id, system_id, text, refs FROM concordia_stage_outputs "
-                "RETURNING id, document_id, system_id"
-            )
-            return [tuple(row) for row in cursor.fetchall()]  # type: ignore[misc]
-        cursor.executemany(
-            f"INSERT INTO {table} (document_id, system_id, text, {refs}) VALUES (%s, %s, %s, %s)",
-            [(d, sy, t, None if o is None else json.dumps(o)) for d, sy, t, o in rows],
-        )
-    wanted = {(d, sy) for d, sy, _t, _o in rows}
-    found = Output.objects.filter(document_id__in={d for d, _s in wanted}).order_by()
-    return [
-        (pk, doc, system)
-        for pk, doc, system in found.values_list("pk", "document_id", "system_id")
-        if (doc, system) in wanted
-    ]
+# the columns a new row of each table is built with after its key and value (``build``)
+INSERTED: dict[Any, tuple[str, ...]] = {
+    Judgment: ("import_file", "created_at", "updated_at"),
+    ImportedPreference: ("import_file", "created_at", "updated_at"),
+    MetricScore: ("details", "error"),
+}
+JUDGMENTS = Target(
+    Judgment,
+    keys=("output_id", "aspect_id", "rater"),
+    values=("value",),
+    only="annotator_id IS NULL",
+    stamped=True,
+)
+PREFERENCES = Target(
+    ImportedPreference,
+    keys=("output_a_id", "output_b_id", "aspect_id", "rater"),
+    values=("winner",),
+    stamped=True,
+)
+SCORES = Target(
+    MetricScore,
+    keys=("output_id", "run_id"),
+    values=("value",),
+    inserted={"details": "{}", "error": ""},
+)

@@ -19,6 +19,7 @@ from studies.services.sources.benchmarks import (
     llmbar,
     mt_bench,
     rewardbench2,
+    rose,
     summeval,
     usr,
     wmt_mqm,
@@ -56,6 +57,7 @@ register(chatbot_arena.BENCHMARK)
 register(judgebench.BENCHMARK)
 register(rewardbench2.BENCHMARK)
 register(llmbar.BENCHMARK)
+register(rose.BENCHMARK)
 
 register(label_studio.FORMAT)
 register(argilla.FORMAT)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import studies.services.tuning.calibration as calibration
+import studies.services.tuning.few_shot as few_shot
 from studies.services.tuning.types import Tuner
 
 _TUNERS: dict[str, Tuner] = {}
@@ -27,3 +28,4 @@ def names() -> list[str]:
 
 
 register(calibration.TUNER)
+register(few_shot.TUNER)

@@ -154,6 +154,9 @@ def make_split(
         SplitDocument.objects.bulk_create(
             SplitDocument(split=split, document_id=pk, part=parts[key]) for pk, key in documents
         )
+        # the card evaluates runs tuned on a split on its test documents: a new split
+        # changes what it shows of them
+        study.dataset.bump_data_version()
     return split
 
 

@@ -7,17 +7,19 @@ and the overfitting gap (the tuned judge on tune minus on test)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
-from scoring.stats import Coefficient, Level, correlate
-from scoring.stats.score_mapping import mcc
+from scoring.stats import Coefficient, Level
 from scoring.stats.tuned_delta import Delta, correlation_delta, mcc_delta
 from studies.models import Aspect, MetricRun, Output, Study, StudySplit
 from studies.services.tuning.derived import run_scores, save_derived_run
 from studies.services.tuning.labels import TuneLabels, held_out_labels, positive
+from studies.services.tuning.primary import is_binary as _binary
+from studies.services.tuning.primary import statistic as _statistic
 from studies.services.tuning.registry import tuner as find_tuner
 from studies.services.tuning.splits import split_for_dataset
 from studies.services.tuning.types import TuneContext
@@ -32,19 +34,6 @@ class Tuning:
     delta: Delta
     tune_value: float
     gap: float
-
-
-def _binary(aspect: Aspect) -> bool:
-    return bool(aspect.kind == Aspect.Kind.BINARY)
-
-
-def _statistic(aspect: Aspect, docs: list[int], x: list[float], y: list[float]) -> float:
-    """The primary statistic of one judge on some outputs (a point estimate)."""
-    if _binary(aspect):
-        return mcc([positive(aspect, v) for v in x], [positive(aspect, v) for v in y])
-    return float(
-        correlate(x, y, level=Level.SAMPLE, coefficient=Coefficient.SPEARMAN, docs=docs).value
-    )
 
 
 def measure(
@@ -92,8 +81,11 @@ def tune_judge(
     seed: int = 0,
     resamples: int = 1000,
     by: Any = None,
+    model_factory: Callable[[MetricRun], Any] | None = None,
 ) -> Tuning:
-    """Tune ``run`` on ``aspect`` with the named tuner and measure it on test."""
+    """Tune ``run`` on ``aspect`` with the named tuner and measure it on test
+    (``model_factory``: the judge's model for a tuner that prompts it again; default the
+    run's own)."""
     if run.status != MetricRun.Status.SUCCEEDED:
         raise ValueError(f"run {run.pk} has not succeeded")
     tuner = find_tuner(tuner_name)
@@ -109,6 +101,8 @@ def tune_judge(
             labels=labels,
             options=resolved,
             rng=np.random.default_rng(seed),
+            seed=seed,
+            model_factory=model_factory,
         )
     )
     delta = measure(split, aspect, start, result.scores, seed=seed, resamples=resamples)

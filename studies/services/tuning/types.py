@@ -33,7 +33,8 @@ class Option:
 @dataclass(frozen=True)
 class TuneContext:
     """What a tuner gets: the start run, the aspect, its scores by output id, the labels
-    it may read (never a test document's), its options and a seeded generator."""
+    it may read (never a test document's), its options, a seeded generator (and its
+    seed) and, for a tuner that prompts the judge again, how to load its model."""
 
     run: MetricRun
     aspect: Aspect
@@ -41,6 +42,9 @@ class TuneContext:
     labels: TuneLabels
     options: dict[str, Any]
     rng: np.random.Generator
+    seed: int = 0
+    # the judge's model, for a tuner that prompts it again (None: the run's own model)
+    model_factory: Callable[[MetricRun], Any] | None = None
 
 
 @dataclass(frozen=True)

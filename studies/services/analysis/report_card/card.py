@@ -11,6 +11,11 @@ imported human pairs; the change from its prompt variant; cost and time per 1,00
 outputs (each module says what it holds). Then a verdict (:mod:`.verdict`, which reads
 the primary statistic of the aspect's kind and the caveats through the registry).
 
+A tuned run (one whose configuration names a study split: tuned there, or a jury weighed
+on it) gets its rows computed on the split's test documents only (:mod:`.held_out`):
+``run.tuned`` says on how many documents it was tuned and evaluated, the page shows it
+as a badge.
+
 Judges are the runs that are neither sentinels nor reference-based baselines (ROUGE,
 BLEU, chrF, BERTScore: those join with ``all_runs``); a judge prompted for one aspect
 (GPTScore, G-Eval) gets a row for that aspect only. Plain dicts, cached under a key
@@ -30,6 +35,7 @@ from studies.models import Dataset, MetricRun
 from studies.services.analysis.frames import AspectInfo, RunInfo
 from studies.services.analysis.report_card.context import Context, RowInput
 from studies.services.analysis.report_card.evidence import MIN_ANNOTATORS, annotator_matrix
+from studies.services.analysis.report_card.held_out import HeldOut, held_out_of
 from studies.services.analysis.report_card.params import CardParams
 from studies.services.analysis.report_card.pieces.registry import PIECES
 from studies.services.analysis.report_card.verdict import verdict
@@ -69,16 +75,25 @@ def compute_card(
         for i, run in judges
         if not run.aspect or run.aspect == aspect.code
     ]
+    tuned = held_out_of([c.rows[run.pk] for _, run in judges])
+    held = _HeldOutContexts(dataset, params, tuned)
     rows, aspects = [], []
     for j, aspect in chosen:
         humans, names = annotator_matrix(c.table, c.names, frame, aspect)
         mine = [t for t in todo if t[0] == j]
         shared: dict[str, Any] = {}  # the annotators' own statistics, computed once per aspect
         for _, _, i, run in mine:
-            rows.append(_row(RowInput(c, j, aspect, i, run, humans, names, shared)))
+            found = tuned.get(run.pk)
+            if found is None or found.replaced:
+                row = _row(RowInput(c, j, aspect, i, run, humans, names, shared))
+            else:
+                row = _row(held.input(found, j, aspect, i, run))
+            row["run"]["tuned"] = None if found is None else found.as_dict()
+            rows.append(row)
             if report:
                 report(len(rows), len(todo))
-        aspects.append(_aspect_summary(c, aspect, humans, rows[-1] if mine else None))
+        plain = [r for r in rows if r["aspect"]["pk"] == aspect.pk and not r["run"]["tuned"]]
+        aspects.append(_aspect_summary(c, aspect, humans, plain[-1] if plain else None))
     return {
         "params": {**params.__dict__, "aspects": list(params.aspects)},
         "query": params.query,
@@ -100,6 +115,28 @@ def compute_card(
         },
         "seconds": round(time.perf_counter() - started, 3),
     }
+
+
+class _HeldOutContexts:
+    """The card's contexts on each split's test documents, made when first needed, with
+    their annotators' matrices and shared statistics per aspect."""
+
+    def __init__(self, dataset: Dataset, params: CardParams, tuned: dict[int, HeldOut]) -> None:
+        self.dataset, self.params, self.tuned = dataset, params, tuned
+        self.contexts: dict[frozenset[str], Context] = {}
+        self.humans: dict[tuple[frozenset[str], int], tuple[np.ndarray, list[str]]] = {}
+        self.shared: dict[tuple[frozenset[str], int], dict[str, Any]] = {}
+
+    def input(self, found: HeldOut, j: int, aspect: AspectInfo, i: int, run: RunInfo) -> RowInput:
+        keys = found.test_keys
+        c = self.contexts.get(keys)
+        if c is None:
+            c = self.contexts[keys] = Context(self.dataset, self.params, documents=keys)
+        at = (keys, j)
+        if at not in self.humans:
+            self.humans[at] = annotator_matrix(c.table, c.names, c.frame, aspect)
+        humans, names = self.humans[at]
+        return RowInput(c, j, aspect, i, run, humans, names, self.shared.setdefault(at, {}))
 
 
 def _aspect_summary(

@@ -4,6 +4,7 @@ from (:class:`RowInput`)."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,10 +12,12 @@ import numpy as np
 
 from scoring.stats import Groups, Level, Unit, draw_resamples
 from studies.models import Dataset, MetricRun
-from studies.services.analysis.ceiling import judgment_table
+from studies.services.analysis.ceiling import ceiling_row, judgment_table
 from studies.services.analysis.dashboards import frame_for, matrix_for
 from studies.services.analysis.diagnostics import length_bias, output_lengths
-from studies.services.analysis.frames import AspectInfo, RunInfo
+from studies.services.analysis.frames import AspectInfo, RunInfo, restrict_to_documents
+from studies.services.analysis.label_cells import label_columns
+from studies.services.analysis.matrix import compute_matrix
 from studies.services.analysis.report_card.params import CardParams
 from studies.services.analysis.report_card.thresholds import DeclaredSplit, declared_split
 from studies.services.runs.labels import with_traits
@@ -22,12 +25,20 @@ from studies.services.runs.labels import with_traits
 
 class Context:
     """What every row of one card shares: the frame, the resamples, the matrix, the
-    annotators' rows, length bias and the runs' rows."""
+    annotators' rows, length bias and the runs' rows. With ``documents`` (document
+    keys), all of it on those documents only: a tuned run's rows are computed on its
+    split's test documents (:mod:`.held_out`), with the matrix, the human ceiling and the
+    resamples of those documents (not cached: the dataset's matrix is of every one)."""
 
-    def __init__(self, dataset: Dataset, params: CardParams) -> None:
+    def __init__(
+        self, dataset: Dataset, params: CardParams, documents: Collection[str] | None = None
+    ) -> None:
         self.dataset, self.params = dataset, params
         self.mp = params.matrix_params
-        self.frame = frame = frame_for(dataset, self.mp)
+        frame = frame_for(dataset, self.mp)
+        if documents is not None:
+            frame = restrict_to_documents(frame, documents)
+        self.frame = frame
         self.docs = Groups.from_keys(frame.doc_codes)
         self.systems = Groups.from_keys(frame.system_codes)
         self.plan = self.doc_plan = None
@@ -43,7 +54,9 @@ class Context:
                 self.doc_plan = draw_resamples(
                     np.random.default_rng(self.mp.seed), self.docs, resamples=self.mp.resamples
                 )
-        matrix = matrix_for(dataset, self.mp)
+        matrix = (
+            matrix_for(dataset, self.mp) if documents is None else _matrix(dataset, frame, self.mp)
+        )
         self.ceiling = {c["aspect"]: c for c in matrix.get("ceiling") or []}
         self.cells = {
             (column["aspect"]["code"], cell["run"]): cell
@@ -66,6 +79,16 @@ class Context:
         if self._split is None:
             self._split = declared_split(self.frame.doc_keys, self.params.split, self.mp.seed)
         return self._split
+
+
+def _matrix(dataset: Dataset, frame: Any, mp: Any) -> dict[str, Any]:
+    """The matrix of a restricted frame, with its ceiling and label columns."""
+    if not (frame.aspects and frame.n_outputs):
+        return {"columns": [], "ceiling": []}
+    matrix = compute_matrix(frame, mp)
+    matrix["ceiling"] = ceiling_row(dataset, frame, mp)
+    label_columns(dataset, frame, matrix)
+    return matrix
 
 
 @dataclass

@@ -8,7 +8,12 @@ both runs on the outputs both scored). The statistic is the aspect kind's primar
 named in every line: the correlation on a scale aspect, MCC on a binary aspect, Cohen's
 κ on a categorical one (:mod:`.gate_labels`; ``--against`` is for scale aspects). The
 aspect is named as imports name it: its code, name, key or an earlier name
-(:func:`studies.services.lookup.find_aspect`)."""
+(:func:`studies.services.lookup.find_aspect`).
+
+A tuned run (its configuration names a study split, :mod:`.held_out`) is checked on the
+split's test documents only, and the summary says so ("tuned on N documents; evaluated
+on M test documents"); against an accepted run tuned on another split, on the documents
+held out from both."""
 
 from __future__ import annotations
 
@@ -22,9 +27,11 @@ from scoring.stats.consistency import correlation_change
 from scoring.stats.coverage import coverage
 from studies.models import Judgment, MetricRun
 from studies.services.analysis.dashboards import frame_for
+from studies.services.analysis.frames import restrict_to_documents
 from studies.services.analysis.matrix import cell_statistic
 from studies.services.analysis.params import MatrixParams
 from studies.services.analysis.report_card.gate_labels import AGAINST, label_check
+from studies.services.analysis.report_card.held_out import held_out
 from studies.services.lookup import aspect_names, find_aspect
 
 ALPHA = 0.05
@@ -118,7 +125,30 @@ def judge_gate(
     found = named.pk
     pks = [run.pk] + ([accepted.pk] if accepted else [])
     frame = frame_for(run.dataset, params, only_runs=pks, only_aspects=[found])
-    return _check(frame, params, run, accepted, min_lower_bound, min_coverage, confidence, alpha)
+    frame, note = _held_out(frame, run, accepted)
+    result = _check(frame, params, run, accepted, min_lower_bound, min_coverage, confidence, alpha)
+    if note:
+        return GateResult(result.passed, f"{result.summary} [{note}]", result.reasons)
+    return result
+
+
+def _held_out(frame: Any, run: MetricRun, accepted: MetricRun | None) -> tuple[Any, str]:
+    """The frame on the test documents of the tuned runs among ``run`` and ``accepted``
+    (those held out from both), and what to say of it ("" where neither is tuned)."""
+    found = [(r, h) for r in (run, accepted) if r is not None and (h := held_out(r)) is not None]
+    if not found:
+        return frame, ""
+    notes, keys = [], None
+    for r, h in found:
+        notes.append(f"run {r.pk} {h.text}")
+        if not h.replaced:
+            keys = h.test_keys if keys is None else keys & h.test_keys
+    if keys is None:
+        return frame, "; ".join(notes)
+    restricted = restrict_to_documents(frame, keys)
+    if len(found) > 1:
+        notes.append(f"compared on the {len(restricted.doc_keys)} documents held out from both")
+    return restricted, "; ".join(notes)
 
 
 def _check(

@@ -44,6 +44,8 @@ HEADER = [
     "model",
     "aspect",
     "aspect_kind",
+    "tuned_on_documents",
+    "evaluated_on_test_documents",
     *registry.export_header(),
     "verdict",
     "verdict_text",
@@ -58,10 +60,19 @@ def _line(row: dict[str, Any]) -> list[Any]:
         row["run"]["model"],
         row["aspect"]["code"],
         row["aspect"].get("kind", "scale"),
+        *_tuned(row),
         *registry.export_values(row),
         row["verdict"]["code"],
         row["verdict"]["text"],
     ]
+
+
+def _tuned(row: dict[str, Any]) -> list[Any]:
+    """A tuned run's documents (tuned on, evaluated on); blank for any other run."""
+    tuned = row["run"].get("tuned")
+    if not tuned:
+        return ["", ""]
+    return [tuned["tuned_on_documents"], "" if tuned["replaced"] else tuned["test_documents"]]
 
 
 def to_csv(card: dict[str, Any], sort: str | None = None, *, raw: bool = False) -> str:
@@ -111,7 +122,9 @@ def to_latex(card: dict[str, Any], sort: str | None = None) -> str:
         primary = registry.primary_of(row, card["statistic"])
         shown = {} if primary is None else primary.__dict__
         cells = [
-            tex_escape(row["run"]["label"]) + (r"$^{S}$" if row["sentinel"]["fails"] else ""),
+            tex_escape(row["run"]["label"])
+            + (r"$^{S}$" if row["sentinel"]["fails"] else "")
+            + (r"$^{T}$" if row["run"].get("tuned") else ""),
             tex_escape(row["aspect"]["code"]),
             STATISTICS.get(shown.get("name", ""), "corr."),
             _ci(shown),
@@ -142,6 +155,7 @@ def to_latex(card: dict[str, Any], sort: str | None = None) -> str:
         r"% $\omega$: the alternative-annotator test's winning rate; $^\dagger$: passes "
         r"($\omega \ge 0.5$)",
         r"% $^{S}$: not significantly above a sentinel baseline (p > 0.05)",
+        r"% $^{T}$: a tuned judge, evaluated on its split's test documents only",
         r"% Verdict: \checkmark{} can replace the annotators here; $\times$ cannot; ? unclear",
         "",
     ]
