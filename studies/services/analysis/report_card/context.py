@@ -72,12 +72,16 @@ class Context:
             r.pk: r for r in with_traits(MetricRun.objects.filter(dataset=dataset)).order_by("pk")
         }
         self._split: DeclaredSplit | None = None
+        self.restricted = documents is not None
 
     @property
     def split(self) -> DeclaredSplit:
-        """Where a numeric judge's threshold on a binary aspect is chosen (read once)."""
+        """Where a numeric judge's threshold on a binary aspect is chosen (read once); on
+        a tuned run's test documents (``restricted``) the study split's tune documents are
+        not there: halves of those documents, cross-fitted."""
         if self._split is None:
-            self._split = declared_split(self.frame.doc_keys, self.params.split, self.mp.seed)
+            study = None if self.restricted else self.params.split
+            self._split = declared_split(self.frame.doc_keys, study, self.mp.seed)
         return self._split
 
 
