@@ -9,7 +9,7 @@ from django import forms
 from django.contrib.auth import get_user_model
 
 from annotation.models import Campaign
-from annotation.services.campaigns import CampaignSpec
+from annotation.services.campaigns import CampaignSpec, pairwise_label_problem
 from studies.forms import IdsField
 from studies.models import Aspect, MetricRun, Study
 from studies.permissions import ANNOTATOR, research_studies, visible_aspects, visible_datasets
@@ -123,6 +123,9 @@ class CampaignForm(forms.Form):
                 self.add_error(
                     "aspects", f"Not aspects of the study {study.name}: {', '.join(wrong)}."
                 )
+        problem = pairwise_label_problem(data.get("mode", ""), aspects or ())
+        if problem:
+            self.add_error("aspects", problem)
         for name in ("question_run_a", "question_run_b"):
             run = data.get(name)
             if study is not None and run is not None and run.dataset_id != study.dataset_id:

@@ -69,7 +69,7 @@ def study_campaigns(study: Study) -> list[Campaign]:
     campaigns = Campaign.objects.filter(study=study).annotate(
         n_items=Count("items", distinct=True), n_annotators=Count("invitations", distinct=True)
     )
-    return list(campaigns.order_by("-created_at"))
+    return list(campaigns.prefetch_related("aspects").order_by("-created_at"))
 
 
 def demo_campaign(study: Study, users: Mapping[str, Any]) -> None:

@@ -106,10 +106,25 @@ class Campaign(models.Model):
             self.question_aspect_id,
         )
 
+    @property
+    def mode_summary(self) -> str:
+        """The campaign's kind of judgment in words: pairwise, Likert, or (one output per
+        item with a label aspect among its aspects) each aspect's kind instead of
+        “Likert” (``Faithful: pass/fail labels · Coherence: Likert 1–5``)."""
+        if self.is_pairwise:
+            return str(self.get_mode_display())
+        aspects = self.aspect_list()
+        if not any(a.is_labelled for a in aspects):
+            return str(self.get_mode_display())
+        return "One output · " + " · ".join(f"{a.name}: {a.kind_summary}" for a in aspects)
+
     def aspect_list(self) -> list[Aspect]:
         """The campaign's aspects by code, read once per instance."""
         if not hasattr(self, "_aspect_list"):
-            self._aspect_list = list(self.aspects.order_by("code"))
+            if "aspects" in getattr(self, "_prefetched_objects_cache", {}):  # a list page's
+                self._aspect_list = sorted(self.aspects.all(), key=lambda a: a.code)
+            else:
+                self._aspect_list = list(self.aspects.order_by("code"))
         return self._aspect_list
 
 

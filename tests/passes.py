@@ -79,6 +79,7 @@ SLOW = {
     "tests/api/test_access_sequences.py": "every route after every sharing step",
     "tests/api/test_authorization_matrix.py": "every route × every role",
     "tests/studies/test_real_model.py": "the real default model on SummEval",
+    "tests/studies/test_real_label_card.py": "the real default model on XSum faithfulness",
     "tests/scoring/test_lm_real.py": "the real default model's stored numbers",
     "tests/studies/test_demo_stop.py": "a whole demo started and stopped",
     "tests/studies/test_bench_ingest.py": "the import benchmark run as a command",

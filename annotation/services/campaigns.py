@@ -63,11 +63,32 @@ def _units(study: Study, spec: CampaignSpec) -> list[tuple[int, int, int | None,
     return units
 
 
+def pairwise_label_problem(mode: str, aspects: Iterable[Aspect]) -> str | None:
+    """Why a pairwise campaign cannot ask about these aspects (None: it can). A pairwise
+    answer says which of two outputs is better; a label aspect (binary, categorical)
+    has no “better” label to compare by (its labels are asked one output at a time), and
+    nothing downstream (the preference pairs, MACE, the pairwise judge) reads a
+    pairwise label answer."""
+    if mode != Campaign.Mode.PAIRWISE:
+        return None
+    labelled = sorted(f"{a.name} ({a.kind})" for a in aspects if a.is_labelled)
+    if not labelled:
+        return None
+    return (
+        f"A pairwise campaign compares two outputs on a scale; {', '.join(labelled)} "
+        f"{'is a label aspect' if len(labelled) == 1 else 'are label aspects'}: ask "
+        "for its labels one output at a time (a Likert campaign), or leave it out."
+    )
+
+
 def _check(study: Study, spec: CampaignSpec, created_by: Any = None) -> None:
     if spec.mode not in Campaign.Mode.values or spec.selection not in Campaign.Selection.values:
         raise CampaignError("Unknown judgment mode or selection.")
     if not spec.aspects:
         raise CampaignError("Choose at least one aspect.")
+    problem = pairwise_label_problem(spec.mode, spec.aspects)
+    if problem:
+        raise CampaignError(problem)
     allowed = set(study.aspects.values_list("pk", flat=True))
     if allowed and any(a.pk not in allowed for a in spec.aspects):
         raise CampaignError("Every aspect must be one of the study's aspects.")

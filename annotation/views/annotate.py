@@ -69,7 +69,9 @@ def _render_item(
 def home(request: HttpRequest) -> HttpResponse:
     rows = [
         (c, assignment.progress(c, request.user), assignment.recent(c, request.user))
-        for c in annotator_campaigns(request.user).select_related("study")
+        for c in annotator_campaigns(request.user)
+        .select_related("study")
+        .prefetch_related("aspects")
     ]
     return render(request, "annotation/home.html", {"rows": rows})
 

@@ -32,7 +32,9 @@ def _campaign(request: HttpRequest, pk: int) -> Campaign:
 @require_GET
 @researcher_required
 def campaign_list(request: HttpRequest) -> HttpResponse:
-    campaigns = researcher_campaigns(request.user).order_by("-created_at")
+    campaigns = (
+        researcher_campaigns(request.user).prefetch_related("aspects").order_by("-created_at")
+    )
     return render(request, "annotation/campaign_list.html", {"campaigns": campaigns})
 
 

@@ -191,6 +191,19 @@ class Aspect(VersionedModel):
         """Whether judgments are labels (binary, categorical), not numbers."""
         return self.kind != self.Kind.SCALE
 
+    @property
+    def kind_summary(self) -> str:
+        """What an annotator gives on this aspect, in words: ``Likert 1–5``,
+        ``pass/fail labels`` (binary: its two labels), ``categorical: a, b, c``."""
+        labels = [str(label) for label in self.labels or []]
+        if self.kind == self.Kind.BINARY and len(labels) == 2:
+            return f"{labels[0]}/{labels[1]} labels"
+        if self.kind == self.Kind.CATEGORICAL and labels:
+            return f"categorical{' (ordered)' if self.ordered else ''}: {', '.join(labels)}"
+        if self.is_labelled:
+            return f"{self.kind} labels"
+        return f"Likert {self.scale_min:g}–{self.scale_max:g}"
+
     def label_codes(self) -> dict[str, int]:
         """Label text -> the value a judgment of it stores (its position)."""
         return {label_text(label): k for k, label in enumerate(self.labels or [])}

@@ -67,12 +67,23 @@ def _page(
     return stop_polling_when(response, finished)
 
 
+def _on_split(request: HttpRequest, dataset: Dataset) -> CardParams:
+    """The query's parameters, the thresholds on the split of the study ``?split=``
+    names (a study card's links), else of the dataset's one study with a split."""
+    named = request.GET.get("split", "")
+    study = (
+        Study.objects.filter(pk=int(named), dataset=dataset).first() if named.isdigit() else None
+    )
+    params = CardParams.from_query(request.GET)
+    return params.on_split(*report_card.split_params(dataset, study))
+
+
 @researcher_required
 def dataset_report_card(request: HttpRequest, pk: int) -> HttpResponse:
     """``?level=…&coef=…&eps=0.2&ci=0.95&aspects=COH,FLU&runs=all&sort=…`` (``POST``:
     *Try again* after a failed computation)."""
     dataset = get_object_or_404(visible_datasets(request.user).select_related("task"), pk=pk)
-    return _page(request, dataset, CardParams.from_query(request.GET), None)
+    return _page(request, dataset, _on_split(request, dataset), None)
 
 
 @researcher_required
@@ -80,6 +91,7 @@ def study_report_card(request: HttpRequest, pk: int) -> HttpResponse:
     """The study's dataset's card on the study's aspects (all judged ones if it has none)."""
     study = get_object_or_404(study_service.owned_studies(request.user), pk=pk)
     params = CardParams.from_query(request.GET)
+    params = params.on_split(*report_card.split_params(study.dataset, study))
     codes = tuple(study.aspects.values_list("code", flat=True))
     return _page(request, study.dataset, params.only(codes) if codes else params, study)
 
@@ -89,7 +101,7 @@ def report_card_export(request: HttpRequest, pk: int, file_format: str) -> HttpR
     """The card as CSV (``?raw=1``: text cells as stored), JSON or LaTeX, sorted as on
     the page; 503 while a worker computes it, 500 with why when computing it failed."""
     dataset = get_object_or_404(visible_datasets(request.user), pk=pk)
-    params = CardParams.from_query(request.GET)
+    params = _on_split(request, dataset)
     if params.problem:
         return HttpResponseBadRequest(params.problem.message)
     card = report_card.available_card(dataset, params, request.user)

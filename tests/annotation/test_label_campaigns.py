@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from dataclasses import replace
 
 import krippendorff
 import numpy as np
@@ -18,7 +19,9 @@ from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
 from annotation.forms import GoldForm
+from annotation.models import Campaign
 from annotation.services import agreement, answers, assignment, gold
+from annotation.services.campaigns import CampaignError, CampaignSpec, create_campaign
 from studies.models import Aspect, Judgment
 from tests.annotation.conftest import label_aspect
 
@@ -209,3 +212,69 @@ def test_a_label_aspect_without_answers_has_no_kappa_yet(make_campaign, annotato
     found = agreement.compute_agreement(campaign, resamples=50)["aspects"]
     assert found[1]["n_answers"] == 1 and found[1]["kappa"]["value"] is None
     assert found[1]["alpha"] is None and found[1]["alpha_reason"]
+
+
+def test_a_pairwise_campaign_on_a_label_aspect_is_refused_by_service_form_and_api(
+    client, study, cast, annotators
+):
+    passes = label_aspect()
+    coh = Aspect.objects.get(code="COH")
+    study.aspects.add(coh, passes)  # the form offers the study's aspects
+    spec = CampaignSpec(
+        name="Pairs", mode="pairwise", aspects=[coh, passes], annotators=annotators[:1], overlap=1
+    )
+    with pytest.raises(CampaignError, match=r"Pass \(binary\) is a label aspect"):
+        create_campaign(study, spec, cast["owner"])
+    client.force_login(cast["owner"])
+    data = {
+        "study": study.pk,
+        "name": "Pairs",
+        "mode": "pairwise",
+        "aspects": [coh.pk, passes.pk],
+        "overlap": 1,
+        "selection": "all",
+        "seed": 0,
+        "annotators": [annotators[0].pk],
+        "lease_seconds": 300,
+        "gold_threshold": 0.7,
+    }
+    page = client.post(reverse("annotation:campaign-new"), data)
+    assert page.status_code == 400
+    assert (
+        "compares two outputs on a scale; Pass (binary) is a label aspect" in page.content.decode()
+    )
+    api = APIClient()
+    api.force_authenticate(cast["owner"])
+    body = {"study": study.pk, "name": "Pairs", "mode": "pairwise", "aspects": [passes.pk]}
+    response = api.post("/api/campaigns/", body | {"overlap": 1, "annotators": ["annotator"]})
+    assert response.status_code == 400
+    assert "label aspect" in str(response.json()["errors"]["aspects"])
+    assert not Campaign.objects.exists()
+    # the same aspects one output at a time, and a pairwise campaign on the scale alone, are fine
+    assert create_campaign(study, replace(spec, mode="likert"), cast["owner"]).items.count() == 12
+    pairs = create_campaign(study, replace(spec, aspects=[coh]), cast["owner"])
+    assert pairs.is_pairwise and pairs.items.exists()
+
+
+def test_the_campaign_pages_name_each_aspects_kind_instead_of_likert(
+    client, make_campaign, cast, annotators
+):
+    label_aspect()
+    label_aspect("ERRK", name="Error kind", kind="categorical", labels=ERRORS, positive="")
+    campaign = make_campaign(overlap=1, aspect_codes=("PASS", "ERRK", "COH"))
+    expected = "Error kind: categorical: none, minor, major · Pass: fail/pass labels"
+    client.force_login(cast["owner"])
+    detail = client.get(reverse("annotation:campaign-detail", args=[campaign.pk])).content.decode()
+    header = detail.split("<h1>")[1].split("</h1>")[0]
+    assert expected in header and "Likert 1–5" in header  # COH, a scale, beside them
+    assert "Likert (one output" not in header
+    listed = client.get(reverse("annotation:campaign-list")).content.decode()
+    assert expected in listed and "Likert (one output" not in listed
+    client.force_login(annotators[0])
+    home = client.get(reverse("annotation:home")).content.decode()
+    assert expected in home and "Likert (one output" not in home
+    # a campaign on scale aspects only still says Likert
+    likert = make_campaign(name="Scales", overlap=1, aspect_codes=("COH",))
+    client.force_login(cast["owner"])
+    page = client.get(reverse("annotation:campaign-detail", args=[likert.pk])).content.decode()
+    assert "Likert (one output, a score per aspect)" in page.split("<h1>")[1].split("</h1>")[0]

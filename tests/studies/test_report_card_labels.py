@@ -153,6 +153,19 @@ def test_a_categorical_aspects_primary_is_kappa_and_out_of_range_scores_say_so(l
     dataset, lines = labelled
     error = Aspect.objects.get(name__iexact="error")
     assert error.kind == "categorical"
+    numeric = MetricRunFactory(  # numbers that are no label of the categorical aspect
+        dataset=dataset,
+        label="numeric",
+        metric="numeric",
+        status="succeeded",
+        config={"aspect": error.code, "metric": "numeric"},
+    )
+    outputs = list(Output.objects.filter(document__dataset=dataset).order_by("pk"))
+    MetricScore.objects.bulk_create(
+        MetricScore(run=numeric, output=o, value=0.5 + k % 3) for k, o in enumerate(outputs)
+    )
+    numeric.done = numeric.total = len(outputs)
+    numeric.save()
     card = _card(dataset)
     found = _row(card, "cat", error.name)["labels"]
     codes = {label: k for k, label in enumerate(error.labels)}
@@ -162,9 +175,13 @@ def test_a_categorical_aspects_primary_is_kappa_and_out_of_range_scores_say_so(l
     assert found["judge"]["macro_f1"]["value"] == pytest.approx(
         f1_score(h, j, average="macro"), abs=1e-12
     )
-    binary = _row(card, "cat", Aspect.objects.get(name__iexact="faithful").name)
-    assert "not this aspect's labels" in binary["labels"]["problem"]
-    assert binary["verdict"]["code"] == "unclear"
+    # a numeric judge on a categorical aspect has no threshold to meet it through
+    numbers = _row(card, "numeric", error.name)
+    assert "no labels on a categorical aspect" in numbers["labels"]["problem"]
+    assert numbers["verdict"]["code"] == "unclear"
+    # on a binary aspect, the same kind of numbers meet it through a threshold
+    binary = _row(card, "cat", Aspect.objects.get(name__iexact="faithful").name)["labels"]
+    assert binary["problem"] is None and binary["threshold"]["split_kind"] == "halves"
 
 
 def test_ece_comes_from_a_stored_p_positive(labelled):

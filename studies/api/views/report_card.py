@@ -14,7 +14,7 @@ from studies.api.permissions import IsResearcher
 from studies.api.serializers.correlations import ComputationFailedSerializer, PendingSerializer
 from studies.api.serializers.report_card import ReportCardQuerySerializer, ReportCardSerializer
 from studies.api.views.common import dataset_or_404, query_of
-from studies.models import Dataset
+from studies.models import Dataset, Study
 from studies.services import studies as study_service
 from studies.services.analysis import report_card
 from studies.services.analysis.report_card import CardParams
@@ -41,12 +41,15 @@ def report_card_view(request: Request, pk: int) -> Response:
 def study_report_card_view(request: Request, pk: int) -> Response:
     study = get_object_or_404(study_service.owned_studies(request.user), pk=pk)
     codes = tuple(study.aspects.values_list("code", flat=True))
-    return _card(request, study.dataset, codes)
+    return _card(request, study.dataset, codes, study)
 
 
-def _card(request: Request, dataset: Dataset, only: tuple[str, ...] = ()) -> Response:
+def _card(
+    request: Request, dataset: Dataset, only: tuple[str, ...] = (), study: Study | None = None
+) -> Response:
     """The card of ``dataset`` as the query asks (``only``: the study's aspects, all
-    judged ones when empty), or 202 while a worker computes it, or 500 with why when
+    judged ones when empty; thresholds on ``study``'s split, else the dataset's one
+    study with a split), or 202 while a worker computes it, or 500 with why when
     computing it failed."""
     query = ReportCardQuerySerializer(data=query_of(request))
     query.is_valid(raise_exception=True)
@@ -59,6 +62,7 @@ def _card(request: Request, dataset: Dataset, only: tuple[str, ...] = ()) -> Res
         aspects=tuple(sorted({c for c in data["aspects"].split(",") if c})),
         all_runs=data["runs"] == "all",
     )
+    params = params.on_split(*report_card.split_params(dataset, study))
     if only:
         params = params.only(only)
     if data["retry"]:

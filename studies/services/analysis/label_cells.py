@@ -68,10 +68,12 @@ def judge_problem(judge: np.ndarray, q: int) -> str | None:
     """Why the judge's scores are not labels of an aspect with ``q`` labels (None: they are)."""
     scored = np.isfinite(judge)
     if (scored & ((judge != np.round(judge)) | (judge < 0) | (judge > q - 1))).any():
-        return (
-            f"the judge's scores are not this aspect's labels (0 to {q - 1}): a numeric "
-            "metric meets a label aspect through a threshold chosen on another split"
+        how = (
+            "the report card meets a binary aspect through a threshold chosen on a declared split"
+            if q == 2
+            else "a numeric metric has no labels on a categorical aspect"
         )
+        return f"the judge's scores are not this aspect's labels (0 to {q - 1}): {how}"
     return None
 
 

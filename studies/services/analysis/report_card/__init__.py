@@ -21,6 +21,7 @@ from studies.services.analysis.report_card.table import (
     to_json,
     to_latex,
 )
+from studies.services.analysis.report_card.thresholds import split_params
 
 __all__ = [
     "COLUMNS",
@@ -34,6 +35,7 @@ __all__ = [
     "is_judge",
     "progress",
     "sorted_rows",
+    "split_params",
     "to_csv",
     "to_json",
     "to_latex",

@@ -19,6 +19,7 @@ from studies.services.analysis.frames import AspectInfo, RunInfo, restrict_to_do
 from studies.services.analysis.label_cells import label_columns
 from studies.services.analysis.matrix import compute_matrix
 from studies.services.analysis.report_card.params import CardParams
+from studies.services.analysis.report_card.thresholds import DeclaredSplit, declared_split
 from studies.services.runs.labels import with_traits
 
 
@@ -70,6 +71,18 @@ class Context:
         self.rows = {
             r.pk: r for r in with_traits(MetricRun.objects.filter(dataset=dataset)).order_by("pk")
         }
+        self._split: DeclaredSplit | None = None
+        self.restricted = documents is not None
+
+    @property
+    def split(self) -> DeclaredSplit:
+        """Where a numeric judge's threshold on a binary aspect is chosen (read once); on
+        a tuned run's test documents (``restricted``) the study split's tune documents are
+        not there: halves of those documents, cross-fitted."""
+        if self._split is None:
+            study = None if self.restricted else self.params.split
+            self._split = declared_split(self.frame.doc_keys, study, self.mp.seed)
+        return self._split
 
 
 def _matrix(dataset: Dataset, frame: Any, mp: Any) -> dict[str, Any]:

@@ -20,6 +20,11 @@ from studies.services.analysis.label_cells import (
     label_codes,
     label_set,
 )
+from studies.services.analysis.report_card.thresholds import (
+    declared_split,
+    split_params,
+    threshold_labels,
+)
 
 AGAINST = (
     "comparing with an accepted run is for scale aspects; on a label aspect the gate "
@@ -47,7 +52,22 @@ def label_check(
     humans, _ = annotator_matrix(table, names, frame, aspect)
     humans = label_codes(humans, labels.q)
     judge = frame.metrics[:, frame.run_index(run.pk)]
-    problem = judge_problem(judge, labels.q)
+    problem, cut = judge_problem(judge, labels.q), ""
+    if problem and labels.is_binary:  # a numeric judge: labels through a threshold, as the card
+        study, _ = split_params(run.dataset)
+        split = declared_split(frame.doc_keys, study, seed)
+        judge, info = threshold_labels(
+            judge, humans, frame.doc_codes, frame.output_ids, labels, split
+        )
+        problem = (
+            None
+            if info["n_outputs_evaluated"]
+            else f"no threshold labels an output on {split.name}"
+        )
+        cut = (
+            f"; labels by a threshold chosen on {split.name}, evaluated on "
+            f"{info['n_documents_evaluated']} other documents"
+        )
     if problem:
         return name, [problem], []
     docs = Groups.from_keys(frame.doc_codes)
@@ -59,7 +79,7 @@ def label_check(
     shown = (
         f"{name} {value.value:.3f} [{value.low:.3f}, {value.high:.3f}] ({confidence * 100:g}% "
         f"bootstrap over documents, {found.n_items} items; the annotators' own "
-        f"{human.value:.3f})"
+        f"{human.value:.3f}{cut})"
     )
     if min_lower_bound is not None and not value.low >= min_lower_bound:
         return (

@@ -36,6 +36,11 @@ class CardParams:
     all_runs: bool = False
     resamples: int = 1000
     seed: int = 0
+    # the study whose split a numeric judge's threshold on a binary aspect is chosen on
+    # (None: cross-fitted document halves), and when that split was made (a redone split
+    # is another card); see report_card.thresholds
+    split: int | None = None
+    split_made: str = ""
 
     @classmethod
     def from_query(cls, query: Mapping[str, Any]) -> CardParams:
@@ -87,12 +92,18 @@ class CardParams:
             choices["aspects"] = ",".join(self.aspects)
         if self.all_runs:
             choices["runs"] = "all"
+        if self.split is not None:
+            choices["split"] = str(self.split)
         return urlencode(choices)
 
     def key(self, dataset: Dataset) -> str:
         identity = [dataset.pk, dataset.created_at.isoformat(), dataset.data_version]
         raw = json.dumps([*identity, asdict(self)], sort_keys=True)
         return "card:" + hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+    def on_split(self, split: int | None, made: str = "") -> CardParams:
+        """These parameters with their thresholds chosen on study ``split``'s split."""
+        return replace(self, split=split, split_made=made if split is not None else "")
 
     def only(self, aspects: tuple[str, ...]) -> CardParams:
         """These parameters for ``aspects`` alone (a study's)."""

@@ -137,10 +137,16 @@ def to_latex(card: dict[str, Any], sort: str | None = None) -> str:
             MARKS[row["verdict"]["code"]],
         ]
         lines.append(" & ".join(cells) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}", "% Legend:"]
+    for row in sorted_rows(card, sort):
+        cut = (row.get("labels") or {}).get("threshold")
+        if cut:
+            lines.append(
+                f"% {row['run']['label']} on {row['aspect']['code']}: labels by a threshold "
+                f"chosen on {cut['split']}, evaluated on {cut['n_documents_evaluated']} "
+                "other documents"
+            )
     lines += [
-        r"\bottomrule",
-        r"\end{tabular}",
-        "% Legend:",
         f"% [low, high]: {confidence}% bootstrap interval (documents resampled)",
         r"% Statistic: the correlation (scale aspects), MCC (binary), Cohen's $\kappa$ "
         "(categorical)",

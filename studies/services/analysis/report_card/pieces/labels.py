@@ -40,6 +40,7 @@ from studies.services.analysis.report_card.pieces.base import (
     Primary,
     Row,
 )
+from studies.services.analysis.report_card.thresholds import threshold_labels
 from studies.services.csvfile import number
 
 NO_DISTRIBUTION = "the judge stored no distribution over the labels"
@@ -96,11 +97,23 @@ def compute(inp: RowInput) -> Row | None:
     base = {"kind": aspect.kind, "labels": list(aspect.labels), "positive": aspect.positive}
     base["primary"] = PRIMARY[aspect.kind][0]
     judge, humans = inp.metric, label_codes(inp.humans, q)
+    c = inp.context
     problem = judge_problem(judge, q)
+    threshold = None
+    if problem and labels.is_binary:  # a numeric judge: labels through a threshold
+        judge, threshold = threshold_labels(
+            judge, humans, c.frame.doc_codes, c.frame.output_ids, labels, c.split
+        )
+        base["threshold"] = threshold
+        reasons = {t["reason"] for t in threshold["thresholds"] if t["reason"]}
+        problem = None
+        if not threshold["n_outputs_evaluated"]:
+            problem = f"no threshold labels an output on {threshold['split']}: " + (
+                "; ".join(sorted(reasons)) or "no evaluated document has a score"
+            )
     if problem:
         return base | {"problem": problem}
     inp.scratch["labels"] = {"judge": judge, "humans": humans}
-    c = inp.context
     confidence = c.params.confidence
     among = inp.shared.get("labels")
     found = label_agreement(
@@ -279,6 +292,32 @@ class CardCalibrationSerializer(serializers.Serializer):  # type: ignore[type-ar
     bins = CardBinSerializer(many=True, required=False, help_text="The reliability diagram.")
 
 
+class CardCutSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    value = serializers.FloatField(allow_null=True, help_text="null: no cut (see reason)")
+    higher_is_positive = serializers.BooleanField()
+    n_positive = serializers.IntegerField(help_text="Positive outputs it was chosen on.")
+    n_negative = serializers.IntegerField()
+    statistic = serializers.FloatField(allow_null=True, help_text="The criterion there.")
+    reason = serializers.CharField(allow_null=True)
+    describe = serializers.CharField()
+
+
+class CardThresholdSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    split = serializers.CharField(help_text="The declared split the threshold was chosen on.")
+    split_kind = serializers.ChoiceField(
+        choices=["study", "halves"],
+        help_text="study: chosen on its split's tune documents, evaluated on its test ones; "
+        "halves: cross-fitted seeded document halves.",
+    )
+    criterion = serializers.CharField()
+    thresholds = CardCutSerializer(many=True, help_text="One per fold.")
+    n_documents_chosen_on = serializers.IntegerField()
+    n_documents_evaluated = serializers.IntegerField(
+        help_text="Documents the judge's labels are evaluated on (none chosen on by their cut)."
+    )
+    n_outputs_evaluated = serializers.IntegerField()
+
+
 class CardLabelsSerializer(serializers.Serializer):  # type: ignore[type-arg]
     kind = serializers.ChoiceField(choices=["binary", "categorical"])
     labels = serializers.ListField(child=serializers.CharField())
@@ -299,6 +338,10 @@ class CardLabelsSerializer(serializers.Serializer):  # type: ignore[type-arg]
     )
     prevalence = CardPrevalenceSerializer(required=False)
     calibration = CardCalibrationSerializer(required=False)
+    threshold = CardThresholdSerializer(
+        required=False,
+        help_text="A numeric judge on a binary aspect: the threshold its labels come from.",
+    )
 
 
 HEADER = (
@@ -337,13 +380,17 @@ HEADER = (
     "ece_high",
     "brier",
     "confusion_matrix",
+    "threshold_split",
+    "threshold_documents_evaluated",
 )
 
 
 def _values(row: Row) -> list[Any]:
     found = row.get("labels") or {}
+    cut = found.get("threshold") or {}
+    split = [cut.get("split", ""), cut.get("n_documents_evaluated", "")]
     if not found.get("judge"):
-        return [found.get("primary", "")] + [""] * (len(HEADER) - 1)
+        return [found.get("primary", "")] + [""] * (len(HEADER) - 3) + split
     judge, human = found["judge"], found["human"]
     f1 = "positive_f1" if found["kind"] == "binary" else "macro_f1"
     key = found["primary"]
@@ -377,6 +424,7 @@ def _values(row: Row) -> list[Any]:
         *ci(cal.get("ece")),
         v(cal.get("brier")),
         "; ".join(" ".join(f"{x:g}" for x in line) for line in found["confusion"]),
+        *split,
     ]
 
 
