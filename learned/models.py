@@ -54,7 +54,12 @@ class TrainedMetric(models.Model):
     pairs = models.JSONField(
         default=dict, help_text="Pair counts per split and why pairs were dropped."
     )
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    # a metric run's states but one: a training job never waits for batch answers
+    status = models.CharField(
+        max_length=16,
+        choices=[c for c in Status.choices if c[0] != MetricRun.Status.WAITING],
+        default=Status.PENDING,
+    )
     progress = models.JSONField(default=dict, blank=True)
     curves = models.JSONField(
         default=list, blank=True, help_text="Per epoch: loss, validation accuracy."
