@@ -44,10 +44,12 @@ def model_dir() -> Path:
 
 
 def items(n: int = 16) -> list[Item]:
-    """``n`` outputs: SummEval's first document when ../shared is here, else the demo's."""
+    """``n`` outputs: SummEval's, document by document in the file's order (16 each), when
+    ../shared is here, else the demo's."""
     if SUMMEVAL.is_file():
         rows = [json.loads(line) for line in SUMMEVAL.read_text().splitlines()]
-        first = rows[0]["doc_id"]
+        order = {doc: i for i, doc in enumerate(dict.fromkeys(r["doc_id"] for r in rows))}
+        rows.sort(key=lambda r: order[r["doc_id"]])  # stable: the file's order within one
         return [
             Item(
                 f"{r['doc_id']}/{r['system_id']}",
@@ -56,9 +58,8 @@ def items(n: int = 16) -> list[Item]:
                 r["output"],
                 tuple(r["references"][:1]),
             )
-            for r in rows
-            if r["doc_id"] == first
-        ][:n]
+            for r in rows[:n]
+        ]
     docs = json.loads((ROOT / "studies" / "defaults" / "demo_documents.json").read_text())
     out = []
     for doc in docs["documents"]:

@@ -6,6 +6,7 @@ served G-Eval equals the local run of the same weights (issue 37, item 1)."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -16,7 +17,18 @@ from tests.served import DEFAULTS, Served, items, spec
 
 pytestmark = [pytest.mark.served, pytest.mark.engine]  # no database: the SQLite pass only
 
-N_OUTPUTS = 8  # SummEval outputs per 1–5 aspect (the issue measured 32: see the closing note)
+# SummEval outputs per 1–5 aspect: 8 in the suite; CONCORDIA_EXACT_OUTPUTS=32 is the issue's
+# measurement (coherence and fluency on 1–5, fluency on 1–10 over a quarter as many)
+N_OUTPUTS = int(os.environ.get("CONCORDIA_EXACT_OUTPUTS") or 8)
+CASES = [
+    pytest.param("COH", (1, 2, 3, 4, 5), N_OUTPUTS, id="coherence-1-5"),
+    *(
+        [pytest.param("FLU", (1, 2, 3, 4, 5), N_OUTPUTS, id="fluency-1-5")]
+        if N_OUTPUTS >= 32
+        else []
+    ),
+    pytest.param("FLU", tuple(range(1, 11)), max(2, N_OUTPUTS // 4), id="fluency-1-10"),
+]
 FIGURES: dict[str, float] = {}
 
 
@@ -65,11 +77,7 @@ def test_the_probe_finds_vllms_default_top_k_and_exact_routes(capabilities: Capa
     assert capabilities.chat_prompt_logprobs and capabilities.exact_labels
 
 
-@pytest.mark.parametrize(
-    ("aspect", "scale", "n"),
-    [("COH", (1, 2, 3, 4, 5), N_OUTPUTS), ("FLU", tuple(range(1, 11)), 2)],
-    ids=["coherence-1-5", "fluency-1-10"],
-)
+@pytest.mark.parametrize(("aspect", "scale", "n"), CASES)
 def test_geval_at_the_default_top_k_equals_the_local_run(
     served: ServedModel,
     local: HFLanguageModel,
