@@ -81,8 +81,8 @@ def install_vllm_meanwhile(say: Any) -> None:
     tests' server fixture waits for it (``local_server.install`` holds a lock until the
     install is done), the other tests need none of it."""
     where = local_server.venv_dir()
-    where.parent.mkdir(parents=True, exist_ok=True)
-    log = where.parent / f".{where.name}-install.log"
+    log = Path(settings.DATA_DIR) / "vllm-install.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
     say(
         f"Installing {local_server.VLLM_PACKAGE} in {where} for the served tests (once, "
         f"minutes; its log: {log}) while the other tests start..."
