@@ -15,6 +15,7 @@ from scoring.lm.hf import HFLanguageModel
 from scoring.metrics.geval import EXAMPLE_HEADER
 from studies.models import Aspect, Judgment, MetricRun, Output, SplitDocument, Study
 from studies.services.runs import RunRequest, execute_run, start_run
+from studies.services.tuning import few_shot
 from studies.services.tuning.derived import run_scores
 from studies.services.tuning.few_shot import embed
 from studies.services.tuning.labels import held_out_labels
@@ -99,7 +100,12 @@ def parts_of_texts(split) -> dict[str, str]:  # type: ignore[no-untyped-def]
     }
 
 
-def test_no_test_documents_label_reaches_the_prompt_or_changes_the_tuning(judged):
+def test_no_test_documents_label_reaches_the_prompt_or_changes_the_tuning(
+    judged, monkeypatch, tmp_path
+):
+    # no encoder installed (whatever this machine has): auto tries random and worst only
+    monkeypatch.setattr(few_shot, "find_default_encoder", lambda: None)
+    monkeypatch.setattr(few_shot, "default_encoder_path", lambda: tmp_path / "no-encoder")
     study, start = judged
     split = make_split(study, dev=0.25, test=0.25, seed=3)
     aspect = Aspect.objects.get(code="COH")

@@ -46,16 +46,16 @@ from studies.services.imports import (
     run_import_job,
 )
 
+MAX_WAIT = 300.0
 WAIT = OpenApiParameter(
     "wait",
-    OpenApiTypes.FLOAT,
+    {"type": "number", "format": "double", "minimum": 0, "maximum": MAX_WAIT},
     description="Seconds to wait for the import to finish "
     "(a small file is imported in the request); 0 or absent: answer at once with the job.",
 )
 FILE_FORMAT = OpenApiParameter(
     "file_format", OpenApiTypes.STR, enum=["jsonl", "csv"], default="jsonl"
 )
-MAX_WAIT = 300.0
 TOO_LARGE = OpenApiResponse(
     ErrorSerializer,
     description="The file is larger than the import limit (IMPORT_MAX_FILE_BYTES), "
