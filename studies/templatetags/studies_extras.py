@@ -27,6 +27,15 @@ def finite(value: Any) -> Any:
     return value
 
 
+@register.filter
+def signed(value: Any, places: int = 4) -> str:
+    """A difference with its sign (``+0.3670``), as the tuning command prints it; "—"
+    for none."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    return f"{float(value):+.{int(places)}f}"
+
+
 HEAT_STEPS = 20  # colour classes per sign, defined in static/css/heat.css
 
 

@@ -43,6 +43,7 @@ from studies.views.runs import (
     run_pairwise,
     run_rename,
     run_resume,
+    run_tuning,
     run_variant,
 )
 from studies.views.steps import steps_detail, steps_generate
@@ -84,6 +85,7 @@ __all__ = [
     "run_detail",
     "run_new",
     "run_pairwise",
+    "run_tuning",
     "run_resume",
     "run_variant",
     "planner_page",

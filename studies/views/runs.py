@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -36,6 +36,7 @@ from studies.services.runs import (
 from studies.services.runs.geval_check import form_check, top_k_flags
 from studies.services.runs.labels import RenameError, rename_run
 from studies.services.runs.pairwise import pair_counts
+from studies.services.tuning.evidence import tuning_evidence
 from studies.views.helpers import researcher_required, stop_polling_when, wants_partial
 
 
@@ -121,6 +122,18 @@ def run_pairwise(request: HttpRequest, pk: int) -> HttpResponse:
     if wants_partial(request, "pairwise-report"):
         return render(request, "studies/partials/pairwise_report.html", context)
     return render(request, "studies/run_pairwise.html", context)
+
+
+@researcher_required
+def run_tuning(request: HttpRequest, pk: int) -> HttpResponse:
+    """A tuned run's evidence: the candidates and their dev figures, the chosen one, the
+    Δ on the split's test documents with its interval, the gap and the cost (no page for
+    a run no tuner made)."""
+    run = get_object_or_404(_runs(request), pk=pk)
+    evidence = tuning_evidence(run)
+    if evidence is None:
+        raise Http404("This run was not made by a tuner.")
+    return render(request, "studies/run_tuning.html", {"run": run, "tuning": evidence})
 
 
 @require_POST

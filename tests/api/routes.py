@@ -20,7 +20,15 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from learned.models import TrainedMetric
-from studies.models import Aspect, Endpoint, PromptTemplate, StudyMember, TaskKind, UploadSession
+from studies.models import (
+    Aspect,
+    Endpoint,
+    MetricRun,
+    PromptTemplate,
+    StudyMember,
+    TaskKind,
+    UploadSession,
+)
 from studies.services.uploads import start_upload
 from tests.api.conftest import World
 from tests.factories import UserFactory
@@ -29,6 +37,7 @@ OK, LOGIN, UNAUTH, FORBIDDEN, HIDDEN = "ok", "login", "401", "403", "404"
 
 # which fixture object a ``pk`` kwarg names, by URL name (first match wins)
 PK_RULES: tuple[tuple[str, Callable[[World], Any]], ...] = (
+    (r"^(studies|api):run-tuning$", lambda w: tuned_run(w).pk),
     (r"^studies:(dataset-|run-new|correlations|sentinels|planner)", lambda w: w.dataset.pk),
     (r"^studies:run-", lambda w: w.run.pk),
     (r"^studies:study-", lambda w: w.study.pk),
@@ -64,6 +73,31 @@ def trained_metric(world: World) -> Any:
         defaults={"created_by": world.users["owner"], "status": TrainedMetric.Status.SUCCEEDED},
     )
     return trained
+
+
+def tuned_run(world: World) -> Any:
+    """A tuned run of the owner's dataset (a run no tuner made has no tuning page)."""
+    found, _ = MetricRun.objects.get_or_create(
+        dataset=world.dataset,
+        label="matrix tuned",
+        defaults={
+            "metric": "tuned:calibration",
+            "kind": MetricRun.Kind.IMPORTED,
+            "status": MetricRun.Status.SUCCEEDED,
+            "created_by": world.users["owner"],
+            "config": {
+                "tuning": {
+                    "tuner": "calibration",
+                    "options": {"method": "auto"},
+                    "method": "isotonic",
+                    "start_run": world.run.pk,
+                    "seed": 0,
+                    "tuned_on_documents": 2,
+                }
+            },
+        },
+    )
+    return found
 
 
 def owners_endpoint(world: World) -> Any:

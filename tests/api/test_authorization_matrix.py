@@ -157,6 +157,20 @@ def test_the_pairwise_judge_routes_are_walked():
     assert expected(found["studies:run-pairwise"]) == RESEARCH_PAGE
 
 
+def test_the_tuning_routes_are_walked_as_the_runs(world):
+    # a tuned run's evidence page and its API (issue 40): research routes of the run's
+    # dataset, requested for a tuned run (a run no tuner made has neither: 404)
+    found = {r.route.full_name: r for r in requests(world)}
+    assert expected(found["api:run-tuning"].route) == RESEARCH_API
+    assert expected(found["studies:run-tuning"].route) == RESEARCH_PAGE
+    assert expected(found["studies:run-detail"].route) == RESEARCH_PAGE
+    tuned = found["api:run-tuning"].url
+    assert tuned != f"/api/runs/{world.run.pk}/tuning/"
+    owner = world.client("owner")
+    assert owner.get(tuned).status_code == 200
+    assert owner.get(f"/api/runs/{world.run.pk}/tuning/").status_code == 404
+
+
 def test_a_route_with_an_unknown_kwarg_fails_with_a_message(world):
     route = Route(
         "api:new-thing", r"api/things/(?P<widget>[0-9]+)/", ("widget",), {"widget": "IntConverter"}

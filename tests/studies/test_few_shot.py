@@ -206,7 +206,7 @@ def test_diverse_examples_are_far_apart_by_the_encoder(judged, tiny_encoder):
     assert distance == pytest.approx(float(np.max(1 - pool_vectors @ vectors[0])), abs=1e-5)
 
 
-def test_the_command_prints_the_run_and_a_delta_of_the_test_documents_only(judged):
+def test_the_command_prints_the_run_and_a_delta_of_the_test_documents_only(judged, client, cast):
     study, start = judged
     split = make_split(study, dev=0.25, test=0.25, seed=3)
     aspect = Aspect.objects.get(code="COH")
@@ -246,6 +246,26 @@ def test_the_command_prints_the_run_and_a_delta_of_the_test_documents_only(judge
     assert float(found.group(1)) == pytest.approx(on_test(run_scores(start)), abs=5e-5, nan_ok=True)
     assert float(found.group(2)) == pytest.approx(on_test(run_scores(made)), abs=5e-5, nan_ok=True)
     assert re.search(r"test Δ spearman \(sample\): [+-][\d.]+ \[[+-][\d.]+, [+-][\d.]+\]", second)
+    # its tuning resource: each candidate with its dev figure, the chosen one, the gaps
+    client.force_login(cast["owner"])
+    body = client.get(f"/api/runs/{made.pk}/tuning/").json()
+    record = made.config["tuning"]
+    assert [(c["settings"], c["dev"]) for c in body["candidates"]] == [
+        ({"k": k, "selection": "worst"}, c["dev"])
+        for k, c in zip((1, 2), record["candidates"], strict=True)
+    ]
+    assert body["chosen"]["settings"] == {"k": record["k"], "selection": "worst"}
+    assert [c["chosen"] for c in body["candidates"]].count(True) == 1
+    assert body["dev"]["source"] == "dev" and body["gap"]["dev"] == record["dev"]["chosen"]
+    dev, tuned = body["gap"]["dev"], body["test"]["tuned"]
+    if dev is None or tuned is None:  # a tiny random judge may give an undefined figure
+        assert body["gap"]["dev_gap"] is None
+    else:
+        assert body["gap"]["dev_gap"] == pytest.approx(dev - tuned)
+    assert body["cost"]["source"] == "local" and body["cost"]["cost"] is None
+    assert body["cost"]["judge_requests"] == record["judge_requests"] > 0
+    delta = body["test"]["delta"]
+    assert (f"{delta:+.4f}" if delta is not None else "nan") in second
 
 
 def test_a_gptscore_judge_gets_well_rated_tune_examples_as_demonstrations(

@@ -346,6 +346,13 @@ class Client(Uploads):
         }
         return dict(self._http.send(ops.PAIRWISE, {"id": _id(run)}, query=query).json())
 
+    def tuning(self, run: int | Run) -> dict[str, Any]:
+        """A tuned run's evidence, as its tuning page shows it: the tuner and its options,
+        the candidates with their dev figures and the chosen one, the start-vs-tuned Δ on
+        the split's test documents with its interval, the overfitting gap and the cost
+        (a 404 error for a run no tuner made)."""
+        return dict(self._http.send(ops.TUNING, {"id": _id(run)}).json())
+
     def run_scores(self, run: int | Run) -> list[Score]:
         """The run's scores, one per output (ordered by document, then system)."""
         return self._pages(ops.RUN_SCORES, Score, {}, {"id": _id(run)})

@@ -112,6 +112,7 @@ PAIRWISE = Operation(
     "/api/runs/{id}/pairwise/",
     frozenset({"against", "margin", "rule", "interval", "seed", "resamples"}),
 )
+TUNING = Operation("GET", "/api/runs/{id}/tuning/")
 REPORT_CARD = Operation(
     "GET",
     "/api/datasets/{id}/report-card/",
@@ -148,6 +149,7 @@ OPERATIONS: tuple[Operation, ...] = (
     RUN_SCORES,
     RUN_SCORES_EXPORT,
     PAIRWISE,
+    TUNING,
     CORRELATIONS,
     CORRELATIONS_EXPORT,
     REPORT_CARD,

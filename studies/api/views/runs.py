@@ -1,5 +1,6 @@
 """Metric runs: start (the run form's fields and checks), status with progress, cancel,
-resume, a served run's batch requests and results, scores (paginated, or streamed as CSV/JSONL)."""
+resume, a served run's batch requests and results, scores (paginated, or streamed as
+CSV/JSONL), a tuned run's evidence."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from studies.api.serializers.runs import (
     RunScoreSerializer,
     RunSerializer,
 )
+from studies.api.serializers.tuning import TuningSerializer
 from studies.api.views.common import (
     PassthroughRenderer,
     dataset_or_404,
@@ -52,6 +54,7 @@ from studies.services.runs import (
     write_requests,
 )
 from studies.services.runs.labels import RenameError, rename_run
+from studies.services.tuning.evidence import tuning_evidence
 
 
 class ScoresExportQuery(serializers.Serializer):  # type: ignore[type-arg]
@@ -281,6 +284,21 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
                 "agreement_problem": found.agreement_problem,
             }
         )
+
+    @extend_schema(
+        summary="A tuned run's evidence: the tuner and its options, the candidates with "
+        "their dev figures, the chosen one, the start-vs-tuned Δ on the split's test documents "
+        "with its paired bootstrap interval by document, the overfitting gap and the cost "
+        "(404 for a run no tuner made)",
+        responses={200: TuningSerializer, 404: ErrorSerializer},
+    )
+    @action(detail=True, methods=["get"], filterset_fields=[], ordering_fields=[])
+    def tuning(self, request: Request, pk: Any = None) -> Response:
+        run = self.get_object()
+        found = tuning_evidence(run)
+        if found is None:
+            return error_response(404, f"Run {run.pk} was not made by a tuner.")
+        return Response(TuningSerializer(found).data)
 
     @extend_schema(
         summary="The run's scores as one streamed file (JSONL or CSV)",

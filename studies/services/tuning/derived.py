@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from studies.models import Aspect, Dataset, MetricRun, MetricScore
 from studies.services.runs.labels import MAX_LABEL
+from studies.services.runs.served import COUNTS
 
 
 def free_label(dataset_id: int, label: str) -> str:
@@ -51,8 +52,10 @@ def save_derived_run(
     scores: dict[int, float],
     details: dict[int, dict[str, Any]] | None = None,
     by: Any = None,
+    usage: dict[str, Any] | None = None,
 ) -> MetricRun:
-    """Write the run and its scores in one transaction (NaN scores are left out)."""
+    """Write the run and its scores in one transaction (NaN scores are left out;
+    ``usage``: what a served judge spent making it)."""
     details = details or {}
     kept = {pk: v for pk, v in scores.items() if v is not None and math.isfinite(v)}
     now = timezone.now()
@@ -68,6 +71,7 @@ def save_derived_run(
             done=len(kept),
             total=len(kept),
             created_by=by,
+            usage=usage or {},
             started_at=now,
             finished_at=now,
         )
@@ -86,3 +90,16 @@ def run_scores(run: MetricRun) -> dict[int, float]:
         .values_list("output_id", "value")
         .order_by("output_id")
     )
+
+
+def usage_of(run: MetricRun) -> dict[str, Any]:
+    """A run's ``usage`` as stored now (served clients add to it as they go)."""
+    return dict(MetricRun.objects.filter(pk=run.pk).values_list("usage", flat=True).first() or {})
+
+
+def spent_between(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """What a run's served client spent between two readings of its ``usage``: its
+    counts (requests, tokens, cache hits …) and cost; empty where nothing was spent."""
+    spent: dict[str, Any] = {k: int(after.get(k, 0)) - int(before.get(k, 0)) for k in COUNTS}
+    spent["cost"] = round(float(after.get("cost", 0.0)) - float(before.get("cost", 0.0)), 10)
+    return spent if any(spent.values()) else {}

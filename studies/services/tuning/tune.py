@@ -16,7 +16,7 @@ import numpy as np
 from scoring.stats import Coefficient, Level
 from scoring.stats.tuned_delta import Delta, correlation_delta, mcc_delta
 from studies.models import Aspect, MetricRun, Output, Study, StudySplit
-from studies.services.tuning.derived import run_scores, save_derived_run
+from studies.services.tuning.derived import run_scores, save_derived_run, spent_between, usage_of
 from studies.services.tuning.labels import TuneLabels, held_out_labels, positive
 from studies.services.tuning.primary import is_binary as _binary
 from studies.services.tuning.primary import statistic as _statistic
@@ -93,6 +93,7 @@ def tune_judge(
     split = split_for_dataset(run.dataset_id, study)
     start = run_scores(run)
     labels = TuneLabels(split, aspect)
+    before = usage_of(run)  # a served judge prompted again adds to its run's usage
     result = tuner.tune(
         TuneContext(
             run=run,
@@ -105,6 +106,7 @@ def tune_judge(
             model_factory=model_factory,
         )
     )
+    spent = spent_between(before, usage_of(run)) if run.config.get("endpoint") else {}
     delta = measure(split, aspect, start, result.scores, seed=seed, resamples=resamples)
     tune_ids = [pk for pk in labels.outputs("tune") if pk in result.scores]
     tune_human = labels.human(tune_ids)
@@ -136,5 +138,6 @@ def tune_judge(
         config=config,
         scores=result.scores,
         by=by,
+        usage=spent,
     )
     return Tuning(run=new, delta=delta, tune_value=tune_value, gap=tune_value - delta.tuned)

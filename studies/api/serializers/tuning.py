@@ -1,0 +1,96 @@
+"""A tuned run's evidence (``GET /api/runs/<id>/tuning/``): the tuner, the candidates and
+their dev figures, the chosen one, the test Δ with its interval, the gap and the cost."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+
+class TuningCandidateSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    label = serializers.CharField(help_text="Its settings as text, e.g. 'k=2, selection=worst'.")
+    settings = serializers.DictField(help_text="What the tuner varied (k, selection, method …).")
+    dev = serializers.FloatField(
+        allow_null=True,
+        help_text="The primary statistic on the dev outputs (null: not chosen on dev, or "
+        "undefined there).",
+    )
+    chosen = serializers.BooleanField()
+    examples = serializers.ListField(
+        child=serializers.IntegerField(), help_text="The outputs shown as examples (few-shot)."
+    )
+
+
+class TuningDevSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    source = serializers.CharField(
+        help_text="dev (the split's dev documents) or tune-internal (a seeded part of tune)."
+    )
+    documents = serializers.IntegerField()
+    outputs = serializers.IntegerField()
+    start = serializers.FloatField(allow_null=True, help_text="The start judge on dev.")
+    chosen = serializers.FloatField(allow_null=True, help_text="The chosen candidate on dev.")
+
+
+class TuningDeltaSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    """Tuned minus start on the split's test documents, as measured at tuning time."""
+
+    statistic = serializers.CharField(help_text="e.g. 'spearman (sample)' or 'mcc'.")
+    start = serializers.FloatField(allow_null=True)
+    tuned = serializers.FloatField(allow_null=True)
+    delta = serializers.FloatField(allow_null=True)
+    low = serializers.FloatField(allow_null=True)
+    high = serializers.FloatField(allow_null=True)
+    alpha = serializers.FloatField()
+    level = serializers.IntegerField(help_text="The interval's confidence, in percent.")
+    resamples = serializers.IntegerField(help_text="Paired bootstrap resamples, by document.")
+    n_undefined = serializers.IntegerField(help_text="Resamples where the Δ was undefined.")
+    n_documents = serializers.IntegerField()
+    n_outputs = serializers.IntegerField()
+
+
+class TuningGapSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    """The chosen judge's figure where it was tuned, on test, and each minus test."""
+
+    tune = serializers.FloatField(allow_null=True)
+    dev = serializers.FloatField(allow_null=True)
+    test = serializers.FloatField(allow_null=True)
+    tune_gap = serializers.FloatField(allow_null=True, help_text="tune minus test")
+    dev_gap = serializers.FloatField(allow_null=True, help_text="dev minus test")
+
+
+class TuningCostSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    source = serializers.ChoiceField(
+        choices=["served", "local"],
+        allow_null=True,
+        help_text="served: the endpoint's usage; local: prompts only, no cost; null: no "
+        "judge was prompted.",
+    )
+    judge_requests = serializers.IntegerField(allow_null=True, help_text="Outputs rated.")
+    requests = serializers.IntegerField(allow_null=True)
+    prompt_tokens = serializers.IntegerField(allow_null=True)
+    completion_tokens = serializers.IntegerField(allow_null=True)
+    tokens = serializers.IntegerField(allow_null=True)
+    cache_hits = serializers.IntegerField(allow_null=True)
+    cost = serializers.FloatField(allow_null=True)
+
+
+class TuningSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    run = serializers.IntegerField()
+    label = serializers.CharField()
+    tuner = serializers.CharField()
+    tuner_label = serializers.CharField()
+    options = serializers.DictField(help_text="The tuner's options as it resolved them.")
+    seed = serializers.IntegerField(allow_null=True)
+    start_run = serializers.IntegerField(allow_null=True)
+    start_label = serializers.CharField(allow_null=True, help_text="null: since deleted.")
+    split = serializers.IntegerField(allow_null=True)
+    tuned_on_documents = serializers.IntegerField(allow_null=True)
+    candidates = TuningCandidateSerializer(many=True)
+    chosen = TuningCandidateSerializer(allow_null=True)
+    dev = TuningDevSerializer(allow_null=True)
+    test = TuningDeltaSerializer(allow_null=True)
+    gap = TuningGapSerializer()
+    cost = TuningCostSerializer()
+    notes = serializers.ListField(child=serializers.CharField())
+    provenance = serializers.DictField(
+        help_text="The rest of the tuner's record (a calibration's map, few-shot examples …)."
+    )
