@@ -4,8 +4,9 @@
 developer's loop (no worker, browser or served test; tests/passes.py says which test
 runs where). Chromium and vLLM are installed only when the selection has tests that
 use them (not for ``--quick`` nor ``--pass embedded``). Tests run in
-``$CONCORDIA_TEST_WORKERS`` pytest-xdist processes per pass (default 2; 1: one process),
-each with a data folder and Redis databases of its own (tests/parallel.py). The whole
+``$CONCORDIA_TEST_WORKERS`` pytest-xdist processes per pass (default 3 for the production
+pass, 2 otherwise; 1: one process), each with a data folder and Redis databases of its
+own (tests/parallel.py). The whole
 suite on the embedded backends (no DATABASE_URL nor CELERY_BROKER_URL, no selection)
 runs as the two passes at once, each in a data folder of its own;
 ``CONCORDIA_TESTS_SERIAL=1`` runs it in one process.
@@ -100,19 +101,21 @@ def install_vllm_meanwhile(say: Any) -> None:
 
 # pytest-xdist processes per pass unless $CONCORDIA_TEST_WORKERS says: the production pass
 # has two groups of served tests (a vLLM server each) beside the rest
-WORKERS = {"production": 3, "": 2}
+PRODUCTION_WORKERS, WORKERS = 3, 2
 
 
 def parallel(pytest_args: list[str], env: dict[str, str]) -> list[str]:
     """pytest-xdist's options for one pass or ``--quick``: ``$CONCORDIA_TEST_WORKERS``
-    worker processes (default :data:`WORKERS`, else 2; 1 runs in one process), each with
-    its own data folder and Redis databases (tests/parallel.py), each group of served
-    modules in one worker and others module by module. None for a selection that holds both passes (tests that commit and tests
-    that roll back: one process keeps pytest-django's order, the rolled-back tests first,
+    worker processes (default :data:`PRODUCTION_WORKERS` for the production pass, else
+    :data:`WORKERS`; 1 runs in one process), each with its own data folder and Redis
+    databases (tests/parallel.py), each group of served modules in one worker and others
+    module by module. None for a selection that holds both passes (tests that commit and
+    tests that roll back: one process keeps pytest-django's order, the rolled-back tests first,
     so that no flush empties their seeded rows), when the arguments choose (``-n``), or
     when they pick a few tests (``-k``, a path: a collection per worker would cost more)."""
     production = "production" in pytest_args or "--pass=production" in pytest_args
-    workers = int(env.get("CONCORDIA_TEST_WORKERS") or WORKERS["production" if production else ""])
+    default = PRODUCTION_WORKERS if production else WORKERS
+    workers = int(env.get("CONCORDIA_TEST_WORKERS") or default)
     one_pass = "--quick" in pytest_args or any(a.startswith("--pass") for a in pytest_args)
     chosen = any(a == "-n" or a.startswith(("-n", "--numprocesses")) for a in pytest_args)
     picks = any(a == "-k" or a.startswith("tests") for a in pytest_args)
