@@ -56,8 +56,8 @@ BACKEND = {
 # groups of about equal length (minutes each: the long pole of the production pass); one
 # pytest-xdist worker runs a group's modules one after the other with a server of its own
 # (tests/parallel.py; tests/test_passes.py checks the groups against the markers). The
-# first group holds the modules that start servers of their own besides (``vllm
-# run-batch``, the top-5 server).
+# first group holds the module that starts a server of its own besides (``vllm
+# run-batch``).
 SERVED_GROUPS = (
     (
         "tests/studies/test_served_batch.py",

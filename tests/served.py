@@ -10,7 +10,6 @@ real one, answers the faults it is told to, and forwards everything else.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import os
@@ -145,30 +144,6 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         server.stop()
 
 
-@contextlib.contextmanager
-def other_server(
-    factory: pytest.TempPathFactory, name: str, *, max_logprobs: int | None, env: str = ""
-) -> Iterator[Served]:
-    """A second real vLLM server with its own settings (``max_logprobs`` None: vLLM's
-    default, 20), for one test module: started and stopped around it. ``$env``, when
-    set, names one already running with those settings instead (while developing)."""
-    where = model_dir()
-    running = os.environ.get(env) if env else None
-    if running:
-        yield Served(running.rstrip("/"), MODEL_NAME, where, None)
-        return
-    venv = local_server.install()
-    log = factory.mktemp(f"vllm-{name}") / "server.log"
-    server = local_server.VLLMServer(
-        where, venv=venv, model_id=MODEL_NAME, log_path=log, max_logprobs=max_logprobs
-    )
-    server.start()
-    try:
-        yield Served(server.base_url, server.model_id, where, server)
-    finally:
-        server.stop()
-
-
 Fault = tuple[str, float]  # ("429", retry_after) | ("500", 0) | ("hang", seconds)
 
 
@@ -181,7 +156,8 @@ class FaultProxy:
     request with that status. :attr:`delay` holds each forwarded request that many
     seconds (a slower server). :attr:`model_version`, when set, replaces the
     ``system_fingerprint`` of every answer and the ``root`` that ``/v1/models`` reports
-    (a redeployed model). :attr:`counts` tells what
+    (a redeployed model). :attr:`top_logprobs_cap`, when set, refuses a request for more
+    candidates than that with vLLM's own 400 (a server started with ``--max-logprobs``). :attr:`counts` tells what
     happened: ``received``, ``forwarded``, and one count per fault answered.
     """
 
@@ -191,6 +167,7 @@ class FaultProxy:
         self.always: int | None = None
         self.delay = 0.0
         self.model_version: str | None = None
+        self.top_logprobs_cap: int | None = None
         self.counts: Counter[str] = Counter()
         self.headers_seen: list[dict[str, str]] = []
         self._lock = threading.Lock()
@@ -218,6 +195,7 @@ class FaultProxy:
             self.always = None
             self.delay = 0.0
             self.model_version = None
+            self.top_logprobs_cap = None
             self.counts.clear()
             self.headers_seen.clear()
 
@@ -237,6 +215,22 @@ class FaultProxy:
                 if isinstance(entry, dict) and "root" in entry:
                     entry["root"] = self.model_version
         return json.dumps(data).encode()
+
+    def over_cap(self, body: bytes) -> int:
+        """The largest number of candidates ``body`` asks for past :attr:`top_logprobs_cap`
+        (0: none past it): chat's ``top_logprobs``, the completions' ``logprobs``, vLLM's
+        ``prompt_logprobs``."""
+        if self.top_logprobs_cap is None or not body:
+            return 0
+        try:
+            data = json.loads(body)
+        except ValueError:
+            return 0
+        if not isinstance(data, dict):
+            return 0
+        asked = [data.get(key) for key in ("top_logprobs", "logprobs", "prompt_logprobs")]
+        over = [n for n in asked if type(n) is int and n > self.top_logprobs_cap]
+        return max(over, default=0)
 
     def _next(self) -> Fault | None:
         with self._lock:
@@ -273,6 +267,16 @@ class FaultProxy:
                 body = self.rfile.read(length) if length else b""
                 with proxy._lock:
                     proxy.headers_seen.append(dict(self.headers.items()))
+                over = proxy.over_cap(body)
+                if over:  # as a server started with --max-logprobs answers, or a hosted API
+                    message = (
+                        f"Requested logprobs of {over}, which is greater than max allowed: "
+                        f"{proxy.top_logprobs_cap}"
+                    )
+                    error = json.dumps({"error": {"message": message, "code": 400}}).encode()
+                    with proxy._lock:
+                        proxy.counts["capped"] += 1
+                    return self._answer(400, error, {"Content-Type": "application/json"})
                 fault = proxy._next()
                 kind = fault[0] if fault else None
                 if kind == "429":

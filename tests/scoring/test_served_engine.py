@@ -209,9 +209,12 @@ def test_faults_are_retried_counted_and_the_results_right(
     started = time.perf_counter()
     got = ServedModel(client, capabilities=capabilities).score_targets(requests)
     assert [g.token_logprobs for g in got] == [w.token_logprobs for w in want]
-    assert client.usage.retries == {"429": 2, "5xx": 3, "timeout": 1, "connect": 0}
+    # A forwarded request the loaded server answers after the client's 6 s is a real
+    # timeout too: retried, and forwarded once more. Each such one adds one to both counts.
+    slow = fault_proxy.counts["forwarded"] - 6
+    assert 0 <= slow <= 2 and fault_proxy.counts["hang"] == 1
+    assert client.usage.retries == {"429": 2, "5xx": 3, "timeout": 1 + slow, "connect": 0}
     assert client.usage.requests == 6 and client.usage.failures == 0
-    assert fault_proxy.counts["forwarded"] == 6
     assert time.perf_counter() - started >= 6.0  # the hung request waited for its timeout
 
 

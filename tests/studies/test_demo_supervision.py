@@ -47,6 +47,13 @@ def _wait(condition, seconds: float, why: str):  # type: ignore[no-untyped-def]
         time.sleep(0.2)
 
 
+def _answers(base: str) -> bool:
+    try:
+        return requests.get(f"{base}/login/", timeout=30).ok
+    except requests.ConnectionError:
+        return False
+
+
 def _log_in(base: str) -> requests.Session:
     session = requests.Session()
     session.get(f"{base}/login/", timeout=30)
@@ -96,6 +103,8 @@ def test_a_killed_light_worker_is_started_again_and_a_queued_upload_imports_with
             240,
             "the demo did not start: " + output.read_text(errors="replace")[-3000:],
         )
+        # the line comes just before the web server binds its port
+        _wait(lambda: _answers(base), 60, "the demo's web server did not answer")
         session = _log_in(base)
         light = _light_worker(demo)
         assert light, "no light worker"

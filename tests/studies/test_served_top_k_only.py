@@ -1,8 +1,9 @@
-"""An endpoint that gives only its top-k candidates (issue 37, item 2): a REAL vLLM server
-started with ``--max-logprobs 5``, its echo and prompt log-probabilities ignored by the
-probe (as a hosted API gives none). G-Eval's labels outside the top-5 are never a silent
-0: each score records them with the bound on their probability, the run page, the
-export and the report card flag them, and ``--require-exact-labels`` refuses such a run before it starts."""
+"""An endpoint that gives only its top-k candidates (issue 37, item 2): the REAL vLLM
+server behind a proxy that refuses more than 5 candidates as ``--max-logprobs 5`` does,
+its echo and prompt log-probabilities ignored by the probe (as a hosted API gives none).
+G-Eval's labels outside the top-5 are never a silent 0: each score records them with the
+bound on their probability, the run page, the export and the report card flag them, and
+``--require-exact-labels`` refuses such a run before it starts."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from django.core.management.base import CommandError
 from studies.models import Dataset, Endpoint, MetricRun, MetricScore
 from studies.services.analysis.report_card import CardParams, compute_card
 from studies.services.imports import ImportOptions, import_file
-from tests.served import SUMMEVAL, Served, add_endpoint, other_server
+from tests.served import SUMMEVAL, FaultProxy, Served, add_endpoint
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -26,10 +27,17 @@ pytestmark = [
 IGNORED = ("echo_logprobs", "prompt_logprobs", "chat_prompt_logprobs")
 
 
-@pytest.fixture(scope="module")
-def top5_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    with other_server(tmp_path_factory, "top5", max_logprobs=5, env="CONCORDIA_VLLM_TOP5_URL") as s:
-        yield s
+@pytest.fixture
+def top5_server(vllm_server: Served) -> Iterator[Served]:
+    """The session's server behind a proxy that refuses more than 5 candidates with the
+    400 vLLM gives when started with ``--max-logprobs 5`` (a server of its own would cost a
+    start: minutes on a loaded CPU)."""
+    proxy = FaultProxy(vllm_server.base_url)
+    proxy.top_logprobs_cap = 5
+    try:
+        yield Served(proxy.url, vllm_server.model_id, vllm_server.model_dir, None)
+    finally:
+        proxy.close()
 
 
 @pytest.fixture
