@@ -17,6 +17,7 @@ from scoring.lm.served import Capabilities
 from studies import models
 from studies.demo_data import write_demo_jsonl
 from studies.services.imports import ImportOptions, import_file
+from studies.services.runs import RunRequest, execute_run, start_run
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -235,3 +236,35 @@ def ppi_records(n_docs: int = 30, judged_docs: int = 9, seed: int = 0) -> list[d
                 row["human"] = {"coherence": round(min(max(human, 0.0), 5.0), 6)}
             rows.append(row)
     return rows
+
+
+TUNING_DOCS, TUNING_SYSTEMS = 12, 3  # the tuning study's documents and systems
+
+
+def tuning_records(seed: int = 5) -> list[dict[str, object]]:
+    """Records for the tuners' tests: 12 documents × 3 systems, three annotators per
+    output on coherence (1-5), the systems a little apart in quality."""
+    rng = np.random.default_rng(seed)
+    records: list[dict[str, object]] = []
+    for d in range(TUNING_DOCS):
+        for s in range(TUNING_SYSTEMS):
+            quality = rng.normal() + 0.5 * s
+            raters = np.clip(np.round(quality + 3 + rng.normal(0, 0.6, 3)), 1, 5)
+            records.append(
+                {
+                    "doc_id": f"doc{d:02d}",
+                    "system_id": f"sys{s}",
+                    "source": f"The council approved budget {d} after a long debate.",
+                    "references": [f"Budget {d} passed."],
+                    "output": f"Summary {s} of budget {d}: the council voted.",
+                    "annotators": {"coherence": {f"r{k}": float(v) for k, v in enumerate(raters)}},
+                }
+            )
+    return records
+
+
+def finished_run(study: models.Study, request: RunRequest) -> models.MetricRun:
+    """A run of ``request`` on the study's dataset, executed here."""
+    run = start_run(study.dataset, request, enqueue=False, local_paths=True)
+    assert execute_run(run.pk) == "succeeded"
+    return models.MetricRun.objects.get(pk=run.pk)

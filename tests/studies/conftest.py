@@ -16,11 +16,17 @@ import pytest
 from celery import Celery
 
 from evalsite.celery import MAINTENANCE_QUEUE, QUICK_QUEUE
-from studies.models import Dataset, MetricRun, MetricScore
+from studies.models import Aspect, Dataset, MetricRun, MetricScore, Study
 from studies.services.imports import ImportOptions, import_file
 from studies.services.runs import RunRequest, start_run
 from tests.conftest import ROOT, free_port, record, worker_env
-from tests.factories import import_jsonl, import_scored, synthetic_records
+from tests.factories import (
+    finished_run,
+    import_jsonl,
+    import_scored,
+    synthetic_records,
+    tuning_records,
+)
 from tests.studies.report_card_data import build_panel
 from tests.tiny_models import tiny_gpt2
 
@@ -288,3 +294,22 @@ def owner_client(client, cast):  # type: ignore[no-untyped-def]
     """The test client, logged in as the cast's ``owner``."""
     client.force_login(cast["owner"])
     return client
+
+
+@pytest.fixture
+def tuning_study(write_jsonl, cast):  # type: ignore[no-untyped-def]
+    """A study of a dataset with three annotators per output on coherence (the tuners')."""
+    dataset = import_jsonl(write_jsonl(tuning_records()), "few-shot", cast["owner"])
+    study = Study.objects.create(name="few", dataset=dataset, owner=cast["owner"])
+    study.aspects.add(Aspect.objects.get(code="COH"))
+    return study
+
+
+@pytest.fixture
+def tuning_judged(tuning_study, long_context_tiny_model):  # type: ignore[no-untyped-def]
+    """The tuning study and a finished G-Eval run of the tiny model on coherence (no
+    steps)."""
+    request = RunRequest(
+        metric="geval", aspect="coherence", model=long_context_tiny_model, steps="none"
+    )
+    return tuning_study, finished_run(tuning_study, request)

@@ -13,8 +13,8 @@ from django.core.management import call_command
 
 from scoring.lm.hf import HFLanguageModel
 from scoring.metrics.geval import EXAMPLE_HEADER
-from studies.models import Aspect, Judgment, MetricRun, Output, SplitDocument, Study
-from studies.services.runs import RunRequest, execute_run, start_run
+from studies.models import Aspect, Judgment, MetricRun, Output, SplitDocument
+from studies.services.runs import RunRequest
 from studies.services.tuning import few_shot
 from studies.services.tuning.derived import run_scores
 from studies.services.tuning.few_shot import embed
@@ -22,56 +22,16 @@ from studies.services.tuning.labels import held_out_labels
 from studies.services.tuning.primary import statistic
 from studies.services.tuning.splits import make_split
 from studies.services.tuning.tune import tune_judge
-from tests.factories import import_jsonl
+from tests.factories import TUNING_DOCS, TUNING_SYSTEMS, finished_run
 from tests.tiny_models import tiny_bert
 
 pytestmark = pytest.mark.django_db
-N_DOCS, N_SYSTEMS = 12, 3
+N_DOCS, N_SYSTEMS = TUNING_DOCS, TUNING_SYSTEMS
 
 
 @pytest.fixture(scope="module")
 def tiny_encoder(tmp_path_factory):  # type: ignore[no-untyped-def]
     return tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
-
-
-@pytest.fixture
-def labelled(write_jsonl, cast):  # type: ignore[no-untyped-def]
-    """A study of a dataset with three annotators per output on coherence."""
-    rng = np.random.default_rng(5)
-    records = []
-    for d in range(N_DOCS):
-        for s in range(N_SYSTEMS):
-            quality = rng.normal() + 0.5 * s
-            raters = np.clip(np.round(quality + 3 + rng.normal(0, 0.6, 3)), 1, 5)
-            records.append(
-                {
-                    "doc_id": f"doc{d:02d}",
-                    "system_id": f"sys{s}",
-                    "source": f"The council approved budget {d} after a long debate.",
-                    "references": [f"Budget {d} passed."],
-                    "output": f"Summary {s} of budget {d}: the council voted.",
-                    "annotators": {"coherence": {f"r{k}": float(v) for k, v in enumerate(raters)}},
-                }
-            )
-    dataset = import_jsonl(write_jsonl(records), "few-shot", cast["owner"])
-    study = Study.objects.create(name="few", dataset=dataset, owner=cast["owner"])
-    study.aspects.add(Aspect.objects.get(code="COH"))
-    return study
-
-
-def finished(study: Study, request: RunRequest) -> MetricRun:
-    run = start_run(study.dataset, request, enqueue=False, local_paths=True)
-    assert execute_run(run.pk) == "succeeded"
-    return MetricRun.objects.get(pk=run.pk)
-
-
-@pytest.fixture
-def judged(labelled, long_context_tiny_model):  # type: ignore[no-untyped-def]
-    """The study and a finished G-Eval run of the tiny model on coherence (no steps)."""
-    request = RunRequest(
-        metric="geval", aspect="coherence", model=long_context_tiny_model, steps="none"
-    )
-    return labelled, finished(labelled, request)
 
 
 def watched(prompts: list[str]):  # type: ignore[no-untyped-def]
@@ -101,12 +61,12 @@ def parts_of_texts(split) -> dict[str, str]:  # type: ignore[no-untyped-def]
 
 
 def test_no_test_documents_label_reaches_the_prompt_or_changes_the_tuning(
-    judged, monkeypatch, tmp_path
+    tuning_judged, monkeypatch, tmp_path
 ):
     # no encoder installed (whatever this machine has): auto tries random and worst only
     monkeypatch.setattr(few_shot, "find_default_encoder", lambda: None)
     monkeypatch.setattr(few_shot, "default_encoder_path", lambda: tmp_path / "no-encoder")
-    study, start = judged
+    study, start = tuning_judged
     split = make_split(study, dev=0.25, test=0.25, seed=3)
     aspect = Aspect.objects.get(code="COH")
     prompts: list[str] = []
@@ -164,8 +124,8 @@ def test_no_test_documents_label_reaches_the_prompt_or_changes_the_tuning(
     assert again.config["tuning"]["test"] != tuning["test"]  # only the evidence moved
 
 
-def test_the_same_seed_gives_the_same_run_and_another_seed_other_examples(judged):
-    study, start = judged
+def test_the_same_seed_gives_the_same_run_and_another_seed_other_examples(tuning_judged):
+    study, start = tuning_judged
     make_split(study, test=0.25, seed=3)  # no dev: a tune-internal split picks k
     aspect = Aspect.objects.get(code="COH")
     options = {"k": "2", "selection": "random"}
@@ -181,8 +141,8 @@ def test_the_same_seed_gives_the_same_run_and_another_seed_other_examples(judged
     assert one.config["tuning"]["dev"]["documents"] == 2  # a quarter of the 9 tune documents
 
 
-def test_diverse_examples_are_far_apart_by_the_encoder(judged, tiny_encoder):
-    study, start = judged
+def test_diverse_examples_are_far_apart_by_the_encoder(tuning_judged, tiny_encoder):
+    study, start = tuning_judged
     make_split(study, dev=0.25, test=0.25, seed=3)
     aspect = Aspect.objects.get(code="COH")
     made = tune_judge(
@@ -206,8 +166,10 @@ def test_diverse_examples_are_far_apart_by_the_encoder(judged, tiny_encoder):
     assert distance == pytest.approx(float(np.max(1 - pool_vectors @ vectors[0])), abs=1e-5)
 
 
-def test_the_command_prints_the_run_and_a_delta_of_the_test_documents_only(judged, client, cast):
-    study, start = judged
+def test_the_command_prints_the_run_and_a_delta_of_the_test_documents_only(
+    tuning_judged, client, cast
+):
+    study, start = tuning_judged
     split = make_split(study, dev=0.25, test=0.25, seed=3)
     aspect = Aspect.objects.get(code="COH")
     out = StringIO()
@@ -269,10 +231,10 @@ def test_the_command_prints_the_run_and_a_delta_of_the_test_documents_only(judge
 
 
 def test_a_gptscore_judge_gets_well_rated_tune_examples_as_demonstrations(
-    labelled, long_context_tiny_model
+    tuning_study, long_context_tiny_model
 ):
-    start = finished(labelled, RunRequest(aspect="COH", model=long_context_tiny_model))
-    split = make_split(labelled, dev=0.25, test=0.25, seed=3)
+    start = finished_run(tuning_study, RunRequest(aspect="COH", model=long_context_tiny_model))
+    split = make_split(tuning_study, dev=0.25, test=0.25, seed=3)
     aspect = Aspect.objects.get(code="COH")
     prompts: list[str] = []
 

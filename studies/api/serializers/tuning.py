@@ -18,6 +18,11 @@ class TuningCandidateSerializer(serializers.Serializer):  # type: ignore[type-ar
     examples = serializers.ListField(
         child=serializers.IntegerField(), help_text="The outputs shown as examples (few-shot)."
     )
+    instructions = serializers.DictField(
+        child=serializers.CharField(allow_blank=True),
+        required=False,
+        help_text="The candidate's evaluation criteria and steps (instruction search).",
+    )
 
 
 class TuningDevSerializer(serializers.Serializer):  # type: ignore[type-arg]

@@ -2,9 +2,10 @@
 options]``: tune a judge run on the study split's tune documents, save the tuned run and
 print its id, then the test-split Δ of the primary statistic with its paired bootstrap
 interval by document. Each tuner's options become flags here (``--method`` for
-calibration; ``--k``, ``--selection``, ``--encoder`` for few-shot), from the tuner's own
-declaration. A tuner that prompts the judge again (few-shot) loads the run's own model
-or endpoint."""
+calibration; ``--k``, ``--selection``, ``--encoder`` for few-shot; ``--rounds``,
+``--budget-requests``, ``--proposer-endpoint`` … for instructions), from the tuner's own
+declaration. A tuner that prompts the judge again (few-shot, instructions) loads the
+run's own model or endpoint."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from studies.models import MetricRun
 from studies.services.tuning.registry import names, tuner
 
 # what a candidate's record holds besides its settings
-_NOT_SETTINGS = ("dev", "examples")
+_NOT_SETTINGS = ("dev", "examples", "instructions")
 DELTA_FIELDS = (
     "statistic",
     "start",
@@ -81,15 +81,16 @@ def candidates(record: dict[str, Any]) -> list[dict[str, Any]]:
         settings = {k: v for k, v in entry.items() if k not in _NOT_SETTINGS}
         chosen = not found and all(record.get(k) == v for k, v in settings.items())
         found = found or chosen
-        out.append(
-            {
-                "label": _label(settings),
-                "settings": settings,
-                "dev": _number(entry.get("dev")),
-                "chosen": chosen,
-                "examples": [int(pk) for pk in entry.get("examples") or []],
-            }
-        )
+        shown = {
+            "label": _label(settings),
+            "settings": settings,
+            "dev": _number(entry.get("dev")),
+            "chosen": chosen,
+            "examples": [int(pk) for pk in entry.get("examples") or []],
+        }
+        if isinstance(entry.get("instructions"), dict):  # the instruction search's texts
+            shown["instructions"] = {str(k): str(v) for k, v in entry["instructions"].items()}
+        out.append(shown)
     return out
 
 

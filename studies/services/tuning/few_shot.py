@@ -197,8 +197,10 @@ def embed(location: str, texts: list[str]) -> np.ndarray:
 # --- the tuner ---------------------------------------------------------------------------
 
 
-def _parts(context: TuneContext, docs: dict[int, int]) -> tuple[list[int], list[int], str]:
-    """(the outputs examples come from, the outputs that score the candidates, which)."""
+def learn_and_dev(context: TuneContext, docs: dict[int, int]) -> tuple[list[int], list[int], str]:
+    """(the tune outputs to learn from, the outputs that score the candidates, which: dev,
+    or tune-internal where the split has no dev documents; ``docs``: each output's
+    document)."""
     labels = context.labels
     tune = labels.outputs("tune")
     dev = labels.outputs("dev") if "dev" in labels.parts else []
@@ -206,7 +208,7 @@ def _parts(context: TuneContext, docs: dict[int, int]) -> tuple[list[int], list[
         return tune, dev, "dev"
     tune_docs = sorted({docs[pk] for pk in tune})
     if len(tune_docs) < 2:
-        raise ValueError("the few-shot tuner needs dev documents or at least two tune documents")
+        raise ValueError("this tuner needs dev documents or at least two tune documents")
     shuffled = [tune_docs[int(i)] for i in context.rng.permutation(len(tune_docs))]
     n_dev = max(1, int(round(len(tune_docs) * INTERNAL_DEV)))
     held = set(shuffled[:n_dev])
@@ -237,9 +239,11 @@ def _pool(ids: list[int], human: dict[int, float], metric: str) -> list[Example]
     return pool
 
 
-def _value(
+def dev_value(
     aspect: Aspect, ids: list[int], docs: dict[int, int], x: dict[int, float], y: dict[int, float]
 ) -> float | None:
+    """The primary statistic of ``x`` against the humans' ``y`` on ``ids`` (None where
+    undefined or fewer than two are scored)."""
     kept = [pk for pk in ids if pk in x and pk in y]
     if len(kept) < 2:
         return None
@@ -262,7 +266,7 @@ def tune(context: TuneContext) -> Tuned:
         ).select_related("document")
     }
     docs = {pk: o.document_id for pk, o in outputs.items()}
-    pool_ids, dev_ids, dev_source = _parts(context, docs)
+    pool_ids, dev_ids, dev_source = learn_and_dev(context, docs)
     human = context.labels.human([*pool_ids, *dev_ids])
     pool = _pool(pool_ids, human, run.metric)
     if not pool:
@@ -294,7 +298,7 @@ def tune(context: TuneContext) -> Tuned:
     for selection in selections:
         for k in ks:
             examples = choose(selection, k)
-            value = _value(aspect, dev_ids, docs, judge.score(dev_items, examples), human)
+            value = dev_value(aspect, dev_ids, docs, judge.score(dev_items, examples), human)
             candidates.append(
                 {
                     "k": k,
@@ -328,7 +332,7 @@ def tune(context: TuneContext) -> Tuned:
                 "source": dev_source,
                 "documents": len({docs[pk] for pk in dev_ids}),
                 "outputs": len(dev_ids),
-                "start": _value(aspect, dev_ids, docs, context.scores, human),
+                "start": dev_value(aspect, dev_ids, docs, context.scores, human),
                 "chosen": best["dev"],
             },
             "candidates": [{k: v for k, v in c.items() if k != "chosen"} for c in candidates],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import studies.services.tuning.calibration as calibration
 import studies.services.tuning.few_shot as few_shot
+import studies.services.tuning.instructions as instructions
 from studies.services.tuning.types import Tuner
 
 _TUNERS: dict[str, Tuner] = {}
@@ -29,3 +30,4 @@ def names() -> list[str]:
 
 register(calibration.TUNER)
 register(few_shot.TUNER)
+register(instructions.TUNER)
