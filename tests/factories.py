@@ -241,13 +241,15 @@ def ppi_records(n_docs: int = 30, judged_docs: int = 9, seed: int = 0) -> list[d
 TUNING_DOCS, TUNING_SYSTEMS = 12, 3  # the tuning study's documents and systems
 
 
-def tuning_records(seed: int = 5) -> list[dict[str, object]]:
+def tuning_records(
+    seed: int = 5, n_docs: int = TUNING_DOCS, n_systems: int = TUNING_SYSTEMS
+) -> list[dict[str, object]]:
     """Records for the tuners' tests: 12 documents × 3 systems, three annotators per
     output on coherence (1-5), the systems a little apart in quality."""
     rng = np.random.default_rng(seed)
     records: list[dict[str, object]] = []
-    for d in range(TUNING_DOCS):
-        for s in range(TUNING_SYSTEMS):
+    for d in range(n_docs):
+        for s in range(n_systems):
             quality = rng.normal() + 0.5 * s
             raters = np.clip(np.round(quality + 3 + rng.normal(0, 0.6, 3)), 1, 5)
             records.append(

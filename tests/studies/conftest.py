@@ -296,13 +296,30 @@ def owner_client(client, cast):  # type: ignore[no-untyped-def]
     return client
 
 
-@pytest.fixture
-def tuning_study(write_jsonl, cast):  # type: ignore[no-untyped-def]
-    """A study of a dataset with three annotators per output on coherence (the tuners')."""
-    dataset = import_jsonl(write_jsonl(tuning_records()), "few-shot", cast["owner"])
-    study = Study.objects.create(name="few", dataset=dataset, owner=cast["owner"])
+def make_tuning_study(write_jsonl, owner, **shape: int) -> Study:  # type: ignore[no-untyped-def]
+    """A study of a dataset with three annotators per output on coherence (the tuners';
+    ``shape``: ``n_docs``, ``n_systems``)."""
+    dataset = import_jsonl(write_jsonl(tuning_records(**shape)), "few-shot", owner)
+    study = Study.objects.create(name="few", dataset=dataset, owner=owner)
     study.aspects.add(Aspect.objects.get(code="COH"))
     return study
+
+
+@pytest.fixture
+def tuning_study(write_jsonl, cast):  # type: ignore[no-untyped-def]
+    """The tuners' study: 12 documents × 3 systems."""
+    return make_tuning_study(write_jsonl, cast["owner"])
+
+
+@pytest.fixture
+def small_tuning_judged(write_jsonl, cast, long_context_tiny_model):  # type: ignore[no-untyped-def]
+    """A smaller tuners' study (8 documents × 2 systems) and a finished G-Eval run of the
+    tiny model on coherence (no steps), for a test that needs only to run a tuner."""
+    study = make_tuning_study(write_jsonl, cast["owner"], n_docs=8, n_systems=2)
+    request = RunRequest(
+        metric="geval", aspect="coherence", model=long_context_tiny_model, steps="none"
+    )
+    return study, finished_run(study, request)
 
 
 @pytest.fixture

@@ -130,8 +130,10 @@ def test_a_proposal_is_read_as_criteria_then_steps():
     assert parse_proposal("  \n", parent) is None
 
 
-def test_the_command_tunes_the_instructions_and_prints_the_run_and_its_delta(tuning_judged):
-    study, start = tuning_judged
+def test_the_command_tunes_the_instructions_and_prints_the_run_and_its_delta(
+    small_tuning_judged,
+):
+    study, start = small_tuning_judged
     make_split(study, test=0.25, seed=3)  # no dev: a tune-internal part scores candidates
     out = StringIO()
     call_command(

@@ -6,8 +6,9 @@ run's stored scores: no request). Each round takes the best candidate so far as 
 parent and asks a proposer model for ``candidates`` rewrites of it, each shown the
 parent's instructions and a different slice of the judge's worst disagreements with the
 humans on the *tune* documents (where the start judge's rank among the tune outputs is
-furthest from the humans'; labels read only through :class:`~.labels.TuneLabels`, so a
-test document's text or label never reaches the proposer). Each parsed proposal is
+furthest from the humans': a proposal is not scored again on tune, which would spend the
+budget; labels read only through :class:`~.labels.TuneLabels`, so a test document's
+text or label never reaches the proposer). Each parsed proposal is
 scored by prompting the judge again on the dev outputs (a seeded quarter of the tune
 documents where the split has no dev), its figure the card's primary statistic
 (:mod:`.primary`); the best on dev is chosen (ties: the first in the pool, the start
@@ -96,10 +97,13 @@ class Candidate:
 class Proposer:
     """The model that rewrites the instructions: greedy, one request per proposal."""
 
-    def __init__(self, model: Any, *, endpoint: str = "", client: Any = None) -> None:
+    def __init__(
+        self, model: Any, *, endpoint: str = "", client: Any = None, judges: bool = False
+    ) -> None:
         if not isinstance(model, TextGenerator):
             raise ValueError(f"the proposer {type(model).__name__} cannot generate text")
         self.model, self.endpoint, self.client = model, endpoint, client
+        self.judges = judges  # the judge's own served client: its usage is the run's
         self.requests = 0
 
     def propose(self, prompt: str, max_new_tokens: int) -> str:
@@ -120,6 +124,8 @@ class Proposer:
         """What a served proposer spent (requests sent, answers from the cache, cost)."""
         if self.client is None:
             return {"source": "local", "requests": self.requests}
+        if self.judges:  # what it spent is in the tuned run's usage, with the judge's
+            return {"source": "judge", "endpoint": self.endpoint, "requests": self.requests}
         usage = self.client.usage
         return {
             "source": "served",
@@ -220,7 +226,7 @@ def tune(context: TuneContext) -> Tuned:
         proposer = served_proposer(run, options["proposer_endpoint"], cap)
     elif isinstance(judge.model, ServedModel):  # a served judge proposes under its run's cap
         name = str((run.config.get("endpoint") or {}).get("name", ""))
-        proposer = Proposer(judge.model, endpoint=name, client=judge.model.client)
+        proposer = Proposer(judge.model, endpoint=name, client=judge.model.client, judges=True)
     else:
         proposer = Proposer(judge.model)
     scored = list(context.scores)
@@ -255,7 +261,6 @@ def tune(context: TuneContext) -> Tuned:
                 break
             offset = (asked * shown_each) % max(1, len(ranked))
             shown = (ranked[offset:] + ranked[:offset])[:shown_each]
-            asked += 1
             try:
                 text = proposer.propose(
                     proposer_prompt(judge, parent, shown, context.scores),
@@ -264,6 +269,7 @@ def tune(context: TuneContext) -> Tuned:
             except CostCapReached:
                 stopped = "cost_cap"
                 break
+            asked += 1
             spent += 1
             parsed = parse_proposal(text, parent)
             index = len(candidates)
@@ -338,7 +344,7 @@ TUNER = Tuner(
         Option(
             "budget_requests",
             int,
-            60,
+            2000,
             "the most requests the search may ask: proposals plus dev outputs rated",
         ),
         Option(
