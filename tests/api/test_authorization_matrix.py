@@ -243,3 +243,11 @@ def test_a_collaborator_renames_their_own_runs_never_the_owners(world):
     for role, name in (("owner", "owner's name"), ("admin", "admin's name")):
         response = world.client(role).post(f"/api/runs/{own.pk}/rename/", {"label": name})
         assert response.status_code == 200 and response.json()["label"] == name, role
+
+
+def test_the_adjudication_page_is_walked_as_a_research_page(world):
+    # the disagreement review (issue 40, item 4): a study's owner and its researchers
+    # adjudicate, an annotator is refused, another researcher does not see it
+    names = {r.route.full_name: r for r in requests(world)}
+    assert expected(names["studies:study-adjudicate"].route) == RESEARCH_PAGE
+    assert names["studies:study-adjudicate"].url == f"/studies/{world.study.pk}/adjudicate/"
