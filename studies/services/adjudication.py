@@ -30,7 +30,12 @@ RATIONALE_KEYS = ("rationale", "explanation", "reasoning", "reason")
 
 
 class AdjudicationError(ValueError):
-    """An adjudication the page or the API may not store, with why."""
+    """An adjudication the page or the API may not store, with why and the field it is
+    about (``value`` or ``output``)."""
+
+    def __init__(self, message: str, field: str = "value") -> None:
+        super().__init__(message)
+        self.field = field
 
 
 @dataclass(frozen=True)
@@ -124,6 +129,18 @@ def judge_runs(dataset: Dataset) -> QuerySet[MetricRun]:
         .filter(n_scores__gt=0)
         .order_by("-created_at", "-pk")
     )
+
+
+def choose(study: Study, aspect_code: str, run: str) -> tuple[Aspect | None, MetricRun | None]:
+    """The aspect and the judge run a page or an API request names: the study's first
+    aspect and its dataset's newest run unless told otherwise; ``run`` ``"0"`` (or any run
+    not of the dataset) is the humans' disagreement alone."""
+    aspects = study_aspects(study)
+    aspect = aspects.filter(code=aspect_code).first() or aspects.first()
+    runs = judge_runs(study.dataset)
+    named = run.isdigit() and len(run) <= 18  # an id the database can hold
+    chosen = runs.filter(pk=int(run)).first() if named else runs.first()
+    return aspect, chosen
 
 
 def on_scale(aspect: Aspect, scores: dict[int, float]) -> dict[int, float]:
@@ -282,7 +299,9 @@ def adjudicate(
         aspect=aspect, output_id=output_id, output__document__dataset=study.dataset_id
     )
     if not judged.exists():
-        raise AdjudicationError("That output has no judgment on this aspect in this study.")
+        raise AdjudicationError(
+            "That output has no judgment on this aspect in this study.", field="output"
+        )
     found, _ = Adjudication.objects.update_or_create(
         study=study,
         output_id=output_id,

@@ -9,22 +9,9 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
-from studies.models import Aspect, MetricRun, Study
 from studies.services import adjudication
 from studies.services import studies as study_service
 from studies.views.helpers import researcher_required, wants_partial
-
-
-def _chosen(request: HttpRequest, study: Study) -> tuple[Any, Aspect | None, MetricRun | None]:
-    """The study's aspects and runs, and the ones the query (or the form) names: the first
-    aspect and the newest run unless told otherwise; ``run=0`` is the humans alone."""
-    data = request.POST if request.method == "POST" else request.GET
-    aspects = adjudication.study_aspects(study)
-    aspect = aspects.filter(code=data.get("aspect", "")).first() or aspects.first()
-    runs = adjudication.judge_runs(study.dataset)
-    named = str(data.get("run", ""))
-    run = runs.filter(pk=int(named)).first() if named.isdigit() else runs.first()
-    return runs, aspect, run
 
 
 @researcher_required
@@ -32,7 +19,8 @@ def study_adjudicate(request: HttpRequest, pk: int) -> HttpResponse:
     """``?aspect=<code>&run=<id>``: the queue's next output; ``POST`` (``output``,
     ``value``, ``aspect``, ``run``) stores its adjudicated value, then shows the next."""
     study = get_object_or_404(study_service.owned_studies(request.user), pk=pk)
-    runs, aspect, run = _chosen(request, study)
+    data = request.POST if request.method == "POST" else request.GET
+    aspect, run = adjudication.choose(study, str(data.get("aspect", "")), str(data.get("run", "")))
     error, status = "", 200
     if request.method == "POST" and aspect is not None:
         output = str(request.POST.get("output", ""))
@@ -52,7 +40,7 @@ def study_adjudicate(request: HttpRequest, pk: int) -> HttpResponse:
         "dataset": study.dataset,
         "aspects": adjudication.study_aspects(study),
         "aspect": aspect,
-        "runs": runs,
+        "runs": adjudication.judge_runs(study.dataset),
         "run": run,
         "error": error,
     }

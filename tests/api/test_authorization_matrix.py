@@ -245,9 +245,9 @@ def test_a_collaborator_renames_their_own_runs_never_the_owners(world):
         assert response.status_code == 200 and response.json()["label"] == name, role
 
 
-def test_the_adjudication_page_is_walked_as_a_research_page(world):
+def test_the_adjudication_routes_are_walked_as_research_routes():
     # the disagreement review (issue 40, item 4): a study's owner and its researchers
     # adjudicate, an annotator is refused, another researcher does not see it
-    names = {r.route.full_name: r for r in requests(world)}
-    assert expected(names["studies:study-adjudicate"].route) == RESEARCH_PAGE
-    assert names["studies:study-adjudicate"].url == f"/studies/{world.study.pk}/adjudicate/"
+    found = {route.full_name: route for route in routes()}
+    assert expected(found["studies:study-adjudicate"]) == RESEARCH_PAGE
+    assert expected(found["api:study-adjudication"]) == RESEARCH_API

@@ -6,6 +6,7 @@ it, and a tuner reads it as gold on tune/dev documents only."""
 from __future__ import annotations
 
 import pytest
+from rest_framework.test import APIClient
 
 from studies.models import Adjudication, Aspect, Judgment
 from studies.services import adjudication
@@ -128,3 +129,33 @@ def test_a_tuner_reads_adjudications_of_tune_documents_never_of_test_ones(cast):
     for read in (labels.adjudicated, labels.gold):
         with pytest.raises(HeldOutLabel, match="held out"):
             read([tuned, held])
+
+
+def test_the_api_lists_the_queue_and_stores_an_adjudication(cast):
+    study, run, ids = review_study(cast["owner"])
+    api = APIClient()
+    api.force_authenticate(cast["owner"])
+    url = f"/api/studies/{study.pk}/adjudication/"
+    queue = api.get(url, {"aspect": "COH", "run": run.pk}).json()
+    assert queue["run"] == run.pk and queue["total"] == queue["left"] == 6
+    assert [i["output"] for i in queue["items"][:2]] == [ids[("d1", "a")], ids[("d0", "b")]]
+    assert queue["items"][1]["gap"] == 0.75 and queue["items"][1]["judge"] == 5.0
+    posted = {"output": ids[("d0", "b")], "aspect": "COH", "run": run.pk, "value": 2}
+    saved = api.post(url, posted, format="json")
+    assert saved.status_code == 201 and saved.json()["adjudicator"] == "owner"
+    assert api.get(url, {"run": run.pk}).json()["items"][1]["adjudicated"] == 2.0
+    for bad, field in (
+        ({**posted, "value": 7}, "value"),
+        ({**posted, "value": "2"}, "value"),  # a number, as the schema says
+        ({**posted, "aspect": "FLU"}, "aspect"),
+        ({**posted, "run": 10**9}, "run"),
+        ({**posted, "output": 10**9}, "output"),
+    ):
+        refused = api.post(url, bad, format="json")
+        assert refused.status_code == 400 and field in refused.json()["errors"], bad
+    assert api.get(url, {"run": "x"}).status_code == 400
+    assert api.get(url, {"run": 0}).json()["run"] is None
+    outsider = APIClient()
+    outsider.force_authenticate(cast["outsider"])
+    assert outsider.get(url).status_code == 404
+    assert outsider.post(url, posted, format="json").status_code == 404
