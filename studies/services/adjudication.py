@@ -21,9 +21,18 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Exists, OuterRef, QuerySet
 
-from studies.models import Adjudication, Aspect, Dataset, Judgment, MetricRun, Output, Study
+from studies.models import (
+    Adjudication,
+    Aspect,
+    Dataset,
+    Judgment,
+    MetricRun,
+    MetricScore,
+    Output,
+    Study,
+)
 from studies.services import annotators
 
 RATIONALE_KEYS = ("rationale", "explanation", "reasoning", "reason")
@@ -123,12 +132,8 @@ def study_aspects(study: Study) -> QuerySet[Aspect]:
 
 def judge_runs(dataset: Dataset) -> QuerySet[MetricRun]:
     """The runs of a dataset with scores: the judges a queue may compare with, newest first."""
-    return (
-        MetricRun.objects.filter(dataset=dataset)
-        .annotate(n_scores=Count("scores"))
-        .filter(n_scores__gt=0)
-        .order_by("-created_at", "-pk")
-    )
+    scored = MetricScore.objects.filter(run=OuterRef("pk"))
+    return MetricRun.objects.filter(Exists(scored), dataset=dataset).order_by("-created_at", "-pk")
 
 
 def choose(study: Study, aspect_code: str, run: str) -> tuple[Aspect | None, MetricRun | None]:
@@ -197,8 +202,9 @@ def build_queue(study: Study, aspect: Aspect, run: MetricRun | None) -> Queue:
         human[pk].append(float(value))
     judge: dict[int, float] = {}
     if run is not None:
-        scores = run.scores.filter(value__isnull=False, output_id__in=list(human))
-        judge = on_scale(aspect, {pk: float(v) for pk, v in scores.values_list("output", "value")})
+        # the run's own range (every output it scored) maps it onto the scale
+        scores = run.scores.filter(value__isnull=False).values_list("output_id", "value")
+        judge = on_scale(aspect, {pk: float(v) for pk, v in scores})
     done = dict(
         Adjudication.objects.filter(study=study, aspect=aspect).values_list("output_id", "value")
     )

@@ -75,7 +75,9 @@ def test_an_adjudication_is_its_own_source_and_the_judgments_stay(cast):
         adjudication.adjudicate(study, coh, other.pk, "3", cast["owner"], run)
 
 
-def test_the_page_shows_the_next_item_and_the_keyboard_form_stores_it(client, cast):
+def test_the_page_shows_the_next_item_and_the_keyboard_form_stores_it(
+    client, cast, django_assert_max_num_queries
+):
     study, run, ids = review_study(cast["owner"])
     url = f"/studies/{study.pk}/adjudicate/"
     client.force_login(cast["outsider"])
@@ -83,7 +85,8 @@ def test_the_page_shows_the_next_item_and_the_keyboard_form_stores_it(client, ca
     client.force_login(cast["annotator"])
     assert client.get(url).status_code == 403
     client.force_login(cast["owner"])
-    page = client.get(url).content.decode()
+    with django_assert_max_num_queries(20):  # 18: as many for 10 outputs as for 10,000
+        page = client.get(url).content.decode()
     assert f'data-item="{ids[("d1", "a")]}"' in page and "js/annotate.js" in page
     assert "Why d1/a." in page and "Rate coherence." in page and "r1 (h.jsonl)" in page
     assert 'data-key="5"' in page and 'id="answer-form"' in page
