@@ -112,6 +112,9 @@ def test_the_output_page_and_the_report_card_show_the_adjudications(client, cast
     assert counts == [{"code": "COH", "name": "Coherence", "n": 1}]
     card = client.get(f"/studies/{study.pk}/report-card/?resamples=0").content.decode()
     assert 'id="card-adjudicated"' in card and "<strong>COH</strong> 1 output" in card
+    client.force_login(cast["admin"])
+    listed = client.get("/admin/studies/adjudication/")
+    assert listed.status_code == 200 and "review study" in listed.content.decode()
 
 
 def test_a_tuner_reads_adjudications_of_tune_documents_never_of_test_ones(cast):
