@@ -174,6 +174,14 @@ class JudgmentAdmin(admin.ModelAdmin):
     raw_id_fields = ("output", "annotator")
 
 
+@admin.register(models.Adjudication)
+class AdjudicationAdmin(admin.ModelAdmin):
+    list_display = ("output", "aspect", "value", "study", "adjudicator", "updated_at")
+    list_filter = ("aspect",)
+    list_select_related = ("output__document", "aspect", "study", "adjudicator")
+    raw_id_fields = ("output", "run", "adjudicator")
+
+
 @admin.register(models.ImportedPreference)
 class ImportedPreferenceAdmin(admin.ModelAdmin):
     list_display = ("output_a", "output_b", "aspect", "winner", "rater", "import_file")

@@ -27,6 +27,7 @@ urlpatterns = [
     path("studies/new/", views.study_new, name="study-new"),
     path("studies/<int:pk>/", views.study_detail, name="study-detail"),
     path("studies/<int:pk>/members/", views.study_members, name="study-members"),
+    path("studies/<int:pk>/adjudicate/", views.study_adjudicate, name="study-adjudicate"),
     path("imports/<int:pk>/", views.import_detail, name="import-detail"),
     path("jobs/", views.jobs, name="jobs"),
     path("datasets/<int:pk>/runs/new/", views.run_new, name="run-new"),

@@ -270,3 +270,59 @@ def finished_run(study: models.Study, request: RunRequest) -> models.MetricRun:
     run = start_run(study.dataset, request, enqueue=False, local_paths=True)
     assert execute_run(run.pk) == "succeeded"
     return models.MetricRun.objects.get(pk=run.pk)
+
+
+# per output (doc, system): the two raters' COH values and the judge's score (1..5)
+REVIEW_COH = {
+    ("d0", "a"): ((4, 4), 4.0),  # all agree: not in the queue
+    ("d0", "b"): ((2, 2), 5.0),  # judge 3 points off: gap 0.75
+    ("d1", "a"): ((1, 5), 3.0),  # humans 4 apart: spread 1.0, judge on their mean
+    ("d1", "b"): ((3, 3), 4.0),  # gap 0.25
+    ("d2", "a"): ((2, 3), 2.5),  # spread 0.25, judge on the mean
+    ("d2", "b"): ((5, 5), 5.0),
+    ("d3", "a"): ((3, 4), 3.5),
+    ("d3", "b"): ((1, 1), 1.0),
+    ("d4", "a"): ((4, 5), 4.5),
+    ("d4", "b"): ((2, 2), 2.0),
+}
+
+
+def _imported(output: Any, aspect: models.Aspect, value: float, rater: str) -> models.Judgment:
+    return models.Judgment.objects.create(
+        output=output, aspect=aspect, value=value, import_file="h.jsonl", rater=rater
+    )
+
+
+def review_study(
+    owner: Any,
+) -> tuple[models.Study, models.MetricRun, dict[tuple[str, str], int]]:
+    """A study of COH where a judge run and two imported raters disagree as
+    :data:`REVIEW_COH` says (the disagreement review's tests): the study, the run and the
+    outputs' ids by (doc, system)."""
+    dataset = DatasetFactory(name="review", owner=owner)
+    coh = models.Aspect.objects.get(code="COH")
+    run = models.MetricRun.objects.create(
+        dataset=dataset,
+        metric="geval",
+        label="judge",
+        status=models.MetricRun.Status.SUCCEEDED,
+        config={"steps": {"text": "1. Read the source.\n2. Rate coherence."}},
+    )
+    ids = {}
+    docs: dict[str, Any] = {}
+    for (doc, system), ((h1, h2), score) in REVIEW_COH.items():
+        if doc not in docs:
+            docs[doc] = DocumentFactory(dataset=dataset, doc_key=doc, source=f"Source {doc}.")
+        output = OutputFactory(document=docs[doc], system_id=system, text=f"{system} on {doc}")
+        ids[(doc, system)] = output.pk
+        _imported(output, coh, h1, "r1")
+        _imported(output, coh, h2, "r2")
+        models.MetricScore.objects.create(
+            run=run,
+            output=output,
+            value=score,
+            details={"distribution": {"1": 0.1, "5": 0.9}, "rationale": f"Why {doc}/{system}."},
+        )
+    study = models.Study.objects.create(name="review study", dataset=dataset, owner=owner)
+    study.aspects.add(coh)
+    return study, run, ids

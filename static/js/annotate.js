@@ -2,8 +2,10 @@
 // on to the next one (with no aspect focused, it sets the first unanswered one), Tab or
 // the up/down arrows move between aspects, left/right step the score, Enter submits,
 // "s" opens the skip dialog, "p" goes back to the item answered before, "?" the
-// shortcuts. Keys typed in the comment are the comment's. Every new item starts on its
-// first aspect. The server does every check.
+// shortcuts. Keys typed in the comment (or a menu) are theirs. Every new item starts on
+// its first aspect. The server does every check. The disagreement review
+// (templates/studies/partials/adjudicate.html) keeps the same markup, so these keys serve
+// it too: #annotate[data-item], #answer-form, fieldset.aspect, input[data-key].
 (function () {
   "use strict";
   const $ = (sel, root) => (root || document).querySelector(sel);
@@ -64,7 +66,7 @@
     const form = $("#answer-form");
     if (!form || event.ctrlKey || event.metaKey || event.altKey) return;
     if (event.target.closest("dialog")) return; // the skip reason is typed there
-    if (event.target.matches("textarea, input[type=text]")) return; // the comment
+    if (event.target.matches("textarea, input[type=text], select")) return; // the comment, a menu
     const group = focused();
     const index = groups().indexOf(group);
     const key = event.key;

@@ -9,6 +9,7 @@ One module per concern; every model is re-exported here, where Django and the re
 the project import them from (``from studies.models import Dataset``).
 """
 
+from studies.models.adjudications import Adjudication
 from studies.models.aspects import Aspect, AspectVersion, TaskKind, aspect_key, label_text
 from studies.models.datasets import Dataset, Document, ImportedPreference, Judgment, Output
 from studies.models.endpoints import Endpoint, ServedResponse
@@ -26,6 +27,7 @@ from studies.models.uploads import UploadSession
 from studies.models.versioning import Snapshot, VersionedModel
 
 __all__ = [
+    "Adjudication",
     "AllowedModel",
     "Aspect",
     "AspectVersion",

@@ -20,6 +20,7 @@ from django.db.models import Avg, F, OuterRef, Q, QuerySet, Subquery
 from django.urls import reverse
 
 from studies.models import Aspect, Dataset, Document, Judgment, MetricRun, MetricScore, Output
+from studies.services.adjudication import adjudications_of
 
 PAGE_SIZE = 25
 MAX_QUERY = 200  # characters of search text
@@ -402,6 +403,8 @@ def output_details(output: Output) -> dict[str, Any]:
         **document_context(output.document),
         "scores": scores,
         "judgments": judgments,
+        # a source of their own, never part of the judgments' means
+        "adjudications": adjudications_of(output),
         "means": {code: sum(v) / len(v) for code, v in means.items()},
         "siblings": list(
             output.document.outputs.exclude(pk=output.pk)

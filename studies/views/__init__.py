@@ -1,6 +1,7 @@
 """The app's pages, one module per area; each view serves its page and its htmx partial."""
 
 from studies.views.account import api_token
+from studies.views.adjudication import study_adjudicate
 from studies.views.batch import run_batch_requests, run_batch_results
 from studies.views.benchmarks import benchmarks
 from studies.views.browse import dataset_outputs, document_detail, output_detail
@@ -50,6 +51,7 @@ from studies.views.steps import steps_detail, steps_generate
 from studies.views.studies import home, study_detail, study_members, study_new
 
 __all__ = [
+    "study_adjudicate",
     "benchmarks",
     "run_batch_requests",
     "run_batch_results",

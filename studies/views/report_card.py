@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 
 from studies.models import Dataset, Study
 from studies.permissions import visible_datasets
+from studies.services import adjudication
 from studies.services import studies as study_service
 from studies.services.analysis import report_card
 from studies.services.analysis.report_card import CardParams
@@ -59,6 +60,7 @@ def _page(
         "coefficients": COEFFICIENTS,
         "confidences": CONFIDENCES,
         "poll_query": poll.urlencode(),
+        "adjudicated": adjudication.adjudicated_counts(dataset, study),
     }
     partial = wants_partial(request, "report-card")
     template = "studies/partials/report_card.html" if partial else "studies/report_card.html"

@@ -243,3 +243,11 @@ def test_a_collaborator_renames_their_own_runs_never_the_owners(world):
     for role, name in (("owner", "owner's name"), ("admin", "admin's name")):
         response = world.client(role).post(f"/api/runs/{own.pk}/rename/", {"label": name})
         assert response.status_code == 200 and response.json()["label"] == name, role
+
+
+def test_the_adjudication_routes_are_walked_as_research_routes():
+    # the disagreement review (issue 40, item 4): a study's owner and its researchers
+    # adjudicate, an annotator is refused, another researcher does not see it
+    found = {route.full_name: route for route in routes()}
+    assert expected(found["studies:study-adjudicate"]) == RESEARCH_PAGE
+    assert expected(found["api:study-adjudication"]) == RESEARCH_API

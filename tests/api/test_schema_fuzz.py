@@ -88,6 +88,10 @@ SEMANTIC: dict[str, set[str]] = {
     "GET /api/datasets/{id}/correlations/export/": STATISTIC_RULES,
     "GET /api/datasets/{id}/report-card/": STATISTIC_RULES,
     "GET /api/studies/{id}/report-card/": STATISTIC_RULES,
+    # the study's aspects, its dataset's runs, an output judged on the aspect, a point of
+    # the aspect's scale
+    "GET /api/studies/{id}/adjudication/": {"aspect", "run"},
+    "POST /api/studies/{id}/adjudication/": {"aspect", "run", "output", "value"},
 }
 
 

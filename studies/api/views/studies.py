@@ -12,15 +12,21 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from studies.api.permissions import IsResearcher
+from studies.api.serializers.adjudication import (
+    AdjudicateSerializer,
+    AdjudicationQuerySerializer,
+    AdjudicationQueueSerializer,
+    AdjudicationSerializer,
+)
 from studies.api.serializers.studies import (
     AnnotatorAccountSerializer,
     MemberSerializer,
     StudySerializer,
 )
-from studies.api.views.common import datasets_of
+from studies.api.views.common import datasets_of, query_of
 from studies.models import Study
 from studies.permissions import may_manage_members, research_studies
-from studies.services import studies
+from studies.services import adjudication, studies
 
 
 @extend_schema_view(
@@ -155,6 +161,87 @@ class StudyViewSet(
         except studies.StudyError as exc:
             raise _refused(exc, field_names={}) from None
         return Response(MemberSerializer(member).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        methods=["GET"],
+        summary="The disagreement review's queue: outputs a judge run and the humans (or "
+        "the humans among themselves) disagree on most, largest first",
+        parameters=[AdjudicationQuerySerializer],
+        responses={200: AdjudicationQueueSerializer},
+    )
+    @extend_schema(
+        methods=["POST"],
+        summary="Store the study's adjudicated value of an output (its own source: the "
+        "judgments stay as they were; adjudicating again replaces it)",
+        request=AdjudicateSerializer,
+        responses={201: AdjudicationSerializer},
+    )
+    @action(
+        detail=True,
+        methods=["get", "post"],
+        pagination_class=None,
+        filterset_fields=[],
+        ordering_fields=[],
+    )
+    def adjudication(self, request: Request, pk: Any = None) -> Response:
+        study = self.get_object()
+        if request.method == "GET":
+            query = AdjudicationQuerySerializer(data=query_of(request))
+            query.is_valid(raise_exception=True)
+            aspect, run = _named(study, query.validated_data)
+            return _queue(study, aspect, run)
+        body = AdjudicateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = {"run": 0, **body.validated_data}  # no run named: none
+        aspect, run = _named(study, data)
+        try:
+            found = adjudication.adjudicate(
+                study,
+                aspect,
+                data["output"],
+                adjudication.format_value(data["value"]),
+                request.user,
+                run,
+            )
+        except adjudication.AdjudicationError as exc:
+            raise ValidationError({exc.field: [str(exc)]}) from None
+        return Response(AdjudicationSerializer(found).data, status=status.HTTP_201_CREATED)
+
+
+def _named(study: Study, data: dict[str, Any]) -> tuple[Any, Any]:
+    """The aspect and the run a request names (each refused, naming it, when it is not
+    the study's), else the defaults of the page."""
+    aspect, run = adjudication.choose(study, "", "")
+    if "aspect" in data:
+        aspect = adjudication.study_aspects(study).filter(code=data["aspect"]).first()
+        if aspect is None:
+            raise ValidationError({"aspect": ["Not an aspect this study adjudicates."]})
+    if data.get("run"):
+        run = adjudication.judge_runs(study.dataset).filter(pk=data["run"]).first()
+        if run is None:
+            raise ValidationError({"run": ["Not a run with scores of the study's dataset."]})
+    elif "run" in data:  # 0: no judge
+        run = None
+    return aspect, run
+
+
+def _queue(study: Study, aspect: Any, run: Any) -> Response:
+    if aspect is None:
+        raise NotFound("No aspect of this study is judged yet.")
+    queue = adjudication.build_queue(study, aspect, run)
+    items = [
+        {**vars(item), "priority": item.priority, "reason": item.reason} for item in queue.items
+    ]
+    for row in items:
+        row["adjudicated"] = queue.done.get(row["output_id"])
+    body = {
+        "aspect": aspect.code,
+        "run": run.pk if run else None,
+        "total": len(items),
+        "left": queue.left,
+        "items": items,
+    }
+    return Response(AdjudicationQueueSerializer(body).data)
 
 
 def _require_manager(request: Request, study: Study) -> None:

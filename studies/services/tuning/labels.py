@@ -10,6 +10,10 @@ saw, before reading a single judgment. Test labels are read only by
 An output's human value is the mean of its judgments on the aspect (every annotator,
 account or imported); for a binary aspect, :func:`positive` reads it as 1 where most of
 them gave the positive label.
+
+Adjudicated values (:class:`~studies.models.Adjudication`, the split's study's) are gold a
+tuner may read through the same refusal: :meth:`TuneLabels.adjudicated` and
+:meth:`TuneLabels.gold` answer for tune/dev documents only, never a test document's.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from collections.abc import Iterable
 
 from django.db.models import Avg
 
-from studies.models import Aspect, Judgment, Output, SplitDocument, StudySplit
+from studies.models import Adjudication, Aspect, Judgment, Output, SplitDocument, StudySplit
 
 LEARNABLE = ("tune", "dev")
 
@@ -77,6 +81,25 @@ class TuneLabels:
     def human(self, output_ids: Iterable[int]) -> dict[int, float]:
         """Each output's mean human value. Raises :class:`HeldOutLabel`, reading nothing,
         when any output is not in this tuner's parts (a test document's above all)."""
+        ids = self._allowed(output_ids)
+        return _means(self.aspect, ids)
+
+    def adjudicated(self, output_ids: Iterable[int]) -> dict[int, float]:
+        """The study's adjudicated value of each output that has one; refused, reading
+        nothing, as :meth:`human` is for an output outside this tuner's parts."""
+        ids = self._allowed(output_ids)
+        rows = Adjudication.objects.filter(
+            study_id=self.split.study_id, aspect=self.aspect, output_id__in=ids
+        )
+        return {pk: float(v) for pk, v in rows.values_list("output_id", "value")}
+
+    def gold(self, output_ids: Iterable[int]) -> dict[int, float]:
+        """Each output's adjudicated value where the study has one, else its mean human
+        value; refused as :meth:`human` is."""
+        ids = self._allowed(output_ids)
+        return {**_means(self.aspect, ids), **self.adjudicated(ids)}
+
+    def _allowed(self, output_ids: Iterable[int]) -> list[int]:
         ids = list(output_ids)
         parts = _parts(self.split, ids)
         refused = sorted(pk for pk, part in parts.items() if part not in self.parts)
@@ -86,7 +109,7 @@ class TuneLabels:
                 f"{len(refused)} output(s) are outside this tuner's {'/'.join(self.parts)} "
                 f"documents: {named}; their human labels are held out"
             )
-        return _means(self.aspect, ids)
+        return ids
 
 
 def held_out_labels(split: StudySplit, aspect: Aspect, part: str = "test") -> dict[int, float]:
