@@ -215,3 +215,47 @@ def test_the_cost_is_a_served_judges_spending_while_tuning_none_for_a_local_one(
     local = cost(MetricRun(usage={}), {"judge_requests": 6})
     assert local["source"] == "local" and local["cost"] is None and local["requests"] is None
     assert cost(MetricRun(usage={}), {})["source"] is None
+
+
+def test_the_alt_test_before_and_after_is_the_cards_on_the_test_documents(tuned, cast):
+    """The start run's test on the test documents, computed here from its scores and the
+    three annotators' judgments; the tuned run's is its row of the report card (which
+    evaluates a tuned run on test only); the page shows both."""
+    from scoring.stats.alttest import alt_test, neg_rmse_plain
+    from studies.models import Judgment
+    from studies.services.analysis.report_card import CardParams, compute_card
+    from studies.services.analysis.report_card.evidence import MIN_ANNOTATORS, MIN_ITEMS
+
+    split, start, run, _ = tuned
+    recorded = tuning_evidence(run)["alt_test"]
+    test_ids = sorted(held_out_labels(split, Aspect.objects.get(code="COH"), "test"))
+    assert recorded["documents"] == len(
+        {o.document_id for o in Output.objects.filter(pk__in=test_ids)}
+    )
+    answers: dict[str, dict[int, float]] = {}
+    for output, who, value in Judgment.objects.filter(
+        output_id__in=test_ids, aspect__code="COH"
+    ).values_list("output_id", "rater", "value"):
+        answers.setdefault(who, {})[output] = float(value)
+    judge = {pk: v for pk, v in run_scores(start).items() if pk in set(test_ids)}
+    by_hand = alt_test(
+        judge,
+        answers,
+        epsilon=recorded["start"]["epsilon"],
+        metric=neg_rmse_plain,
+        min_annotators_per_item=MIN_ANNOTATORS,
+        min_items=MIN_ITEMS,
+    )
+    assert recorded["start"]["problem"] is None and by_hand.problem is None
+    assert recorded["start"]["passed"] == by_hand.passed
+    assert recorded["start"]["winning_rate"] == pytest.approx(by_hand.winning_rate)
+    card = compute_card(start.dataset, CardParams(resamples=300))
+    (row,) = [r for r in card["rows"] if r["run"]["pk"] == run.pk]
+    assert row["run"]["tuned"]["test_documents"] == recorded["documents"]
+    for key in ("passed", "winning_rate", "advantage_probability", "problem"):
+        assert recorded["tuned"][key] == row["alt_test"][key], key
+    page = login(cast["owner"]).get(f"/runs/{run.pk}/tuning/").content.decode()
+    table = page[page.index('id="tuning-alt-test"') :]
+    assert 'data-side="start"' in table and 'data-side="tuned"' in table
+    api = login(cast["owner"]).get(f"/api/runs/{run.pk}/tuning/").json()
+    assert api["alt_test"]["start"]["passed"] == by_hand.passed

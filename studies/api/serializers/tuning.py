@@ -52,6 +52,31 @@ class TuningDeltaSerializer(serializers.Serializer):  # type: ignore[type-arg]
     n_outputs = serializers.IntegerField()
 
 
+class TuningAltSideSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    """One judge's alternative-annotator test on the test documents (the card's)."""
+
+    passed = serializers.BooleanField(allow_null=True, required=False)
+    winning_rate = serializers.FloatField(allow_null=True, required=False, help_text="ω")
+    advantage_probability = serializers.FloatField(
+        allow_null=True, required=False, help_text="ρ"
+    )
+    epsilon = serializers.FloatField(allow_null=True, required=False)
+    n_items = serializers.IntegerField(allow_null=True, required=False)
+    problem = serializers.CharField(
+        allow_null=True, help_text="Why the test was not run (null: it was)."
+    )
+    message = serializers.CharField(allow_blank=True)
+
+
+class TuningAltTestSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    """The alternative-annotator test before (the start run) and after (the tuned run),
+    both on the split's test documents."""
+
+    documents = serializers.IntegerField(help_text="Test documents.")
+    start = TuningAltSideSerializer()
+    tuned = TuningAltSideSerializer()
+
+
 class TuningGapSerializer(serializers.Serializer):  # type: ignore[type-arg]
     """The chosen judge's figure where it was tuned, on test, and each minus test."""
 
@@ -93,6 +118,9 @@ class TuningSerializer(serializers.Serializer):  # type: ignore[type-arg]
     chosen = TuningCandidateSerializer(allow_null=True)
     dev = TuningDevSerializer(allow_null=True)
     test = TuningDeltaSerializer(allow_null=True)
+    alt_test = TuningAltTestSerializer(
+        allow_null=True, help_text="null: not recorded (a run tuned before it was)."
+    )
     gap = TuningGapSerializer()
     cost = TuningCostSerializer()
     notes = serializers.ListField(child=serializers.CharField())

@@ -1,7 +1,8 @@
 """The evidence of one tuned run, as its page and API resource show it: the tuner and its
 options, the candidates tried with their dev figures and the chosen one, on the split's
 test documents the start-vs-tuned Δ of the primary statistic with its paired bootstrap
-interval by document, the overfitting gap (the tune and dev figures minus test) and what
+interval by document, the alternative-annotator test of the start and of the tuned judge
+there, the overfitting gap (the tune and dev figures minus test) and what
 the tuning cost.
 
 Everything is read back from the run's ``config["tuning"]``, which
@@ -105,6 +106,16 @@ def delta(record: dict[str, Any]) -> dict[str, Any] | None:
     return found
 
 
+def alt_test(record: dict[str, Any]) -> dict[str, Any] | None:
+    """The alternative-annotator test before and after tuning on the test documents, as
+    recorded at tuning time (None: not recorded)."""
+    test = record.get("test")
+    found = test.get("alt_test") if isinstance(test, dict) else None
+    if not isinstance(found, dict):
+        return None
+    return {key: found.get(key) for key in ("documents", "start", "tuned")}  # in this order
+
+
 def gap(record: dict[str, Any]) -> dict[str, float | None]:
     """The chosen judge's figure on the tune (and dev) outputs, on test, and each minus
     test: how much of what tuning found does not carry over to documents it never saw."""
@@ -182,6 +193,7 @@ def tuning_evidence(run: MetricRun) -> dict[str, Any] | None:
         "chosen": next((c for c in tried if c["chosen"]), None),
         "dev": dev,
         "test": delta(record),
+        "alt_test": alt_test(record),
         "gap": gap(record),
         "cost": cost(run, record),
         "notes": [str(n) for n in record.get("notes") or []],

@@ -16,6 +16,9 @@ import numpy as np
 from scoring.stats import Coefficient, Level
 from scoring.stats.tuned_delta import Delta, correlation_delta, mcc_delta
 from studies.models import Aspect, MetricRun, Output, Study, StudySplit
+from studies.services.analysis.report_card.card import rows_on_documents
+from studies.services.analysis.report_card.held_out import held_out
+from studies.services.analysis.report_card.params import CardParams
 from studies.services.tuning.derived import run_scores, save_derived_run, spent_between, usage_of
 from studies.services.tuning.labels import TuneLabels, held_out_labels, positive
 from studies.services.tuning.primary import is_binary as _binary
@@ -140,4 +143,39 @@ def tune_judge(
         by=by,
         usage=spent,
     )
+    alt = alt_test_before_after(new, run, aspect, seed=seed, resamples=resamples)
+    if alt is not None:
+        new.config["tuning"]["test"]["alt_test"] = alt
+        new.save(update_fields=["config"])
     return Tuning(run=new, delta=delta, tune_value=tune_value, gap=tune_value - delta.tuned)
+
+
+ALT_TEST_FIELDS = ("passed", "winning_rate", "advantage_probability", "epsilon", "n_items")
+
+
+def alt_test_before_after(
+    tuned: MetricRun, start: MetricRun, aspect: Aspect, *, seed: int = 0, resamples: int = 1000
+) -> dict[str, Any] | None:
+    """The report card's alternative-annotator test of the start run and of the tuned
+    run, both on the split's test documents (the card's own rows, computed there): did
+    tuning change whether the judge can replace an annotator? None where the split was
+    replaced since. Each side: the verdict's figures, or the problem that kept the test
+    from being run (too few annotators or items on test) with its message."""
+    found = held_out(tuned)
+    if found is None or found.replaced:
+        return None
+    params = CardParams(resamples=resamples, seed=seed).on_split(found.split)
+    rows = rows_on_documents(
+        tuned.dataset, params, found.test_keys, aspect.code, [start.pk, tuned.pk]
+    )
+    out: dict[str, Any] = {"documents": len(found.test_keys)}
+    for side, run in (("start", start), ("tuned", tuned)):
+        alt = (rows.get(run.pk) or {}).get("alt_test")
+        if not isinstance(alt, dict):
+            out[side] = {"problem": "no_scores", "message": "no score on the test documents"}
+            continue
+        out[side] = {k: alt.get(k) for k in ALT_TEST_FIELDS} | {
+            "problem": alt.get("problem"),
+            "message": alt.get("message") or "",
+        }
+    return out

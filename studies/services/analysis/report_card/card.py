@@ -26,7 +26,7 @@ that includes the dataset's data version; computed by the light worker when not 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -116,6 +116,31 @@ def compute_card(
             + c.mp.query,
         },
         "seconds": round(time.perf_counter() - started, 3),
+    }
+
+
+def rows_on_documents(
+    dataset: Dataset,
+    params: CardParams,
+    documents: frozenset[str],
+    aspect_code: str,
+    run_pks: Iterable[int],
+) -> dict[int, dict[str, Any]]:
+    """The card's rows of the runs ``run_pks`` on the aspect ``aspect_code``, every one
+    computed on ``documents`` only, tuned or not: a before/after comparison on the same
+    held-out documents (a run with no score there gets no row)."""
+    c = Context(dataset, params, documents=documents)
+    frame = c.frame
+    found = [(j, a) for j, a in enumerate(frame.aspects) if a.code == aspect_code]
+    if not found:
+        return {}
+    j, aspect = found[0]
+    humans, names = annotator_matrix(c.table, c.names, frame, aspect)
+    wanted, shared = set(run_pks), {}  # type: ignore[var-annotated]
+    return {
+        run.pk: _row(RowInput(c, j, aspect, i, run, humans, names, shared))
+        for i, run in enumerate(frame.runs)
+        if run.pk in wanted
     }
 
 
