@@ -289,6 +289,8 @@ CELERY_TASK_ROUTES = {
     "studies.tasks.compute_diagnostics": {"queue": "light"},
     "studies.tasks.compute_report_card": {"queue": "light"},
     "studies.tasks.write_snapshot": {"queue": "light"},
+    # a tuning job goes where its judge is (light, gpu or io): sent with its queue
+    "studies.tasks.tune_judge": {"queue": "light"},
     "annotation.tasks.compute_agreement": {"queue": "light"},
     "studies.tasks.sweep_stale_work": {"queue": "maintenance"},
 }

@@ -17,6 +17,7 @@ from studies.services.catalog.endpoints import probe_job
 from studies.services.catalog.steps import generate_steps_job
 from studies.services.runs import execute_run
 from studies.services.runs.io import execute_io_run
+from studies.services.tuning.job import execute_tuning
 
 
 @shared_task(name="studies.tasks.import_upload", queue="light")
@@ -107,6 +108,13 @@ def run_metric_io(self: Task, run_id: int, shard: int | None = None) -> str:  # 
     """Execute (or join) a run on a served endpoint: HTTP requests, no model loaded, in
     one of its endpoint's slots."""
     return execute_io_run(run_id, shard=shard, on=_queue_of(self))
+
+
+@shared_task(name="studies.tasks.tune_judge", queue="light", acks_late=True)
+def tune_judge(run_id: int) -> str:
+    """Execute a tuning job: fill its tuned run (sent to light, gpu or io, as the job
+    says: see :mod:`studies.services.tuning.job`)."""
+    return execute_tuning(run_id)
 
 
 @shared_task(name="studies.tasks.probe_endpoint", queue="io")

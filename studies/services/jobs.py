@@ -15,7 +15,7 @@ instead of when it starts.
 Runs waiting for batch answers (a request file out with a batch processor) are in no
 lane: no worker takes them; the page lists them apart (:func:`waiting_runs`).
 
-Sources: metric runs and imports (rows), what other apps register in
+Sources: metric runs, tuning jobs and imports (rows), what other apps register in
 :data:`studies.hooks.job_sources` (learned metrics in training), and the computed pages
 (matrices, diagnostics, plans, agreement), which live in the cache and are recorded
 here by :func:`track` while a worker computes them. A researcher sees their own work and
@@ -31,6 +31,7 @@ from datetime import datetime
 from typing import Any
 
 from django.core.cache import cache
+from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
@@ -42,6 +43,8 @@ from studies.permissions import visible_datasets
 from studies.services import workers
 from studies.services.runs import eta
 from studies.services.runs.registry import queue_for
+from studies.services.tuning.routing import JOBS as TUNING_JOBS
+from studies.services.tuning.routing import job_queue
 
 LANE_LABELS = {  # the lanes the page shows (the sweeper's has nothing to queue)
     "model": "Model worker (queues cpu, gpu): model-based metric runs and training",
@@ -72,14 +75,16 @@ class Lane:
 
 def _runs() -> Iterable[Job]:
     active = (MetricRun.Status.PENDING, MetricRun.Status.RUNNING)
-    runs = MetricRun.objects.filter(status__in=active, kind=MetricRun.Kind.COMPUTED)
+    runs = MetricRun.objects.filter(status__in=active).filter(
+        Q(kind=MetricRun.Kind.COMPUTED) | TUNING_JOBS  # a tuning job: a run it fills
+    )
     for run in runs.select_related("created_by", "dataset").order_by("pk"):
         running = run.status == MetricRun.Status.RUNNING
         yield Job(
             kind="run",
             title=f"{run.label} on {run.dataset.name}",
             url=reverse("studies:run-detail", args=[run.pk]),
-            queue=queue_for(run.metric, run.config),
+            queue=job_queue(run),
             running=running,
             user=run.created_by.username if run.created_by else "",
             dataset_id=run.dataset_id,

@@ -36,6 +36,7 @@ COMPUTE_CORRELATIONS = "studies.tasks.compute_correlations"  # a matrix, queue l
 COMPUTE_REPORT_CARD = "studies.tasks.compute_report_card"  # a judge report card, queue light
 WRITE_SNAPSHOT = "studies.tasks.write_snapshot"  # a dataset's columnar snapshot, queue light
 GENERATE_STEPS = "studies.tasks.generate_steps"  # G-Eval's evaluation steps, queue gpu
+TUNE_JUDGE = "studies.tasks.tune_judge"  # a tuning job: light, gpu or io (the job says)
 TRAIN_METRIC = "learned.tasks.train_metric"  # full fine-tuning, queue gpu
 TRAIN_METRIC_CPU = "learned.tasks.train_metric_cpu"  # a head on frozen features, queue cpu
 RESEND_BATCH = 500  # unsent messages one sweep sends again at most

@@ -7,7 +7,9 @@ takes it (a Redis restart without persistence, a purged queue: the run stays PEN
 
 - puts a RUNNING metric run whose heartbeat is older than ``RUN_LEASE_SECONDS`` back to
   PENDING and enqueues it (every worker on it is gone: a live one beats from a thread
-  whatever step it is in; its held shards reopen);
+  whatever step it is in; its held shards reopen); a tuning job's run likewise
+  (:mod:`.tuning.job`: it tunes again from the start, its requests answered by the
+  response cache);
 - puts a RUNNING shard whose worker has not written for ``RUN_LEASE_SECONDS`` back to
   PENDING and sends a message for it, while other workers go on with the run's other
   shards;
@@ -41,16 +43,17 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from studies.models import ImportJob, MetricRun, RunShard
 from studies.services import dbsessions, queue, uploads, workers
-from studies.services.runs import enqueue_run, run_lease, shards
+from studies.services.runs import run_lease, shards
 from studies.services.runs.core import send_shard
-from studies.services.runs.registry import queue_for
 from studies.services.runs.shards import SCORING
+from studies.services.tuning.routing import JOBS as TUNING_JOBS
+from studies.services.tuning.routing import enqueue_job, job_queue
 
 log = logging.getLogger(__name__)
 MAX_BACKOFF_DOUBLINGS = 6  # at most 64 × the grace period between two re-enqueues
@@ -72,7 +75,7 @@ def sweep_stale_work(now: datetime | None = None) -> dict[str, int]:
         "expired_uploads": uploads.remove_expired(now),
     }
 
-    runs = MetricRun.objects.filter(kind=MetricRun.Kind.COMPUTED)
+    runs = MetricRun.objects.filter(Q(kind=MetricRun.Kind.COMPUTED) | TUNING_JOBS)
     for shard in shards.stale(now - run_lease()):  # its worker died; others may still work
         counts["running_shards"] += _recover_shard(shard, now)
     for run in _older(runs.filter(status=MetricRun.Status.RUNNING), now - run_lease()):
@@ -84,7 +87,7 @@ def sweep_stale_work(now: datetime | None = None) -> dict[str, int]:
     for run in _older(runs.filter(status=MetricRun.Status.PENDING), now - grace):
         waited = _backoff(grace, len(run.provenance.get("recoveries", [])))
         if run.last < now - waited:
-            queued = queue_for(run.metric, run.config)
+            queued = job_queue(run)
             reason = _queued_reason(now - run.last, waited, queued, states)
             counts["pending_runs"] += _recover_run(run, reason, now)
 
@@ -149,7 +152,7 @@ def _recover_run(run: MetricRun, reason: str, now: datetime) -> int:
             pk=run.pk, status=run.status, heartbeat_at=run.heartbeat_at
         ).update(status=MetricRun.Status.PENDING, heartbeat_at=now, provenance=provenance)
         if changed:
-            enqueue_run(run)
+            enqueue_job(run)
     if changed:
         log.warning("run %s recovered (%s): enqueued again", run.pk, reason)
     return changed

@@ -169,6 +169,11 @@ def test_the_tuning_routes_are_walked_as_the_runs(world):
     owner = world.client("owner")
     assert owner.get(tuned).status_code == 200
     assert owner.get(f"/api/runs/{world.run.pk}/tuning/").status_code == 404
+    # starting a tuning (a worker's job) is a research route of the run's dataset too
+    assert expected(found["api:run-tune"].route) == RESEARCH_API
+    assert found["api:run-tune"].method == "post"
+    refused = owner.post(found["api:run-tune"].url, {}, content_type="application/json")
+    assert refused.status_code == 400 and {"aspect", "tuner"} <= set(refused.json()["errors"])
 
 
 def test_a_route_with_an_unknown_kwarg_fails_with_a_message(world):

@@ -27,6 +27,7 @@ from django.core.servers import basehttp
 from schemathesis.config import SchemathesisConfig
 from schemathesis.engine import events
 
+from studies.api.serializers.tuning import option_fields
 from studies.services.tokens import token_for
 from tests.api.conftest import build_world
 
@@ -74,6 +75,9 @@ SEMANTIC: dict[str, set[str]] = {
     },
     "POST /api/learned/": {"dataset", "aspect", "datasets", "backbone"},
     "POST /api/runs/": {"aspects", "model", "non_field_errors"},
+    # an aspect of the run's owner, a study of its dataset with a split, the run succeeded,
+    # only the chosen tuner's options
+    "POST /api/runs/{id}/tune/": {"aspect", "study", "non_field_errors", *option_fields()},
     "POST /api/imports/": {"file"},  # its name says its format
     "POST /api/runs/{id}/batch/results/": {"file"},  # JSON lines of the run's custom_ids
     "POST /api/datasets/{id}/upload/": {"file"},

@@ -71,6 +71,7 @@ def test_no_test_documents_label_reaches_the_prompt_or_changes_the_tuning(
     aspect = Aspect.objects.get(code="COH")
     prompts: list[str] = []
     options = {"k": "1,2", "selection": "auto"}
+    reports: list[tuple[int, int]] = []
     first = tune_judge(
         start,
         aspect,
@@ -79,8 +80,13 @@ def test_no_test_documents_label_reaches_the_prompt_or_changes_the_tuning(
         seed=4,
         resamples=50,
         model_factory=watched(prompts),
+        report=lambda done, total: reports.append((done, total)),
     ).run
     tuning = first.config["tuning"]
+    # progress: each candidate's dev outputs, then every output, rated
+    total = 4 * tuning["dev"]["outputs"] + start.scores.count()
+    assert {t for _, t in reports} == {total} and reports[-1] == (total, total)
+    assert [d for d, _ in reports] == sorted(d for d, _ in reports)
     assert tuning["tuner"] == "few-shot" and tuning["seed"] == 4
     assert tuning["dev"]["source"] == "dev" and tuning["dev"]["documents"] == 3
     assert {c["selection"] for c in tuning["candidates"]} == {"random", "worst"}  # no encoder

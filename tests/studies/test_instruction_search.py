@@ -58,6 +58,7 @@ def test_the_search_keeps_the_best_on_dev_within_its_budget_and_shows_tune_docum
     generated: list[str] = []
     rated: list[str] = []
     budget = 30  # two scored proposals (1 + 9 dev outputs each) and an unparsed one (1)
+    reports: list[tuple[int, int]] = []
     made = tune_judge(
         start,
         aspect,
@@ -66,9 +67,13 @@ def test_the_search_keeps_the_best_on_dev_within_its_budget_and_shows_tune_docum
         seed=2,
         resamples=20,
         model_factory=scripted(generated, rated),
+        report=lambda done, total: reports.append((done, total)),
     ).run
     tuning = made.config["tuning"]
     dev_outputs = tuning["dev"]["outputs"]
+    # progress: at most every proposal's dev outputs, then every output; as rated
+    assert {t for _, t in reports} == {3 * 2 * dev_outputs + start.scores.count()}
+    assert reports[-1][0] == tuning["judge_requests"]
     assert tuning["dev"]["source"] == "dev" and dev_outputs == 3 * TUNING_SYSTEMS
     candidates = tuning["candidates"]
     assert [c["candidate"] for c in candidates] == [0, 1, 2, 3]

@@ -1,9 +1,72 @@
 """A tuned run's evidence (``GET /api/runs/<id>/tuning/``): the tuner, the candidates and
-their dev figures, the chosen one, the test Δ with its interval, the gap and the cost."""
+their dev figures, the chosen one, the test Δ with its interval, the gap and the cost; and
+what starts a tuning (``POST /api/runs/<id>/tune/``), its option fields derived from the
+tuners' declared options."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers
+
+from studies.api.serializers.types import StrictJsonTypes
+from studies.services.tuning.registry import names, tuner
+from studies.services.tuning.types import Option
+
+
+def option_field(tuner_name: str, option: Option) -> serializers.Field:  # type: ignore[type-arg]
+    """The request field of a tuner's option (optional: absent, the tuner's default)."""
+    common: dict[str, Any] = {
+        "required": False,
+        "allow_null": True,
+        "help_text": f"{tuner_name}: {option.help} (default {option.default})",
+    }
+    if option.choices:
+        return serializers.ChoiceField(choices=list(option.choices), **common)
+    if option.type is int:
+        return serializers.IntegerField(**common)
+    if option.type is float:
+        return serializers.FloatField(**common)
+    return serializers.CharField(allow_blank=True, max_length=1000, **common)
+
+
+def option_fields() -> dict[str, serializers.Field]:  # type: ignore[type-arg]
+    """Every tuner's options as fields (an option two tuners declare: the first's), as
+    ``manage.py tune_judge`` makes its flags."""
+    fields: dict[str, serializers.Field] = {}  # type: ignore[type-arg]
+    for name in names():
+        for option in tuner(name).options:
+            fields.setdefault(option.name, option_field(name, option))
+    return fields
+
+
+class TuneRequestSerializer(StrictJsonTypes, serializers.Serializer):  # type: ignore[type-arg]
+    """What starts a tuning: the aspect, the tuner, the study whose split to use, the
+    seed and resamples of the test Δ, and the tuner's options (one field each, derived
+    from the tuners' declarations)."""
+
+    aspect = serializers.CharField(max_length=200, help_text="The aspect: its code or name.")
+    tuner = serializers.ChoiceField(choices=names())
+    study = serializers.IntegerField(
+        required=False, allow_null=True, help_text="The study whose split to use."
+    )
+    seed = serializers.IntegerField(default=0, min_value=0, max_value=2**32 - 1)
+    resamples = serializers.IntegerField(default=1000, min_value=1, max_value=100_000)
+
+    def options(self) -> dict[str, Any]:
+        """The options given for the chosen tuner (another tuner's is refused)."""
+        data = self.validated_data
+        given = {k: data[k] for k in option_fields() if data.get(k) is not None}
+        known = {o.name for o in tuner(data["tuner"]).options}
+        other = sorted(set(given) - known)
+        if other:
+            raise serializers.ValidationError(
+                {k: [f"{data['tuner']} has no option {k}"] for k in other}
+            )
+        return given
+
+    def get_fields(self) -> dict[str, Any]:
+        return {**super().get_fields(), **option_fields()}
 
 
 class TuningCandidateSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -57,9 +120,7 @@ class TuningAltSideSerializer(serializers.Serializer):  # type: ignore[type-arg]
 
     passed = serializers.BooleanField(allow_null=True, required=False)
     winning_rate = serializers.FloatField(allow_null=True, required=False, help_text="ω")
-    advantage_probability = serializers.FloatField(
-        allow_null=True, required=False, help_text="ρ"
-    )
+    advantage_probability = serializers.FloatField(allow_null=True, required=False, help_text="ρ")
     epsilon = serializers.FloatField(allow_null=True, required=False)
     n_items = serializers.IntegerField(allow_null=True, required=False)
     problem = serializers.CharField(

@@ -1,6 +1,6 @@
 """Metric runs: start (the run form's fields and checks), status with progress, cancel,
 resume, a served run's batch requests and results, scores (paginated, or streamed as
-CSV/JSONL), a tuned run's evidence."""
+CSV/JSONL), tuning a run (a worker's job) and a tuned run's evidence."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from studies.api.serializers.runs import (
     RunScoreSerializer,
     RunSerializer,
 )
-from studies.api.serializers.tuning import TuningSerializer
+from studies.api.serializers.tuning import TuneRequestSerializer, TuningSerializer
 from studies.api.views.common import (
     PassthroughRenderer,
     dataset_or_404,
@@ -55,6 +55,8 @@ from studies.services.runs import (
 )
 from studies.services.runs.labels import RenameError, rename_run
 from studies.services.tuning.evidence import tuning_evidence
+from studies.services.tuning.job import start_tuning
+from studies.services.tuning.lookup import aspect_and_study
 
 
 class ScoresExportQuery(serializers.Serializer):  # type: ignore[type-arg]
@@ -284,6 +286,39 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
                 "agreement_problem": found.agreement_problem,
             }
         )
+
+    @extend_schema(
+        summary="Tune the run on an aspect (a worker's job): the tuned run, pending, its "
+        "progress, cancel and evidence as any run's; the options are the tuner's",
+        request=TuneRequestSerializer,
+        responses={202: RunSerializer, 400: ErrorSerializer},
+    )
+    @action(detail=True, methods=["post"])
+    def tune(self, request: Request, pk: Any = None) -> Response:
+        run = self.get_object()
+        body = TuneRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        options = body.options()
+        try:
+            aspect, study = aspect_and_study(run.dataset.owner, data["aspect"], data.get("study"))
+        except LookupError as exc:
+            field, _, message = str(exc).partition(": ")
+            return error_response(400, message, {field.lstrip("-"): [message]})
+        try:
+            job = start_tuning(
+                run,
+                aspect,
+                data["tuner"],
+                study=study,
+                options=options,
+                seed=data["seed"],
+                resamples=data["resamples"],
+                by=request.user,
+            )
+        except ValueError as exc:  # no split, the run not succeeded, an option refused
+            return error_response(400, str(exc), {"non_field_errors": [str(exc)]})
+        return Response(RunSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(
         summary="A tuned run's evidence: the tuner and its options, the candidates with "

@@ -5,7 +5,11 @@ interval by document. Each tuner's options become flags here (``--method`` for
 calibration; ``--k``, ``--selection``, ``--encoder`` for few-shot; ``--rounds``,
 ``--budget-requests``, ``--proposer-endpoint`` … for instructions), from the tuner's own
 declaration. A tuner that prompts the judge again (few-shot, instructions) loads the
-run's own model or endpoint."""
+run's own model or endpoint.
+
+It runs the worker's tuning job inline (:mod:`studies.services.tuning.job`): the tuned
+run is saved PENDING, then filled here; a tuning that fails leaves it FAILED with its
+error. ``--enqueue`` sends the job to a worker instead and prints the run's id only."""
 
 from __future__ import annotations
 
@@ -15,11 +19,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from studies.models import MetricRun
-from studies.services.tuning.labels import HeldOutLabel
+from studies.services.tuning.job import execute_tuning, recorded_delta, start_tuning
 from studies.services.tuning.lookup import aspect_and_study
 from studies.services.tuning.registry import names, tuner
-from studies.services.tuning.splits import SplitError
-from studies.services.tuning.tune import tune_judge
 
 
 class Command(BaseCommand):
@@ -32,6 +34,11 @@ class Command(BaseCommand):
         parser.add_argument("--study", type=int, help="the study whose split to use")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--resamples", type=int, default=1000)
+        parser.add_argument(
+            "--enqueue",
+            action="store_true",
+            help="send the tuning to a worker (the jobs page shows it) instead of running it here",
+        )
         seen: set[str] = set()
         for name in names():
             for option in tuner(name).options:
@@ -57,7 +64,7 @@ class Command(BaseCommand):
         chosen = tuner(opts["tuner"])
         given = {o.name: opts.get(f"tuner_{o.name}") for o in chosen.options}
         try:
-            result = tune_judge(
+            job = start_tuning(
                 run,
                 aspect,
                 chosen.name,
@@ -65,17 +72,25 @@ class Command(BaseCommand):
                 options={k: v for k, v in given.items() if v is not None},
                 seed=opts["seed"],
                 resamples=opts["resamples"],
+                enqueue=opts["enqueue"],
             )
-        except (SplitError, HeldOutLabel, ValueError) as exc:
+        except ValueError as exc:  # a SplitError, an option refused
             raise CommandError(str(exc)) from exc
-        d = result.delta
+        if opts["enqueue"]:
+            self.stdout.write(str(job.pk))
+            return
+        execute_tuning(job.pk)
+        job.refresh_from_db()
+        if job.status != MetricRun.Status.SUCCEEDED:
+            raise CommandError(f"run {job.pk} {job.status}: {job.error}")
+        d, tune_value, gap = recorded_delta(job)
         level = int(round((1 - d.alpha) * 100))
-        self.stdout.write(str(result.run.pk))
+        self.stdout.write(str(job.pk))
         self.stdout.write(
             f"test Δ {d.statistic}: {d.delta:+.4f} [{d.low:+.4f}, {d.high:+.4f}] ({level}% paired "
             f"bootstrap by document, {d.resamples} resamples; start {d.start:.4f} → tuned "
             f"{d.tuned:.4f} on {d.n_documents} test documents, {d.n_outputs} outputs; "
-            f"tune {result.tune_value:.4f}, gap {result.gap:+.4f})"
+            f"tune {tune_value:.4f}, gap {gap:+.4f})"
         )
         if not math.isfinite(d.delta):
             self.stdout.write(

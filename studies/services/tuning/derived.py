@@ -56,8 +56,6 @@ def save_derived_run(
 ) -> MetricRun:
     """Write the run and its scores in one transaction (NaN scores are left out;
     ``usage``: what a served judge spent making it)."""
-    details = details or {}
-    kept = {pk: v for pk, v in scores.items() if v is not None and math.isfinite(v)}
     now = timezone.now()
     with transaction.atomic():
         run = MetricRun.objects.create(
@@ -65,22 +63,44 @@ def save_derived_run(
             metric=metric,
             label=free_label(dataset.pk, label),
             kind=MetricRun.Kind.IMPORTED,
-            config=json_safe({**config, "aspect": aspect.code}),
+            config={},
             aspect_version=aspect.current_version(),
             status=MetricRun.Status.SUCCEEDED,
-            done=len(kept),
-            total=len(kept),
             created_by=by,
-            usage=usage or {},
             started_at=now,
             finished_at=now,
         )
+        write_derived_scores(run, aspect=aspect, config=config, scores=scores, details=details)
+        if usage:
+            MetricRun.objects.filter(pk=run.pk).update(usage=usage)
+            run.usage = usage
+    return run
+
+
+def write_derived_scores(
+    run: MetricRun,
+    *,
+    aspect: Aspect,
+    config: dict[str, Any],
+    scores: dict[int, float],
+    details: dict[int, dict[str, Any]] | None = None,
+) -> None:
+    """Replace ``run``'s scores and configuration with these (NaN scores left out); its
+    status is the caller's. One transaction: a job killed here wrote all or nothing."""
+    details = details or {}
+    kept = {pk: v for pk, v in scores.items() if v is not None and math.isfinite(v)}
+    run.config = json_safe({**config, "aspect": aspect.code})
+    with transaction.atomic():
+        MetricScore.objects.filter(run=run).delete()  # an earlier attempt's
         MetricScore.objects.bulk_create(
             MetricScore(run=run, output_id=pk, value=value, details=details.get(pk, {}))
             for pk, value in kept.items()
         )
-        dataset.bump_data_version()
-    return run
+        MetricRun.objects.filter(pk=run.pk).update(
+            config=run.config, done=len(kept), total=len(kept)
+        )
+        run.done = run.total = len(kept)
+        run.dataset.bump_data_version()
 
 
 def run_scores(run: MetricRun) -> dict[int, float]:

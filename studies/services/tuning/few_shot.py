@@ -85,6 +85,7 @@ class Judge:
         self.run, self.aspect, self.metric = run, aspect, run.metric
         self.model = (factory or load_language_model)(run)
         self.requests = 0
+        self.on_rated: Callable[[int], None] | None = None  # told ``requests`` as it grows
         self.labelled: geval_labels.LabelConfig | None = None
         if self.metric == "geval":
             self.geval = geval_runs.config_of(run)
@@ -115,6 +116,8 @@ class Judge:
                 if result.value is not None and np.isfinite(result.value):
                     out[int(result.key)] = float(result.value)
             self.requests += len(group)
+            if self.on_rated is not None:
+                self.on_rated(self.requests)
         return out
 
     def _score(self, group: list[Item], doc_key: str, shown: list[Example]) -> list[Any]:
@@ -294,6 +297,9 @@ def tune(context: TuneContext) -> Tuned:
         return diverse_examples(pool, k, vectors)
 
     dev_items = [item_of(outputs[pk]) for pk in dev_ids]
+    final = [item_of(outputs[pk]) for pk in scored if pk in outputs]
+    total = len(selections) * len(ks) * len(dev_items) + len(final)
+    judge.on_rated = lambda n: context.progress(n, total)  # each candidate's dev, then all
     candidates = []
     for selection in selections:
         for k in ks:
@@ -312,7 +318,7 @@ def tune(context: TuneContext) -> Tuned:
         candidates, key=lambda c: -np.inf if c["dev"] is None else c["dev"]
     )  # max keeps the first of equals
     chosen: list[Example] = best["chosen"]
-    scores = judge.score([item_of(outputs[pk]) for pk in scored if pk in outputs], chosen)
+    scores = judge.score(final, chosen)
     return Tuned(
         scores=scores,
         provenance={
@@ -367,4 +373,5 @@ TUNER = Tuner(
         ),
     ),
     tune=tune,
+    prompts=True,
 )

@@ -243,6 +243,11 @@ def tune(context: TuneContext) -> Tuned:
     ranked = worst_examples(pool, len(pool), context.scores)  # the worst disagreements first
     shown_each = min(int(options["examples"]), len(ranked))
     dev_items = [item_of(outputs[pk]) for pk in dev_ids]
+    final = [item_of(outputs[pk]) for pk in scored if pk in outputs]
+    # at most: every proposal's dev outputs, then every output (the budget may stop it
+    # sooner; the job's progress then jumps to the end)
+    total = int(options["rounds"]) * per_round * len(dev_items) + len(final)
+    judge.on_rated = lambda n: context.progress(n, total)
     start = Candidate(
         0,
         0,
@@ -299,7 +304,7 @@ def tune(context: TuneContext) -> Tuned:
         scores = dict(context.scores)  # the same judge: its stored scores
     else:
         judge.geval = replace(start_config, criteria=best.criteria, steps=best.steps)
-        scores = judge.score([item_of(outputs[pk]) for pk in scored if pk in outputs], [])
+        scores = judge.score(final, [])
     return Tuned(
         scores=scores,
         provenance={
@@ -362,4 +367,5 @@ TUNER = Tuner(
         Option("max_new_tokens", int, 384, "the longest proposal, in tokens"),
     ),
     tune=tune,
+    prompts=True,
 )

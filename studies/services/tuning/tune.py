@@ -19,7 +19,13 @@ from studies.models import Aspect, MetricRun, Output, Study, StudySplit
 from studies.services.analysis.report_card.card import rows_on_documents
 from studies.services.analysis.report_card.held_out import held_out
 from studies.services.analysis.report_card.params import CardParams
-from studies.services.tuning.derived import run_scores, save_derived_run, spent_between, usage_of
+from studies.services.tuning.derived import (
+    run_scores,
+    save_derived_run,
+    spent_between,
+    usage_of,
+    write_derived_scores,
+)
 from studies.services.tuning.labels import TuneLabels, held_out_labels, positive
 from studies.services.tuning.primary import is_binary as _binary
 from studies.services.tuning.primary import statistic as _statistic
@@ -85,10 +91,14 @@ def tune_judge(
     resamples: int = 1000,
     by: Any = None,
     model_factory: Callable[[MetricRun], Any] | None = None,
+    into: MetricRun | None = None,
+    report: Callable[[int, int], None] | None = None,
 ) -> Tuning:
     """Tune ``run`` on ``aspect`` with the named tuner and measure it on test
     (``model_factory``: the judge's model for a tuner that prompts it again; default the
-    run's own)."""
+    run's own). The tuned run is a new one, or ``into`` (a tuning job's run, made when
+    it was asked for: its scores and configuration are written, its status is left to
+    the job); ``report`` is told (done, total) as the tuner goes."""
     if run.status != MetricRun.Status.SUCCEEDED:
         raise ValueError(f"run {run.pk} has not succeeded")
     tuner = find_tuner(tuner_name)
@@ -107,6 +117,7 @@ def tune_judge(
             rng=np.random.default_rng(seed),
             seed=seed,
             model_factory=model_factory,
+            report=report,
         )
     )
     spent = spent_between(before, usage_of(run)) if run.config.get("endpoint") else {}
@@ -133,16 +144,23 @@ def tune_judge(
         },
         "split": split.pk,
     }
-    new = save_derived_run(
-        run.dataset,
-        metric=f"tuned:{tuner.name}",
-        label=f"{run.label} [{tuner.name}]",
-        aspect=aspect,
-        config=config,
-        scores=result.scores,
-        by=by,
-        usage=spent,
-    )
+    if into is None:
+        new = save_derived_run(
+            run.dataset,
+            metric=f"tuned:{tuner.name}",
+            label=f"{run.label} [{tuner.name}]",
+            aspect=aspect,
+            config=config,
+            scores=result.scores,
+            by=by,
+            usage=spent,
+        )
+    else:  # the job's run keeps what was asked (its request) beside what was found
+        new = into
+        kept = {k: v for k, v in (into.config or {}).items() if k not in config}
+        write_derived_scores(new, aspect=aspect, config={**kept, **config}, scores=result.scores)
+        MetricRun.objects.filter(pk=new.pk).update(usage=spent)
+        new.usage = spent
     alt = alt_test_before_after(new, run, aspect, seed=seed, resamples=resamples)
     if alt is not None:
         new.config["tuning"]["test"]["alt_test"] = alt

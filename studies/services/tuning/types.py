@@ -45,6 +45,14 @@ class TuneContext:
     seed: int = 0
     # the judge's model, for a tuner that prompts it again (None: the run's own model)
     model_factory: Callable[[MetricRun], Any] | None = None
+    # told (done, total) as the tuner goes (a worker's job writes it to the tuned run's
+    # progress, and stops there when the run was cancelled)
+    report: Callable[[int, int], None] | None = None
+
+    def progress(self, done: int, total: int) -> None:
+        """Say how far the tuner is: ``done`` of ``total`` steps (outputs rated)."""
+        if self.report is not None:
+            self.report(done, total)
 
 
 @dataclass(frozen=True)
@@ -64,6 +72,9 @@ class Tuner:
     label: str
     options: tuple[Option, ...]
     tune: Callable[[TuneContext], Tuned]
+    # whether it prompts the judge again (its job then runs where the judge's model is:
+    # the model worker, or the io worker for a served judge); else it maps stored scores
+    prompts: bool = False
 
     def resolve(self, given: dict[str, Any]) -> dict[str, Any]:
         """The options with defaults filled in; unknown names and values outside the
