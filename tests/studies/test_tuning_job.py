@@ -179,11 +179,14 @@ def test_a_job_whose_worker_died_is_taken_back_by_the_sweeper_and_succeeds(
     assert sent[-1] == (queue.TUNE_JUDGE, (lost.pk,), "light")
 
 
-def test_a_tuning_job_shows_on_the_jobs_page_in_its_lane(study, cast, sent):
+def test_a_tuning_job_shows_on_the_jobs_page_in_its_lane(study, cast, sent, client):
     job = start_tuning(judge(), coherence(), "calibration", enqueue=False)
     lanes = {lane.name: lane for lane in jobs.lanes_for(cast["owner"])}
     found = [j for j in lanes["light"].jobs if j.url.endswith(f"/runs/{job.pk}/")]
     assert len(found) == 1 and not found[0].running and found[0].position == 1
+    client.force_login(cast["owner"])
+    page = client.get(f"/runs/{job.pk}/").content.decode()  # its page: progress and Cancel
+    assert f"/runs/{job.pk}/cancel/" in page
     execute_tuning(job.pk)
     assert not [j for j in jobs.all_jobs() if j.url.endswith(f"/runs/{job.pk}/")]
 
@@ -223,3 +226,19 @@ def test_the_api_starts_a_tuning_with_the_tuners_options(
     assert execute_tuning(failed.pk) == "failed"
     failed.refresh_from_db()
     assert "binary" in failed.error
+
+
+def test_the_command_with_enqueue_sends_the_job_and_prints_its_run(
+    study, sent, django_capture_on_commit_callbacks
+):
+    out = StringIO()
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command(
+            "tune_judge",
+            *("--run", str(judge().pk), "--aspect", "COH", "--tuner", "calibration"),
+            "--enqueue",
+            stdout=out,
+        )
+    job = MetricRun.objects.get(pk=int(out.getvalue().strip()))
+    assert job.status == MetricRun.Status.PENDING and job.metric == "tuned:calibration"
+    assert sent == [(queue.TUNE_JUDGE, (job.pk,), "light")]
