@@ -242,3 +242,35 @@ def test_the_command_with_enqueue_sends_the_job_and_prints_its_run(
     job = MetricRun.objects.get(pk=int(out.getvalue().strip()))
     assert job.status == MetricRun.Status.PENDING and job.metric == "tuned:calibration"
     assert sent == [(queue.TUNE_JUDGE, (job.pk,), "light")]
+
+
+def test_a_served_tunings_usage_counts_every_attempt_after_its_worker_was_killed(
+    study, monkeypatch, sent, settings, django_capture_on_commit_callbacks
+):
+    start = judge()
+    start.config = {**start.config, "endpoint": {"name": "served"}}  # a served judge's run
+    start.usage = {"requests": 40, "cost": 2.0}  # what making it spent
+    start.save(update_fields=["config", "usage"])
+    attempts: list[int] = []
+
+    def tune(context):  # type: ignore[no-untyped-def]
+        attempts.append(1)
+        row = MetricRun.objects.get(pk=context.run.pk)  # the served client adds as it goes
+        if len(attempts) == 1:
+            row.usage = {**row.usage, "requests": 45, "cost": 2.5}
+            row.save(update_fields=["usage"])
+            raise SystemExit("the worker is killed")  # no handler: the run stays RUNNING
+        row.usage = {**row.usage, "cache_hits": 5}  # the same requests, from the cache
+        row.save(update_fields=["usage"])
+        return Tuned(scores=dict(context.scores))
+
+    job = start_tuning(start, coherence(), toy_tuner(monkeypatch, tune), enqueue=False)
+    with pytest.raises(SystemExit):
+        execute_tuning(job.pk)
+    lease = settings.CONCORDIA["RUN_LEASE_SECONDS"]
+    with django_capture_on_commit_callbacks(execute=True):
+        assert sweep_stale_work(timezone.now() + timedelta(seconds=lease + 5))["running_runs"]
+    assert execute_tuning(job.pk) == "succeeded"
+    job.refresh_from_db()
+    assert job.usage["requests"] == 5 and job.usage["cache_hits"] == 5
+    assert job.usage["cost"] == pytest.approx(0.5)

@@ -15,7 +15,9 @@ whether the run was cancelled, and the job stops there. A worker killed mid-way 
 the run RUNNING without a heartbeat: the sweeper puts it back to PENDING and enqueues it
 again, and the tuning runs from the start: a served judge's and proposer's requests are
 answered by the database's response cache (none is sent twice) and a local model is
-deterministic, so it finds the same run."""
+deterministic, so it finds the same run. What the tuning spent is counted from the start
+run's usage when the first attempt began (``tuning_request["start_usage"]``), so the
+tuned run's usage holds every attempt's."""
 
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ from studies.models import Aspect, Endpoint, MetricRun, Study
 from studies.services import heartbeat, queue
 from studies.services.catalog import endpoint_slots
 from studies.services.runs import run_lease
-from studies.services.tuning.derived import free_label
+from studies.services.tuning.derived import free_label, usage_of
 from studies.services.tuning.registry import tuner as find_tuner
 from studies.services.tuning.routing import (
     PREFIX,
@@ -139,6 +141,9 @@ def execute_tuning(run_id: int, *, model_factory: Callable[[MetricRun], Any] | N
         )
         if not claimed:
             return "not pending"
+        if "start_usage" not in request and start is not None:  # the first attempt's
+            request = {**request, "start_usage": usage_of(start)}
+            MetricRun.objects.filter(pk=run_id).update(config={**found.config, REQUEST: request})
         renew = getattr(slot, "renew", None)
         every = heartbeat.interval(run_lease().total_seconds())
         with heartbeat.beating(lambda: _beat(run_id, renew), every, f"tuning {run_id}"):
@@ -188,6 +193,7 @@ def _tune(
             model_factory=model_factory,
             into=run,
             report=_report(run_id),
+            usage_before=request.get("start_usage"),
         )
     except TuningCancelled:
         return "cancelled"

@@ -93,12 +93,15 @@ def tune_judge(
     model_factory: Callable[[MetricRun], Any] | None = None,
     into: MetricRun | None = None,
     report: Callable[[int, int], None] | None = None,
+    usage_before: dict[str, Any] | None = None,
 ) -> Tuning:
     """Tune ``run`` on ``aspect`` with the named tuner and measure it on test
     (``model_factory``: the judge's model for a tuner that prompts it again; default the
     run's own). The tuned run is a new one, or ``into`` (a tuning job's run, made when
     it was asked for: its scores and configuration are written, its status is left to
-    the job); ``report`` is told (done, total) as the tuner goes."""
+    the job); ``report`` is told (done, total) as the tuner goes. ``usage_before``: the
+    start run's usage when the tuning began (a job's first attempt: a resumed job counts
+    what every attempt spent), else read now."""
     if run.status != MetricRun.Status.SUCCEEDED:
         raise ValueError(f"run {run.pk} has not succeeded")
     tuner = find_tuner(tuner_name)
@@ -106,7 +109,8 @@ def tune_judge(
     split = split_for_dataset(run.dataset_id, study)
     start = run_scores(run)
     labels = TuneLabels(split, aspect)
-    before = usage_of(run)  # a served judge prompted again adds to its run's usage
+    # a served judge prompted again adds to its run's usage
+    before = usage_of(run) if usage_before is None else usage_before
     result = tuner.tune(
         TuneContext(
             run=run,
