@@ -35,6 +35,36 @@ CHROMIUM_ARGS = [
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
+def _flush_retried_on_deadlock() -> None:
+    """A transactional test's teardown empties every table (TRUNCATE); a worker or live
+    server thread still reading from the test before can make PostgreSQL pick the
+    TRUNCATE as a deadlock's victim. The other side goes on, so the flush is tried again
+    (a few times, a moment apart) instead of failing the test that happened to be next."""
+    from django.db import OperationalError
+    from django.test import TransactionTestCase
+
+    teardown = TransactionTestCase._fixture_teardown
+
+    def retried(self):  # type: ignore[no-untyped-def]
+        for attempt in range(4):
+            try:
+                return teardown(self)
+            except Exception as exc:  # flush's CommandError wraps the OperationalError
+                cause = exc.__cause__ or exc
+                if attempt == 3 or not (
+                    isinstance(cause, OperationalError) and "deadlock" in str(cause)
+                ):
+                    raise
+                time.sleep(0.5 * (attempt + 1))
+        return None
+
+    TransactionTestCase._fixture_teardown = retried  # type: ignore[method-assign]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _flush_retried_on_deadlock()
+
+
 @pytest.fixture
 def cast(db):  # type: ignore[no-untyped-def]
     """owner and outsider (researchers), annotator, admin."""

@@ -189,7 +189,7 @@ def test_pages_work_under_the_content_security_policy_without_violations(
     expect(page.locator("#outputs-count")).to_contain_text("5 outputs")
     researcher.collect()
     researcher.open("/api/docs/")  # Swagger UI: its start script is a file, not inline
-    expect(page.locator(".swagger-ui .info .title")).to_contain_text("Concordia")
+    expect(page.locator(".swagger-ui .info .title")).to_contain_text("Concordia", timeout=60_000)
     researcher.collect()
 
     annotator = Watched(browser, live_server.url)

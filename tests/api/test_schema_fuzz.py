@@ -207,7 +207,7 @@ def test_the_api_and_its_schema_agree(
     # a resumable upload's chunk is raw bytes, as any octet stream
     schemathesis.serializer.alias("application/offset+octet-stream", "application/octet-stream")
     schema = schemathesis.openapi.from_url(
-        f"{live_server.url}/api/schema/?format=json", config=config, headers=auth
+        f"{live_server.url}/api/schema/?format=json", config=config, headers=auth, timeout=120
     )
     semantic: Counter[str] = Counter()
 
