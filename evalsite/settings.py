@@ -477,6 +477,7 @@ SPECTACULAR_SETTINGS = {
         "RunKindEnum": "studies.models.MetricRun.Kind",
         "TemplateKindEnum": "studies.models.PromptTemplate.Kind",
         "AspectKindEnum": "studies.models.Aspect.Kind",
+        "CampaignSelectionEnum": "annotation.models.Campaign.Selection",
     },
 }
 
