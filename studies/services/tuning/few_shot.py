@@ -256,21 +256,32 @@ def dev_value(
     return float(value) if np.isfinite(value) else None
 
 
+def tune_outputs(
+    context: TuneContext,
+) -> tuple[dict[int, Output], dict[int, int], list[int], list[int], str, dict[int, float]]:
+    """The outputs a judge-prompting tuner works on (the scored ones and the labelled
+    ones) and each one's document, the ids it learns from and those it chooses on (dev, or
+    a part of tune: :func:`learn_and_dev`), where the dev ids came from, and the human
+    value of each of those (read through the labels, which refuse any test output)."""
+    outputs = {
+        o.pk: o
+        for o in Output.objects.filter(
+            pk__in=set(context.scores) | set(context.labels.outputs())
+        ).select_related("document")
+    }
+    docs = {pk: o.document_id for pk, o in outputs.items()}
+    learn_ids, dev_ids, dev_source = learn_and_dev(context, docs)
+    human = context.labels.human([*learn_ids, *dev_ids])
+    return outputs, docs, learn_ids, dev_ids, dev_source, human
+
+
 def tune(context: TuneContext) -> Tuned:
     run, aspect, options = context.run, context.aspect, context.options
     ks = _ks(options["k"])
     selections = SELECTIONS if options["selection"] == "auto" else (options["selection"],)
     judge = Judge(run, aspect, context.model_factory)
     scored = list(context.scores)
-    outputs = {
-        o.pk: o
-        for o in Output.objects.filter(
-            pk__in=set(scored) | set(context.labels.outputs())
-        ).select_related("document")
-    }
-    docs = {pk: o.document_id for pk, o in outputs.items()}
-    pool_ids, dev_ids, dev_source = learn_and_dev(context, docs)
-    human = context.labels.human([*pool_ids, *dev_ids])
+    outputs, docs, pool_ids, dev_ids, dev_source, human = tune_outputs(context)
     pool = _pool(pool_ids, human, run.metric)
     if not pool:
         raise ValueError("no judged tune output to show as an example")

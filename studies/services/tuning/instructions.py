@@ -49,7 +49,7 @@ from studies.services.tuning.few_shot import (
     Example,
     Judge,
     dev_value,
-    learn_and_dev,
+    tune_outputs,
     worst_examples,
 )
 from studies.services.tuning.types import Option, TuneContext, Tuned, Tuner
@@ -230,15 +230,7 @@ def tune(context: TuneContext) -> Tuned:
     else:
         proposer = Proposer(judge.model)
     scored = list(context.scores)
-    outputs = {
-        o.pk: o
-        for o in Output.objects.filter(
-            pk__in=set(scored) | set(context.labels.outputs())
-        ).select_related("document")
-    }
-    docs = {pk: o.document_id for pk, o in outputs.items()}
-    learn_ids, dev_ids, dev_source = learn_and_dev(context, docs)
-    human = context.labels.human([*learn_ids, *dev_ids])  # refuses any test output
+    outputs, docs, learn_ids, dev_ids, dev_source, human = tune_outputs(context)
     pool = _tune_pool(context, learn_ids, human)
     ranked = worst_examples(pool, len(pool), context.scores)  # the worst disagreements first
     shown_each = min(int(options["examples"]), len(ranked))

@@ -37,7 +37,6 @@ from studies.services import heartbeat, queue
 from studies.services.catalog import endpoint_slots
 from studies.services.runs import run_lease
 from studies.services.tuning.derived import free_label, usage_of
-from studies.services.tuning.registry import tuner as find_tuner
 from studies.services.tuning.routing import (
     PREFIX,
     REQUEST,
@@ -45,8 +44,7 @@ from studies.services.tuning.routing import (
     is_tuning_job,
     tuning_queue,
 )
-from studies.services.tuning.splits import split_for_dataset
-from studies.services.tuning.tune import tune_judge
+from studies.services.tuning.tune import checked_request, tune_judge
 
 log = logging.getLogger(__name__)
 
@@ -70,14 +68,10 @@ def start_tuning(
     """Check the request (the run succeeded, the tuner and its options, a split) and save
     the tuned run PENDING, enqueued on commit (``enqueue=False``: the caller executes
     it). A ValueError (a :class:`~.splits.SplitError`) says what is wrong."""
-    if run.status != MetricRun.Status.SUCCEEDED:
-        raise ValueError(f"run {run.pk} has not succeeded")
     try:
-        chosen = find_tuner(tuner_name)
+        chosen, resolved, split = checked_request(run, tuner_name, options, study)
     except KeyError as exc:
         raise ValueError(exc.args[0]) from None
-    resolved = chosen.resolve(options or {})
-    split = split_for_dataset(run.dataset_id, study)
     if resamples < 1:
         raise ValueError("resamples must be at least 1")
     request = {

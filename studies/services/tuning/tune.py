@@ -31,7 +31,7 @@ from studies.services.tuning.primary import is_binary as _binary
 from studies.services.tuning.primary import statistic as _statistic
 from studies.services.tuning.registry import tuner as find_tuner
 from studies.services.tuning.splits import split_for_dataset
-from studies.services.tuning.types import TuneContext
+from studies.services.tuning.types import TuneContext, Tuner
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,18 @@ def measure(
     )
 
 
+def checked_request(
+    run: MetricRun, tuner_name: str, options: dict[str, Any] | None, study: Study | None
+) -> tuple[Tuner, dict[str, Any], StudySplit]:
+    """A tuning request checked: the run succeeded, the tuner (KeyError naming the known
+    ones), its options with defaults (ValueError) and the split it tunes on (a
+    :class:`~.splits.SplitError`)."""
+    if run.status != MetricRun.Status.SUCCEEDED:
+        raise ValueError(f"run {run.pk} has not succeeded")
+    tuner = find_tuner(tuner_name)
+    return tuner, tuner.resolve(options or {}), split_for_dataset(run.dataset_id, study)
+
+
 def tune_judge(
     run: MetricRun,
     aspect: Aspect,
@@ -102,11 +114,7 @@ def tune_judge(
     the job); ``report`` is told (done, total) as the tuner goes. ``usage_before``: the
     start run's usage when the tuning began (a job's first attempt: a resumed job counts
     what every attempt spent), else read now."""
-    if run.status != MetricRun.Status.SUCCEEDED:
-        raise ValueError(f"run {run.pk} has not succeeded")
-    tuner = find_tuner(tuner_name)
-    resolved = tuner.resolve(options or {})
-    split = split_for_dataset(run.dataset_id, study)
+    tuner, resolved, split = checked_request(run, tuner_name, options, study)
     start = run_scores(run)
     labels = TuneLabels(split, aspect)
     # a served judge prompted again adds to its run's usage
