@@ -37,6 +37,7 @@ urlpatterns = [
     path("runs/<int:pk>/rename/", views.run_rename, name="run-rename"),
     path("runs/<int:pk>/variant/", views.run_variant, name="run-variant"),
     path("runs/<int:pk>/pairwise/", views.run_pairwise, name="run-pairwise"),
+    path("runs/<int:pk>/tune/", views.run_tune, name="run-tune"),
     path("runs/<int:pk>/tuning/", views.run_tuning, name="run-tuning"),
     path("runs/<int:pk>/batch/requests/", views.run_batch_requests, name="run-batch-requests"),
     path("runs/<int:pk>/batch/results/", views.run_batch_results, name="run-batch-results"),

@@ -44,6 +44,7 @@ from studies.views.runs import (
     run_pairwise,
     run_rename,
     run_resume,
+    run_tune,
     run_tuning,
     run_variant,
 )
@@ -87,6 +88,7 @@ __all__ = [
     "run_detail",
     "run_new",
     "run_pairwise",
+    "run_tune",
     "run_tuning",
     "run_resume",
     "run_variant",

@@ -1,4 +1,5 @@
-"""Metric runs: start one from a dataset, follow its progress, cancel or resume it."""
+"""Metric runs: start one from a dataset, follow its progress, cancel or resume it, tune
+it (a worker's job, as ``POST /api/runs/<id>/tune/`` starts)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,10 @@ from studies.services.runs.geval_check import form_check, top_k_flags
 from studies.services.runs.labels import RenameError, rename_run
 from studies.services.runs.pairwise import pair_counts
 from studies.services.tuning.evidence import tuning_evidence
+from studies.services.tuning.job import start_tuning
+from studies.services.tuning.routing import is_tuning_job
+from studies.services.tuning.splits import SplitError
+from studies.tuning_forms import TuneForm
 from studies.views.helpers import researcher_required, stop_polling_when, wants_partial
 
 
@@ -104,6 +109,8 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         context["errors"] = run.scores.exclude(error="").count()
         context["form_check"] = form_check(run)
         context["top_k_flags"] = top_k_flags(run)
+    if run.status == MetricRun.Status.SUCCEEDED and not wants_partial(request):
+        context["tune_form"] = TuneForm(run=run)
     partial = wants_partial(request)
     template = "studies/partials/run_progress.html" if partial else "studies/run_detail.html"
     # nothing moves a run waiting for batch answers but its results file: no polling
@@ -127,13 +134,49 @@ def run_pairwise(request: HttpRequest, pk: int) -> HttpResponse:
 @researcher_required
 def run_tuning(request: HttpRequest, pk: int) -> HttpResponse:
     """A tuned run's evidence: the candidates and their dev figures, the chosen one, the
-    Δ on the split's test documents with its interval, the gap and the cost (no page for
-    a run no tuner made)."""
+    Δ on the split's test documents with its interval, the gap and the cost; while its
+    tuning job is under way (or once it failed), what was asked and its progress, polled
+    (no page for a run no tuner made)."""
     run = get_object_or_404(_runs(request), pk=pk)
     evidence = tuning_evidence(run)
-    if evidence is None:
+    if evidence is None and not is_tuning_job(run):
         raise Http404("This run was not made by a tuner.")
+    if wants_partial(request, "tuning-pending"):  # a job's progress, polled until it ends
+        response = render(request, "studies/partials/tuning_pending.html", {"run": run})
+        if evidence is not None:  # it succeeded: the page shows its evidence
+            response["HX-Refresh"] = "true"
+        return stop_polling_when(response, run.is_finished and evidence is None)
     return render(request, "studies/run_tuning.html", {"run": run, "tuning": evidence})
+
+
+@researcher_required
+def run_tune(request: HttpRequest, pk: int) -> HttpResponse:
+    """Tune this judge: the form (the run page shows it too), and on POST the same job
+    the API starts (the tuned run, PENDING, on the workers), then its tuning page. A
+    request the form or the service refuses shows the form again with why; nothing is
+    saved."""
+    run = get_object_or_404(_runs(request).select_related("aspect_version"), pk=pk)
+    form = TuneForm(request.POST or None, run=run)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            job = start_tuning(
+                run,
+                data["aspect"],
+                data["tuner"],
+                study=data["study"],
+                options=form.options(),
+                seed=data["seed"],
+                resamples=data["resamples"],
+                by=request.user,
+            )
+        except ValueError as exc:  # the run not succeeded, the split, an option refused
+            form.add_error("study" if isinstance(exc, SplitError) else None, str(exc))
+        else:
+            messages.success(request, f"Tuning started: {job.label} (run {job.pk}).")
+            return redirect("studies:run-tuning", pk=job.pk)
+    status = 400 if request.method == "POST" else 200
+    return render(request, "studies/run_tune.html", {"run": run, "form": form}, status=status)
 
 
 @require_POST

@@ -174,6 +174,9 @@ def test_the_tuning_routes_are_walked_as_the_runs(world):
     assert found["api:run-tune"].method == "post"
     refused = owner.post(found["api:run-tune"].url, {}, content_type="application/json")
     assert refused.status_code == 400 and {"aspect", "tuner"} <= set(refused.json()["errors"])
+    # and so is the run page's form that starts one (its own page: GET shows the form)
+    assert expected(found["studies:run-tune"].route) == RESEARCH_PAGE
+    assert found["studies:run-tune"].method == "get"
 
 
 def test_a_route_with_an_unknown_kwarg_fails_with_a_message(world):

@@ -142,3 +142,12 @@ def test_the_client_calls_every_operation_of_its_table_and_no_other_path():
     named = {name for name, value in vars(operations).items() if value in operations.OPERATIONS}
     assert named == set(re.findall(r"\bops\.([A-Z_]+)\b", source))
     assert not re.search(r"[\"']/api/", source)  # every path comes from the table
+
+
+def test_the_tune_operation_sends_every_field_the_servers_tuners_declare(schema):
+    # the tuners' options are the server's (derived from their declarations): a tuner's
+    # new option fails here until the client's table lists it, so ``tune(**options)``
+    # can send it
+    body = schema["paths"][operations.TUNE.path]["post"]["requestBody"]["content"]
+    fields = resolve(schema, body[operations.JSON]["schema"])
+    assert set(fields["properties"]) == operations.TUNE.body

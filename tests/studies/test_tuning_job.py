@@ -1,7 +1,7 @@
 """Tuning as a worker job (studies/services/tuning/job.py): the tuned run saved PENDING at
 once, its task (called inline, no worker) filling that run as the command does, its
-progress, cancel, the sweeper taking back a job whose worker died, the jobs page and the
-API that starts one. On the judged file's study (no model)."""
+progress, cancel, the sweeper taking back a job whose worker died, the jobs page, the
+API and the run page's form that start one. On the judged file's study (no model)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from studies import tasks
-from studies.models import Aspect, MetricRun, Study
+from studies.models import Aspect, MetricRun, Study, StudyMember
 from studies.services import jobs, queue
 from studies.services.recovery import sweep_stale_work
 from studies.services.runs import cancel_run
@@ -226,6 +226,118 @@ def test_the_api_starts_a_tuning_with_the_tuners_options(
     assert execute_tuning(failed.pk) == "failed"
     failed.refresh_from_db()
     assert "binary" in failed.error
+
+
+def tune_fields(tuner: str, **options: object) -> dict[str, object]:
+    """The page's form: coherence on the study's split, the tuner and its options."""
+    study = Study.objects.get(name="tuning")
+    named = {f"{tuner}__{name}": value for name, value in options.items()}
+    given = {"aspect": coherence().pk, "study": study.pk, "tuner": tuner, "seed": 0}
+    return {**given, "resamples": 200, **named}
+
+
+def test_the_run_page_offers_to_tune_it_with_every_tuners_declared_options(study, owner_client):
+    page = owner_client.get(f"/runs/{judge().pk}/").content.decode()
+    assert f'action="/runs/{judge().pk}/tune/"' in page and "Tune this judge" in page
+    assert f'<option value="{study.pk}" selected>' in page  # the one study with a split
+    assert f'<option value="{coherence().pk}"' in page
+    for name in registry.names():  # a radio button each, with the options it declares
+        assert f'name="tuner" value="{name}"' in page
+        for option in registry.tuner(name).options:
+            assert f'name="{name}__{option.name}"' in page
+    assert 'name="calibration__method"' in page and '<option value="isotonic">' in page
+    form = owner_client.get(f"/runs/{judge().pk}/tune/")  # its own page: the same form
+    assert form.status_code == 200 and 'name="few-shot__k"' in form.content.decode()
+    pending = start_tuning(judge(), coherence(), "calibration", enqueue=False)
+    assert "Tune this judge" not in owner_client.get(f"/runs/{pending.pk}/").content.decode()
+
+
+def test_the_tune_form_starts_the_apis_job_and_shows_its_tuning_page_until_the_evidence(
+    study, owner_client, sent, django_capture_on_commit_callbacks
+):
+    before = MetricRun.objects.count()
+    with django_capture_on_commit_callbacks(execute=True):
+        response = owner_client.post(
+            f"/runs/{judge().pk}/tune/",
+            # another tuner's fields are not read: a bad one is no error
+            {**tune_fields("calibration", method="isotonic"), "instructions__rounds": "many"}
+            | {"seed": 3},
+        )
+    job = MetricRun.objects.latest("pk")
+    assert MetricRun.objects.count() == before + 1
+    assert response.status_code == 302 and response["Location"] == f"/runs/{job.pk}/tuning/"
+    assert job.status == MetricRun.Status.PENDING and job.metric == "tuned:calibration"
+    assert job.created_by.username == "owner"
+    assert job.config["tuning_request"] == {
+        "start_run": judge().pk,
+        "aspect": coherence().pk,
+        "study": study.pk,
+        "tuner": "calibration",
+        "options": {"method": "isotonic"},
+        "seed": 3,
+        "resamples": 200,
+        "queue": "light",
+    }
+    assert sent == [(queue.TUNE_JUDGE, (job.pk,), "light")]
+    page = owner_client.get(response["Location"]).content.decode()  # pending: asked, polled
+    assert 'id="tuning-pending"' in page and 'hx-trigger="every 2s"' in page
+    assert "<code>method=isotonic</code>" in page and 'id="tuning-delta"' not in page
+    polled = {"HX-Request": "true", "HX-Target": "tuning-pending"}
+    partial = owner_client.get(response["Location"], headers=polled)
+    assert partial.status_code == 200 and "<html" not in partial.content.decode()
+    assert execute_tuning(job.pk) == "succeeded"  # the worker's job
+    partial = owner_client.get(response["Location"], headers=polled)
+    assert partial["HX-Refresh"] == "true"  # the page shows the evidence now
+    page = owner_client.get(response["Location"]).content.decode()
+    assert 'id="tuning-delta"' in page and 'id="tuning-pending"' not in page
+
+
+def test_bad_tune_form_input_shows_the_form_again_naming_the_field_and_starts_nothing(
+    study, owner_client, cast, sent
+):
+    bare = Study.objects.create(name="bare", dataset=study.dataset, owner=cast["owner"])
+    cases = [
+        (tune_fields("calibration", method="nope"), "calibration__method", "valid choice"),
+        (tune_fields("instructions", rounds="many"), "instructions__rounds", "whole number"),
+        (tune_fields("few-shot") | {"study": bare.pk}, "study", "valid choice"),  # no split
+        (tune_fields("calibration") | {"aspect": ""}, "aspect", "required"),
+        (tune_fields("calibration") | {"tuner": "magic"}, "tuner", "valid choice"),
+        (tune_fields("calibration") | {"resamples": 0}, "resamples", "greater than or equal"),
+    ]
+    before = MetricRun.objects.count()
+    for fields, field, message in cases:
+        response = owner_client.post(f"/runs/{judge().pk}/tune/", fields)
+        assert response.status_code == 400, field
+        errors = response.context["form"].errors
+        assert list(errors) == [field] and message in errors[field][0], (field, errors)
+        page = response.content.decode()
+        assert 'id="tune-form"' in page and errors[field][0].replace("'", "&#x27;") in page
+    # what the service refuses (the run has not succeeded) is said above the form
+    unfinished = judge("judge_a")
+    MetricRun.objects.filter(pk=unfinished.pk).update(status=MetricRun.Status.FAILED)
+    response = owner_client.post(f"/runs/{unfinished.pk}/tune/", tune_fields("calibration"))
+    assert response.status_code == 400
+    assert response.context["form"].non_field_errors() == [f"run {unfinished.pk} has not succeeded"]
+    assert MetricRun.objects.count() == before and sent == []
+
+
+def test_only_researchers_who_may_run_metrics_on_the_dataset_may_tune_its_runs(
+    study, cast, client, sent
+):
+    url = f"/runs/{judge().pk}/tune/"
+    before = MetricRun.objects.count()
+    assert "login" in client.get(url)["Location"]  # anonymous
+    client.force_login(cast["annotator"])
+    assert client.get(url).status_code == 403
+    assert client.post(url, tune_fields("calibration")).status_code == 403
+    client.force_login(cast["outsider"])  # a researcher, not of this dataset: not found
+    assert client.get(url).status_code == 404
+    assert client.post(url, tune_fields("calibration")).status_code == 404
+    assert MetricRun.objects.count() == before and sent == []
+    # a researcher member of the dataset's study runs metrics on it: tunes too (as the API)
+    StudyMember.objects.create(study=study, user=cast["outsider"], role=StudyMember.Role.RESEARCHER)
+    assert client.post(url, tune_fields("calibration")).status_code == 302
+    assert MetricRun.objects.latest("pk").created_by == cast["outsider"]
 
 
 def test_the_command_with_enqueue_sends_the_job_and_prints_its_run(

@@ -346,6 +346,37 @@ class Client(Uploads):
         }
         return dict(self._http.send(ops.PAIRWISE, {"id": _id(run)}, query=query).json())
 
+    def tune(
+        self,
+        run: int | Run,
+        *,
+        aspect: str | Aspect,
+        tuner: str,
+        study: int | None = None,
+        seed: int | None = None,
+        resamples: int | None = None,
+        **options: Any,
+    ) -> Run:
+        """Tune a finished judge run on an aspect, as its page's *Tune this judge* form
+        and ``manage.py tune_judge`` do: the new (tuned) run, pending, on the workers;
+        wait for it with :meth:`wait_for_run` and read its evidence with :meth:`tuning`.
+        ``aspect`` is a code or name (or an Aspect); ``study`` the study whose split to
+        tune on (None: the dataset's one study with a split); ``tuner`` calibration,
+        few-shot or instructions, and ``options`` its own (``method="isotonic"``,
+        ``k="1,2"``, ``rounds=2`` …; left out, its defaults). BadRequest names what the
+        server refuses (an option the tuner has not, no split, a run not succeeded)."""
+        body: dict[str, Any] = {
+            "aspect": aspect.code if isinstance(aspect, Aspect) else aspect,
+            "tuner": tuner,
+            "study": study,
+            "seed": seed,
+            "resamples": resamples,
+            **options,
+        }
+        sent = {k: v for k, v in body.items() if v is not None}
+        answer = self._http.send(ops.TUNE, {"id": _id(run)}, json=sent)
+        return build(Run, answer.json())
+
     def tuning(self, run: int | Run) -> dict[str, Any]:
         """A tuned run's evidence, as its tuning page shows it: the tuner and its options,
         the candidates with their dev figures and the chosen one, the start-vs-tuned Δ on
