@@ -478,6 +478,8 @@ SPECTACULAR_SETTINGS = {
         "TemplateKindEnum": "studies.models.PromptTemplate.Kind",
         "AspectKindEnum": "studies.models.Aspect.Kind",
         "CampaignSelectionEnum": "annotation.models.Campaign.Selection",
+        # humans or adjudicated: a tuning's gold and a report card's reference
+        "GoldEnum": "studies.services.tuning.labels.GOLDS",
     },
 }
 

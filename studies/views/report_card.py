@@ -16,6 +16,7 @@ from studies.services import studies as study_service
 from studies.services.analysis import report_card
 from studies.services.analysis.report_card import CardParams
 from studies.services.analysis.report_card.pieces.registry import shown
+from studies.services.analysis.report_card.reference import REFERENCES, with_reference
 from studies.views.dashboards import COEFFICIENTS, LEVELS
 from studies.views.helpers import (
     not_computed,
@@ -61,6 +62,7 @@ def _page(
         "confidences": CONFIDENCES,
         "poll_query": poll.urlencode(),
         "adjudicated": adjudication.adjudicated_counts(dataset, study),
+        "references": REFERENCES,
     }
     partial = wants_partial(request, "report-card")
     template = "studies/partials/report_card.html" if partial else "studies/report_card.html"
@@ -69,21 +71,28 @@ def _page(
     return stop_polling_when(response, finished)
 
 
+def _named_study(request: HttpRequest, dataset: Dataset, name: str) -> Study | None:
+    named = request.GET.get(name, "")
+    found = named.isdigit() and len(named) <= 18  # an id the database can hold
+    return Study.objects.filter(pk=int(named), dataset=dataset).first() if found else None
+
+
 def _on_split(request: HttpRequest, dataset: Dataset) -> CardParams:
     """The query's parameters, the thresholds on the split of the study ``?split=``
-    names (a study card's links), else of the dataset's one study with a split."""
-    named = request.GET.get("split", "")
-    study = (
-        Study.objects.filter(pk=int(named), dataset=dataset).first() if named.isdigit() else None
-    )
+    names (a study card's links), else of the dataset's one study with a split; with
+    ``?reference=adjudicated``, the adjudications of the study ``?reference_study=``
+    names (a study card's links), else of every study of the dataset."""
     params = CardParams.from_query(request.GET)
-    return params.on_split(*report_card.split_params(dataset, study))
+    params = params.on_split(
+        *report_card.split_params(dataset, _named_study(request, dataset, "split"))
+    )
+    return with_reference(params, dataset, _named_study(request, dataset, "reference_study"))
 
 
 @researcher_required
 def dataset_report_card(request: HttpRequest, pk: int) -> HttpResponse:
-    """``?level=…&coef=…&eps=0.2&ci=0.95&aspects=COH,FLU&runs=all&sort=…`` (``POST``:
-    *Try again* after a failed computation)."""
+    """``?level=…&coef=…&eps=0.2&ci=0.95&aspects=COH,FLU&runs=all&reference=adjudicated&sort=…``
+    (``POST``: *Try again* after a failed computation)."""
     dataset = get_object_or_404(visible_datasets(request.user).select_related("task"), pk=pk)
     return _page(request, dataset, _on_split(request, dataset), None)
 
@@ -94,6 +103,7 @@ def study_report_card(request: HttpRequest, pk: int) -> HttpResponse:
     study = get_object_or_404(study_service.owned_studies(request.user), pk=pk)
     params = CardParams.from_query(request.GET)
     params = params.on_split(*report_card.split_params(study.dataset, study))
+    params = with_reference(params, study.dataset, study)
     codes = tuple(study.aspects.values_list("code", flat=True))
     return _page(request, study.dataset, params.only(codes) if codes else params, study)
 

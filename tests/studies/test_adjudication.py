@@ -127,9 +127,10 @@ def test_a_tuner_reads_adjudications_of_tune_documents_never_of_test_ones(cast):
     tuned, held = ids[(tune_doc, "a")], ids[(test_doc, "a")]
     adjudication.adjudicate(study, coh, tuned, "1", cast["owner"], run)
     adjudication.adjudicate(study, coh, held, "1", cast["owner"], run)
-    labels = TuneLabels(split, coh)
+    labels = TuneLabels(split, coh, gold="adjudicated")
     assert labels.adjudicated([tuned]) == {tuned: 1.0}
-    assert labels.gold([tuned])[tuned] == 1.0
+    assert labels.gold([tuned])[tuned] == 1.0 != labels.human([tuned])[tuned]
+    assert TuneLabels(split, coh).gold([tuned]) == labels.human([tuned])  # gold: the humans
     untouched = ids[(tune_doc, "b")]
     assert labels.gold([untouched]) == labels.human([untouched])
     for read in (labels.adjudicated, labels.gold):

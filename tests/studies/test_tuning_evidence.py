@@ -83,7 +83,7 @@ def test_the_api_shows_the_candidates_the_delta_as_printed_and_the_gap(tuned, ca
     body = login(cast["owner"]).get(f"/api/runs/{made.pk}/tuning/").json()
     assert (body["run"], body["tuner"], body["start_run"]) == (made.pk, "calibration", start.pk)
     assert body["start_label"] == "judge_b" and body["split"] == split.pk
-    assert body["options"] == {"method": "auto"} and body["seed"] == 0
+    assert body["options"] == {"method": "auto", "gold": "humans"} and body["seed"] == 0
     fitted = {
         "label": "method=isotonic",
         "settings": {"method": "isotonic"},

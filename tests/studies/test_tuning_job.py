@@ -74,7 +74,7 @@ def test_a_calibration_job_is_pending_at_once_and_its_task_fills_that_run_as_the
         "aspect": coherence().pk,
         "study": study.pk,
         "tuner": "calibration",
-        "options": {"method": "auto"},
+        "options": {"method": "auto", "gold": "humans"},
         "seed": 3,
         "resamples": 200,
         "queue": "light",
@@ -206,7 +206,7 @@ def test_the_api_starts_a_tuning_with_the_tuners_options(
     body = response.json()
     assert body["status"] == "pending" and body["metric"] == "tuned:calibration"
     job = MetricRun.objects.get(pk=body["id"])
-    assert job.config["tuning_request"]["options"] == {"method": "isotonic"}
+    assert job.config["tuning_request"]["options"] == {"method": "isotonic", "gold": "humans"}
     assert sent == [(queue.TUNE_JUDGE, (job.pk,), "light")]
     refused = client.post(
         url, {"aspect": "COH", "tuner": "calibration", "k": "1,2"}, content_type="application/json"

@@ -11,6 +11,7 @@ from studies.services.analysis.params import COEFFICIENT_NAMES
 from studies.services.analysis.report_card import COLUMNS
 from studies.services.analysis.report_card.params import CONFIDENCES, DEFAULT_EPSILON
 from studies.services.analysis.report_card.pieces.registry import PIECES
+from studies.services.analysis.report_card.reference import HUMANS, REFERENCES
 
 SORTS = [c.key for c in COLUMNS] + [f"-{c.key}" for c in COLUMNS]
 
@@ -48,6 +49,14 @@ class ReportCardQuerySerializer(serializers.Serializer):  # type: ignore[type-ar
         default="judges",
         help_text="all: the reference-based baselines (ROUGE, BLEU, chrF, BERTScore) get "
         "rows too; sentinels never do.",
+    )
+    reference = serializers.ChoiceField(
+        choices=list(REFERENCES),
+        default=HUMANS,
+        help_text="What each judge is compared with: humans, the annotators' judgments; "
+        "adjudicated, the disagreement review's adjudicated value of each output that has "
+        "one (the study's on a study card, every study's of the dataset on a dataset card), "
+        "the annotators' elsewhere.",
     )
     sort = serializers.ChoiceField(
         choices=SORTS,
@@ -133,8 +142,30 @@ def _row_serializer() -> type[serializers.Serializer]:  # type: ignore[type-arg]
 ReportCardRowSerializer = _row_serializer()
 
 
+class CardReferenceCountSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    adjudicated = serializers.IntegerField(help_text="Judged outputs with an adjudicated value.")
+    outputs = serializers.IntegerField(help_text="Judged outputs.")
+
+
+class CardReferenceSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    """What the judges were compared with."""
+
+    reference = serializers.ChoiceField(choices=list(REFERENCES))
+    study = serializers.IntegerField(
+        allow_null=True,
+        help_text="Whose adjudications: a study's, or null (every study's of the dataset; "
+        "null too when the reference is the annotators').",
+    )
+    aspects = serializers.DictField(
+        child=CardReferenceCountSerializer(),
+        help_text="Per aspect code (the adjudicated reference only): how many of its judged "
+        "outputs were compared with an adjudicated value.",
+    )
+
+
 class ReportCardSerializer(serializers.Serializer):  # type: ignore[type-arg]
     params = serializers.DictField(help_text="What the card was computed with.")
+    reference = CardReferenceSerializer()
     query = serializers.CharField(help_text="The same as the page's query string.")
     statistic = serializers.CharField(help_text="The correlation, e.g. Spearman ρ, sample-level.")
     coefficient_label = serializers.CharField()

@@ -11,7 +11,7 @@ from rest_framework import serializers
 
 from studies.api.serializers.types import StrictJsonTypes
 from studies.services.tuning.registry import names, tuner
-from studies.services.tuning.types import Option
+from studies.services.tuning.types import COMMON_OPTIONS, Option
 
 
 def option_field(tuner_name: str, option: Option) -> serializers.Field:  # type: ignore[type-arg]
@@ -36,7 +36,8 @@ def option_fields() -> dict[str, serializers.Field]:  # type: ignore[type-arg]
     fields: dict[str, serializers.Field] = {}  # type: ignore[type-arg]
     for name in names():
         for option in tuner(name).options:
-            fields.setdefault(option.name, option_field(name, option))
+            owner = "every tuner" if option in COMMON_OPTIONS else name
+            fields.setdefault(option.name, option_field(owner, option))
     return fields
 
 

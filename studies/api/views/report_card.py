@@ -18,6 +18,7 @@ from studies.models import Dataset, Study
 from studies.services import studies as study_service
 from studies.services.analysis import report_card
 from studies.services.analysis.report_card import CardParams
+from studies.services.analysis.report_card.reference import with_reference
 
 
 @extend_schema(
@@ -50,7 +51,8 @@ def _card(
     """The card of ``dataset`` as the query asks (``only``: the study's aspects, all
     judged ones when empty; thresholds on ``study``'s split, else the dataset's one
     study with a split), or 202 while a worker computes it, or 500 with why when
-    computing it failed."""
+    computing it failed (``reference=adjudicated``: the adjudications of ``study``, else
+    of every study of the dataset)."""
     query = ReportCardQuerySerializer(data=query_of(request))
     query.is_valid(raise_exception=True)
     data = query.validated_data
@@ -61,8 +63,10 @@ def _card(
         confidence=float(data["ci"]),
         aspects=tuple(sorted({c for c in data["aspects"].split(",") if c})),
         all_runs=data["runs"] == "all",
+        reference=data["reference"],
     )
     params = params.on_split(*report_card.split_params(dataset, study))
+    params = with_reference(params, dataset, study)
     if only:
         params = params.only(only)
     if data["retry"]:

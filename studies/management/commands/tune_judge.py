@@ -3,8 +3,8 @@ options]``: tune a judge run on the study split's tune documents, save the tuned
 print its id, then the test-split Δ of the primary statistic with its paired bootstrap
 interval by document. Each tuner's options become flags here (``--method`` for
 calibration; ``--k``, ``--selection``, ``--encoder`` for few-shot; ``--rounds``,
-``--budget-requests``, ``--proposer-endpoint`` … for instructions), from the tuner's own
-declaration. A tuner that prompts the judge again (few-shot, instructions) loads the
+``--budget-requests``, ``--proposer-endpoint`` … for instructions; ``--gold humans|adjudicated``
+for every tuner), from the tuner's own declaration. A tuner that prompts the judge again (few-shot, instructions) loads the
 run's own model or endpoint.
 
 It runs the worker's tuning job inline (:mod:`studies.services.tuning.job`): the tuned
@@ -22,6 +22,7 @@ from studies.models import MetricRun
 from studies.services.tuning.job import execute_tuning, recorded_delta, start_tuning
 from studies.services.tuning.lookup import aspect_and_study
 from studies.services.tuning.registry import names, tuner
+from studies.services.tuning.types import COMMON_OPTIONS
 
 
 class Command(BaseCommand):
@@ -45,12 +46,13 @@ class Command(BaseCommand):
                 if option.name in seen:
                     continue
                 seen.add(option.name)
+                owner = "every tuner" if option in COMMON_OPTIONS else name
                 parser.add_argument(
                     option.flag,
                     dest=f"tuner_{option.name}",
                     type=option.type,
                     choices=option.choices or None,
-                    help=f"{name}: {option.help} (default {option.default})",
+                    help=f"{owner}: {option.help} (default {option.default})",
                 )
 
     def handle(self, *args: Any, **opts: Any) -> None:

@@ -1,6 +1,7 @@
 """The calibration tuner: a map from the judge's score to the human scale (isotonic;
-Platt or a threshold for a binary aspect), fitted on the tune documents' labels only
-and applied to every output the judge scored."""
+Platt or a threshold for a binary aspect), fitted on the tune documents' labels only (the
+humans', or the adjudicated ones where there are some: the ``gold`` option) and applied
+to every output the judge scored."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def tune(context: TuneContext) -> Tuned:
     if method in BINARY_ONLY and aspect.kind != Aspect.Kind.BINARY:
         raise ValueError(f"{method} maps onto a binary aspect; {aspect.code} is {aspect.kind}")
     tune_ids = [pk for pk in context.labels.outputs("tune") if pk in context.scores]
-    human = context.labels.human(tune_ids)
+    human = context.labels.gold(tune_ids)
     ids = [pk for pk in tune_ids if pk in human]
     fitted = fit(
         method,

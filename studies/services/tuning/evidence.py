@@ -16,6 +16,7 @@ from typing import Any
 
 from studies.models import MetricRun
 from studies.services.tuning.registry import names, tuner
+from studies.services.tuning.types import COMMON_OPTIONS
 
 # what a candidate's record holds besides its settings
 _NOT_SETTINGS = ("dev", "examples", "instructions")
@@ -67,7 +68,10 @@ def candidates(record: dict[str, Any]) -> list[dict[str, Any]]:
     tried = record.get("candidates")
     if not isinstance(tried, list) or not tried:
         options = record.get("options") or {}
-        settings = {name: record.get(name, value) for name, value in options.items()}
+        common = {o.name for o in COMMON_OPTIONS}  # the tuning's, not a candidate's
+        settings = {
+            name: record.get(name, value) for name, value in options.items() if name not in common
+        }
         return [
             {
                 "label": _label(settings),

@@ -261,8 +261,9 @@ def tune_outputs(
 ) -> tuple[dict[int, Output], dict[int, int], list[int], list[int], str, dict[int, float]]:
     """The outputs a judge-prompting tuner works on (the scored ones and the labelled
     ones) and each one's document, the ids it learns from and those it chooses on (dev, or
-    a part of tune: :func:`learn_and_dev`), where the dev ids came from, and the human
-    value of each of those (read through the labels, which refuse any test output)."""
+    a part of tune: :func:`learn_and_dev`), where the dev ids came from, and the gold
+    value of each of those (the humans', or the adjudicated one where the ``gold`` option
+    asks: read through the labels, which refuse any test output)."""
     outputs = {
         o.pk: o
         for o in Output.objects.filter(
@@ -271,7 +272,7 @@ def tune_outputs(
     }
     docs = {pk: o.document_id for pk, o in outputs.items()}
     learn_ids, dev_ids, dev_source = learn_and_dev(context, docs)
-    human = context.labels.human([*learn_ids, *dev_ids])
+    human = context.labels.gold([*learn_ids, *dev_ids])
     return outputs, docs, learn_ids, dev_ids, dev_source, human
 
 

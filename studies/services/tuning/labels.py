@@ -13,7 +13,10 @@ them gave the positive label.
 
 Adjudicated values (:class:`~studies.models.Adjudication`, the split's study's) are gold a
 tuner may read through the same refusal: :meth:`TuneLabels.adjudicated` and
-:meth:`TuneLabels.gold` answer for tune/dev documents only, never a test document's.
+:meth:`TuneLabels.gold` answer for tune/dev documents only, never a test document's. A
+tuner learns from :meth:`TuneLabels.gold`: the human values (``gold="humans"``, the
+default), or with ``gold="adjudicated"`` (the tuning request's ``gold`` option) each
+output's adjudicated value where the study has one, its human value elsewhere.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from django.db.models import Avg
 from studies.models import Adjudication, Aspect, Judgment, Output, SplitDocument, StudySplit
 
 LEARNABLE = ("tune", "dev")
+GOLDS = ("humans", "adjudicated")  # what a tuner learns from (see the module)
 
 
 class HeldOutLabel(PermissionError):
@@ -63,13 +67,21 @@ def _judged_outputs(split: StudySplit, aspect: Aspect, parts: Iterable[str]) -> 
 
 class TuneLabels:
     """Human labels of one aspect for the outputs of a split's ``parts`` (tune and/or
-    dev), and nothing else."""
+    dev), and nothing else; ``gold``: what :meth:`gold` serves (one of :data:`GOLDS`)."""
 
-    def __init__(self, split: StudySplit, aspect: Aspect, parts: Iterable[str] = LEARNABLE):
+    def __init__(
+        self,
+        split: StudySplit,
+        aspect: Aspect,
+        parts: Iterable[str] = LEARNABLE,
+        gold: str = "humans",
+    ):
         chosen = tuple(parts)
         if not chosen or any(p not in LEARNABLE for p in chosen):
             raise HeldOutLabel(f"a tuner reads only {' and '.join(LEARNABLE)} labels, not {chosen}")
-        self.split, self.aspect, self.parts = split, aspect, chosen
+        if gold not in GOLDS:
+            raise ValueError(f"gold must be one of {', '.join(GOLDS)}, not {gold!r}")
+        self.split, self.aspect, self.parts, self.source = split, aspect, chosen, gold
         self._outputs = _judged_outputs(split, aspect, chosen)
 
     def outputs(self, part: str | None = None) -> list[int]:
@@ -94,10 +106,19 @@ class TuneLabels:
         return {pk: float(v) for pk, v in rows.values_list("output_id", "value")}
 
     def gold(self, output_ids: Iterable[int]) -> dict[int, float]:
-        """Each output's adjudicated value where the study has one, else its mean human
-        value; refused as :meth:`human` is."""
+        """What a tuner learns from: each output's mean human value, or (``gold``
+        "adjudicated") its adjudicated value where the study has one, else its mean human
+        value; refused, reading nothing, as :meth:`human` is."""
         ids = self._allowed(output_ids)
+        if self.source != "adjudicated":
+            return _means(self.aspect, ids)
         return {**_means(self.aspect, ids), **self.adjudicated(ids)}
+
+    def gold_summary(self) -> dict[str, object]:
+        """What a tuning records of its gold: which, and how many of the tune/dev outputs
+        had an adjudicated value it served."""
+        used = self.adjudicated(self.outputs()) if self.source == "adjudicated" else {}
+        return {"source": self.source, "adjudicated_outputs": len(used)}
 
     def _allowed(self, output_ids: Iterable[int]) -> list[int]:
         ids = list(output_ids)

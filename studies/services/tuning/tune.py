@@ -3,7 +3,10 @@
 become a new run with full provenance, and the new run is measured against the start
 on the test documents only: the Δ of the primary statistic (Spearman ρ at sample level
 for a scale aspect, MCC for a binary one) with a paired bootstrap interval by document,
-and the overfitting gap (the tuned judge on tune minus on test)."""
+and the overfitting gap (the tuned judge on tune minus on test). The request's ``gold``
+option chooses what the tuner learns from (the humans', or the study's adjudicated values
+on tune/dev documents where there are some: :meth:`TuneLabels.gold`); the test Δ is
+always measured against the humans' values, so tunings on either gold compare."""
 
 from __future__ import annotations
 
@@ -116,7 +119,7 @@ def tune_judge(
     what every attempt spent), else read now."""
     tuner, resolved, split = checked_request(run, tuner_name, options, study)
     start = run_scores(run)
-    labels = TuneLabels(split, aspect)
+    labels = TuneLabels(split, aspect, gold=resolved["gold"])
     # a served judge prompted again adds to its run's usage
     before = usage_of(run) if usage_before is None else usage_before
     result = tuner.tune(
@@ -135,7 +138,7 @@ def tune_judge(
     spent = spent_between(before, usage_of(run)) if run.config.get("endpoint") else {}
     delta = measure(split, aspect, start, result.scores, seed=seed, resamples=resamples)
     tune_ids = [pk for pk in labels.outputs("tune") if pk in result.scores]
-    tune_human = labels.human(tune_ids)
+    tune_human = labels.gold(tune_ids)
     tune_docs = dict(Output.objects.filter(pk__in=tune_ids).values_list("pk", "document_id"))
     tune_value = _statistic(
         aspect,
@@ -152,6 +155,7 @@ def tune_judge(
             "seed": seed,
             **result.provenance,
             "tuned_on_documents": len(set(tune_docs.values())),
+            "gold_labels": labels.gold_summary(),
             "test": evidence,
         },
         "split": split.pk,

@@ -1,6 +1,7 @@
 """What a tuner is: a name, the options it declares once (the command's flags and any
-form or serializer are derived from them) and a function from a start run's scores and
-the tune/dev labels to new scores with their provenance."""
+form or serializer are derived from them; every tuner also takes :data:`COMMON_OPTIONS`:
+``gold``, the labels it tunes on) and a function from a start run's scores and the
+tune/dev labels to new scores with their provenance."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from studies.models import Aspect, MetricRun
-from studies.services.tuning.labels import TuneLabels
+from studies.services.tuning.labels import GOLDS, TuneLabels
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,19 @@ class Option:
     @property
     def flag(self) -> str:
         return "--" + self.name.replace("_", "-")
+
+
+GOLD = Option(
+    "gold",
+    str,
+    "humans",
+    "the labels tuned on: humans (each output's judgments) or adjudicated (the study's "
+    "adjudicated value where a tune/dev output has one, the humans' elsewhere; a test "
+    "document's is never read)",
+    choices=GOLDS,
+)
+# the options every tuner takes besides its own (read by the tuning, not the tuner)
+COMMON_OPTIONS = (GOLD,)
 
 
 @dataclass(frozen=True)
@@ -75,6 +89,12 @@ class Tuner:
     # whether it prompts the judge again (its job then runs where the judge's model is:
     # the model worker, or the io worker for a served judge); else it maps stored scores
     prompts: bool = False
+
+    def __post_init__(self) -> None:
+        """Its options are its own, then :data:`COMMON_OPTIONS` (those it did not declare)."""
+        own = {o.name for o in self.options}
+        common = tuple(o for o in COMMON_OPTIONS if o.name not in own)
+        object.__setattr__(self, "options", (*self.options, *common))
 
     def resolve(self, given: dict[str, Any]) -> dict[str, Any]:
         """The options with defaults filled in; unknown names and values outside the

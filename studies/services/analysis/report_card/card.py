@@ -12,6 +12,9 @@ outputs; scores read from a served endpoint's top-k alone, and whether they coul
 the verdict (:mod:`.bounds`) (each module says what it holds). Then a verdict (:mod:`.verdict`, which reads
 the primary statistic of the aspect's kind and the caveats through the registry).
 
+The human reference is the annotators', or the adjudicated values where there are some
+(:mod:`.reference`); ``reference`` says which, and how many outputs were adjudicated.
+
 A tuned run (one whose configuration names a study split: tuned there, or a jury weighed
 on it) gets its rows computed on the split's test documents only (:mod:`.held_out`):
 ``run.tuned`` says on how many documents it was tuned and evaluated, the page shows it
@@ -40,6 +43,7 @@ from studies.services.analysis.report_card.evidence import MIN_ANNOTATORS, annot
 from studies.services.analysis.report_card.held_out import HeldOut, held_out_of
 from studies.services.analysis.report_card.params import CardParams
 from studies.services.analysis.report_card.pieces.registry import PIECES
+from studies.services.analysis.report_card.reference import summary as reference_summary
 from studies.services.analysis.report_card.verdict import verdict
 from studies.services.runs.registry import runner
 
@@ -104,6 +108,7 @@ def compute_card(
         "level": c.mp.level,
         "confidence": params.confidence,
         "epsilon": params.epsilon,
+        "reference": reference_summary(params.reference, params.reference_study, c.counts),
         "aspects": aspects,
         "rows": rows,
         "n_outputs": frame.n_outputs,

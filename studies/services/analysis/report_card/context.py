@@ -19,6 +19,13 @@ from studies.services.analysis.frames import AspectInfo, RunInfo, restrict_to_do
 from studies.services.analysis.label_cells import label_columns
 from studies.services.analysis.matrix import compute_matrix
 from studies.services.analysis.report_card.params import CardParams
+from studies.services.analysis.report_card.reference import (
+    ADJUDICATED,
+    Values,
+    adjudicated_values,
+    reference_humans,
+    substitute,
+)
 from studies.services.analysis.report_card.thresholds import DeclaredSplit, declared_split
 from studies.services.runs.labels import with_traits
 
@@ -28,7 +35,9 @@ class Context:
     annotators' rows, length bias and the runs' rows. With ``documents`` (document
     keys), all of it on those documents only: a tuned run's rows are computed on its
     split's test documents (:mod:`.held_out`), with the matrix, the human ceiling and the
-    resamples of those documents (not cached: the dataset's matrix is of every one)."""
+    resamples of those documents (not cached: the dataset's matrix is of every one).
+    With the adjudicated reference (:mod:`.reference`), the frame's human column holds
+    the adjudicated values where there are some (``counts``: how many per aspect)."""
 
     def __init__(
         self, dataset: Dataset, params: CardParams, documents: Collection[str] | None = None
@@ -38,7 +47,12 @@ class Context:
         frame = frame_for(dataset, self.mp)
         if documents is not None:
             frame = restrict_to_documents(frame, documents)
-        self.frame = frame
+        self.adjudicated: Values = {}
+        self.counts: dict[str, dict[str, int]] = {}
+        self.frame = frame  # the annotators' matrix, ceiling and length bias read this one
+        if params.reference == ADJUDICATED:
+            self.adjudicated = adjudicated_values(dataset.pk, params.reference_study)
+            self.frame, self.counts = substitute(frame, self.adjudicated)
         self.docs = Groups.from_keys(frame.doc_codes)
         self.systems = Groups.from_keys(frame.system_codes)
         self.plan = self.doc_plan = None
@@ -123,8 +137,16 @@ class RowInput:
 
     @property
     def human(self) -> np.ndarray:
-        """The annotators' mean per output."""
+        """The human reference per output: the annotators' mean, or the adjudicated value
+        where the card's reference is the adjudications and there is one."""
         return self.context.frame.human[:, self.j]
+
+    @property
+    def reference_humans(self) -> np.ndarray:
+        """The annotators' answers a label aspect's judge is compared with: ``humans``,
+        read as the adjudicated value on an adjudicated output (:mod:`.reference`)."""
+        c = self.context
+        return reference_humans(self.humans, c.frame, self.aspect, c.adjudicated)
 
     @property
     def run(self) -> MetricRun:

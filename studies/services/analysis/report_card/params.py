@@ -1,6 +1,7 @@
 """What a report card depends on besides the data: the aspects, the correlation statistic
 and level (as the matrix's), the alternative-annotator test's margin ε, the confidence
-level of every interval, and whether the reference-based baselines get rows."""
+level of every interval, whether the reference-based baselines get rows, and the human
+reference (the annotators, or the adjudicated values: :mod:`.reference`)."""
 
 from __future__ import annotations
 
@@ -41,12 +42,18 @@ class CardParams:
     # is another card); see report_card.thresholds
     split: int | None = None
     split_made: str = ""
+    # the human reference (see report_card.reference): "humans", or "adjudicated" with
+    # whose adjudications (a study's; None: every study's of the dataset) and a
+    # fingerprint of their values (they do not change the data version)
+    reference: str = "humans"
+    reference_study: int | None = None
+    adjudicated: str = ""
 
     @classmethod
     def from_query(cls, query: Mapping[str, Any]) -> CardParams:
         """Parse a page's query (``level``, ``coef``, ``eps``, ``ci``, ``aspects`` as
-        comma-separated codes, ``runs=all``); values that are not valid fall back to the
-        defaults (the API validates them first, and names the bad one)."""
+        comma-separated codes, ``runs=all``, ``reference=adjudicated``); values that are
+        not valid fall back to the defaults (the API validates them first, and names the bad one)."""
         matrix = MatrixParams.from_query(query)
         codes = str(query.get("aspects", "") or "").split(",")
         epsilon = parse_epsilon(query.get("eps"))
@@ -58,6 +65,7 @@ class CardParams:
             confidence=0.95 if confidence is None else confidence,
             aspects=tuple(sorted({c.strip() for c in codes if ASPECT_CODE.fullmatch(c.strip())})),
             all_runs=query.get("runs") == "all",
+            reference="adjudicated" if query.get("reference") == "adjudicated" else "humans",
         )
 
     @classmethod
@@ -94,6 +102,10 @@ class CardParams:
             choices["runs"] = "all"
         if self.split is not None:
             choices["split"] = str(self.split)
+        if self.reference != "humans":
+            choices["reference"] = self.reference
+        if self.reference_study is not None:
+            choices["reference_study"] = str(self.reference_study)
         return urlencode(choices)
 
     def key(self, dataset: Dataset) -> str:
@@ -104,6 +116,14 @@ class CardParams:
     def on_split(self, split: int | None, made: str = "") -> CardParams:
         """These parameters with their thresholds chosen on study ``split``'s split."""
         return replace(self, split=split, split_made=made if split is not None else "")
+
+    def on_reference(self, study: int | None, adjudicated: str) -> CardParams:
+        """These parameters with the adjudications of study ``study`` (None: every study
+        of the dataset) whose values' fingerprint is ``adjudicated``; unchanged when the
+        reference is the annotators'."""
+        if self.reference == "humans":
+            return replace(self, reference_study=None, adjudicated="")
+        return replace(self, reference_study=study, adjudicated=adjudicated)
 
     def only(self, aspects: tuple[str, ...]) -> CardParams:
         """These parameters for ``aspects`` alone (a study's)."""

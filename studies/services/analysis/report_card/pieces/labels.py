@@ -19,7 +19,7 @@ from rest_framework import serializers
 
 from scoring.stats.calibration import calibration
 from scoring.stats.label_tables import LabelSet
-from scoring.stats.labels import label_agreement
+from scoring.stats.labels import human_ceiling, label_agreement
 from scoring.stats.prevalence import prevalence
 from studies.models import MetricRun, MetricScore
 from studies.services.analysis.label_cells import (
@@ -96,7 +96,11 @@ def compute(inp: RowInput) -> Row | None:
     labels, q = label_set(aspect), len(aspect.labels)
     base = {"kind": aspect.kind, "labels": list(aspect.labels), "positive": aspect.positive}
     base["primary"] = PRIMARY[aspect.kind][0]
-    judge, humans = inp.metric, label_codes(inp.humans, q)
+    # the judge is compared with the card's reference (the annotators' answers, read as
+    # the adjudicated label on an adjudicated output); the annotators' own agreement and
+    # the alternative-annotator test stay the annotators'
+    judge, humans = inp.metric, label_codes(inp.reference_humans, q)
+    answers = label_codes(inp.humans, q)
     c = inp.context
     problem = judge_problem(judge, q)
     threshold = None
@@ -113,9 +117,12 @@ def compute(inp: RowInput) -> Row | None:
             )
     if problem:
         return base | {"problem": problem}
-    inp.scratch["labels"] = {"judge": judge, "humans": humans}
+    inp.scratch["labels"] = {"judge": judge, "humans": answers}
     confidence = c.params.confidence
     among = inp.shared.get("labels")
+    if among is None and not np.array_equal(humans, answers, equal_nan=True):
+        ceiling = human_ceiling(answers, c.docs, labels, plan=c.doc_plan, confidence=confidence)
+        among = inp.shared.setdefault("labels", _statistics(ceiling))
     found = label_agreement(
         judge,
         humans,
