@@ -63,6 +63,7 @@ SERVED_GROUPS = (
         "tests/studies/test_served_batch.py",
         "tests/studies/test_served_top_k_only.py",
         "tests/scoring/test_served_labels.py",
+        "tests/studies/test_served_tuning.py",
     ),
     (
         "tests/studies/test_served_runs.py",

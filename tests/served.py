@@ -10,6 +10,7 @@ real one, answers the faults it is told to, and forwards everything else.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -157,8 +158,10 @@ class FaultProxy:
     seconds (a slower server). :attr:`model_version`, when set, replaces the
     ``system_fingerprint`` of every answer and the ``root`` that ``/v1/models`` reports
     (a redeployed model). :attr:`top_logprobs_cap`, when set, refuses a request for more
-    candidates than that with vLLM's own 400 (a server started with ``--max-logprobs``). :attr:`counts` tells what
-    happened: ``received``, ``forwarded``, and one count per fault answered.
+    candidates than that with vLLM's own 400 (a server started with ``--max-logprobs``).
+    :attr:`counts` tells what happened: ``received``, ``forwarded``, and one count per
+    fault answered; :attr:`bodies` counts each forwarded request body (its SHA-256), so a
+    request sent twice shows.
     """
 
     def __init__(self, upstream: str) -> None:
@@ -169,6 +172,7 @@ class FaultProxy:
         self.model_version: str | None = None
         self.top_logprobs_cap: int | None = None
         self.counts: Counter[str] = Counter()
+        self.bodies: Counter[str] = Counter()
         self.headers_seen: list[dict[str, str]] = []
         self._lock = threading.Lock()
         self._closing = threading.Event()
@@ -197,6 +201,7 @@ class FaultProxy:
             self.model_version = None
             self.top_logprobs_cap = None
             self.counts.clear()
+            self.bodies.clear()
             self.headers_seen.clear()
 
     def close(self) -> None:
@@ -298,6 +303,8 @@ class FaultProxy:
                     for k, v in self.headers.items()
                     if k.lower() in ("content-type", "authorization", "accept")
                 }
+                with proxy._lock:
+                    proxy.bodies[hashlib.sha256(body).hexdigest()] += 1
                 if proxy.delay:
                     proxy._closing.wait(proxy.delay)
                 try:

@@ -4,10 +4,12 @@ from holding a worker or its memory.
 
 :class:`ServedClient` sends JSON requests to an OpenAI-compatible endpoint with httpx
 (async). Per batch, the cache is looked up at once in the calling thread (a hit costs
-nothing and sends nothing), the misses are sent concurrently on a private event loop,
-and their answers stored at once afterwards, again in the calling thread: the event
-loop never touches the cache's store (a database connection opened by a helper thread
-of a loop that ends with the batch is one never closed). Per request: the cost cap is
+nothing and sends nothing), the misses are sent concurrently on a private event loop in
+a helper thread, and each answer is stored as it arrives, again by the calling thread
+(those that arrived together in one write): a process killed mid-batch has lost only
+the answers in flight, and its job started again sends none of the others twice. The
+event loop never touches the cache's store (a database connection opened by a helper
+thread of a loop that ends with the batch is one never closed). Per request: the cost cap is
 checked; the shared limiter grants a request and its estimated tokens; the request runs
 under a semaphore of ``max_concurrency``.
 
@@ -35,10 +37,11 @@ import asyncio
 import concurrent.futures
 import itertools
 import logging
+import queue
 import random
 import threading
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
 import httpx
@@ -164,13 +167,39 @@ class ServedClient:
         with self._lock:
             self.usage.cache_hits += len(found)
         todo = {key: request for key, request in unique.items() if key not in found}
-        answers = self._in_loop(self._send_all(todo)) if todo else {}
-        if cache is not None:
-            fresh = {key: a for key, a in answers.items() if not isinstance(a, EndpointError)}
-            if fresh:
-                cache.set_many(fresh)
+        answers = self._sent_and_stored(todo, cache) if todo else {}
         outcomes: dict[str, Outcome] = {**found, **answers}
         return [outcomes[key] for key in keys]
+
+    def _sent_and_stored(
+        self, todo: dict[str, tuple[str, dict[str, Any]]], cache: ResponseCache | None
+    ) -> dict[str, Outcome]:
+        """Send ``todo`` on a private event loop in a helper thread; meanwhile store in
+        ``cache``, in this thread, each answer as it arrives (an error is not stored)."""
+        arrived: queue.SimpleQueue[tuple[str, Outcome]] = queue.SimpleQueue()
+        answers: dict[str, Outcome] = {}
+
+        def store(wait: float) -> None:  # what arrived (waiting up to ``wait`` for a first)
+            fresh: dict[str, dict[str, Any]] = {}
+            try:
+                key, outcome = arrived.get(timeout=wait) if wait else arrived.get_nowait()
+                while True:
+                    answers[key] = outcome
+                    if not isinstance(outcome, EndpointError):
+                        fresh[key] = outcome
+                    key, outcome = arrived.get_nowait()
+            except queue.Empty:
+                pass
+            if cache is not None and fresh:
+                cache.set_many(fresh)
+
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            sending = pool.submit(asyncio.run, self._send_all(todo, arrived.put))
+            while not sending.done():
+                store(0.2)
+            store(0)
+            sending.result()  # what went wrong in the loop itself, raised here
+        return answers
 
     def key_of(self, route: str, body: dict[str, Any]) -> str:
         """The cache key of a request (``body`` with the model id)."""
@@ -244,23 +273,36 @@ class ServedClient:
 
     # -- the async engine ---------------------------------------------------------------
 
-    async def _send_all(self, todo: dict[str, tuple[str, dict[str, Any]]]) -> dict[str, Outcome]:
+    async def _send_all(
+        self,
+        todo: dict[str, tuple[str, dict[str, Any]]],
+        arrived: Callable[[tuple[str, Outcome]], None],
+    ) -> None:
+        """Send ``todo``; each (key, outcome) handed to ``arrived`` as it comes."""
         async with self._http() as http:
             batch = _Batch(http, self.spec.max_concurrency)
-            tasks = {
-                key: asyncio.create_task(self._one(batch, route, body))
+            tasks = [
+                asyncio.create_task(self._one(batch, key, route, body, arrived))
                 for key, (route, body) in todo.items()
-            }
-            await asyncio.gather(*tasks.values())
-        return {key: task.result() for key, task in tasks.items()}
+            ]
+            await asyncio.gather(*tasks)
 
-    async def _one(self, batch: _Batch, route: str, body: dict[str, Any]) -> Outcome:
+    async def _one(
+        self,
+        batch: _Batch,
+        key: str,
+        route: str,
+        body: dict[str, Any],
+        arrived: Callable[[tuple[str, Outcome]], None],
+    ) -> None:
+        outcome: Outcome
         try:
-            return await self._send(batch, route, body)
+            outcome = await self._send(batch, route, body)
         except EndpointError as exc:
             with self._lock:
                 self.usage.failures += 1
-            return exc
+            outcome = exc
+        arrived((key, outcome))
 
     async def _exchange(
         self, http: httpx.AsyncClient, method: str, route: str, body: dict[str, Any] | None
