@@ -89,7 +89,6 @@ RUNNER = Runner(
     prepare=prepare,
     queue="gpu",
     checks_model=False,  # ``model`` is the trained metric's id, checked by ``build``
-    fields=frozenset({"model"}),
     page="learned/partials/run_about_learned.html",
     test_docs=test_docs,
 )

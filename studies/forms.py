@@ -24,7 +24,16 @@ from studies.services.catalog import endpoint_policy
 from studies.services.imports.converted import CONCORDIA, FORMAT_CHOICES, is_adapter
 from studies.services.imports.records import detect_format
 from studies.services.imports.scales import parse_ranges
-from studies.services.runs import RunRequest, labels_using, metric_choices, per_aspect
+from studies.services.options import Option
+from studies.services.runs import (
+    RunRequest,
+    labels_using,
+    metric_choices,
+    option_help,
+    per_aspect,
+    request_of,
+    run_options,
+)
 from studies.services.studies import task_aspects
 
 MAX_ID = 2**63 - 1  # the largest primary key any database stores
@@ -196,8 +205,36 @@ class UploadSessionForm(ImportFieldsForm):
         return str(self.cleaned_data["sha256"]).lower()
 
 
+def run_option_field(option: Option) -> forms.Field:
+    """A run option as the run form's field (optional: left empty, its default)."""
+    common: dict[str, Any] = {
+        "required": False,
+        "initial": option.default,
+        "help_text": option_help(option),
+        **({"label": option.label} if option.label else {}),
+    }
+    if option.choices:
+        return forms.ChoiceField(choices=option.choice_labels(), **common)
+    if option.type is bool:
+        return forms.BooleanField(**common)
+    if option.type is int:  # no larger than a database's key (a campaign's id)
+        top = MAX_ID if option.maximum is None else option.maximum
+        return forms.IntegerField(min_value=option.minimum, max_value=top, **common)
+    if option.type is float:
+        return forms.FloatField(min_value=option.minimum, max_value=option.maximum, **common)
+    return forms.CharField(max_length=option.max_length, **common)
+
+
+def page_options() -> list[Option]:
+    """The run options the page and the API take (the rest are the command's only)."""
+    return [o for o in run_options() if not o.command_only]
+
+
 class RunForm(forms.Form):
-    """A metric run as the dataset page and the API ask for it (same fields, same checks)."""
+    """A metric run as the dataset page and the API ask for it (same fields, same checks):
+    the metric, the aspects, then one field per run option, derived from the runners'
+    declarations (:func:`~studies.services.runs.run_options`, read for each form made:
+    apps add runners)."""
 
     metric = forms.ChoiceField(
         choices=metric_choices,  # the runs registry's, read each time (apps add runners)
@@ -210,125 +247,11 @@ class RunForm(forms.Form):
         required=False,
         help_text=used_by("aspects", ": one run per aspect"),
     )
-    setting = forms.ChoiceField(
-        choices=[
-            ("IST", "IST: instruction"),
-            ("VAL", "VAL: no instruction"),
-            ("IDM", "IDM: instruction + demonstrations"),
-        ],
-        help_text=used_by("setting"),
-    )
-    dimension = forms.ChoiceField(
-        choices=[
-            ("src_hypo", "src→hypo"),
-            ("ref_hypo", "ref→hypo"),
-            ("hypo_ref", "hypo→ref"),
-            ("avg_f", "avg of ref→hypo and hypo→ref"),
-            ("hypo", "hypo only (source-free sentinel)"),
-        ],
-        help_text=used_by("dimension"),
-    )
-    model = forms.CharField(
-        initial="default",
-        help_text="'default' (SmolLM2-135M-Instruct; all-MiniLM-L6-v2 for BERTScore), "
-        "an installed model's folder name, or a hub id an admin allowed; for a learned "
-        "metric, the trained metric's id",
-    )
-    endpoint = forms.CharField(
-        required=False,
-        max_length=100,
-        help_text="GPTScore, G-Eval, the pairwise judge: the name of a served endpoint of "
-        "yours (or a shared one) to score on instead of a local model",
-    )
-    cost_cap = forms.FloatField(
-        required=False,
-        min_value=0.0,
-        help_text="with an endpoint: stop the run before it spends more than this",
-    )
-    require_exact_labels = forms.BooleanField(
-        required=False,
-        help_text="G-Eval with an endpoint: refuse the run unless every rating label can be "
-        "read exactly (not only the top-k candidates)",
-    )
-    k = forms.IntegerField(
-        min_value=0, max_value=8, initial=2, help_text="demonstrations (IDM only)"
-    )
-    steps = forms.ChoiceField(
-        choices=[
-            ("auto", "auto chain-of-thought (generated once, editable)"),
-            ("none", "no evaluation steps"),
-        ],
-        help_text=used_by("steps"),
-        required=False,
-    )
-    weighting = forms.ChoiceField(
-        choices=[("prob", "Σ p(s)·s"), ("argmax", "most probable label")],
-        help_text=used_by("weighting"),
-        required=False,
-    )
-    estimation = forms.ChoiceField(
-        choices=[
-            ("probs", "probabilities: Σ p(s)·s from the rating token's log-probs"),
-            ("sampled", "sampled: n answers at temperature 1 (the paper's GPT-4 estimate)"),
-        ],
-        help_text=used_by("estimation", ": sampled where an endpoint gives no log-probs"),
-        required=False,
-    )
-    n_samples = forms.IntegerField(
-        min_value=1,
-        max_value=100,
-        initial=20,
-        required=False,
-        help_text="answers per output, sampled estimation only",
-    )
-    pairs = forms.ChoiceField(
-        choices=[
-            ("all", "all pairs within each document"),
-            ("k", "k sampled pairs per document (seeded)"),
-            ("campaign", "the pairs of a pairwise annotation campaign"),
-        ],
-        required=False,
-        help_text=used_by("pairs", ": which pairs to judge, each in both orders"),
-    )
-    pairs_per_doc = forms.IntegerField(
-        min_value=1,
-        max_value=10_000,
-        initial=10,
-        required=False,
-        label="k pairs per document",
-        help_text="k sampled pairs only",
-    )
-    campaign = forms.IntegerField(
-        min_value=1,
-        max_value=MAX_ID,
-        required=False,
-        help_text="the pairwise campaign whose pairs are judged (campaign pairs only)",
-    )
-    ties = forms.BooleanField(
-        required=False,
-        label="Allow ties",
-        help_text=used_by("ties", ": the judge may answer C for a tie"),
-    )
-    references = forms.ChoiceField(
-        choices=[("", "the metric's convention"), ("mean", "mean"), ("max", "max")],
-        required=False,
-        help_text="several references: mean for ROUGE, max for GPTScore and BERTScore by default",
-    )
-    limit_docs = forms.IntegerField(
-        min_value=1, required=False, help_text="only the first N documents"
-    )
-    precision = forms.ChoiceField(
-        choices=[
-            ("auto", "auto: exact under 1B parameters or on the CPU, fast above"),
-            ("exact", "exact: float32, equal to the CPU's numbers"),
-            ("fast", "fast: bfloat16 on a GPU (scores move by up to ~0.03)"),
-        ],
-        required=False,
-        help_text=used_by("precision", "; recorded with the run (with the device it ran on)"),
-    )
 
     def __init__(self, *args, dataset, user=None, **kwargs):  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
+        for option in page_options():
+            self.fields[option.name] = run_option_field(option)
         # the shared aspects and the dataset owner's: another researcher's never show
         self.fields["aspects"].queryset = dataset_aspects(dataset).filter(tasks=dataset.task)
         if user is not None:  # a page: the endpoints the user may use, to pick from
@@ -343,39 +266,14 @@ class RunForm(forms.Form):
     def run_request(self) -> RunRequest:
         """The runs' shared configuration (one run per aspect is started from it)."""
         data = self.cleaned_data
-        return RunRequest(
-            metric=data["metric"],
-            setting=data["setting"],
-            dimension=data["dimension"],
-            model=data["model"],
-            k=data["k"] or 0,
-            limit_docs=data["limit_docs"],
-            steps=data["steps"],
-            weighting=data["weighting"],
-            reference_aggregation=data["references"] or "",
-            precision=data["precision"],
-            endpoint=data.get("endpoint") or "",
-            cost_cap=data.get("cost_cap"),
-            require_exact_labels=bool(data.get("require_exact_labels")),
-            estimation=data["estimation"],
-            n_samples=data.get("n_samples") or RunRequest.n_samples,
-            pairs=data["pairs"],
-            pairs_per_doc=data.get("pairs_per_doc") or RunRequest.pairs_per_doc,
-            campaign=data.get("campaign"),
-            ties=bool(data.get("ties")),
-        )
+        return request_of({o.name: data[o.name] for o in page_options()}, metric=data["metric"])
 
     def clean(self):  # type: ignore[no-untyped-def]
         data = super().clean()
-        for name, default in (
-            ("metric", RunRequest.metric),
-            ("steps", "auto"),
-            ("weighting", "prob"),
-            ("precision", "auto"),
-            ("estimation", "probs"),
-            ("pairs", RunRequest.pairs),
-        ):
-            data[name] = data.get(name) or default
+        data["metric"] = data.get("metric") or RunRequest.metric
+        for option in page_options():  # left empty: the declared default
+            if data.get(option.name) in (None, ""):
+                data[option.name] = option.default
         if per_aspect(data["metric"]) and not data.get("aspects"):
             labels = " or ".join(labels_using("aspects"))
             self.add_error("aspects", f"Choose at least one aspect for {labels}.")

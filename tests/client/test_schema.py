@@ -151,3 +151,13 @@ def test_the_tune_operation_sends_every_field_the_servers_tuners_declare(schema)
     body = schema["paths"][operations.TUNE.path]["post"]["requestBody"]["content"]
     fields = resolve(schema, body[operations.JSON]["schema"])
     assert set(fields["properties"]) == operations.TUNE.body
+
+
+def test_start_run_sends_every_run_option_the_servers_runners_declare(schema):
+    # the runs API's fields are derived from the runners' option declarations: a runner's
+    # new option fails here until the client's table and start_run's parameters list it
+    body = schema["paths"][operations.START_RUNS.path]["post"]["requestBody"]["content"]
+    fields = resolve(schema, body[operations.JSON]["schema"])
+    assert set(fields["properties"]) == operations.START_RUNS.body
+    parameters = set(inspect.signature(client.Client.start_run).parameters) - {"self"}
+    assert parameters == operations.START_RUNS.body

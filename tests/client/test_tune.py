@@ -43,7 +43,7 @@ def test_tune_returns_the_pending_tuned_run_that_wait_for_run_follows_to_its_evi
         "aspect": Aspect.objects.get(code="COH").pk,
         "study": study.pk,
         "tuner": "calibration",
-        "options": {"method": "isotonic"},
+        "options": {"method": "isotonic", "gold": "humans"},
         "seed": 3,
         "resamples": 200,
         "queue": "light",
@@ -62,7 +62,7 @@ def test_tune_returns_the_pending_tuned_run_that_wait_for_run_follows_to_its_evi
     evidence = api.tuning(ended)
     stored = MetricRun.objects.get(pk=run.id).config["tuning"]
     assert evidence["tuner"] == "calibration" and evidence["start_run"] == start.pk
-    assert evidence["options"] == {"method": "isotonic"} == stored["options"]
+    assert evidence["options"] == {"method": "isotonic", "gold": "humans"} == stored["options"]
     assert evidence["test"]["delta"] == pytest.approx(stored["test"]["delta"])
 
     # the server names what it refuses; the client refuses a field no tuner declares

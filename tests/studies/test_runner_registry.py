@@ -17,6 +17,7 @@ from studies.forms import RunForm
 from studies.management.commands.run_metric import Command
 from studies.models import Dataset, MetricRun, MetricScore, Output
 from studies.services import queue
+from studies.services.options import Option
 from studies.services.runs import (
     METRICS,
     Runner,
@@ -29,6 +30,7 @@ from studies.services.runs import (
     start_requested,
     start_run,
 )
+from studies.services.runs.gptscore import SETTING
 from studies.services.runs.registry import register, runner, unregister
 from studies.services.runs.types import ModelFactory, Plan, Scorer
 from tests.conftest import record
@@ -65,7 +67,7 @@ TOY_GPU = Runner(
     prepare=_prepare,
     queue="gpu",
     per_aspect=True,
-    fields=frozenset({"setting"}),
+    options=(SETTING,),  # GPTScore's, declared once: read by the toy too
 )
 
 
@@ -103,7 +105,15 @@ def test_a_registered_metric_is_listed_everywhere_and_gone_once_unregistered(toy
     parser = Command().create_parser("manage.py", "run_metric")
     (action,) = [a for a in parser._actions if "--metric" in a.option_strings]
     assert {"toycount", "toyjudge"} <= set(action.choices)  # type: ignore[arg-type]
-    assert "Toy judge only" in str(RunForm.base_fields["setting"].help_text)
+    # an option's help names the runners that read it, wherever it is derived
+    assert (
+        RunForm(dataset=toy_dataset)
+        .fields["setting"]
+        .help_text.startswith("GPTScore and Toy judge: ")
+    )
+    assert RunCreateSerializer().fields["setting"].help_text.startswith("GPTScore and Toy judge: ")
+    (flag,) = [a for a in parser._actions if "--setting" in a.option_strings]
+    assert flag.help.startswith("GPTScore and Toy judge: ")  # type: ignore[union-attr]
 
     unregister(TOY_CPU)
     unregister(TOY_GPU)
@@ -111,7 +121,7 @@ def test_a_registered_metric_is_listed_everywhere_and_gone_once_unregistered(toy
     assert "toycount" not in dict(metric_choices())
     assert "toycount" not in RunCreateSerializer().fields["metric"].choices
     assert not _form(toy_dataset, metric="toycount").is_valid()
-    assert str(RunForm.base_fields["setting"].help_text) == "GPTScore only"
+    assert RunForm(dataset=toy_dataset).fields["setting"].help_text.startswith("GPTScore: ")
 
 
 def test_the_per_aspect_rule_follows_the_runner(toys, toy_dataset):
@@ -162,6 +172,20 @@ def test_a_name_is_served_by_one_runner_only(toys):
         register(clash)
     register(TOY_CPU)  # the same runner again changes nothing
     assert runner("toycount") is TOY_CPU
+
+
+def test_an_option_is_declared_once_and_carried_by_the_request(toys):
+    # another meaning under a name a runner already declares is refused …
+    other = Option("setting", str, "VAL", "another setting", choices=("VAL",))
+    clash = Runner(names=("toyclash",), label="C", build=_build, prepare=_prepare, options=(other,))
+    with pytest.raises(ValueError, match="declared otherwise before: setting"):
+        register(clash)
+    # … and so is an option RunRequest, the typed carrier, has no field for
+    loose = Option("toy_knob", int, 1, "a knob nothing carries")
+    lost = Runner(names=("toylost",), label="L", build=_build, prepare=_prepare, options=(loose,))
+    with pytest.raises(ValueError, match="does not carry: toy_knob"):
+        register(lost)
+    assert runner("toyclash") is None and runner("toylost") is None
 
 
 def test_the_learned_app_registers_its_runner_when_apps_are_ready():

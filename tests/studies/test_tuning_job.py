@@ -273,7 +273,7 @@ def test_the_tune_form_starts_the_apis_job_and_shows_its_tuning_page_until_the_e
         "aspect": coherence().pk,
         "study": study.pk,
         "tuner": "calibration",
-        "options": {"method": "isotonic"},
+        "options": {"method": "isotonic", "gold": "humans"},
         "seed": 3,
         "resamples": 200,
         "queue": "light",

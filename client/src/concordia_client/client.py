@@ -185,6 +185,7 @@ class Client(Uploads):
         setting: str | None = None,
         dimension: str | None = None,
         cost_cap: float | None = None,
+        require_exact_labels: bool | None = None,
         k: int | None = None,
         steps: str | None = None,
         weighting: str | None = None,
@@ -203,13 +204,15 @@ class Client(Uploads):
         left None take the server's defaults; ``aspects`` are ids, codes or Aspects;
         ``endpoint`` names a served endpoint (then ``model`` is the served model); the
         pairwise judge (``metric="pairwise"``) takes ``pairs`` ("all", "k" with
-        ``pairs_per_doc``, or "campaign" with ``campaign``) and ``ties``."""
+        ``pairs_per_doc``, or "campaign" with ``campaign``) and ``ties``. Its parameters
+        are the server's run options (the repository's schema test holds them equal)."""
         options = {
             "model": model,
             "endpoint": endpoint,
             "setting": setting,
             "dimension": dimension,
             "cost_cap": cost_cap,
+            "require_exact_labels": require_exact_labels,
             "k": k,
             "steps": steps,
             "weighting": weighting,

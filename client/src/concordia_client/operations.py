@@ -73,6 +73,8 @@ RUNS = Operation(
 START_RUNS = Operation(
     "POST",
     "/api/runs/",
+    # the dataset, the metric, the aspects, then every run option the server's runners
+    # declare (the schema test holds the list, and start_run's parameters, to the server's)
     body=frozenset(
         {
             "dataset",
@@ -83,6 +85,7 @@ START_RUNS = Operation(
             "model",
             "endpoint",
             "cost_cap",
+            "require_exact_labels",
             "k",
             "steps",
             "weighting",
@@ -135,6 +138,7 @@ TUNE = Operation(
             "cost_cap",
             "proposer_endpoint",
             "max_new_tokens",
+            "gold",
         }
     ),
     content_type=JSON,

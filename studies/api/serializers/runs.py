@@ -1,4 +1,5 @@
-"""Metric runs: the run form's fields to start one, its status with progress."""
+"""Metric runs: the run form's fields to start one (each run option's derived from the
+runners' declarations), its status with progress."""
 
 from __future__ import annotations
 
@@ -9,14 +10,37 @@ from rest_framework import serializers
 
 from studies.api.errors import form_errors
 from studies.api.serializers.types import StrictJsonTypes
-from studies.forms import RunForm
+from studies.forms import RunForm, page_options
 from studies.models import MetricRun
-from studies.services.runs import RunRequest, can_resume, eta, outcome, phase
+from studies.services.options import Option
+from studies.services.runs import RunRequest, can_resume, eta, option_help, outcome, phase
+
+
+def run_option_field(option: Option) -> serializers.Field:  # type: ignore[type-arg]
+    """A run option as the runs API's field (absent: its declared default)."""
+    common: dict[str, Any] = {"help_text": option_help(option)}
+    if option.default is None:
+        common.update(required=False, allow_null=True)
+    else:
+        common["default"] = option.default
+    if option.choices:
+        return serializers.ChoiceField(choices=option.choice_labels(), **common)
+    if option.type is bool:
+        return serializers.BooleanField(**common)
+    if option.type is int:
+        return serializers.IntegerField(
+            min_value=option.minimum, max_value=option.maximum, **common
+        )
+    if option.type is float:
+        return serializers.FloatField(min_value=option.minimum, max_value=option.maximum, **common)
+    blank = option.default == ""
+    return serializers.CharField(max_length=option.max_length, allow_blank=blank, **common)
 
 
 class RunCreateSerializer(StrictJsonTypes, serializers.Serializer):  # type: ignore[type-arg]
     """The dataset page's *New metric run* form: same fields, same checks (the form
-    validates). GPTScore and G-Eval start one run per aspect, ``rouge`` three runs."""
+    validates), each run option's field derived from the runners' declarations (as the
+    form's are). GPTScore and G-Eval start one run per aspect, ``rouge`` three runs."""
 
     dataset = serializers.IntegerField(help_text="The dataset's id.")
     metric = serializers.ChoiceField(  # the runs registry's, read for each serializer made
@@ -28,50 +52,10 @@ class RunCreateSerializer(StrictJsonTypes, serializers.Serializer):  # type: ign
         default=list,
         help_text="Aspect ids (GPTScore and G-Eval: at least one).",
     )
-    setting = serializers.ChoiceField(choices=RunForm.base_fields["setting"].choices, default="IST")  # type: ignore[attr-defined]
-    dimension = serializers.ChoiceField(
-        choices=RunForm.base_fields["dimension"].choices, default="src_hypo"
-    )  # type: ignore[attr-defined]
-    model = serializers.CharField(default="default", max_length=500)
-    endpoint = serializers.CharField(
-        default="", allow_blank=True, max_length=100, help_text="A served endpoint's name."
-    )
-    cost_cap = serializers.FloatField(required=False, allow_null=True, min_value=0.0)
-    require_exact_labels = serializers.BooleanField(
-        default=False,
-        help_text="G-Eval on an endpoint: refuse the run before it starts unless the endpoint "
-        "gives every rating label's probability exactly (not only its top-k candidates).",
-    )
-    k = serializers.IntegerField(default=2, min_value=0, max_value=8)
-    steps = serializers.ChoiceField(choices=RunForm.base_fields["steps"].choices, default="auto")  # type: ignore[attr-defined]
-    weighting = serializers.ChoiceField(
-        choices=RunForm.base_fields["weighting"].choices, default="prob"
-    )  # type: ignore[attr-defined]
-    estimation = serializers.ChoiceField(
-        choices=RunForm.base_fields["estimation"].choices,  # type: ignore[attr-defined]
-        default="probs",
-    )
-    n_samples = serializers.IntegerField(default=20, min_value=1, max_value=100)
-    pairs = serializers.ChoiceField(
-        choices=RunForm.base_fields["pairs"].choices,  # type: ignore[attr-defined]
-        default=RunRequest.pairs,
-        help_text="Pairwise judge: all pairs within each document, k sampled pairs per "
-        "document, or a pairwise campaign's pairs; each judged in both orders.",
-    )
-    pairs_per_doc = serializers.IntegerField(
-        default=RunRequest.pairs_per_doc, min_value=1, max_value=10_000, help_text="k (pairs: k)."
-    )
-    campaign = serializers.IntegerField(
-        required=False, allow_null=True, min_value=1, help_text="A pairwise campaign's id."
-    )
-    ties = serializers.BooleanField(default=False, help_text="Pairwise judge: allow a tie (C).")
-    references = serializers.ChoiceField(
-        choices=RunForm.base_fields["references"].choices, default=""
-    )  # type: ignore[attr-defined]
-    limit_docs = serializers.IntegerField(required=False, allow_null=True, min_value=1)
-    precision = serializers.ChoiceField(
-        choices=RunForm.base_fields["precision"].choices, default="auto"
-    )  # type: ignore[attr-defined]
+
+    def get_fields(self) -> dict[str, Any]:
+        options = {o.name: run_option_field(o) for o in page_options()}
+        return {**super().get_fields(), **options}
 
     def validate_with_form(self, dataset: Any) -> RunForm:
         """Run the page's form on the request (raises the form's errors)."""

@@ -6,7 +6,8 @@ pairwise`` (with ``--pairs``, ``--pairs-per-doc``, ``--campaign``, ``--ties``) a
 ``chrf``, ``bertscore``, the sentinels ``length`` and ``random``; ``--metric learned
 --model ID`` scores with a trained metric. ``--sentinels`` adds the three sentinel
 baselines (length, random with ``--seed``, a source-free GPTScore for ``--aspect``) that
-the dataset lacks, as the correlations page's button does."""
+the dataset lacks, as the correlations page's button does. The run options' flags
+(``--setting`` … ``--layer``) are derived from the runners' declarations, with their help."""
 
 from __future__ import annotations
 
@@ -15,12 +16,12 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from scoring.lm.precision import PRECISIONS
 from scoring.lm.served.batch import FORMATS
 from scoring.lm.store import ModelNotInstalled
 from studies.models import MetricRun
 from studies.services.analysis.sentinels import add_sentinels
 from studies.services.lookup import DatasetNotFound, find_dataset
+from studies.services.options import Option
 from studies.services.runs import (
     METRIC_GROUPS,
     METRICS,
@@ -28,12 +29,37 @@ from studies.services.runs import (
     RunRequest,
     execute_run,
     held_out_docs,
+    option_help,
     per_aspect_metrics,
+    request_of,
     resume_run,
+    run_options,
     save_lines,
     start_runs,
     write_requests,
 )
+
+
+def add_option(parser: CommandParser, option: Option) -> None:
+    """A run option as the command's flag (its value lands under the flag's name, as
+    ``call_command`` names it: ``samples``)."""
+    common: dict[str, Any] = {"dest": dest(option), "help": option_help(option)}
+    if option.type is bool:
+        parser.add_argument(option.flag, action="store_true", **common)
+        return
+    spelled = (lambda v: v.replace("_", "-")) if option.dashed else (lambda v: v)
+    choices = [spelled(c) for c in option.choices] or None
+    default = spelled(option.default) if option.choices else option.default
+    parser.add_argument(option.flag, type=option.type, choices=choices, default=default, **common)
+
+
+def dest(option: Option) -> str:
+    return option.flag.removeprefix("--").replace("-", "_")
+
+
+def undashed(option: Option, value: Any) -> Any:
+    """A flag's value as its option's (``src-hypo``: ``src_hypo``)."""
+    return value.replace("-", "_") if option.dashed and isinstance(value, str) else value
 
 
 class Command(BaseCommand):
@@ -45,85 +71,8 @@ class Command(BaseCommand):
             "--metric", default=RunRequest.metric, choices=[*METRICS, *METRIC_GROUPS]
         )
         parser.add_argument("--aspect", help="aspect code or name, e.g. coherence or COH")
-        parser.add_argument("--setting", default="IST", choices=["VAL", "IST", "IDM"])
-        parser.add_argument(
-            "--dimension",
-            default="src-hypo",
-            choices=["src-hypo", "ref-hypo", "hypo-ref", "avg-f", "hypo"],
-            help="hypo: the source-free GPTScore (a sentinel)",
-        )
-        parser.add_argument(
-            "--model",
-            default="default",
-            help="'default', an installed model's folder name, an allowed hub id, or (the "
-            "shell only) any local path or hub id; --metric learned: the trained metric's id",
-        )
-        parser.add_argument(
-            "--endpoint",
-            default="",
-            help="GPTScore, G-Eval: score on this served endpoint (manage.py endpoint list) "
-            "instead of a local model",
-        )
-        parser.add_argument(
-            "--cost-cap", type=float, help="with --endpoint: stop before spending more than this"
-        )
-        parser.add_argument("--k", type=int, default=2, help="demonstrations for IDM")
-        parser.add_argument("--seed", type=int, default=0)
-        parser.add_argument("--reduction", default="mean", choices=["mean", "sum"])
-        parser.add_argument(
-            "--references",
-            default="",
-            choices=["", "max", "mean"],
-            help="how to aggregate several references (default: max for "
-            "GPTScore and BERTScore, mean for ROUGE)",
-        )
-        parser.add_argument(
-            "--steps",
-            default="auto",
-            choices=["auto", "none"],
-            help="G-Eval: generated evaluation steps, or none",
-        )
-        parser.add_argument(
-            "--weighting",
-            default="prob",
-            choices=["prob", "argmax"],
-            help="G-Eval: probability-weighted score or the argmax label",
-        )
-        parser.add_argument(
-            "--estimation",
-            default="probs",
-            choices=["probs", "sampled"],
-            help="G-Eval: read probabilities, or sample n answers",
-        )
-        parser.add_argument(
-            "--require-exact-labels",
-            action="store_true",
-            help="G-Eval on an endpoint: refuse the run before it starts unless the endpoint "
-            "gives every rating label's probability exactly (not only its top-k candidates)",
-        )
-        parser.add_argument(
-            "--samples", type=int, default=20, help="G-Eval, pairwise judge sampled: n"
-        )
-        parser.add_argument(
-            "--pairs",
-            default=RunRequest.pairs,
-            choices=["all", "k", "campaign"],
-            help="pairwise judge: all pairs within each document, --pairs-per-doc seeded "
-            "pairs per document (--seed), or the pairs of pairwise --campaign",
-        )
-        parser.add_argument("--pairs-per-doc", type=int, default=RunRequest.pairs_per_doc)
-        parser.add_argument("--campaign", type=int, help="pairwise judge: a pairwise campaign")
-        parser.add_argument("--ties", action="store_true", help="pairwise judge: allow a tie")
-        parser.add_argument("--layer", type=int, help="BERTScore: encoder layer (default last)")
-        parser.add_argument("--batch-size", type=int, default=8)
-        parser.add_argument(
-            "--precision",
-            choices=PRECISIONS,
-            default="auto",
-            help="GPTScore, G-Eval: exact (float32), fast (bf16 on a GPU) or auto "
-            "(exact under 1B parameters or on the CPU)",
-        )
-        parser.add_argument("--limit-docs", type=int, help="only the first N documents (by key)")
+        for option in run_options():  # each runner's declared options, every run's first
+            add_option(parser, option)
         parser.add_argument(
             "--test-docs-of",
             type=int,
@@ -239,32 +188,12 @@ class Command(BaseCommand):
             dataset = find_dataset(opts["dataset"])
         except DatasetNotFound as exc:
             raise CommandError(str(exc)) from exc
-        request = RunRequest(
+        values = {o.name: undashed(o, opts[dest(o)]) for o in run_options()}
+        request = request_of(
+            values,
             aspect=opts["aspect"] or "",
             metric=opts["metric"],
-            setting=opts["setting"],
-            dimension=opts["dimension"],
-            model=opts["model"],
-            k=opts["k"],
-            seed=opts["seed"],
-            reduction=opts["reduction"],
-            reference_aggregation=opts["references"],
-            batch_size=opts["batch_size"],
-            limit_docs=opts["limit_docs"],
-            steps=opts["steps"],
-            weighting=opts["weighting"],
-            estimation=opts["estimation"],
-            n_samples=opts["samples"],
-            layer=opts["layer"],
-            precision=opts["precision"],
-            endpoint=opts["endpoint"],
-            cost_cap=opts["cost_cap"],
-            require_exact_labels=opts["require_exact_labels"],
             doc_keys=self.test_docs(opts["test_docs_of"], dataset.name),
-            pairs=opts["pairs"],
-            pairs_per_doc=opts["pairs_per_doc"],
-            campaign=opts["campaign"],
-            ties=opts["ties"],
         )
         try:
             # the operator's shell may name any local path; web requests may not

@@ -26,10 +26,13 @@ from studies.services.runs.registry import (
     label_of,
     labels_using,
     metric_choices,
+    option_help,
     page_of,
     per_aspect,
     per_aspect_metrics,
     queue_for,
+    request_of,
+    run_options,
 )
 from studies.services.runs.request import start_requested, start_run, start_runs
 from studies.services.runs.state import eta, outcome, phase
@@ -55,6 +58,7 @@ __all__ = [
     "labels_using",
     "load_language_model",
     "metric_choices",
+    "option_help",
     "outage",
     "outcome",
     "page_of",
@@ -63,8 +67,10 @@ __all__ = [
     "phase",
     "queue_for",
     "read_answers",
+    "request_of",
     "resume_run",
     "run_lease",
+    "run_options",
     "save_lines",
     "start_requested",
     "start_run",

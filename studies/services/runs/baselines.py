@@ -12,7 +12,9 @@ from scoring.metrics import bertscore, rouge, sacrebleu_metrics, sentinels
 from scoring.metrics.base import Item, ScoreResult
 from studies.models import Dataset, MetricRun, Output
 from studies.services.catalog.model_catalog import fingerprint, resolve_encoder
+from studies.services.options import Option
 from studies.services.runs.model import load_encoder
+from studies.services.runs.options import REFERENCES
 from studies.services.runs.types import ModelFactory, Plan, RunError, Runner, RunRequest, Scorer
 
 
@@ -138,6 +140,7 @@ def prepare_bertscore(
     return score
 
 
+LAYER = Option("layer", int, None, "the encoder layer (default: the last)", command_only=True)
 SENTINEL_PAGE = "studies/partials/run_about_sentinel.html"  # what the run page says of one
 
 ROUGE = Runner(
@@ -149,7 +152,7 @@ ROUGE = Runner(
     build=build_rouge,
     prepare=prepare_rouge,
     queue="quick",
-    fields=frozenset({"references"}),
+    options=(REFERENCES,),
 )
 SACREBLEU = Runner(
     names=sacrebleu_metrics.METRICS,
@@ -165,7 +168,7 @@ BERTSCORE = Runner(
     build=build_bertscore,
     prepare=prepare_bertscore,
     queue="cpu",
-    fields=frozenset({"model", "references"}),
+    options=(REFERENCES, LAYER),
 )
 LENGTH = Runner(
     names=("length",),

@@ -17,8 +17,10 @@ from scoring.metrics.base import Item, ScoreResult
 from studies.models import Dataset, MetricRun, MetricScore, Output
 from studies.services.catalog import steps as steps_service
 from studies.services.catalog.model_catalog import library_versions
+from studies.services.options import Option
 from studies.services.runs.aspects import find_aspect
 from studies.services.runs.model import load_language_model, model_config
+from studies.services.runs.options import ESTIMATION, N_SAMPLES, PRECISION
 from studies.services.runs.shards import WRITING_STEPS, set_phase
 from studies.services.runs.types import ModelFactory, Plan, RunError, Runner, RunRequest, Scorer
 
@@ -216,6 +218,33 @@ def _label_needs(capabilities: Capabilities) -> str:
     return ""
 
 
+STEPS = Option(
+    "steps",
+    str,
+    "auto",
+    "evaluation steps the model writes once (editable), or none",
+    choices=STEPS_MODES,
+    labels={
+        "auto": "auto chain-of-thought (generated once, editable)",
+        "none": "no evaluation steps",
+    },
+)
+WEIGHTING = Option(
+    "weighting",
+    str,
+    "prob",
+    "the probability-weighted score or the most probable label",
+    choices=geval.WEIGHTINGS,
+    labels={"prob": "Σ p(s)·s", "argmax": "most probable label"},
+)
+REQUIRE_EXACT_LABELS = Option(
+    "require_exact_labels",
+    bool,
+    False,
+    "on an endpoint: refuse the run before it starts unless the endpoint gives every rating "
+    "label's probability exactly (not only its top-k candidates)",
+)
+
 RUNNER = Runner(
     names=("geval",),
     label="G-Eval",
@@ -223,7 +252,7 @@ RUNNER = Runner(
     prepare=prepare,
     queue="gpu",
     per_aspect=True,
-    fields=frozenset({"steps", "weighting", "estimation", "n_samples", "model", "precision"}),
+    options=(STEPS, WEIGHTING, ESTIMATION, N_SAMPLES, REQUIRE_EXACT_LABELS, PRECISION),
     page="studies/partials/run_about_geval.html",
     served=served_needs,
 )

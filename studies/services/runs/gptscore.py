@@ -14,8 +14,10 @@ from scoring.metrics import gptscore
 from scoring.metrics.base import Item, ScoreResult
 from studies.models import Aspect, Dataset, Judgment, MetricRun, Output, PromptTemplate
 from studies.services.catalog.model_catalog import library_versions
+from studies.services.options import Option
 from studies.services.runs.aspects import find_aspect
 from studies.services.runs.model import load_language_model, model_config
+from studies.services.runs.options import PRECISION, REFERENCES
 from studies.services.runs.types import ModelFactory, Plan, RunError, Runner, RunRequest, Scorer
 
 DIMENSION_ALIASES = {
@@ -175,6 +177,43 @@ def served_needs(config: dict[str, Any], capabilities: Capabilities) -> str:
     return ""
 
 
+SETTING = Option(
+    "setting",
+    str,
+    "IST",
+    "the prompt: an instruction, none, or an instruction with k demonstrations",
+    choices=("IST", "VAL", "IDM"),
+    labels={
+        "IST": "IST: instruction",
+        "VAL": "VAL: no instruction",
+        "IDM": "IDM: instruction + demonstrations",
+    },
+)
+DIMENSION = Option(
+    "dimension",
+    str,
+    "src_hypo",
+    "what is conditioned on what (hypo: the source-free sentinel)",
+    choices=gptscore.DIMENSIONS,
+    labels={
+        "src_hypo": "src→hypo",
+        "ref_hypo": "ref→hypo",
+        "hypo_ref": "hypo→ref",
+        "avg_f": "avg of ref→hypo and hypo→ref",
+        "hypo": "hypo only (source-free sentinel)",
+    },
+    dashed=True,
+)
+K = Option("k", int, 2, "demonstrations (IDM only)", minimum=0, maximum=8)
+REDUCTION = Option(
+    "reduction",
+    str,
+    "mean",
+    "the output's token log-probabilities: their mean or sum",
+    choices=("mean", "sum"),
+    command_only=True,
+)
+
 RUNNER = Runner(
     names=("gptscore",),
     label="GPTScore",
@@ -182,7 +221,7 @@ RUNNER = Runner(
     prepare=prepare,
     queue="gpu",
     per_aspect=True,
-    fields=frozenset({"setting", "dimension", "model", "k", "references", "precision"}),
+    options=(SETTING, DIMENSION, K, REFERENCES, PRECISION, REDUCTION),
     page="studies/partials/run_about_gptscore.html",
     served=served_needs,
 )

@@ -42,8 +42,10 @@ from scoring.metrics.base import Item, ScoreResult
 from studies import hooks
 from studies.models import Dataset, MetricRun, Output
 from studies.services.catalog.model_catalog import library_versions
+from studies.services.options import Option
 from studies.services.runs.aspects import find_aspect
 from studies.services.runs.model import load_language_model, model_config
+from studies.services.runs.options import ESTIMATION, N_SAMPLES, PRECISION
 from studies.services.runs.types import ModelFactory, Plan, RunError, Runner, RunRequest, Scorer
 
 MAX_PAIRS_PER_DOC = 10_000
@@ -221,6 +223,31 @@ def served_needs(config: dict[str, Any], capabilities: Capabilities) -> str:
     return ""
 
 
+PAIRS = Option(
+    "pairs",
+    str,
+    "all",
+    "all pairs within each document, k seeded pairs per document, or a pairwise "
+    "campaign's pairs; each judged in both orders",
+    choices=pj.SELECTIONS,
+    labels={
+        "all": "all pairs within each document",
+        "k": "k sampled pairs per document (seeded)",
+        "campaign": "the pairs of a pairwise annotation campaign",
+    },
+)
+PAIRS_PER_DOC = Option(
+    "pairs_per_doc",
+    int,
+    10,
+    "k, with k sampled pairs",
+    label="k pairs per document",
+    minimum=1,
+    maximum=MAX_PAIRS_PER_DOC,
+)
+CAMPAIGN = Option("campaign", int, None, "the pairwise campaign whose pairs are judged", minimum=1)
+TIES = Option("ties", bool, False, "the judge may answer C for a tie", label="Allow ties")
+
 RUNNER = Runner(
     names=("pairwise",),
     label="Pairwise judge",
@@ -228,18 +255,7 @@ RUNNER = Runner(
     prepare=prepare,
     queue="gpu",
     per_aspect=True,
-    fields=frozenset(
-        {
-            "pairs",
-            "pairs_per_doc",
-            "campaign",
-            "ties",
-            "estimation",
-            "n_samples",
-            "model",
-            "precision",
-        }
-    ),
+    options=(PAIRS, PAIRS_PER_DOC, CAMPAIGN, TIES, ESTIMATION, N_SAMPLES, PRECISION),
     page="studies/partials/run_about_pairwise.html",
     served=served_needs,
 )

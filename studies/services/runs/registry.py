@@ -4,19 +4,24 @@ The built-in runners are registered below, one line per runner module; another a
 registers its own in ``AppConfig.ready()`` (the learned metric: ``learned.apps``), so
 the registry is complete whenever Django's apps are ready. Everything that lists
 metrics is derived from here: :data:`METRICS`, :data:`METRIC_GROUPS`, the form's and
-API's choices, the command's choices, queue routing, the per-aspect rule, page labels.
+API's choices, the command's choices, queue routing, the per-aspect rule, page labels;
+and everything that lists run options (the form's and the API's fields, the command's
+flags) from :func:`run_options`: every run's, then each runner's declared ``options``.
 Adding a metric touches its own module and one line here."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, overload
 
+from studies.services.options import Option
 from studies.services.runs.baselines import RUNNERS as BASELINES
 from studies.services.runs.geval import RUNNER as GEVAL
 from studies.services.runs.gptscore import RUNNER as GPTSCORE
+from studies.services.runs.options import COMMON
 from studies.services.runs.pairwise import RUNNER as PAIRWISE
-from studies.services.runs.types import ABOUT_PAGE, Queue, Runner
+from studies.services.runs.types import ABOUT_PAGE, Queue, Runner, RunRequest
 from studies.services.runs.yesno import RUNNER as YESNO
 
 _runners: list[Runner] = []  # in registration order: the order of every list of metrics
@@ -25,9 +30,18 @@ _by_name: dict[str, Runner] = {}
 
 def register(runner: Runner) -> None:
     """Add ``runner`` under each of its names (registering it again changes nothing); a
-    name another runner serves, or a group name that is a metric's, is refused."""
+    name another runner serves, a group name that is a metric's, or an option declared
+    otherwise than under the same name before, is refused."""
     if runner in _runners:
         return
+    declared = {o.name: o for o in run_options()}
+    differ = [o.name for o in runner.options if declared.get(o.name, o) != o]
+    if differ:
+        raise ValueError(f"options declared otherwise before: {', '.join(differ)}")
+    carried = {f.name for f in dataclasses.fields(RunRequest)}
+    uncarried = [o.name for o in runner.options if o.field not in carried]
+    if uncarried:
+        raise ValueError(f"options RunRequest does not carry: {', '.join(uncarried)}")
     taken = {*_by_name, *groups()}
     clash = [n for n in (*runner.names, *([runner.group] if runner.group else [])) if n in taken]
     if clash or len(set(runner.names)) != len(runner.names):
@@ -100,6 +114,32 @@ def page_of(metric: str) -> str:
     """The run page's part on a run of ``metric``."""
     found = runner(metric)
     return found.page if found else ABOUT_PAGE
+
+
+def run_options() -> tuple[Option, ...]:
+    """Every run option, once: every run's (:data:`~.options.COMMON`), then each runner's
+    own in registration order (an option several runners read is declared once and
+    listed where first read)."""
+    found: dict[str, Option] = {}
+    for option in (*COMMON, *(o for r in _runners for o in r.options)):
+        found.setdefault(option.name, option)
+    return tuple(found.values())
+
+
+def option_help(option: Option) -> str:
+    """An option's help, led by the runners that read it (none: every run's), as the
+    form, the API and the command say it."""
+    users = labels_using(option.name)
+    return f"{' and '.join(users)}: {option.help}" if users else option.help
+
+
+def request_of(values: Mapping[str, Any], **fixed: Any) -> RunRequest:
+    """The request the options' ``values`` (by name) ask for: an option absent or None
+    takes its declared default; ``fixed`` are the request's other fields (metric,
+    aspect …)."""
+    given = {o.field: values.get(o.name) for o in run_options()}
+    defaults = {o.field: o.default for o in run_options()}
+    return RunRequest(**{k: defaults[k] if v is None else v for k, v in given.items()}, **fixed)
 
 
 def labels_using(field: str) -> list[str]:

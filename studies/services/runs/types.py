@@ -14,6 +14,7 @@ from typing import Any, Literal
 from scoring.lm.served import Capabilities
 from scoring.metrics.base import Item, ScoreResult
 from studies.models import AspectVersion, Dataset, MetricRun, Output
+from studies.services.options import Option
 
 Scorer = Callable[[list[Item]], list[ScoreResult]]
 ModelFactory = Callable[[MetricRun], Any]  # replaces a runner's own model loader (tests)
@@ -45,6 +46,9 @@ class Plan:
 class RunRequest:
     """A run to start. Fields a metric does not use are ignored (and not frozen).
 
+    The typed carrier of the options the runners declare (:mod:`~.options`, each
+    runner's ``options``): a field's default is its option's (a test holds them equal),
+    and the form, the API and the command fill it from those declarations.
     ``reference_aggregation`` empty means the metric's convention: ``max`` for GPTScore
     and BERTScore, ``mean`` for ROUGE. ``metric``'s default is the form's, the API's and
     the command's.
@@ -55,7 +59,7 @@ class RunRequest:
     setting: str = "IST"
     dimension: str = "src_hypo"
     model: str = "default"
-    k: int = 0
+    k: int = 2  # GPTScore's demonstrations (IDM only)
     seed: int = 0
     reduction: str = "mean"
     reference_aggregation: str = ""
@@ -103,7 +107,9 @@ class Runner:
     prepare: Preparer
     queue: Queue = "gpu"
     per_aspect: bool = False  # one run per aspect, and at least one aspect is needed
-    fields: frozenset[str] = frozenset()  # the run form's fields it reads (besides metric)
+    # the options it reads besides every run's (:data:`~.options.COMMON`), declared once:
+    # the form's and the API's fields and the command's flags are derived from them
+    options: tuple[Option, ...] = ()
     checks_model: bool = True  # ``request.model`` names a model that must be allowed
     labels: Mapping[str, str] = field(default_factory=dict)  # a name's own label, if any
     group: str = ""  # one choice for all its names: a request for it starts one run each
@@ -113,6 +119,11 @@ class Runner:
     test_docs: Callable[[int, str], tuple[str, ...]] | None = None
     # runs on a served endpoint: what the endpoint lacks for a run (None: local models only)
     served: ServedCheck | None = None
+
+    @property
+    def fields(self) -> frozenset[str]:
+        """The names of its options (the run form's fields it reads besides metric)."""
+        return frozenset(o.name for o in self.options)
 
     def label_of(self, name: str) -> str:
         """What pages call the metric ``name``."""

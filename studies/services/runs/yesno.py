@@ -13,6 +13,7 @@ from studies.models import Dataset, MetricRun, Output, PromptTemplate
 from studies.services.catalog.model_catalog import library_versions
 from studies.services.runs.aspects import find_aspect
 from studies.services.runs.model import load_language_model, model_config
+from studies.services.runs.options import PRECISION
 from studies.services.runs.types import ModelFactory, Plan, RunError, Runner, RunRequest, Scorer
 
 
@@ -97,6 +98,6 @@ RUNNER = Runner(
     prepare=prepare,
     queue="gpu",
     per_aspect=True,
-    fields=frozenset({"model", "precision"}),
+    options=(PRECISION,),
     served=served_needs,
 )

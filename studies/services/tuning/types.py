@@ -1,7 +1,8 @@
-"""What a tuner is: a name, the options it declares once (the command's flags and any
-form or serializer are derived from them; every tuner also takes :data:`COMMON_OPTIONS`:
-``gold``, the labels it tunes on) and a function from a start run's scores and the
-tune/dev labels to new scores with their provenance."""
+"""What a tuner is: a name, the options it declares once (an
+:class:`~studies.services.options.Option` each, as a metric runner declares its own: the
+command's flags, the form's and the serializer's fields are derived from them; every tuner
+also takes :data:`COMMON_OPTIONS`: ``gold``, the labels it tunes on) and a function from a
+start run's scores and the tune/dev labels to new scores with their provenance."""
 
 from __future__ import annotations
 
@@ -12,24 +13,8 @@ from typing import Any
 import numpy as np
 
 from studies.models import Aspect, MetricRun
+from studies.services.options import Option
 from studies.services.tuning.labels import GOLDS, TuneLabels
-
-
-@dataclass(frozen=True)
-class Option:
-    """One option of a tuner: its name (``method``; the flag ``--method``), type,
-    default, choices and help."""
-
-    name: str
-    type: type
-    default: Any
-    help: str
-    choices: tuple[str, ...] = ()
-
-    @property
-    def flag(self) -> str:
-        return "--" + self.name.replace("_", "-")
-
 
 GOLD = Option(
     "gold",
