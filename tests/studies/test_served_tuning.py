@@ -2,12 +2,16 @@
 the session (tests/served.py) behind a :class:`~tests.served.FaultProxy` that counts each
 request body it forwards: an instruction search whose worker is killed mid-way is taken
 back by the sweeper and finished by another worker, and no request reaches the server
-twice (the answers the killed worker had are read from the response cache)."""
+twice (the answers the killed worker had are read from the response cache); a few-shot
+tuning of the served judge equals the same tuning of the local one."""
 
 from __future__ import annotations
 
+from io import StringIO
+
 import pytest
 from django.conf import settings
+from django.core.management import call_command
 
 from studies.models import Aspect, MetricRun, ServedResponse
 from studies.services.runs import RunRequest
@@ -15,7 +19,7 @@ from studies.services.tuning.job import start_tuning
 from studies.services.tuning.splits import make_split
 from tests.factories import finished_run
 from tests.served import FaultProxy, Served, add_endpoint
-from tests.studies.conftest import make_tuning_study, wait_for
+from tests.studies.conftest import make_tuning_study, valued_scores, wait_for
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -87,3 +91,36 @@ def test_a_served_instruction_search_resumes_after_its_worker_is_killed_sending_
         f"{fault_proxy.counts['forwarded']} forwarded in all, none twice; "
         f"{hits} answers from the cache"
     )
+
+
+def test_a_few_shot_tuning_of_the_served_judge_equals_the_same_tuning_of_the_local_one(
+    write_jsonl, cast, vllm_server: Served, fault_proxy: FaultProxy
+):
+    """The default model rates locally and on the server the vLLM of the session runs: the
+    few-shot tuner chooses the same examples on dev and its tuned scores agree within
+    1e-3, as the start runs do."""
+    add_endpoint(fault_proxy.url)
+    study = make_tuning_study(write_jsonl, cast["owner"], n_docs=4, n_systems=2)
+    make_split(study, test=0.25, seed=3)
+    starts, tuned = [], []
+    for endpoint in ("", "vllm"):
+        judge = RunRequest(metric="geval", aspect="coherence", endpoint=endpoint, steps="none")
+        starts.append(finished_run(study, judge))
+        out = StringIO()
+        call_command(
+            "tune_judge",
+            *("--run", str(starts[-1].pk), "--aspect", "coherence", "--tuner", "few-shot"),
+            *("--k", "1,2", "--selection", "random", "--resamples", "20"),
+            stdout=out,
+        )
+        tuned.append(MetricRun.objects.get(pk=int(out.getvalue().split()[0])))
+    (here, there) = (valued_scores(run) for run in tuned)
+    assert len(here) == len(there) == 8
+    first, second = (valued_scores(run) for run in starts)
+    start_gap = max(abs(first[o] - second[o]) for o in first)
+    worst = max(abs(here[o] - there[o]) for o in here)
+    assert worst <= 1e-3, (worst, start_gap)
+    local, served = (run.config["tuning"] for run in tuned)
+    assert (local["k"], local["example_outputs"]) == (served["k"], served["example_outputs"])
+    assert tuned[1].usage["requests"] > 0 and tuned[0].config.get("endpoint") is None
+    print(f"\nfew-shot tuning served vs local: max |Δ| {worst:.2e} (start runs {start_gap:.2e})")
