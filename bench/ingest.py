@@ -25,8 +25,9 @@ Cases (the issue's targets, on a 2-core machine):
 For each case the script times, ``--repeat`` times each, and prints the median (min-max):
 
 * ``baseline``: read the file and ``json.loads`` every line -- the floor of any importer
-  of this file. The importer reads the file twice (validate, then write), so ``x baseline``
-  of 2 would be an importer that does nothing but parse.
+  of this file. The importer reads and parses it once (the validation keeps the valid
+  records for the write), so ``x baseline`` of 1 would be an importer that does nothing
+  but parse.
 * ``import cold``: import into a fresh dataset (every row is new).
 * ``import warm``: re-import the same file into the same dataset (validates, compares,
   finds nothing to change); ``x cold`` is its median over the cold import's.

@@ -154,7 +154,8 @@ def print_memory(memory: list[MemoryRow]) -> None:
     print(
         "\nWhat grows with the file: the validator keeps, per (doc_id, system_id), a 16-byte "
         "key digest and (line, 16-byte output digest); per document three digests; the writer "
-        "keeps doc_key -> id. Everything else is bounded by the batch size. MB per 10k is "
-        "(full - half) / (outputs - half outputs), shown when the half file holds at least "
-        "two batches (below that, one batch's working set dominates)."
+        "keeps doc_key -> id. Everything else is bounded by the batch size (the records the "
+        "validator keeps for the write are spooled to a temporary file past 16 MiB). MB per "
+        "10k is (full - half) / (outputs - half outputs), shown when the half file holds at "
+        "least two batches (below that, one batch's working set dominates)."
     )

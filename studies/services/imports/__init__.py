@@ -1,10 +1,11 @@
 """Importing and exporting datasets: the one service behind the upload page, the
 ``import_records`` command, the import task and the API.
 
-An import reads the file twice, streaming: the first pass validates every line and
-collects located errors (:mod:`.validate`); only when there are none does the second pass
-write, in one transaction, in batches (:mod:`.write`, with the aspects it creates, widens
-or rescales into in :mod:`.aspects`). Re-importing a file updates changed values and
+An import reads the file once, streaming: the validation checks every line, collects
+located errors (:mod:`.validate`) and keeps the valid items (:mod:`.kept`, spooled to a
+temporary file); only when there are none does the write take them back, in one
+transaction, in batches (:mod:`.write`, with the aspects it creates, widens or rescales
+into in :mod:`.aspects`). Re-importing a file updates changed values and
 creates no duplicates. Rows that are not in the file are left alone: an import only adds
 or updates. Files are read by :mod:`.records` (pairwise preference files by
 :mod:`.pairs`), human values checked against their aspect's kind by :mod:`.labels`

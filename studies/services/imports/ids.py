@@ -49,6 +49,14 @@ class Spellings:
     def see(self, item: Record, doc_first: tuple[int, bool] | None) -> None:
         """Note ``item``'s spellings; ``doc_first``: the line of its document's first
         record and whether that spelled the doc_id as is (None: this is the first)."""
+        if not item.spelled and not self.found:  # the common case: all written as read
+            clean, line = self.clean, item.line
+            clean.setdefault(("system_id", item.system_id), line)
+            for name in item.human:
+                clean.setdefault(("human", name), line)
+            for name in item.metrics:
+                clean.setdefault(("metrics", name), line)
+            return
         respelled = {(where, normal): raw for where, raw, normal in item.spelled}
         keys = [("doc_id", item.doc_id), ("system_id", item.system_id)]
         keys += [(group, name) for group in ("human", "metrics") for name in getattr(item, group)]

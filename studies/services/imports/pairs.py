@@ -32,15 +32,14 @@ from typing import IO, Any
 from studies.models import ImportedPreference
 from studies.services.csvfile import restore_cell
 from studies.services.imports.errors import LineError, RecordError
+from studies.services.imports.jsontext import check_structure, parse_json
 from studies.services.imports.labels import extra_keys, rater_id
 from studies.services.imports.records import (
     KEY,
     REFERENCE_COLUMN,
     Layout,
     Record,
-    check_structure,
     normal_id,
-    parse_json,
     read_lines,
 )
 

@@ -31,6 +31,7 @@ from typing import IO, Any
 
 from studies.services.csvfile import restore_cell
 from studies.services.imports.errors import LineError, RecordError
+from studies.services.imports.jsontext import check_structure, parse_json
 from studies.services.imports.labels import (
     Value,
     extra_keys,
@@ -53,13 +54,9 @@ JSONL_FIELDS = {
     "context",
 }
 REQUIRED_FIELDS = ("doc_id", "system_id", "source", "output")
-MAX_DEPTH = 64  # JSON nesting kept; deeper values would overflow recursive code later on
 MAX_METRIC_NAME = 64  # MetricRun.metric
 REFERENCE_COLUMN = re.compile(r"^reference(?:_(\d+))?$")
 KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]*$")
-# NUL: PostgreSQL text cannot hold it; lone surrogates: not encodable as UTF-8.
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-_SUSPECT_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")  # \u0000, \ud800-\udfff
 
 
 @dataclass(frozen=True)
@@ -208,96 +205,6 @@ def _read_jsonl(
         yield RecordError([LineError(0, "", "the file is empty: no records found")])
 
 
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not allowed")
-
-
-class _JsonObject(dict[str, Any]):
-    """A decoded JSON object that remembers the keys it held more than once."""
-
-    duplicates: tuple[str, ...] = ()
-
-
-def _suspect(text: str) -> bool:
-    """Whether JSON ``text`` may decode to a NUL or a lone surrogate (from valid UTF-8,
-    both can only arrive as ``\\u`` escapes) or to nesting deeper than MAX_DEPTH."""
-    return _SUSPECT_ESCAPE.search(text) is not None or (
-        text.count("[") + text.count("{") > MAX_DEPTH
-    )
-
-
-def parse_json(number: int, where: str, text: str) -> tuple[Any, bool] | RecordError:
-    """The decoded value and whether it needs :func:`check_structure` (a repeated key,
-    or :func:`_suspect` text), or a RecordError locating why ``text`` is no JSON."""
-    repeated = False
-
-    def json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        nonlocal repeated
-        obj = dict(pairs)
-        if len(obj) == len(pairs):
-            return obj
-        repeated = True  # json.loads alone would keep the last value silently
-        marked = _JsonObject(obj)
-        seen: set[str] = set()
-        marked.duplicates = tuple(k for k, _v in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
-        return marked
-
-    try:
-        value = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=json_object)
-        return value, repeated or _suspect(text)
-    except ValueError as exc:
-        message = f"invalid JSON ({exc})"
-    except RecursionError:
-        message = f"invalid JSON: nested deeper than {MAX_DEPTH} levels"
-    return RecordError([LineError(number, where, message)])
-
-
-def check_structure(number: int, obj: Any) -> list[LineError]:
-    """Problems anywhere inside a decoded line: repeated keys, nesting deeper than
-    MAX_DEPTH, and text no database can store (NUL, lone surrogates). Iterative, so a
-    deep value cannot overflow the stack here."""
-    errors: list[LineError] = []
-    stack: list[tuple[Any, str, int]] = [(obj, "", 0)]
-    while stack and len(errors) < 10:
-        value, path, depth = stack.pop()
-        if isinstance(value, str):
-            bad = _UNSTORABLE.search(value)
-            if bad:
-                char = bad.group()
-                what = "a NUL character" if char == "\x00" else "a lone surrogate"
-                errors.append(
-                    LineError(
-                        number,
-                        path,
-                        f"contains {what} (\\u{ord(char):04x} at position {bad.start() + 1}), "
-                        "which cannot be stored as text",
-                    )
-                )
-            continue
-        if depth > MAX_DEPTH and isinstance(value, dict | list):
-            errors.append(LineError(number, path, f"nested deeper than {MAX_DEPTH} levels"))
-            continue
-        if isinstance(value, dict):
-            for key in getattr(value, "duplicates", ()):
-                errors.append(
-                    LineError(
-                        number,
-                        _join(path, key),
-                        "duplicate key: it appears more than once in the same object",
-                    )
-                )
-            for key, item in value.items():
-                stack.append((key, _join(path, key) + " (the name)", depth + 1))
-                stack.append((item, _join(path, key), depth + 1))
-        elif isinstance(value, list):
-            stack.extend((item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value))
-    return sorted(errors, key=lambda e: e.field)
-
-
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
-
-
 def _record_from_mapping(number: int, obj: Any, *, suspect: bool) -> Record | RecordError:
     if not isinstance(obj, dict):
         return RecordError([LineError(number, "", "expected a JSON object {...}")])
@@ -380,20 +287,26 @@ def _scores(
         return {}
     scores: dict[str, Any] = {}
     written: dict[str, str] = {}  # name as read -> as written
+    read_one = read_number if group == "metrics" else read_value
     for written_name, value in raw.items():
         name = _score_name(group, written_name)
-        where = f"{group}.{written_name}"
-        longest = MAX_METRIC_NAME if group == "metrics" else 100
         if name is None:
+            longest = MAX_METRIC_NAME if group == "metrics" else 100
             errors.append(
                 LineError(
-                    number, where, f"name must be letters, digits, _ . : - (at most {longest})"
+                    number,
+                    f"{group}.{written_name}",
+                    f"name must be letters, digits, _ . : - (at most {longest})",
                 )
             )
             continue
         if name in written:  # one value would silently replace the other
             errors.append(
-                LineError(number, where, f"names the same score as {written[name]!r}; keep one")
+                LineError(
+                    number,
+                    f"{group}.{written_name}",
+                    f"names the same score as {written[name]!r}; keep one",
+                )
             )
             continue
         written[name] = written_name
@@ -401,9 +314,10 @@ def _scores(
             spelled.append((group, written_name, name))
         if value is None:
             continue  # a missing score
-        read = read_number(value) if group == "metrics" else read_value(value)
+        read = read_one(value)
         if read is None:
             wanted = "a number" if group == "metrics" else "a number or a label"
+            where = f"{group}.{written_name}"
             errors.append(LineError(number, where, f"expected {wanted}, got {value!r}"))
             continue
         scores[name] = read

@@ -1,11 +1,13 @@
 """The first pass of an import: read the whole file, streaming, and validate every line,
 collecting located errors; nothing is written. What it learns (how the file's names map
-to aspects and runs) is a :class:`Plan` for the second pass."""
+to aspects and runs) is a :class:`Plan` for the write, which also keeps the valid items
+(:mod:`.kept`): the write takes them back instead of reading and parsing the file again."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +20,7 @@ import studies.services.imports.scales as scales
 from studies.models import Aspect, Dataset, TaskKind, aspect_key
 from studies.permissions import owned_aspects
 from studies.services.imports.ids import Spellings, StoredRenames, stored_spellings
+from studies.services.imports.kept import Kept
 from studies.services.imports.labels import NewKind, Observed, new_kind, stored_value
 from studies.services.imports.options import ImportOptions, ImportValidationError
 from studies.services.imports.pairs import PAIRS, PairRecord, is_pairs_file
@@ -45,6 +48,7 @@ class Plan:
     per_annotator: set[str] = field(default_factory=set)  # file keys given by rater
     said: list[str] = field(default_factory=list)  # human not used, keys left out: in words
     valued: set[str] = field(default_factory=set)  # file keys given values (not pairs only)
+    kept: Kept = field(default_factory=Kept)  # the file's items, in order, for the write
 
 
 class _Values:
@@ -61,6 +65,9 @@ class _Values:
         self.held_more: dict[str, int] = {}
         self.raters: dict[str, dict[str, int]] = {}  # name -> rater -> judgments
         self.codes: dict[int, dict[str, int]] = {}  # a label aspect's label -> value
+        # name -> the numbers it may take without a problem (a scale aspect's, the stated
+        # source range, any number when widening); None: labels, or an aspect to create
+        self.bounds: dict[str, tuple[float, float] | None] = {}
 
     def check(self, name: str, aspect: Aspect | None, value: Any, line: int, rater: str) -> None:
         """One value of ``name`` (``rater``: whose, or "" for ``human``)."""
@@ -68,11 +75,15 @@ class _Values:
         seen = store.get(name)
         if seen is None:
             seen = store[name] = Observed()
+            self.bounds[name] = self._bounds(name, aspect)
         seen.add(value, line)
         if rater:
             given = self.raters.setdefault(name, {})
             if rater in given or len(given) < MAX_RATERS_LISTED:
                 given[rater] = given.get(rater, 0) + 1
+        bounds = self.bounds[name]
+        if bounds is not None and value.__class__ is float and bounds[0] <= value <= bounds[1]:
+            return  # the common case: a number the scale holds
         if aspect is None:
             return  # to be created: its kind comes from every value (finish)
         if aspect.kind != Aspect.Kind.SCALE or isinstance(value, str):
@@ -95,6 +106,17 @@ class _Values:
             self.held[name].append(error)
         else:
             self.held_more[name] = self.held_more.get(name, 0) + 1
+
+    def _bounds(self, name: str, aspect: Aspect | None) -> tuple[float, float] | None:
+        """The range of numbers :func:`.scales.out_of_scale` lets through for ``name``."""
+        if aspect is None or aspect.kind != Aspect.Kind.SCALE:
+            return None
+        source = self.options.rescale.get(name.lower())
+        if source is not None:
+            return source[0], source[1]
+        if self.options.widen_aspects:
+            return -math.inf, math.inf
+        return aspect.scale_min, aspect.scale_max
 
     def finish(self, aspects: dict[str, Aspect | None], plan: Plan) -> None:
         """Report what was kept back, choose the new aspects' kinds, say in words what
@@ -143,19 +165,16 @@ def _read(stream: Any, options: ImportOptions) -> Iterator[Record | PairRecord |
     return read_records(stream, options.file_format, **limits, layout=PAIRS if pairs else None)
 
 
-def valid_records(stream: Any, options: ImportOptions) -> Iterator[Record | PairRecord]:
-    for item in _read(stream, options):
-        if isinstance(item, RecordError):  # the file changed between the two passes
-            raise ImportValidationError(item.errors)
-        yield item
-
-
 def validate_file(path: Path, options: ImportOptions) -> Plan:
+    """Validate every line of ``path``; the :class:`Plan` of its write, with its items
+    kept (``plan.kept``: close it once written). Raises ImportValidationError."""
     errors: list[LineError] = []
     more = 0
+    kept = Kept()
 
     def report(error: LineError) -> None:
         nonlocal more
+        kept.drop()  # nothing will be written
         if len(errors) < MAX_REPORTED_ERRORS:
             errors.append(error)
         else:
@@ -163,6 +182,8 @@ def validate_file(path: Path, options: ImportOptions) -> Plan:
 
     def count_more(n: int) -> None:
         nonlocal more
+        if n:
+            kept.drop()
         more += n
 
     if not slug_re.match(options.dataset) or len(options.dataset) > _NAME_LENGTH:
@@ -200,6 +221,7 @@ def validate_file(path: Path, options: ImportOptions) -> Plan:
     ignored: dict[str, int] = {}  # keys left out -> lines
     spellings = Spellings()
     systems: set[str] = set()
+    last_document: list[Any] = [None, None, None]  # see _check_document
     count = 0
 
     def aspect_of(name: str, where: str, line: int) -> Aspect | None:
@@ -231,7 +253,7 @@ def validate_file(path: Path, options: ImportOptions) -> Plan:
         first = documents.get(item.doc_id)
         spellings.see(item, (first[0], first[3]) if first else None)
         systems.add(item.system_id)
-        _check_document(item, documents, report)
+        _check_document(item, documents, report, last_document)
         # 16-byte digests, not the strings: memory per output stays small
         key = _digest(item.doc_id, item.system_id)
         digest = _digest(item.output)
@@ -265,6 +287,7 @@ def validate_file(path: Path, options: ImportOptions) -> Plan:
                 see_output(item.b, "output_b")
                 aspect_of(item.aspect, "aspect", item.line)
                 _check_pair(item, pairs, report)
+                kept.add(item)
                 continue
             see_output(item, "output")
             for name, value in item.human.items():
@@ -278,7 +301,8 @@ def validate_file(path: Path, options: ImportOptions) -> Plan:
                     check(name, aspect, value, item.line, rater)
             for name in item.metrics:
                 metrics.setdefault(name)
-    plan = Plan(aspects, {}, list(metrics), count)
+            kept.add(item)
+    plan = Plan(aspects, {}, list(metrics), count, kept=kept)
     values.finish(aspects, plan)
     for name in options.rescale:
         matched = [n for n in aspects if n.lower() == name]
@@ -378,19 +402,31 @@ def _check_new_aspects(names: list[str], options: ImportOptions) -> list[LineErr
 
 
 def _check_document(
-    item: Record, documents: dict[str, tuple[int, bytes, bytes, bool]], report: Any
+    item: Record,
+    documents: dict[str, tuple[int, bytes, bytes, bool]],
+    report: Any,
+    last: list[Any],
 ) -> None:
     """A document's lines agree on its source and context. References may differ: the
     document takes its first line's, an output whose line gives others keeps its own
-    (an output that is itself one of the references, scored against the others)."""
-    digests = (_digest(item.source), _digest(json.dumps(item.context, sort_keys=True)))
+    (an output that is itself one of the references, scored against the others).
+    ``last``: the doc_id, source and context (as JSON) of the latest line that agreed
+    with its document's first: a line like it needs no digest (lines of a document
+    usually follow each other)."""
+    context = None if item.context is None else json.dumps(item.context, sort_keys=True)
+    if item.doc_id == last[0] and item.source == last[1] and context == last[2]:
+        return
+    digests = (_digest(item.source), _digest("null" if context is None else context))
     first = documents.get(item.doc_id)
     if first is None:  # and whether it spelled its doc_id as it is read
         clean = not any(where == "doc_id" for where, _raw, _read in item.spelled)
         documents[item.doc_id] = (item.line, *digests, clean)
+        last[:] = item.doc_id, item.source, context
         return
+    agrees = True
     for name, before, now in zip(("source", "context"), first[1:3], digests, strict=True):
         if before != now:
+            agrees = False
             report(
                 LineError(
                     item.line,
@@ -399,6 +435,8 @@ def _check_document(
                     f"{_as_written(item)}",
                 )
             )
+    if agrees:
+        last[:] = item.doc_id, item.source, context
 
 
 def _as_written(item: Record) -> str:

@@ -1,5 +1,6 @@
-"""Importing a dataset file: validate it completely (:mod:`.validate`), then write it in one
-transaction, in batches, with a handful of queries per batch."""
+"""Importing a dataset file: validate it completely (:mod:`.validate`), then write the
+items it kept (:mod:`.kept`) in one transaction, in batches, with a handful of queries per
+batch."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ from studies.services.imports.options import (
 )
 from studies.services.imports.pairs import PairRecord
 from studies.services.imports.records import LineError, Record
-from studies.services.imports.validate import Plan, valid_records, validate_file
+from studies.services.imports.validate import Plan, validate_file
 
 log = logging.getLogger(__name__)
 _KEEP = object()  # an output's stored references stay (its line gives none)
@@ -57,6 +58,18 @@ def import_file(path: Path | str, options: ImportOptions) -> ImportSummary:
             [LineError(0, "", f"the file is larger than {cfg['IMPORT_MAX_FILE_BYTES']} bytes")]
         )
     plan = validate_file(path, options)
+    try:
+        summary = _write(plan, options)
+    finally:
+        plan.kept.close()
+    summary.seconds = round(time.perf_counter() - started, 3)
+    log.info("imported %s into %s: %s", options.file_name, options.dataset, summary.as_dict())
+    return summary
+
+
+def _write(plan: Plan, options: ImportOptions) -> ImportSummary:
+    """Write the validated items of ``plan`` in one transaction."""
+    cfg = settings.CONCORDIA
     summary = ImportSummary(dataset=options.dataset, records=plan.records)
     summary.merged = plan.notes + plan.renames.notes()
     summary.notes = plan.said
@@ -68,11 +81,10 @@ def import_file(path: Path | str, options: ImportOptions) -> ImportSummary:
         writer = _ChunkWriter(dataset, aspects, runs, options.file_name, summary, plan)
         writer.scale = rescalers(plan, options, summary)
         slow = cfg["TEST_SLOW_CHUNK_SECONDS"]  # tests only: time to cut the database mid-import
-        with path.open("rb") as stream:
-            for chunk in batched(valid_records(stream, options), cfg["IMPORT_BATCH_SIZE"]):
-                if slow:
-                    time.sleep(slow)
-                writer.write(chunk)
+        for chunk in batched(plan.kept, cfg["IMPORT_BATCH_SIZE"]):
+            if slow:
+                time.sleep(slow)
+            writer.write(chunk)
         for run in runs.values():
             run.total = run.done = run.scores.count()
             run.save(update_fields=["total", "done"])
@@ -81,8 +93,6 @@ def import_file(path: Path | str, options: ImportOptions) -> ImportSummary:
         dataset.bump_data_version()
         transaction.on_commit(lambda: _refresh_statistics(summary), robust=True)
         queue.send_on_commit(queue.WRITE_SNAPSHOT, dataset.pk)  # the numbers, columnar
-    summary.seconds = round(time.perf_counter() - started, 3)
-    log.info("imported %s into %s: %s", options.file_name, options.dataset, summary.as_dict())
     return summary
 
 
@@ -326,7 +336,7 @@ class _ChunkWriter:
                 aspect = self.aspects[name].pk
                 for rater in sorted(given):
                     wanted[(output, aspect, rater)] = self._stored(name, given[rater])
-        now = timezone.now()
+        now = _stamp()
         self._write(
             JUDGMENTS,
             wanted,
@@ -343,7 +353,7 @@ class _ChunkWriter:
             a = output_ids[(pair.a.doc_id, pair.a.system_id)]
             b = output_ids[(pair.b.doc_id, pair.b.system_id)]
             wanted[(a, b, self.aspects[pair.aspect].pk, pair.rater)] = pair.winner
-        now = timezone.now()
+        now = _stamp()
         self._write(
             PREFERENCES,
             wanted,
@@ -392,6 +402,12 @@ class _ChunkWriter:
         created, updated = merge(target, known, now)
         counts["created"] += len(fresh) + created
         counts["updated"] += updated
+
+
+def _stamp() -> Any:
+    """Now, as the database stores it: adapted once for a batch's rows, not once per
+    value (SQLite's driver formats each datetime it is given)."""
+    return connection.ops.adapt_datetimefield_value(timezone.now())
 
 
 # the columns a new row of each table is built with after its key and value (``build``)
