@@ -14,6 +14,7 @@ from scoring.lm.served.batch import FORMATS as BATCH_FORMATS
 from studies.hooks import pairwise_campaign_choices
 from studies.models import Aspect, Endpoint, TaskKind
 from studies.models.endpoints import LIMIT_FIELDS, check_base_url
+from studies.option_forms import MAX_ID, option_field
 from studies.permissions import (
     dataset_aspects,
     shareable_datasets,
@@ -35,8 +36,6 @@ from studies.services.runs import (
     run_options,
 )
 from studies.services.studies import task_aspects
-
-MAX_ID = 2**63 - 1  # the largest primary key any database stores
 
 
 def _used_by(field: str, then: str = " only") -> str:
@@ -205,26 +204,6 @@ class UploadSessionForm(ImportFieldsForm):
         return str(self.cleaned_data["sha256"]).lower()
 
 
-def run_option_field(option: Option) -> forms.Field:
-    """A run option as the run form's field (optional: left empty, its default)."""
-    common: dict[str, Any] = {
-        "required": False,
-        "initial": option.default,
-        "help_text": option_help(option),
-        **({"label": option.label} if option.label else {}),
-    }
-    if option.choices:
-        return forms.ChoiceField(choices=option.choice_labels(), **common)
-    if option.type is bool:
-        return forms.BooleanField(**common)
-    if option.type is int:  # no larger than a database's key (a campaign's id)
-        top = MAX_ID if option.maximum is None else option.maximum
-        return forms.IntegerField(min_value=option.minimum, max_value=top, **common)
-    if option.type is float:
-        return forms.FloatField(min_value=option.minimum, max_value=option.maximum, **common)
-    return forms.CharField(max_length=option.max_length, **common)
-
-
 def page_options() -> list[Option]:
     """The run options the page and the API take (the rest are the command's only)."""
     return [o for o in run_options() if not o.command_only]
@@ -251,7 +230,7 @@ class RunForm(forms.Form):
     def __init__(self, *args, dataset, user=None, **kwargs):  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
         for option in page_options():
-            self.fields[option.name] = run_option_field(option)
+            self.fields[option.name] = option_field(option, option_help(option))
         # the shared aspects and the dataset owner's: another researcher's never show
         self.fields["aspects"].queryset = dataset_aspects(dataset).filter(tasks=dataset.task)
         if user is not None:  # a page: the endpoints the user may use, to pick from

@@ -11,31 +11,11 @@ from django import forms
 from django.db.models import Exists, OuterRef, QuerySet
 
 from studies.models import Aspect, Judgment, MetricRun, Study
+from studies.option_forms import option_field
 from studies.permissions import dataset_aspects
 from studies.services.tuning.registry import names, tuner
-from studies.services.tuning.types import Option
 
 SEED_MAX = 2**32 - 1  # numpy's seeds
-
-
-def option_field(option: Option) -> forms.Field:
-    """A tuner's option as a form field (optional: left empty, the tuner's default)."""
-    unset = option.default in (None, "")  # its help says what empty means
-    common: dict[str, Any] = {
-        "required": False,
-        "label": option.name.replace("_", " "),
-        "help_text": option.help if unset else f"{option.help} (default {option.default})",
-    }
-    if option.choices:
-        return forms.ChoiceField(
-            choices=[(c, c) for c in option.choices], initial=option.default, **common
-        )
-    shown = {} if unset else {"placeholder": str(option.default)}
-    if option.type is int:
-        return forms.IntegerField(widget=forms.NumberInput(attrs=shown), **common)
-    if option.type is float:
-        return forms.FloatField(widget=forms.NumberInput(attrs=shown), **common)
-    return forms.CharField(max_length=1000, widget=forms.TextInput(attrs=shown), **common)
 
 
 def option_name(tuner_name: str, option: str) -> str:
@@ -89,7 +69,10 @@ class TuneForm(forms.Form):
         self.fields["tuner"].initial = names()[0]
         for name in names():
             for option in tuner(name).options:
-                self.fields[option_name(name, option.name)] = option_field(option)
+                unset = option.default in (None, "")  # its help says what empty means
+                said = option.help if unset else f"{option.help} (default {option.default})"
+                field = option_field(option, said, prefill=False)
+                self.fields[option_name(name, option.name)] = field
 
     def has_split(self) -> bool:
         """Whether a study of the run's dataset has a split to tune on."""
