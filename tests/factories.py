@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import factory
 import numpy as np
@@ -16,8 +16,10 @@ from annotation.models import Campaign, Item, PairwiseJudgment
 from scoring.lm.served import Capabilities
 from studies import models
 from studies.demo_data import write_demo_jsonl
+from studies.services import adjudication
 from studies.services.imports import ImportOptions, import_file
 from studies.services.runs import RunRequest, execute_run, start_run
+from studies.services.tuning.splits import make_split
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -326,3 +328,50 @@ def review_study(
     study = models.Study.objects.create(name="review study", dataset=dataset, owner=owner)
     study.aspects.add(coh)
     return study, run, ids
+
+
+class AdjudicatedSplit(NamedTuple):
+    """:func:`adjudicated_split`'s study, judge run, outputs' ids by (doc, system), aspect,
+    split, the tune document chosen, and the two adjudicated outputs."""
+
+    study: models.Study
+    run: models.MetricRun
+    ids: dict[tuple[str, str], int]
+    aspect: models.Aspect
+    split: models.StudySplit
+    tune_doc: str
+    tuned: int
+    held: int
+
+
+def adjudicated_split(owner: Any) -> AdjudicatedSplit:
+    """The review study (:func:`review_study`) split tune/test (test 0.4, seed 0), with
+    output ``a`` of its first tune document (``tuned``) and of a test document (``held``)
+    adjudicated as 1 on COH."""
+    study, run, ids = review_study(owner)
+    coh = models.Aspect.objects.get(code="COH")
+    split = make_split(study, test=0.4, seed=0)
+    parts = dict(split.documents.values_list("document__doc_key", "part"))
+    tune_doc = min(doc for doc, part in parts.items() if part == "tune")
+    test_doc = next(doc for doc, part in parts.items() if part == "test")
+    tuned, held = ids[(tune_doc, "a")], ids[(test_doc, "a")]
+    adjudication.adjudicate(study, coh, tuned, "1", owner, run)
+    adjudication.adjudicate(study, coh, held, "1", owner, run)
+    return AdjudicatedSplit(study, run, ids, coh, split, tune_doc, tuned, held)
+
+
+def calibration_request(
+    start: int, aspect: int, study: int, method: str, gold: str = "humans"
+) -> dict[str, Any]:
+    """The ``tuning_request`` a calibration job of the tuning tests is saved with (seed 3,
+    200 resamples, on the light queue)."""
+    return {
+        "start_run": start,
+        "aspect": aspect,
+        "study": study,
+        "tuner": "calibration",
+        "options": {"method": method, "gold": gold},
+        "seed": 3,
+        "resamples": 200,
+        "queue": "light",
+    }

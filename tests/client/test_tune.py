@@ -13,6 +13,7 @@ from studies import tasks
 from studies.models import Aspect, MetricRun
 from studies.services import queue
 from studies.services.tuning.splits import make_split
+from tests.factories import calibration_request
 from tests.studies.judged_file import judged_study
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("defaults_restored")]
@@ -38,16 +39,10 @@ def test_tune_returns_the_pending_tuned_run_that_wait_for_run_follows_to_its_evi
     )
     assert run.status == "pending" and run.metric == "tuned:calibration"
     assert run.dataset == start.dataset_id and sent == [(queue.TUNE_JUDGE, (run.id,))]
-    assert MetricRun.objects.get(pk=run.id).config["tuning_request"] == {
-        "start_run": start.pk,
-        "aspect": Aspect.objects.get(code="COH").pk,
-        "study": study.pk,
-        "tuner": "calibration",
-        "options": {"method": "isotonic", "gold": "humans"},
-        "seed": 3,
-        "resamples": 200,
-        "queue": "light",
-    }
+    coh = Aspect.objects.get(code="COH").pk
+    assert MetricRun.objects.get(pk=run.id).config["tuning_request"] == calibration_request(
+        start.pk, coh, study.pk, "isotonic"
+    )
 
     seen: list[str] = []
 

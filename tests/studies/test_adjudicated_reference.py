@@ -20,9 +20,8 @@ from studies.services.analysis.report_card import CardParams
 from studies.services.analysis.report_card.reference import reference_humans, with_reference
 from studies.services.tuning.labels import HeldOutLabel, TuneLabels
 from studies.services.tuning.registry import tuner
-from studies.services.tuning.splits import make_split
 from studies.services.tuning.tune import tune_judge
-from tests.factories import review_study
+from tests.factories import adjudicated_split, review_study
 
 pytestmark = pytest.mark.django_db
 
@@ -154,15 +153,7 @@ def test_a_label_judge_reads_each_answer_on_an_adjudicated_output_as_the_adjudic
 
 
 def test_a_tuning_on_adjudicated_gold_learns_from_them_and_never_from_a_test_document(cast):
-    study, run, ids = review_study(cast["owner"])
-    coh = Aspect.objects.get(code="COH")
-    split = make_split(study, test=0.4, seed=0)
-    parts = dict(split.documents.values_list("document__doc_key", "part"))
-    tune_docs = sorted(doc for doc, part in parts.items() if part == "tune")
-    test_doc = next(doc for doc, part in parts.items() if part == "test")
-    tuned, held = ids[(tune_docs[0], "a")], ids[(test_doc, "a")]
-    adjudication.adjudicate(study, coh, tuned, "1", cast["owner"], run)
-    adjudication.adjudicate(study, coh, held, "1", cast["owner"], run)
+    _, run, _, coh, split, _, tuned, held = adjudicated_split(cast["owner"])
     labels = TuneLabels(split, coh, gold="adjudicated")
     tune_ids = labels.outputs("tune")
     served = labels.gold(tune_ids)

@@ -11,8 +11,7 @@ from rest_framework.test import APIClient
 from studies.models import Adjudication, Aspect, Judgment
 from studies.services import adjudication
 from studies.services.tuning.labels import HeldOutLabel, TuneLabels
-from studies.services.tuning.splits import make_split
-from tests.factories import OutputFactory, review_study
+from tests.factories import OutputFactory, adjudicated_split, review_study
 
 pytestmark = pytest.mark.django_db
 
@@ -118,15 +117,7 @@ def test_the_output_page_and_the_report_card_show_the_adjudications(client, cast
 
 
 def test_a_tuner_reads_adjudications_of_tune_documents_never_of_test_ones(cast):
-    study, run, ids = review_study(cast["owner"])
-    coh = Aspect.objects.get(code="COH")
-    split = make_split(study, test=0.4, seed=0)
-    parts = dict(split.documents.values_list("document__doc_key", "part"))
-    tune_doc = next(doc for doc, part in parts.items() if part == "tune")
-    test_doc = next(doc for doc, part in parts.items() if part == "test")
-    tuned, held = ids[(tune_doc, "a")], ids[(test_doc, "a")]
-    adjudication.adjudicate(study, coh, tuned, "1", cast["owner"], run)
-    adjudication.adjudicate(study, coh, held, "1", cast["owner"], run)
+    _, _, ids, coh, split, tune_doc, tuned, held = adjudicated_split(cast["owner"])
     labels = TuneLabels(split, coh, gold="adjudicated")
     assert labels.adjudicated([tuned]) == {tuned: 1.0}
     assert labels.gold([tuned])[tuned] == 1.0 != labels.human([tuned])[tuned]

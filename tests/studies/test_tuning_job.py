@@ -23,6 +23,7 @@ from studies.services.tuning import registry
 from studies.services.tuning.job import execute_tuning, start_tuning
 from studies.services.tuning.splits import make_split
 from studies.services.tuning.types import Tuned, Tuner
+from tests.factories import calibration_request
 from tests.studies.judged_file import judged_study
 
 pytestmark = pytest.mark.django_db
@@ -69,16 +70,9 @@ def test_a_calibration_job_is_pending_at_once_and_its_task_fills_that_run_as_the
             judge(), coherence(), "calibration", resamples=200, seed=3, by=cast["owner"]
         )
     assert job.status == MetricRun.Status.PENDING and job.metric == "tuned:calibration"
-    assert job.config["tuning_request"] == {
-        "start_run": judge().pk,
-        "aspect": coherence().pk,
-        "study": study.pk,
-        "tuner": "calibration",
-        "options": {"method": "auto", "gold": "humans"},
-        "seed": 3,
-        "resamples": 200,
-        "queue": "light",
-    }
+    assert job.config["tuning_request"] == calibration_request(
+        judge().pk, coherence().pk, study.pk, "auto"
+    )
     assert sent == [(queue.TUNE_JUDGE, (job.pk,), "light")]
     assert tasks.tune_judge(job.pk) == "succeeded"
     assert tasks.tune_judge(job.pk) == "not pending"  # a second delivery writes nothing
@@ -268,16 +262,9 @@ def test_the_tune_form_starts_the_apis_job_and_shows_its_tuning_page_until_the_e
     assert response.status_code == 302 and response["Location"] == f"/runs/{job.pk}/tuning/"
     assert job.status == MetricRun.Status.PENDING and job.metric == "tuned:calibration"
     assert job.created_by.username == "owner"
-    assert job.config["tuning_request"] == {
-        "start_run": judge().pk,
-        "aspect": coherence().pk,
-        "study": study.pk,
-        "tuner": "calibration",
-        "options": {"method": "isotonic", "gold": "humans"},
-        "seed": 3,
-        "resamples": 200,
-        "queue": "light",
-    }
+    assert job.config["tuning_request"] == calibration_request(
+        judge().pk, coherence().pk, study.pk, "isotonic"
+    )
     assert sent == [(queue.TUNE_JUDGE, (job.pk,), "light")]
     page = owner_client.get(response["Location"]).content.decode()  # pending: asked, polled
     assert 'id="tuning-pending"' in page and 'hx-trigger="every 2s"' in page
