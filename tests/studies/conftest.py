@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pytest
 from celery import Celery
+from django.conf import settings
 
 from evalsite.celery import MAINTENANCE_QUEUE, QUICK_QUEUE
 from studies.models import Aspect, Dataset, MetricRun, MetricScore, Study
+from studies.models.endpoints import generated_key
 from studies.services.imports import ImportOptions, import_file
 from studies.services.runs import RunRequest, start_run
 from tests.conftest import ROOT, free_port, record, worker_env
@@ -67,6 +69,9 @@ class Workers:
         self.env = {
             **worker_env(),
             "CONCORDIA_DATA_DIR": str(data_dir),
+            # the key this process encrypts endpoints' API keys with (its data folder's
+            # unless set), so the workers of their own data folder read those keys
+            "ENDPOINT_KEY": settings.ENDPOINT_KEY or generated_key(Path(settings.DATA_DIR)),
             "CELERY_BROKER_URL": broker_url,
             "CELERY_RESULT_BACKEND": "",
             "CACHE_URL": "",

@@ -10,7 +10,6 @@ from __future__ import annotations
 from io import StringIO
 
 import pytest
-from django.conf import settings
 from django.core.management import call_command
 
 from studies.models import Aspect, MetricRun, ServedResponse
@@ -53,10 +52,7 @@ def test_a_served_instruction_search_resumes_after_its_worker_is_killed_sending_
     fault_proxy.reset()
     stored_before = ServedResponse.objects.count()
 
-    # workers of their own broker and data folder, the endpoint keys' Fernet key this
-    # process encrypted the endpoint's key with; only the lease brings the job back
-    key = (settings.DATA_DIR / "endpoint.key").read_text().strip()
-    w = workers(PENDING_GRACE_SECONDS="600", ENDPOINT_KEY=key)
+    w = workers(PENDING_GRACE_SECONDS="600")  # only the lease brings the job back
     doomed = w.start("doomed", "io")
     w.app.send_task(TASK, args=[job.pk], queue="io")
     wait_for(lambda: fault_proxy.counts["forwarded"] >= 3, 300, w.logs)
