@@ -270,6 +270,18 @@ def browser_type_launch_args(browser_type_launch_args):  # type: ignore[no-untyp
     return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}
 
 
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args):  # type: ignore[no-untyped-def]
+    """Playwright's assertions wait 5 s by default: on the 2-core CI machine, with the
+    production pass's served tests running beside the browser, one POST and its swap
+    have taken longer. The assertions still fail when the page never gets there; they
+    only wait longer for it (a condition with a deadline, not a sleep)."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=30_000)
+    return browser_context_args
+
+
 @pytest.fixture(autouse=True)
 def _fast_password_hasher(settings):  # type: ignore[no-untyped-def]
     """PBKDF2 costs ~0.3 s a user; the tests do not test hashing strength."""

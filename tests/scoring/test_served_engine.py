@@ -5,6 +5,8 @@ injected by a proxy in front of the real server. No fake server anywhere."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import time
 from collections.abc import Iterator
 
@@ -20,7 +22,9 @@ from scoring.lm.served import (
     RequestRefused,
     ServedClient,
     ServedModel,
+    local_server,
     probe,
+    vllm_idle,
 )
 from scoring.metrics import geval, gptscore
 from tests.served import DEFAULTS, FaultProxy, Served, items, spec
@@ -50,6 +54,27 @@ def served(vllm_server: Served, capabilities: Capabilities) -> ServedModel:
 @pytest.fixture(scope="module")
 def local(vllm_server: Served) -> Iterator[HFLanguageModel]:
     yield HFLanguageModel(vllm_server.model_dir, device="cpu", dtype="float32")
+
+
+def test_the_started_servers_vllm_spins_briefly_when_idle(vllm_server: Served) -> None:
+    """The virtualenv's Python loads the hook (a .pth file) and vLLM's SpinCondition
+    then spins local_server.SPIN_SECONDS, the variable the server is started with."""
+    if vllm_server.server is not None:
+        assert vllm_server.server.environment()[vllm_idle.VARIABLE] == local_server.SPIN_SECONDS
+    python = local_server.install() / "bin" / "python"
+    shown = subprocess.run(
+        [
+            str(python),
+            "-c",
+            "import sys; from vllm.distributed.device_communicators import shm_broadcast as m;"
+            "print('concordia_vllm_idle' in sys.modules, m.SpinCondition.__init__.__defaults__)",
+        ],
+        env={**os.environ, vllm_idle.VARIABLE: local_server.SPIN_SECONDS},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("\n")[-2]
+    assert shown == f"True ({float(local_server.SPIN_SECONDS)},)", shown
 
 
 def test_the_probe_finds_what_vllm_gives(capabilities: Capabilities) -> None:

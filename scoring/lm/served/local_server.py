@@ -25,6 +25,8 @@ from types import TracebackType
 
 import httpx
 
+from scoring.lm.served import vllm_idle
+
 logger = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -46,6 +48,12 @@ SERVER_FLAGS = (
     "--no-enable-chunked-prefill",
 )
 MAX_LOGPROBS = 1000
+# How long an idle vLLM reader spins after a message before it sleeps on its socket
+# (scoring/lm/served/vllm_idle.py; vLLM's own: 1 s, a core's worth of sched_yield after
+# every request). Long enough for the steps of one request (milliseconds apart); 0 makes
+# every step wait on the socket, and vLLM's notifications then get lost (a request
+# waited for the 5-s recheck). $CONCORDIA_VLLM_SPIN_S overrides it.
+SPIN_SECONDS = "0.05"
 
 
 class ServerError(RuntimeError):
@@ -80,6 +88,7 @@ def install(path: str | os.PathLike[str] | None = None, *, python: str | None = 
     """
     where = venv_dir(path)
     if installed(where):
+        add_idle_hook(where)
         return where
     where.parent.mkdir(parents=True, exist_ok=True)
     lock = os.open(where.parent / f".{where.name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
@@ -95,6 +104,7 @@ def install(path: str | os.PathLike[str] | None = None, *, python: str | None = 
         pip = [str(where / "bin" / "python"), "-m", "pip"]
         _run([*pip, "install", "--quiet", "--disable-pip-version-check", VLLM_PACKAGE], log)
         _run([*pip, "uninstall", "--quiet", "--yes", *BROKEN_EXTRAS], log)
+        add_idle_hook(where)
         (where / STAMP).write_text(VLLM_PACKAGE + "\n")
         logger.info(
             "installed %s in %s in %.0f s", VLLM_PACKAGE, where, time.perf_counter() - started
@@ -102,6 +112,27 @@ def install(path: str | os.PathLike[str] | None = None, *, python: str | None = 
         return where
     finally:
         os.close(lock)
+
+
+def add_idle_hook(where: Path) -> None:
+    """Copy :mod:`scoring.lm.served.vllm_idle` into the virtualenv's site-packages with
+    the ``.pth`` line that loads it (again when this checkout's copy has changed): the
+    servers started here set :data:`SPIN_SECONDS`, so that an idle vLLM worker sleeps
+    instead of spinning on a core the client needs."""
+    source = (Path(__file__).with_name("vllm_idle.py")).read_text(encoding="utf-8")
+    for site in sorted(where.glob("lib/python*/site-packages")):
+        for name, text in (
+            ("concordia_vllm_idle.py", source),
+            (
+                "concordia_vllm_idle.pth",
+                "import concordia_vllm_idle; concordia_vllm_idle.install()\n",
+            ),
+        ):
+            target = site / name
+            if not target.is_file() or target.read_text(encoding="utf-8") != text:
+                partial = target.with_name(f".{name}.{os.getpid()}")
+                partial.write_text(text, encoding="utf-8")
+                partial.replace(target)  # whole, even with a server starting beside it
 
 
 def _run(command: Sequence[str], log: Path | None) -> None:
@@ -221,6 +252,7 @@ class VLLMServer:
     def environment(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHON"))}
         env["VLLM_CPU_KVCACHE_SPACE"] = str(self.kv_cache_gb)
+        env.setdefault(vllm_idle.VARIABLE, SPIN_SECONDS)
         env.setdefault("VLLM_LOGGING_LEVEL", "INFO")
         env["HF_HUB_OFFLINE"] = "1"  # the model is a local folder: never reach for a hub
         env["VLLM_NO_USAGE_STATS"] = "1"

@@ -1,0 +1,137 @@
+"""What an idle vLLM costs the machine: CPU seconds of the server's processes per request
+for a client that sends one request, works a moment, sends the next (a run's worker, the
+served tests), with vLLM's own 1-s spin after each message and with Concordia's
+(``$CONCORDIA_VLLM_SPIN_S``, scoring/lm/served/vllm_idle.py), both measured here.
+
+Run from the repository root (after ``python3 manage.py install_model``)::
+
+    .venv/bin/python bench/vllm_idle.py [--seconds 12] [--repeat 3] [--gap 0.3]
+
+Each setting starts the CPU vLLM server for the default model (scoring/lm/served/
+local_server.py) and runs ``--repeat`` rounds of ``--seconds``: a one-token chat
+request, then ``--gap`` seconds of the client's own work (a sleep), again. Printed per
+setting (medians of the rounds, min-max): requests answered, the server's CPU seconds
+(all its processes, from /proc) per request, the slowest request (a lost wake-up shows
+as seconds); then the CPU ratio vLLM-default / Concordia and a check that both
+settings answer the same top log-probabilities.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from _common import REPO, median_range, print_table
+from _speed import MODEL
+
+sys.path.insert(0, str(REPO))
+from scoring.lm.served import local_server, vllm_idle  # noqa: E402
+
+
+def server_cpu(root: int) -> float:
+    """CPU seconds (user + system) of process ``root`` and its descendants, from /proc."""
+    children: dict[int, list[int]] = {}
+    times: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid, parent = int(entry.name), int(fields[1])
+        children.setdefault(parent, []).append(pid)
+        times[pid] = (int(fields[11]) + int(fields[12])) / tick
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        total += times.get(pid, 0.0)
+        todo.extend(children.get(pid, ()))
+    return total
+
+
+def ask(base_url: str, model_id: str) -> dict[str, Any]:
+    body = {
+        "model": model_id,
+        "messages": [{"role": "user", "content": "Rate the summary from 1 to 5: the cat sat."}],
+        "max_tokens": 1,
+        "temperature": 0,
+        "logprobs": True,
+        "top_logprobs": 5,
+    }
+    request = urllib.request.Request(
+        f"{base_url}/v1/chat/completions",
+        json.dumps(body).encode(),
+        {"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=120) as answer:
+        reply: dict[str, Any] = json.loads(answer.read())
+    return reply
+
+
+def measure(spin: str, args: argparse.Namespace) -> tuple[list[list[float]], Any]:
+    """Rounds of (requests, CPU s per request, slowest request s) with ``spin``."""
+    os.environ[vllm_idle.VARIABLE] = spin
+    log = Path(tempfile.mkdtemp(prefix="vllm-idle-")) / "server.log"
+    server = local_server.VLLMServer(
+        MODEL, venv=local_server.install(), model_id="smollm2", log_path=log
+    )
+    server.start()
+    assert server.process is not None
+    try:
+        first = ask(server.base_url, server.model_id)  # warm, and the answer compared
+        rounds = []
+        for _ in range(args.repeat):
+            before, started, latencies = server_cpu(server.process.pid), time.monotonic(), []
+            while time.monotonic() - started < args.seconds:
+                sent = time.monotonic()
+                ask(server.base_url, server.model_id)
+                latencies.append(time.monotonic() - sent)
+                time.sleep(args.gap)
+            spent = server_cpu(server.process.pid) - before
+            rounds.append([len(latencies), spent / len(latencies), max(latencies)])
+        return rounds, first["choices"][0]["logprobs"]
+    finally:
+        server.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=12.0)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--gap", type=float, default=0.3)
+    args = parser.parse_args()
+    if not (MODEL / "config.json").is_file():
+        sys.exit(f"no model at {MODEL}: run `python3 manage.py install_model` first")
+    settings = {"vLLM's 1 s": "1", f"Concordia's {local_server.SPIN_SECONDS} s": None}
+    results, answers = {}, {}
+    for name, spin in settings.items():
+        results[name], answers[name] = measure(spin or local_server.SPIN_SECONDS, args)
+    body = [
+        [
+            name,
+            median_range((r[0] for r in rounds), ".0f"),
+            median_range(r[1] for r in rounds),
+            median_range(r[2] for r in rounds),
+        ]
+        for name, rounds in results.items()
+    ]
+    print(f"\n{args.repeat} rounds of {args.seconds:.0f} s, {args.gap} s of work between requests")
+    print_table(["spin", "requests", "server CPU s/request", "slowest request s"], body, 1)
+    default, ours = (statistics.median(r[1] for r in rounds) for rounds in results.values())
+    print(f"server CPU per request, vLLM's spin / Concordia's: {default / ours:.1f}x")
+    same = len({json.dumps(a, sort_keys=True) for a in answers.values()}) == 1
+    print(f"same top log-probabilities under both: {'yes' if same else 'NO'}")
+
+
+if __name__ == "__main__":
+    main()
