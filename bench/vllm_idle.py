@@ -12,8 +12,10 @@ local_server.py) and runs ``--repeat`` rounds of ``--seconds``: a one-token chat
 request, then ``--gap`` seconds of the client's own work (a sleep), again. Printed per
 setting (medians of the rounds, min-max): requests answered, the server's CPU seconds
 (all its processes, from /proc) per request, the slowest request (a lost wake-up shows
-as seconds); then the CPU ratio vLLM-default / Concordia and a check that both
-settings answer the same top log-probabilities.
+as seconds); then ``--generations`` greedy generations of ``--tokens`` tokens (the
+engine and its worker hand each step to each other): seconds and CPU seconds each. Then
+the CPU ratios vLLM-default / Concordia and a check that both settings answer the same
+top log-probabilities.
 """
 
 from __future__ import annotations
@@ -59,11 +61,13 @@ def server_cpu(root: int) -> float:
     return total
 
 
-def ask(base_url: str, model_id: str) -> dict[str, Any]:
+def ask(base_url: str, model_id: str, tokens: int = 1) -> dict[str, Any]:
+    """A chat request for ``tokens`` tokens (greedy, all of them: no early stop)."""
     body = {
         "model": model_id,
         "messages": [{"role": "user", "content": "Rate the summary from 1 to 5: the cat sat."}],
-        "max_tokens": 1,
+        "max_tokens": tokens,
+        "ignore_eos": True,
         "temperature": 0,
         "logprobs": True,
         "top_logprobs": 5,
@@ -98,7 +102,20 @@ def measure(spin: str, args: argparse.Namespace) -> tuple[list[list[float]], Any
                 latencies.append(time.monotonic() - sent)
                 time.sleep(args.gap)
             spent = server_cpu(server.process.pid) - before
-            rounds.append([len(latencies), spent / len(latencies), max(latencies)])
+            before, started = server_cpu(server.process.pid), time.monotonic()
+            for _ in range(args.generations):
+                ask(server.base_url, server.model_id, args.tokens)
+            generated = time.monotonic() - started
+            spent_generating = server_cpu(server.process.pid) - before
+            rounds.append(
+                [
+                    len(latencies),
+                    spent / len(latencies),
+                    max(latencies),
+                    generated / args.generations,
+                    spent_generating / args.generations,
+                ]
+            )
         return rounds, first["choices"][0]["logprobs"]
     finally:
         server.stop()
@@ -109,6 +126,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=12.0)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--gap", type=float, default=0.3)
+    parser.add_argument("--generations", type=int, default=3)
+    parser.add_argument("--tokens", type=int, default=64)
     args = parser.parse_args()
     if not (MODEL / "config.json").is_file():
         sys.exit(f"no model at {MODEL}: run `python3 manage.py install_model` first")
@@ -122,13 +141,23 @@ def main() -> None:
             median_range((r[0] for r in rounds), ".0f"),
             median_range(r[1] for r in rounds),
             median_range(r[2] for r in rounds),
+            median_range((r[3] for r in rounds), ".2f"),
+            median_range((r[4] for r in rounds), ".2f"),
         ]
         for name, rounds in results.items()
     ]
-    print(f"\n{args.repeat} rounds of {args.seconds:.0f} s, {args.gap} s of work between requests")
-    print_table(["spin", "requests", "server CPU s/request", "slowest request s"], body, 1)
-    default, ours = (statistics.median(r[1] for r in rounds) for rounds in results.values())
-    print(f"server CPU per request, vLLM's spin / Concordia's: {default / ours:.1f}x")
+    print(
+        f"\n{args.repeat} rounds: {args.seconds:.0f} s of one-token requests with {args.gap} s "
+        f"of the client's work between them, then {args.generations} generations of "
+        f"{args.tokens} tokens one after the other"
+    )
+    header = ["spin", "requests", "CPU s/request", "slowest s", "generation s", "CPU s/generation"]
+    print_table(header, body, 1)
+    for column, what in ((1, "one-token request"), (4, "generation")):
+        default, ours = (
+            statistics.median(r[column] for r in rounds) for rounds in results.values()
+        )
+        print(f"server CPU per {what}, vLLM's spin / Concordia's: {default / ours:.1f}x")
     same = len({json.dumps(a, sort_keys=True) for a in answers.values()}) == 1
     print(f"same top log-probabilities under both: {'yes' if same else 'NO'}")
 

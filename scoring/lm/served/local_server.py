@@ -50,10 +50,10 @@ SERVER_FLAGS = (
 MAX_LOGPROBS = 1000
 # How long an idle vLLM reader spins after a message before it sleeps on its socket
 # (scoring/lm/served/vllm_idle.py; vLLM's own: 1 s, a core's worth of sched_yield after
-# every request). Long enough for the steps of one request (milliseconds apart); 0 makes
-# every step wait on the socket, and vLLM's notifications then get lost (a request
-# waited for the 5-s recheck). $CONCORDIA_VLLM_SPIN_S overrides it.
-SPIN_SECONDS = "0.05"
+# every request, and the engine and its worker each spinning while the other computes a
+# step). Not 0: vLLM's wake-ups then got lost (a request waited for the 5-s recheck);
+# 0.002 lost none here either. $CONCORDIA_VLLM_SPIN_S overrides it.
+SPIN_SECONDS = "0.01"
 
 
 class ServerError(RuntimeError):
