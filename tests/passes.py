@@ -53,7 +53,8 @@ BACKEND = {
     "(NUL in text, integer ranges) and its rollback: no partial write",
 }
 # The modules of the tests that use the session's vLLM server (marked ``served``), in two
-# groups of about equal length (minutes each: the long pole of the production pass); one
+# groups of about equal length (minutes each: the long pole of the production pass; test
+# time in `runtests` on the 2-core machine: about 890 s and 790 s); one
 # pytest-xdist worker runs a group's modules one after the other with a server of its own
 # (tests/parallel.py; tests/test_passes.py checks the groups against the markers). The
 # first group holds the module that starts a server of its own besides (``vllm
@@ -64,12 +65,12 @@ SERVED_GROUPS = (
         "tests/studies/test_served_top_k_only.py",
         "tests/scoring/test_served_labels.py",
         "tests/studies/test_served_tuning.py",
+        "tests/studies/test_served_label_runs.py",
     ),
     (
         "tests/studies/test_served_runs.py",
         "tests/scoring/test_served_engine.py",
         "tests/scoring/test_served_exact_labels.py",
-        "tests/studies/test_served_label_runs.py",
     ),
 )
 SERVED_MODULES = frozenset(path for group in SERVED_GROUPS for path in group)

@@ -253,6 +253,10 @@ class VLLMServer:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHON"))}
         env["VLLM_CPU_KVCACHE_SPACE"] = str(self.kv_cache_gb)
         env.setdefault(vllm_idle.VARIABLE, SPIN_SECONDS)
+        # vLLM's CPU build pins its worker to core 0 ("auto"): every server and run-batch
+        # started here then computes on that one core, beside an idle other. Unpinned,
+        # the system puts each where there is room (the same computation: 1 thread).
+        env.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
         env.setdefault("VLLM_LOGGING_LEVEL", "INFO")
         env["HF_HUB_OFFLINE"] = "1"  # the model is a local folder: never reach for a hub
         env["VLLM_NO_USAGE_STATS"] = "1"
