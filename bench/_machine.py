@@ -1,7 +1,8 @@
 """What the machine did while a benchmark ran: a block's peak resident memory (RSS), and
-the share of the CPUs other processes (a database server included) took meanwhile.
+the share of the CPUs other processes (a database server included) took meanwhile;
+the CPU time of a process with its descendants (a server and the processes it spawned).
 
-Both read Linux's ``/proc``."""
+All read Linux's ``/proc``."""
 
 from __future__ import annotations
 
@@ -78,3 +79,26 @@ class CpuShare:
             f"of {os.cpu_count()} CPUs on average over the {wall:.0f} s run (on SQLite, well above "
             "0 means a busy machine and pessimistic timings)"
         )
+
+
+def tree_cpu_seconds(root: int) -> float:
+    """CPU seconds (user + system) of process ``root`` and its descendants, from /proc."""
+    children: dict[int, list[int]] = {}
+    times: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid, parent = int(entry.name), int(fields[1])
+        children.setdefault(parent, []).append(pid)
+        times[pid] = (int(fields[11]) + int(fields[12])) / tick
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        total += times.get(pid, 0.0)
+        todo.extend(children.get(pid, ()))
+    return total

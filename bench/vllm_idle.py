@@ -32,33 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from _common import REPO, median_range, print_table
+from _machine import tree_cpu_seconds
 from _speed import MODEL
 
 sys.path.insert(0, str(REPO))
 from scoring.lm.served import local_server, vllm_idle  # noqa: E402
-
-
-def server_cpu(root: int) -> float:
-    """CPU seconds (user + system) of process ``root`` and its descendants, from /proc."""
-    children: dict[int, list[int]] = {}
-    times: dict[int, float] = {}
-    tick = os.sysconf("SC_CLK_TCK")
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        pid, parent = int(entry.name), int(fields[1])
-        children.setdefault(parent, []).append(pid)
-        times[pid] = (int(fields[11]) + int(fields[12])) / tick
-    total, todo = 0.0, [root]
-    while todo:
-        pid = todo.pop()
-        total += times.get(pid, 0.0)
-        todo.extend(children.get(pid, ()))
-    return total
 
 
 def ask(base_url: str, model_id: str, tokens: int = 1) -> dict[str, Any]:
@@ -83,7 +61,9 @@ def ask(base_url: str, model_id: str, tokens: int = 1) -> dict[str, Any]:
 
 
 def measure(spin: str, args: argparse.Namespace) -> tuple[list[list[float]], Any]:
-    """Rounds of (requests, CPU s per request, slowest request s) with ``spin``."""
+    """With ``spin``: each round's requests, server CPU s per request, slowest request s,
+    seconds per generation and server CPU s per generation; the first answer's
+    log-probabilities."""
     os.environ[vllm_idle.VARIABLE] = spin
     log = Path(tempfile.mkdtemp(prefix="vllm-idle-")) / "server.log"
     server = local_server.VLLMServer(
@@ -95,18 +75,18 @@ def measure(spin: str, args: argparse.Namespace) -> tuple[list[list[float]], Any
         first = ask(server.base_url, server.model_id)  # warm, and the answer compared
         rounds = []
         for _ in range(args.repeat):
-            before, started, latencies = server_cpu(server.process.pid), time.monotonic(), []
+            before, started, latencies = tree_cpu_seconds(server.process.pid), time.monotonic(), []
             while time.monotonic() - started < args.seconds:
                 sent = time.monotonic()
                 ask(server.base_url, server.model_id)
                 latencies.append(time.monotonic() - sent)
                 time.sleep(args.gap)
-            spent = server_cpu(server.process.pid) - before
-            before, started = server_cpu(server.process.pid), time.monotonic()
+            spent = tree_cpu_seconds(server.process.pid) - before
+            before, started = tree_cpu_seconds(server.process.pid), time.monotonic()
             for _ in range(args.generations):
                 ask(server.base_url, server.model_id, args.tokens)
             generated = time.monotonic() - started
-            spent_generating = server_cpu(server.process.pid) - before
+            spent_generating = tree_cpu_seconds(server.process.pid) - before
             rounds.append(
                 [
                     len(latencies),
@@ -131,10 +111,13 @@ def main() -> None:
     args = parser.parse_args()
     if not (MODEL / "config.json").is_file():
         sys.exit(f"no model at {MODEL}: run `python3 manage.py install_model` first")
-    settings = {"vLLM's 1 s": "1", f"Concordia's {local_server.SPIN_SECONDS} s": None}
+    settings = {
+        "vLLM's 1 s": "1",
+        f"Concordia's {local_server.SPIN_SECONDS} s": local_server.SPIN_SECONDS,
+    }
     results, answers = {}, {}
     for name, spin in settings.items():
-        results[name], answers[name] = measure(spin or local_server.SPIN_SECONDS, args)
+        results[name], answers[name] = measure(spin, args)
     body = [
         [
             name,
