@@ -45,7 +45,8 @@ def outputs(documents: int, systems: int) -> list[dict[str, object]]:
 @contextmanager
 def vm_steps() -> Iterator[list[int]]:
     """Count the SQLite virtual machine's steps (in hundreds) over the block: a number
-    that follows the rows a query visits, the same on every run and machine."""
+    that follows the rows a query visits, the same on every machine for the same planner
+    statistics."""
     counted = [0]
 
     def tick() -> int:
@@ -168,7 +169,10 @@ def test_a_reimports_work_does_not_grow_with_the_other_datasets(write_jsonl):
     with vm_steps() as beside_big:
         warm()
     assert Dataset.objects.count() == 2
-    assert beside_big[0] <= alone[0] * 1.1, (alone, beside_big)
+    # Planner statistics left by earlier tests move the count by about a tenth (98 to
+    # 109 in one CI run); one walk of the big dataset's 4,000 judgments counts 200, twice
+    # the small re-import's whole count.
+    assert beside_big[0] <= alone[0] * 1.5, (alone, beside_big)
 
 
 def test_a_large_import_leaves_postgresql_statistics_for_the_next_one(
