@@ -273,7 +273,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-v", "--verbose", action="store_true", help="list every finding")
     args = parser.parse_args(argv)
 
-    modules = {m.name: m for m in map(Module, python_files(PACKAGES))}
+    read: dict[Path, Module] = {}  # each file parsed once per check
+
+    def parsed(path: Path) -> Module:
+        if path not in read:
+            read[path] = Module(path)
+        return read[path]
+
+    modules = {m.name: m for m in map(parsed, python_files(PACKAGES))}
     found_cycles = cycles(import_graph(modules))
     inner = [
         (m.path.relative_to(ROOT), line, target)
@@ -287,14 +294,14 @@ def main(argv: list[str] | None = None) -> int:
     ]
     project_inner = [item for item in inner if item[2].split(".")[0] in PACKAGES]
     private = private_imports(
-        [Module(path) for path in python_files(PRIVATE_CHECKED_DIRS)],
+        [parsed(path) for path in python_files(PRIVATE_CHECKED_DIRS)],
         module_names(python_files(CHECKED_DIRS)),
     )
-    tests_imported = test_module_imports([Module(path) for path in python_files(CHECKED_DIRS)])
+    tests_imported = test_module_imports([parsed(path) for path in python_files(CHECKED_DIRS)])
     long_modules = []
     fmt_skips = 0
     for path in python_files(CHECKED_DIRS):
-        text = path.read_text(encoding="utf-8")
+        text = parsed(path).source
         lines = text.count("\n")
         if lines > MAX_LINES:
             long_modules.append((path.relative_to(ROOT), lines))
