@@ -1,14 +1,17 @@
-"""The run_metric command on two real SummEval documents with the real default model."""
+"""The run_metric command on real SummEval documents (the shortest: tests/served.py's
+``summeval_lines``) with the real default model."""
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 
 from studies.models import MetricRun, MetricScore
 from tests.conftest import SHARED_DATA
+from tests.served import summeval_lines
 
 pytestmark = [
     pytest.mark.django_db,
@@ -18,10 +21,17 @@ pytestmark = [
 ]
 
 
-def test_run_metric_scores_two_summeval_documents_with_the_default_model(capsys):
+def shortest(documents: int, folder: Path) -> str:
+    """A file of SummEval's ``documents`` shortest documents (16 outputs each)."""
+    path = folder / "summeval.jsonl"
+    path.write_text("".join(summeval_lines()[: 16 * documents]))
+    return str(path)
+
+
+def test_run_metric_scores_two_summeval_documents_with_the_default_model(capsys, tmp_path):
     call_command(
         "import_records",
-        str(SHARED_DATA / "summeval.jsonl"),
+        shortest(2, tmp_path),
         "--dataset",
         "summeval",
         "--task",
@@ -59,12 +69,12 @@ def test_run_metric_scores_two_summeval_documents_with_the_default_model(capsys)
         assert score.value == pytest.approx(detail["sum"][0] / detail["n_tokens"][0])
 
 
-def test_geval_rates_one_summeval_document_with_the_default_model(capsys):
+def test_geval_rates_one_summeval_document_with_the_default_model(capsys, tmp_path):
     from studies.models import EvaluationSteps
 
     call_command(
         "import_records",
-        str(SHARED_DATA / "summeval.jsonl"),
+        shortest(1, tmp_path),
         "--dataset",
         "summeval",
         "--task",
